@@ -1,0 +1,134 @@
+import { z } from 'zod';
+import { formatDuration, parseDuration } from './domain/duration.ts';
+import type { SweepPolicy } from './domain/sweep-policy.ts';
+
+/**
+ * Configuration, read once from the environment at start. A bad value fails here, naming the
+ * variable and the value, instead of surfacing later as odd behaviour (a zero grace period
+ * would mean "delete every disconnected entry at once").
+ */
+export interface Config {
+  tableName: string;
+  /** Set for the local runtime and tests (dynalite, DynamoDB Local); unset on AWS. */
+  dynamoDbEndpoint: string | undefined;
+  region: string;
+  sweep: SweepPolicy & {
+    /** Most entries one sweeper run deletes. */
+    maxDeletesPerRun: number;
+    /** Deletions per second, so a mass expiry does not flood the mesh with removals. */
+    deletesPerSecond: number;
+  };
+  /** How long a handler reuses a WorkloadGroup it read. */
+  groupCacheTtlMs: number;
+  /** The `istio.io/workloadController` value written on connect. */
+  controller: string;
+  authMode: 'token' | 'iam';
+}
+
+export const ENV = {
+  tableName: 'REGISTRAR_TABLE',
+  dynamoDbEndpoint: 'REGISTRAR_DYNAMODB_ENDPOINT',
+  region: 'AWS_REGION',
+  gracePeriod: 'REGISTRAR_GRACE_PERIOD',
+  maxConnectionAge: 'REGISTRAR_MAX_CONNECTION_AGE',
+  sweepMaxDeletes: 'REGISTRAR_SWEEP_MAX_DELETES',
+  sweepDeletesPerSecond: 'REGISTRAR_SWEEP_DELETES_PER_SECOND',
+  groupCacheTtl: 'REGISTRAR_GROUP_CACHE_TTL',
+  controller: 'REGISTRAR_CONTROLLER',
+  authMode: 'REGISTRAR_AUTH_MODE',
+} as const;
+
+export const DEFAULTS = {
+  gracePeriod: '5m',
+  // API Gateway's hard limit for a WebSocket connection.
+  maxConnectionAge: '2h',
+  sweepMaxDeletes: 1000,
+  sweepDeletesPerSecond: 50,
+  groupCacheTtl: '10s',
+  controller: 'workload-registrar',
+  region: 'us-east-1',
+} as const;
+
+export class ConfigError extends Error {}
+
+/** A positive duration (`500ms`, `10s`, `5m`, `2h`); 0 or negative is an error. */
+export const positiveDuration = z.string().transform((text, ctx) => {
+  const ms = parseDuration(text);
+  if (ms === undefined || ms <= 0) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be a positive duration such as 500ms, 10s, 5m or 2h, got '${text}'`,
+    });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+const positiveInteger = z.string().transform((text, ctx) => {
+  const value = Number(text);
+  if (!Number.isInteger(value) || value <= 0) {
+    ctx.addIssue({ code: 'custom', message: `must be a positive integer, got '${text}'` });
+    return z.NEVER;
+  }
+  return value;
+});
+
+const schema = z.object({
+  [ENV.tableName]: z.string().min(1, 'is required: the DynamoDB table holding the registry'),
+  [ENV.dynamoDbEndpoint]: z.url().optional(),
+  [ENV.region]: z.string().default(DEFAULTS.region),
+  [ENV.gracePeriod]: positiveDuration.prefault(DEFAULTS.gracePeriod),
+  [ENV.maxConnectionAge]: positiveDuration.prefault(DEFAULTS.maxConnectionAge),
+  [ENV.sweepMaxDeletes]: positiveInteger.prefault(String(DEFAULTS.sweepMaxDeletes)),
+  [ENV.sweepDeletesPerSecond]: positiveInteger.prefault(String(DEFAULTS.sweepDeletesPerSecond)),
+  [ENV.groupCacheTtl]: z
+    .string()
+    .transform((text, ctx) => {
+      const ms = parseDuration(text);
+      if (ms === undefined) {
+        ctx.addIssue({ code: 'custom', message: `must be a duration such as 0s or 10s, got '${text}'` });
+        return z.NEVER;
+      }
+      return ms;
+    })
+    .prefault(DEFAULTS.groupCacheTtl),
+  [ENV.controller]: z.string().min(1).default(DEFAULTS.controller),
+  [ENV.authMode]: z.enum(['token', 'iam']).default('token'),
+});
+
+/** Reads and validates the configuration; throws ConfigError naming the variable and value. */
+export function readConfig(env: Record<string, string | undefined>): Readonly<Config> {
+  const defined = Object.fromEntries(
+    Object.entries(env).filter(([, value]) => value !== undefined && value !== ''),
+  );
+  const parsed = schema.safeParse(defined);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => {
+      const variable = String(issue.path[0] ?? 'environment');
+      const value = env[variable];
+      const shown = value === undefined ? '' : ` (value '${value}')`;
+      return `${variable}${shown}: ${issue.message}`;
+    });
+    throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
+  }
+  const v = parsed.data;
+  return Object.freeze({
+    tableName: v[ENV.tableName],
+    dynamoDbEndpoint: v[ENV.dynamoDbEndpoint],
+    region: v[ENV.region],
+    sweep: Object.freeze({
+      gracePeriodMs: v[ENV.gracePeriod],
+      maxConnectionAgeMs: v[ENV.maxConnectionAge],
+      maxDeletesPerRun: v[ENV.sweepMaxDeletes],
+      deletesPerSecond: v[ENV.sweepDeletesPerSecond],
+    }),
+    groupCacheTtlMs: v[ENV.groupCacheTtl],
+    controller: v[ENV.controller],
+    authMode: v[ENV.authMode],
+  });
+}
+
+/** For logs at start: the effective policy in the form it is configured. */
+export function describeSweepPolicy(config: Config): string {
+  return `grace period ${formatDuration(config.sweep.gracePeriodMs)}, max connection age ${formatDuration(config.sweep.maxConnectionAgeMs)}`;
+}

@@ -1,0 +1,109 @@
+import {
+  ANNOTATIONS,
+  type Condition,
+  type EpochMillis,
+  HEALTHY_CONDITION,
+  ISTIO_API_VERSION,
+  toRfc3339,
+  type VerifiedIdentity,
+  type WorkloadEntry,
+} from './model.ts';
+
+/**
+ * Connection state of an auto-registered entry. It is kept apart from the Istio object because
+ * it changes on every connect and disconnect while the object itself never does; the system
+ * annotations are rendered from it.
+ */
+export interface ConnectionState {
+  /** Which control plane instance holds the entry (`istio.io/workloadController`). */
+  controller: string;
+  /** Set while connected: the time of the newest connect. */
+  connectedAt?: EpochMillis;
+  /** Set while disconnected: when the last live connection went away. */
+  disconnectedAt?: EpochMillis;
+  /** Live connections holding the entry (more than one during a make-before-break rotation). */
+  connectionIds: string[];
+  /** The newest connection: the only one whose health reports count. */
+  newestConnectionId?: string;
+}
+
+/** The entry's `Healthy` condition, as health reports maintain it. */
+export interface HealthState {
+  status: 'True' | 'False';
+  message?: string;
+  lastProbeTime: EpochMillis;
+  lastTransitionTime: EpochMillis;
+}
+
+/**
+ * One WorkloadEntry as the registry stores it: the Istio object as created (hand-made, or
+ * built from the group when the VM first connected), plus the state that changes later.
+ */
+export interface EntryRecord {
+  /** The object without system annotations and without the `Healthy` condition. */
+  entry: WorkloadEntry;
+  /** Name of the WorkloadGroup that auto-registered it; absent for hand-made entries. */
+  autoRegistrationGroup?: string;
+  connection?: ConnectionState;
+  health?: HealthState;
+  /** Whether the group had a probe when the entry was built (`health-checks-enabled`). */
+  healthChecksEnabled?: boolean;
+  /** The caller of the newest connect, from the authorizer. */
+  identity?: VerifiedIdentity;
+  /** `metadata.generation` of the group the entry was built from. */
+  groupGeneration?: number;
+  /** Bumped by every write; the sweeper's delete is conditional on the revision it read. */
+  revision: number;
+}
+
+export function isAutoRegistered(record: EntryRecord): boolean {
+  return record.autoRegistrationGroup !== undefined;
+}
+
+export function isConnected(record: EntryRecord): boolean {
+  return record.connection?.connectedAt !== undefined;
+}
+
+/** Renders the Istio WorkloadEntry with its system annotations and `Healthy` condition. */
+export function renderWorkloadEntry(record: EntryRecord): WorkloadEntry {
+  const { entry } = record;
+  const annotations = { ...(entry.metadata.annotations ?? {}) };
+  if (record.autoRegistrationGroup !== undefined) {
+    annotations[ANNOTATIONS.autoRegistrationGroup] = record.autoRegistrationGroup;
+  }
+  if (record.healthChecksEnabled) annotations[ANNOTATIONS.healthChecksEnabled] = 'true';
+  const connection = record.connection;
+  if (connection) {
+    annotations[ANNOTATIONS.workloadController] = connection.controller;
+    if (connection.connectedAt !== undefined) {
+      annotations[ANNOTATIONS.connectedAt] = toRfc3339(connection.connectedAt);
+    }
+    if (connection.disconnectedAt !== undefined) {
+      annotations[ANNOTATIONS.disconnectedAt] = toRfc3339(connection.disconnectedAt);
+    }
+  }
+  const conditions = renderConditions(entry.status?.conditions ?? [], record.health);
+  const rendered: WorkloadEntry = {
+    apiVersion: entry.apiVersion || ISTIO_API_VERSION,
+    kind: 'WorkloadEntry',
+    metadata: { ...entry.metadata, annotations },
+    spec: entry.spec,
+  };
+  if (conditions.length > 0) rendered.status = { conditions };
+  return rendered;
+}
+
+function renderConditions(others: Condition[], health: HealthState | undefined): Condition[] {
+  if (!health) return others;
+  const healthy: Condition = {
+    type: HEALTHY_CONDITION,
+    status: health.status,
+    lastProbeTime: toRfc3339(health.lastProbeTime),
+    lastTransitionTime: toRfc3339(health.lastTransitionTime),
+  };
+  if (health.message !== undefined) healthy.message = health.message;
+  // A stored Healthy condition (hand-made entries, or an older record) keeps its position.
+  const at = others.findIndex((condition) => condition.type === HEALTHY_CONDITION);
+  if (at === -1) return [...others, healthy];
+  return others.map((condition, index) => (index === at ? healthy : condition));
+}

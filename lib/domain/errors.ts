@@ -1,0 +1,54 @@
+/**
+ * The small family of refusals. Each maps to one HTTP status in one place
+ * (`lib/protocol/error-response.ts`); anything else is a 500 that reveals nothing.
+ * Messages say what was wrong, with the value, and what to do, in lower case.
+ */
+export class RegistrarError extends Error {
+  readonly statusCode: number;
+  readonly code: string;
+
+  constructor(message: string, statusCode: number, code: string) {
+    super(message);
+    this.name = new.target.name;
+    this.statusCode = statusCode;
+    this.code = code;
+  }
+}
+
+/** 400: the request or document is malformed. `field` names what was wrong. */
+export class InvalidRequestError extends RegistrarError {
+  readonly field: string | undefined;
+
+  constructor(message: string, field?: string) {
+    super(message, 400, 'InvalidRequest');
+    this.field = field;
+  }
+}
+
+/** 401: the caller did not prove who it is. */
+export class UnauthenticatedError extends RegistrarError {
+  constructor(message = 'missing or invalid credentials; connect with Authorization: Bearer <join token>') {
+    super(message, 401, 'Unauthenticated');
+  }
+}
+
+/** 403: the caller is known but not allowed to do this. */
+export class ForbiddenError extends RegistrarError {
+  constructor(message: string) {
+    super(message, 403, 'Forbidden');
+  }
+}
+
+/** 404: the WorkloadGroup (or another named object) does not exist. */
+export class NotFoundError extends RegistrarError {
+  constructor(message: string) {
+    super(message, 404, 'NotFound');
+  }
+}
+
+/** 409: the request collides with existing state it must not overwrite. */
+export class ConflictError extends RegistrarError {
+  constructor(message: string) {
+    super(message, 409, 'Conflict');
+  }
+}

@@ -1,0 +1,84 @@
+/**
+ * The registry table, defined once: the local runtime creates it from this (CreateTable on
+ * dynalite or DynamoDB Local) and the CDK table construct builds the same schema from it.
+ *
+ * Items (pk / sk):
+ *   NS#<namespace>  / WG#<name>        a WorkloadGroup
+ *   NS#<namespace>  / WE#<name>        a WorkloadEntry (hand-made or auto-registered)
+ *   CONN#<id>       / CONN             a live connection -> the entry it registered
+ *   TOKEN           / <id>             a join token (hashed secret)
+ *   POLICY          / <roleArn>#<ns>   an IAM-mode allow rule
+ *
+ * The sweep index is sparse: only auto-registered entries carry `sweepState` and `sweepAt`.
+ *   sweepState = "C#<shard>" with sweepAt = newest connectedAt    (stale after 1.5 x max age)
+ *   sweepState = "D#<shard>" with sweepAt = disconnectedAt        (due after the grace period)
+ * Keying by the raw time (not "time due") keeps the index right when the grace period or the
+ * maximum connection age is reconfigured. Shards spread index writes over partitions.
+ */
+export const TABLE_KEYS = { partitionKey: 'pk', sortKey: 'sk' } as const;
+
+export const SWEEP_INDEX = {
+  name: 'sweep',
+  partitionKey: 'sweepState',
+  sortKey: 'sweepAt',
+} as const;
+
+/** Index partitions per state; the sweeper queries each. */
+export const SWEEP_SHARDS = 4;
+
+export interface TableDefinition {
+  attributes: { name: string; type: 'S' | 'N' }[];
+  partitionKey: string;
+  sortKey: string;
+  globalSecondaryIndexes: {
+    indexName: string;
+    partitionKey: string;
+    sortKey: string;
+    projection: 'ALL';
+  }[];
+}
+
+export const REGISTRY_TABLE: TableDefinition = {
+  attributes: [
+    { name: TABLE_KEYS.partitionKey, type: 'S' },
+    { name: TABLE_KEYS.sortKey, type: 'S' },
+    { name: SWEEP_INDEX.partitionKey, type: 'S' },
+    { name: SWEEP_INDEX.sortKey, type: 'N' },
+  ],
+  partitionKey: TABLE_KEYS.partitionKey,
+  sortKey: TABLE_KEYS.sortKey,
+  globalSecondaryIndexes: [
+    {
+      indexName: SWEEP_INDEX.name,
+      partitionKey: SWEEP_INDEX.partitionKey,
+      sortKey: SWEEP_INDEX.sortKey,
+      // The sweeper needs the whole entry to decide and to make its delete conditional on the
+      // revision it read: projecting ALL saves one GetItem per candidate.
+      projection: 'ALL',
+    },
+  ],
+};
+
+/** The CreateTable input for the local runtime and tests (on-demand, like the CDK table). */
+export function createTableInput(tableName: string) {
+  return {
+    TableName: tableName,
+    BillingMode: 'PAY_PER_REQUEST' as const,
+    AttributeDefinitions: REGISTRY_TABLE.attributes.map((a) => ({
+      AttributeName: a.name,
+      AttributeType: a.type,
+    })),
+    KeySchema: [
+      { AttributeName: REGISTRY_TABLE.partitionKey, KeyType: 'HASH' as const },
+      { AttributeName: REGISTRY_TABLE.sortKey, KeyType: 'RANGE' as const },
+    ],
+    GlobalSecondaryIndexes: REGISTRY_TABLE.globalSecondaryIndexes.map((index) => ({
+      IndexName: index.indexName,
+      KeySchema: [
+        { AttributeName: index.partitionKey, KeyType: 'HASH' as const },
+        { AttributeName: index.sortKey, KeyType: 'RANGE' as const },
+      ],
+      Projection: { ProjectionType: index.projection },
+    })),
+  };
+}
