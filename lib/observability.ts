@@ -1,0 +1,57 @@
+import { Logger } from '@aws-lambda-powertools/logger';
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+
+/**
+ * The one Logger and the one Metrics of every function.
+ *
+ * Locally and in tests, set POWERTOOLS_METRICS_DISABLED=true (or POWERTOOLS_DEV=true) to
+ * keep EMF lines off stdout, and POWERTOOLS_LOG_LEVEL to quiet logs; Powertools reads both
+ * when these objects are created, i.e. when this module is first imported.
+ */
+export const SERVICE_NAME = 'workload-registrar';
+export const METRICS_NAMESPACE = 'WorkloadRegistrar';
+
+export const logger = new Logger({ serviceName: SERVICE_NAME });
+
+/** One counter per outcome (DESIGN: observability). */
+export const METRIC = {
+  registered: 'Registered',
+  reconnected: 'Reconnected',
+  unregistered: 'Unregistered',
+  healthTransitions: 'HealthTransitions',
+  swept: 'Swept',
+  errors: 'Errors',
+} as const;
+
+export type MetricName = (typeof METRIC)[keyof typeof METRIC];
+
+export const metrics = new Metrics({
+  namespace: METRICS_NAMESPACE,
+  serviceName: SERVICE_NAME,
+  logger: {
+    debug: (...content) => logger.debug(...(content as [string])),
+    info: (...content) => logger.info(...(content as [string])),
+    error: (...content) => logger.error(...(content as [string])),
+    // An invocation with no outcome to count (a describe, an ignored health report) is
+    // normal here; Powertools' "No application metrics to publish" would fire on each one.
+    warn: (...content) => {
+      const [first] = content;
+      if (typeof first === 'string' && first.startsWith('No application metrics')) return;
+      logger.warn(...(content as [string]));
+    },
+  },
+});
+
+export function countMetric(name: MetricName, value = 1): void {
+  if (value > 0) metrics.addMetric(name, MetricUnit.Count, value);
+}
+
+/**
+ * Counts an error by reason. A single metric carries its own `Reason` dimension without
+ * adding it to the outcome counters flushed at the end of the invocation.
+ */
+export function countError(reason: string): void {
+  const single = metrics.singleMetric();
+  single.addDimension('Reason', reason);
+  single.addMetric(METRIC.errors, MetricUnit.Count, 1);
+}

@@ -1,0 +1,182 @@
+import { z } from 'zod';
+import { InvalidRequestError } from '../domain/errors.ts';
+import type { ConnectRequest, StringMap } from '../domain/model.ts';
+import {
+  isDns1123Label,
+  isDns1123Subdomain,
+  isIpAddress,
+  isLabelKey,
+  isLabelValue,
+  isLocality,
+  isNetworkName,
+} from '../domain/validation.ts';
+import type { WebSocketConnectEvent } from './websocket-events.ts';
+
+const USAGE = 'connect with ?group=<name>&namespace=<ns>&ip=<addr>';
+// Bounds that no real VM reaches; they keep one request from building a huge entry.
+export const MAX_IPS = 16;
+export const MAX_LABELS = 64;
+
+const RULES = {
+  group:
+    'must be a DNS-1123 subdomain (lower case letters, digits, - and ., at most 253 characters)',
+  namespace: 'must be a DNS-1123 label (lower case letters, digits and -, at most 63 characters)',
+  ip: 'must be an IPv4 or IPv6 address',
+  network: 'must be letters, digits, -, _ and ., at most 63 characters',
+  locality: 'must be region[/zone[/subzone]], each part letters, digits, -, _ and .',
+} as const;
+
+type Field = keyof typeof RULES | 'label';
+
+/**
+ * Reads protocol v1's query string (`?group=&namespace=&ip=[&ip=][&network=][&locality=]
+ * [&label=k=v]...`) into a validated ConnectRequest. Throws InvalidRequestError naming every
+ * bad field with its value; nothing has been written at that point.
+ */
+export function parseConnectRequest(
+  event: Pick<WebSocketConnectEvent, 'queryStringParameters' | 'multiValueQueryStringParameters'>,
+): ConnectRequest {
+  const values = (field: Field) => queryValues(event, field);
+  const parsed = schema.safeParse({
+    group: values('group'),
+    namespace: values('namespace'),
+    ip: values('ip'),
+    network: values('network'),
+    locality: values('locality'),
+    label: values('label'),
+  });
+  if (!parsed.success) {
+    const [first] = parsed.error.issues;
+    const message = withUsageOnce(parsed.error.issues.map((issue) => issue.message));
+    throw new InvalidRequestError(message, first ? String(first.path[0]) : undefined);
+  }
+  const { group, namespace, ip, network, locality, label } = parsed.data;
+  const request: ConnectRequest = { group, namespace, ips: ip, labels: label };
+  if (network !== undefined) request.network = network;
+  if (locality !== undefined) request.locality = locality;
+  return request;
+}
+
+/** Several missing parameters: say how to connect once, at the end. */
+function withUsageOnce(messages: string[]): string {
+  const suffix = `; ${USAGE}`;
+  const bare = messages.map((message) => message.replace(suffix, ''));
+  const needsUsage = messages.some((message) => message.endsWith(suffix));
+  return bare.join('; ') + (needsUsage ? suffix : '');
+}
+
+/**
+ * All values of a parameter. API Gateway puts the last of repeated values into
+ * `queryStringParameters` and all of them into `multiValueQueryStringParameters`.
+ */
+function queryValues(
+  event: Pick<WebSocketConnectEvent, 'queryStringParameters' | 'multiValueQueryStringParameters'>,
+  name: string,
+): string[] {
+  const many = event.multiValueQueryStringParameters?.[name];
+  const one = event.queryStringParameters?.[name];
+  const all = many ?? (one === undefined ? [] : [one]);
+  // `?network=` means "not given", not "the empty network".
+  return all.filter((value) => value !== '');
+}
+
+/** Values are echoed in messages, but shortened: a request may carry anything. */
+function shown(value: string): string {
+  return value.length > 80 ? `${value.slice(0, 80)}...` : value;
+}
+
+function once(field: keyof typeof RULES, valid: (value: string) => boolean) {
+  return z.array(z.string()).superRefine((values, ctx) => {
+    if (values.length > 1) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `query parameter '${field}' given ${values.length} times; give it once`,
+      });
+      return;
+    }
+    const [value] = values;
+    if (value !== undefined && !valid(value)) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `invalid ${field} '${shown(value)}': ${RULES[field]}`,
+      });
+    }
+  });
+}
+
+function required(field: keyof typeof RULES, valid: (value: string) => boolean) {
+  return once(field, valid)
+    .superRefine((values, ctx) => {
+      if (values.length === 0) {
+        ctx.addIssue({ code: 'custom', message: `missing query parameter '${field}'; ${USAGE}` });
+      }
+    })
+    .transform((values) => values[0] ?? '');
+}
+
+function optional(field: keyof typeof RULES, valid: (value: string) => boolean) {
+  return once(field, valid).transform((values) => values[0]);
+}
+
+const ips = z.array(z.string()).superRefine((values, ctx) => {
+  if (values.length === 0) {
+    ctx.addIssue({ code: 'custom', message: `missing query parameter 'ip'; ${USAGE}` });
+  } else if (values.length > MAX_IPS) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `too many ip parameters (${values.length}); give at most ${MAX_IPS}`,
+    });
+  }
+  for (const value of values.filter((ip) => !isIpAddress(ip))) {
+    ctx.addIssue({ code: 'custom', message: `invalid ip '${shown(value)}': ${RULES.ip}` });
+  }
+});
+
+const labels = z
+  .array(z.string())
+  .superRefine((values, ctx) => {
+    if (values.length > MAX_LABELS) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `too many label parameters (${values.length}); give at most ${MAX_LABELS}`,
+      });
+    }
+    const seen = new Set<string>();
+    for (const value of values) {
+      const problem = labelProblem(value, seen);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    }
+  })
+  .transform((values) => {
+    const map: StringMap = {};
+    for (const value of values) {
+      const at = value.indexOf('=');
+      map[value.slice(0, at)] = value.slice(at + 1);
+    }
+    return map;
+  });
+
+function labelProblem(value: string, seen: Set<string>): string | undefined {
+  const at = value.indexOf('=');
+  if (at === -1) return `invalid label '${shown(value)}': must be <key>=<value>`;
+  const key = value.slice(0, at);
+  const labelValue = value.slice(at + 1);
+  if (!isLabelKey(key)) {
+    return `invalid label key '${shown(key)}': must be [prefix/]name, name letters, digits, -, _ and . (at most 63 characters)`;
+  }
+  if (!isLabelValue(labelValue)) {
+    return `invalid value '${shown(labelValue)}' of label '${shown(key)}': must be empty or letters, digits, -, _ and . (at most 63 characters)`;
+  }
+  if (seen.has(key)) return `label '${shown(key)}' given more than once; give it once`;
+  seen.add(key);
+  return undefined;
+}
+
+const schema = z.object({
+  group: required('group', isDns1123Subdomain),
+  namespace: required('namespace', isDns1123Label),
+  ip: ips,
+  network: optional('network', isNetworkName),
+  locality: optional('locality', isLocality),
+  label: labels,
+});

@@ -1,0 +1,69 @@
+import type { Config } from '../config.ts';
+import { UnauthenticatedError } from '../domain/errors.ts';
+import type { VerifiedIdentity } from '../domain/model.ts';
+import type { StoredToken } from '../store/token-store.ts';
+import type { WebSocketConnectEvent } from './websocket-events.ts';
+
+/**
+ * The caller of a `$connect`, as API Gateway established it. Identity never comes from what
+ * the agent sends (query string, headers): only from the authorizer's context, which API
+ * Gateway writes after the authorizer allowed the request, or from its own SigV4 check.
+ */
+
+export const TOKEN_PRINCIPAL_PREFIX = 'token:';
+
+export function isTokenPrincipal(identity: VerifiedIdentity): boolean {
+  return identity.principal.startsWith(TOKEN_PRINCIPAL_PREFIX);
+}
+
+/**
+ * The authorizer's context for a verified join token. API Gateway accepts only flat
+ * string/number/boolean values, so an absent service account is left out, not null.
+ */
+export function authorizerContext(token: StoredToken): Record<string, string> {
+  const context: Record<string, string> = {
+    principal: `${TOKEN_PRINCIPAL_PREFIX}${token.id}`,
+    namespace: token.namespace,
+    tokenId: token.id,
+  };
+  if (token.serviceAccount) context.serviceAccount = token.serviceAccount;
+  return context;
+}
+
+export function verifiedIdentity(
+  event: Pick<WebSocketConnectEvent, 'requestContext'>,
+  authMode: Config['authMode'],
+): VerifiedIdentity {
+  return authMode === 'iam' ? iamIdentity(event) : tokenIdentity(event);
+}
+
+/** Token mode: what functions/authorize.ts wrote into the context (see authorizerContext). */
+function tokenIdentity(event: Pick<WebSocketConnectEvent, 'requestContext'>): VerifiedIdentity {
+  const context = event.requestContext.authorizer;
+  const principal = context?.principal;
+  const namespace = context?.namespace;
+  // No context means the route has no authorizer: refuse rather than trust the agent.
+  if (typeof principal !== 'string' || typeof namespace !== 'string' || principal === '') {
+    throw new UnauthenticatedError();
+  }
+  const identity: VerifiedIdentity = { principal, namespace };
+  const serviceAccount = context?.serviceAccount;
+  if (typeof serviceAccount === 'string' && serviceAccount !== '') {
+    identity.serviceAccount = serviceAccount;
+  }
+  return identity;
+}
+
+/**
+ * IAM mode seam. API Gateway has verified the SigV4 signature and the caller's
+ * `execute-api:Invoke` permission before `$connect` runs; the principal is the caller's ARN.
+ * The per-namespace allow rules (`POLICY` items: role ARN -> namespace) are checked with the
+ * deploy work for IAM mode; until then an IAM identity carries no namespace scope.
+ */
+function iamIdentity(event: Pick<WebSocketConnectEvent, 'requestContext'>): VerifiedIdentity {
+  const userArn = event.requestContext.identity?.userArn;
+  if (typeof userArn !== 'string' || userArn === '') {
+    throw new UnauthenticatedError('missing IAM identity; sign the connect request with SigV4');
+  }
+  return { principal: userArn };
+}
