@@ -1,0 +1,220 @@
+import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
+import {
+  BatchWriteCommand,
+  type BatchWriteCommandOutput,
+  DeleteCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+} from '@aws-sdk/lib-dynamodb';
+import type { EntryRecord } from '../domain/entry-record.ts';
+import { ConflictError } from '../domain/errors.ts';
+import {
+  formatRef,
+  type ObjectRef,
+  type WorkloadEntry,
+  type WorkloadGroup,
+} from '../domain/model.ts';
+import { isConditionFailed, queryItems, scanItems } from './dynamodb-client.ts';
+import {
+  connectionKey,
+  decodeEntry,
+  decodeGroup,
+  ENTRY_PREFIX,
+  type EntryItem,
+  encodeEntry,
+  encodeGroup,
+  entryKey,
+  GROUP_PREFIX,
+  type GroupItem,
+  groupKey,
+  type Item,
+  namespacePartition,
+} from './item-codec.ts';
+import type { StoredGroup } from './registry-store.ts';
+
+/** Optimistic-lock retries of an apply that raced another writer of the same object. */
+const APPLY_ATTEMPTS = 3;
+/** BatchWriteItem's limit. */
+const BATCH_SIZE = 25;
+
+type ApplyGroupResult = { outcome: 'created' | 'updated' | 'unchanged'; group: WorkloadGroup };
+
+/**
+ * The operator's side of the registry (the CLI): groups and hand-made entries as documents.
+ * Applies read, decide, then write conditionally on what they read (`revision`), so two
+ * operators applying at once, or a VM connecting while an entry is applied, never lose a write.
+ */
+export class DynamoDbCatalog {
+  readonly #client: DynamoDBDocumentClient;
+  readonly #table: string;
+
+  constructor(client: DynamoDBDocumentClient, tableName: string) {
+    this.#client = client;
+    this.#table = tableName;
+  }
+
+  async getGroup(ref: ObjectRef): Promise<StoredGroup | undefined> {
+    const item = await this.#get(groupKey(ref), false);
+    return item ? decodeGroup(item) : undefined;
+  }
+
+  /** `generation` goes up only when the spec changes; the uid is minted once, on create. */
+  async applyGroup(group: WorkloadGroup): Promise<ApplyGroupResult> {
+    const wanted = normalized(group);
+    for (let attempt = 0; attempt < APPLY_ATTEMPTS; attempt++) {
+      const existing = (await this.#get(groupKey(group.metadata), true)) as GroupItem | undefined;
+      if (!existing) {
+        const uid = group.metadata.uid ?? randomUUID();
+        const item = encodeGroup(
+          { group: { ...wanted, metadata: { ...wanted.metadata, uid } }, generation: 1 },
+          1,
+        );
+        if (await this.#put(item, 'attribute_not_exists(pk)', {})) {
+          return { outcome: 'created', group: item.group };
+        }
+        continue;
+      }
+      const old = existing.group;
+      const specChanged = !isDeepStrictEqual(normalized(old.spec), wanted.spec);
+      const metaChanged =
+        !isDeepStrictEqual(old.metadata.labels ?? {}, wanted.metadata.labels ?? {}) ||
+        !isDeepStrictEqual(old.metadata.annotations ?? {}, wanted.metadata.annotations ?? {});
+      if (!specChanged && !metaChanged && old.apiVersion === wanted.apiVersion) {
+        return { outcome: 'unchanged', group: old };
+      }
+      const generation = existing.generation + (specChanged ? 1 : 0);
+      const metadata = { ...wanted.metadata, uid: old.metadata.uid };
+      if (old.metadata.creationTimestamp !== undefined) {
+        metadata.creationTimestamp = old.metadata.creationTimestamp;
+      }
+      const item = encodeGroup(
+        { group: { ...wanted, metadata }, generation },
+        existing.revision + 1,
+      );
+      if (await this.#put(item, 'revision = :revision', { ':revision': existing.revision })) {
+        return { outcome: 'updated', group: item.group };
+      }
+    }
+    throw new ConflictError(
+      `workloadgroup ${formatRef(group.metadata)} is being changed by someone else; apply it again`,
+    );
+  }
+
+  async listGroups(namespace?: string): Promise<StoredGroup[]> {
+    return (await this.#list(GROUP_PREFIX, namespace)).map(decodeGroup);
+  }
+
+  async deleteGroup(ref: ObjectRef): Promise<boolean> {
+    return (await this.#delete(groupKey(ref))) !== undefined;
+  }
+
+  /**
+   * Creates or updates a hand-made entry. Refuses ('conflict') to touch an auto-registered one:
+   * the VM's connections own it, and the condition catches a VM that connects between the read
+   * and the write.
+   */
+  async applyEntry(
+    entry: WorkloadEntry,
+  ): Promise<'created' | 'updated' | 'unchanged' | 'conflict'> {
+    for (let attempt = 0; attempt < APPLY_ATTEMPTS; attempt++) {
+      const existing = (await this.#get(entryKey(entry.metadata), true)) as EntryItem | undefined;
+      if (existing?.autoRegistrationGroup !== undefined) return 'conflict';
+      const uid = entry.metadata.uid ?? existing?.entry.metadata.uid ?? randomUUID();
+      const wanted = normalized({ ...entry, metadata: { ...entry.metadata, uid } });
+      if (existing && isDeepStrictEqual(normalized(existing.entry), wanted)) return 'unchanged';
+      const revision = (existing?.revision ?? 0) + 1;
+      const item = encodeEntry({ entry: wanted, revision });
+      const written = existing
+        ? await this.#put(item, 'revision = :revision', { ':revision': existing.revision })
+        : await this.#put(item, 'attribute_not_exists(pk)', {});
+      if (written) return existing ? 'updated' : 'created';
+    }
+    throw new ConflictError(
+      `workloadentry ${formatRef(entry.metadata)} is being changed by someone else; apply it again`,
+    );
+  }
+
+  async listEntries(namespace?: string): Promise<EntryRecord[]> {
+    return (await this.#list(ENTRY_PREFIX, namespace)).map(decodeEntry);
+  }
+
+  /** Deletes the entry and the records of the connections it listed (they point at nothing). */
+  async deleteEntry(ref: ObjectRef): Promise<boolean> {
+    const old = await this.#delete(entryKey(ref));
+    if (!old) return false;
+    await this.deleteConnectionRecords([...((old as EntryItem).conns ?? [])]);
+    return true;
+  }
+
+  async deleteConnectionRecords(connectionIds: string[]): Promise<void> {
+    for (let start = 0; start < connectionIds.length; start += BATCH_SIZE) {
+      const batch = connectionIds.slice(start, start + BATCH_SIZE);
+      let requests: Record<string, unknown>[] | undefined = batch.map((id) => ({
+        DeleteRequest: { Key: connectionKey(id) },
+      }));
+      // BatchWriteItem may leave some undone under throttling; they come back unprocessed.
+      while (requests && requests.length > 0) {
+        const result: BatchWriteCommandOutput = await this.#client.send(
+          new BatchWriteCommand({ RequestItems: { [this.#table]: requests } }),
+        );
+        requests = result.UnprocessedItems?.[this.#table];
+      }
+    }
+  }
+
+  /** One namespace: a Query. All namespaces (the operator's `list -A`): a Scan, never on a hot path. */
+  async #list(prefix: string, namespace: string | undefined): Promise<Item[]> {
+    const items: Item[] = [];
+    const pages = namespace
+      ? queryItems(this.#client, {
+          TableName: this.#table,
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+          ExpressionAttributeValues: { ':pk': namespacePartition(namespace), ':prefix': prefix },
+        })
+      : scanItems(this.#client, {
+          TableName: this.#table,
+          FilterExpression: 'begins_with(pk, :ns) AND begins_with(sk, :prefix)',
+          ExpressionAttributeValues: { ':ns': namespacePartition(''), ':prefix': prefix },
+        });
+    for await (const item of pages) items.push(item);
+    return items;
+  }
+
+  async #get(key: Record<string, string>, consistent: boolean): Promise<Item | undefined> {
+    const { Item } = await this.#client.send(
+      new GetCommand({ TableName: this.#table, Key: key, ConsistentRead: consistent }),
+    );
+    return Item;
+  }
+
+  async #put(item: Item, condition: string, values: Record<string, unknown>): Promise<boolean> {
+    try {
+      await this.#client.send(
+        new PutCommand({
+          TableName: this.#table,
+          Item: item,
+          ConditionExpression: condition,
+          ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailed(error)) return false;
+      throw error;
+    }
+  }
+
+  async #delete(key: Record<string, string>): Promise<Item | undefined> {
+    const { Attributes } = await this.#client.send(
+      new DeleteCommand({ TableName: this.#table, Key: key, ReturnValues: 'ALL_OLD' }),
+    );
+    return Attributes;
+  }
+}
+
+/** Drops `undefined` members, as storing does, so a document compares equal to its stored self. */
+function normalized<T>(value: T): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}

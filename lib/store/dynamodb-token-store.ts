@@ -1,0 +1,78 @@
+import {
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  UpdateCommand,
+} from '@aws-sdk/lib-dynamodb';
+import type { EpochMillis } from '../domain/model.ts';
+import { isConditionFailed, queryItems } from './dynamodb-client.ts';
+import { decodeToken, encodeToken, TOKEN_PARTITION, tokenKey } from './item-codec.ts';
+import type { StoredToken, TokenStore } from './token-store.ts';
+
+/** Join tokens under one partition (`TOKEN` / `<id>`): few, read by id, listed by the operator. */
+export class DynamoDbTokenStore implements TokenStore {
+  readonly #client: DynamoDBDocumentClient;
+  readonly #table: string;
+
+  constructor(client: DynamoDBDocumentClient, tableName: string) {
+    this.#client = client;
+    this.#table = tableName;
+  }
+
+  /**
+   * Never overwrites: a colliding id would otherwise replace a token, and could silently undo a
+   * revocation. Ids are random, so a collision is a bug worth failing on.
+   */
+  async putToken(token: StoredToken): Promise<void> {
+    try {
+      await this.#client.send(
+        new PutCommand({
+          TableName: this.#table,
+          Item: encodeToken(token),
+          ConditionExpression: 'attribute_not_exists(pk)',
+        }),
+      );
+    } catch (error) {
+      if (isConditionFailed(error)) throw new Error(`join token '${token.id}' already exists`);
+      throw error;
+    }
+  }
+
+  async getToken(id: string): Promise<StoredToken | undefined> {
+    // Consistent: a revocation must take effect for the very next connect.
+    const { Item } = await this.#client.send(
+      new GetCommand({ TableName: this.#table, Key: tokenKey(id), ConsistentRead: true }),
+    );
+    return Item ? decodeToken(Item) : undefined;
+  }
+
+  async listTokens(): Promise<StoredToken[]> {
+    const tokens: StoredToken[] = [];
+    const items = queryItems(this.#client, {
+      TableName: this.#table,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': TOKEN_PARTITION },
+    });
+    for await (const item of items) tokens.push(decodeToken(item));
+    return tokens;
+  }
+
+  /** Keeps the first revocation time when revoked twice. */
+  async revokeToken(id: string, at: EpochMillis): Promise<boolean> {
+    try {
+      await this.#client.send(
+        new UpdateCommand({
+          TableName: this.#table,
+          Key: tokenKey(id),
+          UpdateExpression: 'SET revokedAt = if_not_exists(revokedAt, :at)',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeValues: { ':at': at },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailed(error)) return false;
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,231 @@
+/**
+ * Domain records <-> DynamoDB items of the registry table (layout in docs/architecture.md).
+ * Pure: the document client does the attribute-value marshalling; this decides the shape.
+ * Times are epoch-millisecond numbers so that conditions can compare them.
+ */
+import type { ConnectionState, EntryRecord, HealthState } from '../domain/entry-record.ts';
+import type {
+  EpochMillis,
+  ObjectRef,
+  VerifiedIdentity,
+  WorkloadEntry,
+  WorkloadGroup,
+} from '../domain/model.ts';
+import type { ConnectionRecord, StoredGroup } from './registry-store.ts';
+import { SWEEP_SHARDS } from './table-definition.ts';
+import type { StoredToken } from './token-store.ts';
+
+export type Item = Record<string, unknown>;
+// Type aliases, not interfaces: the document client takes `Record<string, ...>`, which an
+// interface (having no index signature) does not satisfy.
+export type ItemKey = { pk: string; sk: string };
+
+export const ENTRY_PREFIX = 'WE#';
+export const GROUP_PREFIX = 'WG#';
+export const TOKEN_PARTITION = 'TOKEN';
+const NAMESPACE_PREFIX = 'NS#';
+const CONNECTION_PREFIX = 'CONN#';
+const CONNECTION_SORT_KEY = 'CONN';
+
+export function namespacePartition(namespace: string): string {
+  return `${NAMESPACE_PREFIX}${namespace}`;
+}
+export function entryKey(ref: ObjectRef): ItemKey {
+  return { pk: namespacePartition(ref.namespace), sk: `${ENTRY_PREFIX}${ref.name}` };
+}
+export function groupKey(ref: ObjectRef): ItemKey {
+  return { pk: namespacePartition(ref.namespace), sk: `${GROUP_PREFIX}${ref.name}` };
+}
+export function connectionKey(connectionId: string): ItemKey {
+  return { pk: `${CONNECTION_PREFIX}${connectionId}`, sk: CONNECTION_SORT_KEY };
+}
+export function tokenKey(id: string): ItemKey {
+  return { pk: TOKEN_PARTITION, sk: id };
+}
+
+/**
+ * The sweep index shard of an entry: FNV-1a of `<namespace>/<name>` mod SWEEP_SHARDS. Stable,
+ * so an entry stays in one shard for its whole life and every write computes the same key.
+ */
+export function sweepShard(ref: ObjectRef): number {
+  let hash = 0x811c9dc5;
+  for (const char of `${ref.namespace}/${ref.name}`) {
+    hash ^= char.codePointAt(0) ?? 0;
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash % SWEEP_SHARDS;
+}
+
+/** `C#<shard>` while connected (sweepAt = connectedAt), `D#<shard>` once disconnected. */
+export function sweepState(state: 'C' | 'D', shard: number): string {
+  return `${state}#${shard}`;
+}
+
+/** An entry item as stored. Connection and health state are top-level so updates can set them. */
+export type EntryItem = ItemKey & {
+  entry: WorkloadEntry;
+  revision: number;
+  autoRegistrationGroup?: string;
+  healthChecksEnabled?: boolean;
+  groupGeneration?: number;
+  identity?: VerifiedIdentity;
+  controller?: string;
+  connectedAt?: EpochMillis;
+  disconnectedAt?: EpochMillis;
+  /** Live connections (a string set; DynamoDB removes it when the last one leaves). */
+  conns?: Set<string>;
+  newestConnectionId?: string;
+  healthStatus?: 'True' | 'False';
+  healthMessage?: string;
+  lastProbeTime?: EpochMillis;
+  /** When the status became True / False; only the current status's one is kept. */
+  healthyTrueSince?: EpochMillis;
+  healthyFalseSince?: EpochMillis;
+  sweepState?: string;
+  sweepAt?: EpochMillis;
+};
+
+export function encodeEntry(record: EntryRecord): EntryItem {
+  const ref = record.entry.metadata;
+  const item: EntryItem = { ...entryKey(ref), entry: record.entry, revision: record.revision };
+  if (record.autoRegistrationGroup !== undefined) {
+    item.autoRegistrationGroup = record.autoRegistrationGroup;
+  }
+  if (record.healthChecksEnabled !== undefined)
+    item.healthChecksEnabled = record.healthChecksEnabled;
+  if (record.groupGeneration !== undefined) item.groupGeneration = record.groupGeneration;
+  if (record.identity !== undefined) item.identity = record.identity;
+  Object.assign(item, encodeConnection(record.connection), encodeHealth(record.health));
+  // Only auto-registered entries enter the sparse sweep index: hand-made ones are never swept.
+  const connection = record.connection;
+  if (record.autoRegistrationGroup !== undefined && connection !== undefined) {
+    const shard = sweepShard(ref);
+    if (connection.connectedAt !== undefined) {
+      item.sweepState = sweepState('C', shard);
+      item.sweepAt = connection.connectedAt;
+    } else if (connection.disconnectedAt !== undefined) {
+      item.sweepState = sweepState('D', shard);
+      item.sweepAt = connection.disconnectedAt;
+    }
+  }
+  return item;
+}
+
+function encodeConnection(connection: ConnectionState | undefined): Partial<EntryItem> {
+  if (!connection) return {};
+  const fields: Partial<EntryItem> = { controller: connection.controller };
+  if (connection.connectedAt !== undefined) fields.connectedAt = connection.connectedAt;
+  if (connection.disconnectedAt !== undefined) fields.disconnectedAt = connection.disconnectedAt;
+  // DynamoDB has no empty sets: no live connection is an absent attribute.
+  if (connection.connectionIds.length > 0) fields.conns = new Set(connection.connectionIds);
+  if (connection.newestConnectionId !== undefined) {
+    fields.newestConnectionId = connection.newestConnectionId;
+  }
+  return fields;
+}
+
+function encodeHealth(health: HealthState | undefined): Partial<EntryItem> {
+  if (!health) return {};
+  const fields: Partial<EntryItem> = {
+    healthStatus: health.status,
+    lastProbeTime: health.lastProbeTime,
+  };
+  if (health.message !== undefined) fields.healthMessage = health.message;
+  if (health.status === 'True') fields.healthyTrueSince = health.lastTransitionTime;
+  else fields.healthyFalseSince = health.lastTransitionTime;
+  return fields;
+}
+
+export function decodeEntry(raw: Item): EntryRecord {
+  const item = raw as EntryItem;
+  const record: EntryRecord = { entry: item.entry, revision: item.revision };
+  if (item.autoRegistrationGroup !== undefined) {
+    record.autoRegistrationGroup = item.autoRegistrationGroup;
+  }
+  if (item.healthChecksEnabled !== undefined) record.healthChecksEnabled = item.healthChecksEnabled;
+  if (item.groupGeneration !== undefined) record.groupGeneration = item.groupGeneration;
+  if (item.identity !== undefined) record.identity = item.identity;
+  if (item.controller !== undefined) {
+    const connection: ConnectionState = {
+      controller: item.controller,
+      connectionIds: [...(item.conns ?? [])].sort(),
+    };
+    if (item.connectedAt !== undefined) connection.connectedAt = item.connectedAt;
+    if (item.disconnectedAt !== undefined) connection.disconnectedAt = item.disconnectedAt;
+    if (item.newestConnectionId !== undefined) {
+      connection.newestConnectionId = item.newestConnectionId;
+    }
+    record.connection = connection;
+  }
+  const health = decodeHealth(item);
+  if (health) record.health = health;
+  return record;
+}
+
+function decodeHealth(item: EntryItem): HealthState | undefined {
+  if (item.healthStatus === undefined || item.lastProbeTime === undefined) return undefined;
+  const since = item.healthStatus === 'True' ? item.healthyTrueSince : item.healthyFalseSince;
+  const health: HealthState = {
+    status: item.healthStatus,
+    lastProbeTime: item.lastProbeTime,
+    lastTransitionTime: since ?? item.lastProbeTime,
+  };
+  if (item.healthMessage !== undefined) health.message = item.healthMessage;
+  return health;
+}
+
+/** A group item: the Istio object (with uid and generation), plus its optimistic-lock revision. */
+export type GroupItem = ItemKey & {
+  group: WorkloadGroup;
+  generation: number;
+  revision: number;
+};
+
+export function encodeGroup(stored: StoredGroup, revision: number): GroupItem {
+  const group: WorkloadGroup = {
+    ...stored.group,
+    metadata: { ...stored.group.metadata, generation: stored.generation },
+  };
+  return { ...groupKey(stored.group.metadata), group, generation: stored.generation, revision };
+}
+
+export function decodeGroup(raw: Item): StoredGroup {
+  const item = raw as GroupItem;
+  return { group: item.group, generation: item.generation };
+}
+
+export type ConnectionItem = ItemKey & {
+  namespace: string;
+  name: string;
+  connectedAt: EpochMillis;
+};
+
+export function encodeConnectionRecord(record: ConnectionRecord): ConnectionItem {
+  return {
+    ...connectionKey(record.connectionId),
+    namespace: record.entry.namespace,
+    name: record.entry.name,
+    connectedAt: record.connectedAt,
+  };
+}
+
+export function decodeConnectionRecord(raw: Item): ConnectionRecord {
+  const item = raw as ConnectionItem;
+  return {
+    connectionId: item.pk.slice(CONNECTION_PREFIX.length),
+    entry: { namespace: item.namespace, name: item.name },
+    connectedAt: item.connectedAt,
+  };
+}
+
+export type TokenItem = ItemKey & Omit<StoredToken, 'id'>;
+
+export function encodeToken(token: StoredToken): TokenItem {
+  const { id, ...rest } = token;
+  return { ...tokenKey(id), ...rest };
+}
+
+export function decodeToken(raw: Item): StoredToken {
+  const { pk: _pk, sk, ...rest } = raw as TokenItem;
+  return { id: sk, ...rest } as StoredToken;
+}
