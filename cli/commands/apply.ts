@@ -1,0 +1,100 @@
+import { readFile } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { isAutoRegistered } from '../../lib/domain/entry-record.ts';
+import { ConflictError } from '../../lib/domain/errors.ts';
+import {
+  type IstioDocument,
+  InvalidDocumentsError,
+  parseIstioDocuments,
+} from '../../lib/protocol/istio-documents.ts';
+import type { CliIo, CommandRegistration, Stores } from './context.ts';
+import { namespaceOption, QUALIFIED } from './resources.ts';
+
+interface ApplyOptions {
+  filename: string[];
+  namespace?: string;
+}
+
+const VERB = { created: 'created', updated: 'configured', unchanged: 'unchanged' } as const;
+
+export const registerApply: CommandRegistration = (program, context) => {
+  program
+    .command('apply')
+    .description('create or update WorkloadGroups and hand-made WorkloadEntries from YAML or JSON')
+    .requiredOption(
+      '-f, --filename <file>',
+      "file with one or more documents ('---' between them), or '-' for stdin; repeatable",
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .addOption(namespaceOption())
+    .addHelpText(
+      'after',
+      '\nEvery document is checked before anything is written: one invalid document refuses the input.',
+    )
+    .action(async (options: ApplyOptions, command: Command) => {
+      const documents = await readAll(context.io, options);
+      const stores = await context.stores(command);
+      await refuseAutoRegisteredNames(stores, documents);
+      for (const document of documents) {
+        context.out(`${await applyOne(stores, document)}\n`);
+      }
+    });
+};
+
+/** Parses every input before anything is written; problems of all files are reported at once. */
+async function readAll(io: CliIo, options: ApplyOptions): Promise<IstioDocument[]> {
+  const documents: IstioDocument[] = [];
+  const problems: string[] = [];
+  for (const file of options.filename) {
+    const text = file === '-' ? await readStdin(io) : await readFile(resolve(io.cwd, file), 'utf8');
+    const prefix = options.filename.length > 1 ? `${file}: ` : '';
+    try {
+      const parseOptions = options.namespace === undefined ? {} : { namespace: options.namespace };
+      documents.push(...parseIstioDocuments(text, parseOptions));
+    } catch (error) {
+      if (!(error instanceof InvalidDocumentsError)) throw error;
+      problems.push(...error.problems.map((problem) => prefix + problem));
+    }
+  }
+  if (problems.length > 0) throw new InvalidDocumentsError(problems);
+  return documents;
+}
+
+async function readStdin(io: CliIo): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of io.stdin) chunks.push(Buffer.from(chunk));
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/**
+ * A hand-made entry never replaces an auto-registered one (the VM's registration would be
+ * lost, and the sweeper would stop owning it). Checked for every document first, so such an
+ * input writes nothing; the store refuses again if a VM registers the name in between.
+ */
+async function refuseAutoRegisteredNames(stores: Stores, documents: IstioDocument[]): Promise<void> {
+  for (const document of documents) {
+    if (document.kind !== 'WorkloadEntry') continue;
+    const { metadata } = document.entry;
+    const existing = await stores.catalog.getEntry(metadata);
+    if (existing && isAutoRegistered(existing)) throw autoRegisteredConflict(document);
+  }
+}
+
+function autoRegisteredConflict(document: IstioDocument & { kind: 'WorkloadEntry' }): ConflictError {
+  const { name, namespace } = document.entry.metadata;
+  return new ConflictError(
+    `document ${document.index} (WorkloadEntry ${name}): an auto-registered entry ${namespace}/${name} exists; ` +
+      'a hand-made entry never replaces one: choose another name, or delete the registered entry first',
+  );
+}
+
+async function applyOne(stores: Stores, document: IstioDocument): Promise<string> {
+  if (document.kind === 'WorkloadGroup') {
+    const { outcome } = await stores.catalog.applyGroup(document.group);
+    return `${QUALIFIED.WorkloadGroup}/${document.group.metadata.name} ${VERB[outcome]}`;
+  }
+  const outcome = await stores.catalog.applyEntry(document.entry);
+  if (outcome === 'conflict') throw autoRegisteredConflict(document);
+  return `${QUALIFIED.WorkloadEntry}/${document.entry.metadata.name} ${VERB[outcome]}`;
+}

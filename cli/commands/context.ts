@@ -1,0 +1,87 @@
+import type { Command } from 'commander';
+import type { CatalogStore, RegistryStore } from '../../lib/store/registry-store.ts';
+import type { TokenStore } from '../../lib/store/token-store.ts';
+import { resolveTarget, type Target, type TargetFlags } from '../target.ts';
+
+/** Where the CLI reads and writes; the process's own streams, or a test's. */
+export interface CliIo {
+  stdout: { write(chunk: string): unknown };
+  stderr: { write(chunk: string): unknown };
+  stdin: AsyncIterable<string | Uint8Array>;
+  env: Record<string, string | undefined>;
+  cwd: string;
+  /** The clock for ages, token expiry and sweeps; tests pass a fixed one. */
+  now?: () => number;
+}
+
+export interface Stores {
+  catalog: CatalogStore;
+  registry: RegistryStore;
+  tokens: TokenStore;
+}
+
+/** What every command gets: its streams, the clock, and the registry on demand. */
+export interface CliContext {
+  io: CliIo;
+  now(): number;
+  out(text: string): void;
+  /** Connects to the registry named by the global options; commands that need none never do. */
+  stores(command: Command): Promise<Stores>;
+  /** The registry connected to, once `stores` was called: error messages name it. */
+  target(): Target | undefined;
+  close(): void;
+}
+
+/** A command line that cannot mean anything: exit code 2, like commander's own refusals. */
+export class UsageError extends Error {}
+
+/** Adds one command (or command group) to the program; see `index.ts`. */
+export type CommandRegistration = (program: Command, context: CliContext) => void;
+
+export function createContext(io: CliIo): CliContext {
+  let target: Target | undefined;
+  let opened: Promise<{ stores: Stores; destroy: () => void }> | undefined;
+  return {
+    io,
+    now: io.now ?? Date.now,
+    out: (text) => {
+      io.stdout.write(text);
+    },
+    async stores(command) {
+      if (!opened) {
+        const flags = command.optsWithGlobals<TargetFlags>();
+        opened = resolveTarget(flags, io.env, io.cwd).then((resolved) => {
+          target = resolved;
+          return openStores(resolved);
+        });
+      }
+      return (await opened).stores;
+    },
+    target: () => target,
+    close: () => {
+      void opened?.then((o) => o.destroy()).catch(() => undefined);
+    },
+  };
+}
+
+/**
+ * Loaded on first use: the AWS SDK takes a while to import, and `--help` or a usage error
+ * should not wait for it.
+ */
+async function openStores(target: Target): Promise<{ stores: Stores; destroy: () => void }> {
+  const [{ createDocumentClient }, { DynamoDbRegistryStore }, { DynamoDbTokenStore }] =
+    await Promise.all([
+      import('../../lib/store/dynamodb-client.ts'),
+      import('../../lib/store/dynamodb-registry-store.ts'),
+      import('../../lib/store/dynamodb-token-store.ts'),
+    ]);
+  const options = target.endpoint
+    ? { region: target.region, endpoint: target.endpoint }
+    : { region: target.region };
+  const client = createDocumentClient(options);
+  const registry = new DynamoDbRegistryStore(client, target.tableName);
+  return {
+    stores: { catalog: registry, registry, tokens: new DynamoDbTokenStore(client, target.tableName) },
+    destroy: () => client.destroy(),
+  };
+}

@@ -1,0 +1,164 @@
+import type { Command } from 'commander';
+import { type EntryRecord, isAutoRegistered, renderWorkloadEntry } from '../../lib/domain/entry-record.ts';
+import type { StringMap, VerifiedIdentity } from '../../lib/domain/model.ts';
+import type { StoredGroup } from '../../lib/store/registry-store.ts';
+import { formatAge, formatTable, formatTimestamp, parseTimestamp, toYaml } from '../output.ts';
+import type { CommandRegistration } from './context.ts';
+import {
+  connectedStatus,
+  namespaceOf,
+  namespaceOption,
+  notFound,
+  RESOURCE_HELP,
+  renderGroup,
+  resourceKind,
+} from './resources.ts';
+
+export const registerDescribe: CommandRegistration = (program, context) => {
+  program
+    .command('describe')
+    .description(`show one of ${RESOURCE_HELP} in detail`)
+    .argument('<resource>', RESOURCE_HELP)
+    .argument('<name>', 'the object')
+    .addOption(namespaceOption())
+    .action(async (resource: string, name: string, options: { namespace?: string }, command: Command) => {
+      const kind = resourceKind(resource);
+      const ref = { namespace: namespaceOf(options), name };
+      const { catalog, registry } = await context.stores(command);
+      if (kind === 'WorkloadGroup') {
+        const stored = (await catalog.listGroups(ref.namespace)).find((g) => g.group.metadata.name === name);
+        if (!stored) throw notFound(kind, ref);
+        context.out(describeGroup(stored, context.now()));
+        return;
+      }
+      const record = await catalog.getEntry(ref);
+      if (!record) throw notFound(kind, ref);
+      const group = record.autoRegistrationGroup
+        ? await registry.getGroup({ namespace: ref.namespace, name: record.autoRegistrationGroup })
+        : undefined;
+      context.out(describeEntry(record, group, context.now()));
+    });
+};
+
+/** kubectl's describe layout: aligned `Key:  value` lines, maps one pair per line. */
+function fields(pairs: [string, string | StringMap | undefined][], indent = ''): string {
+  const width = Math.max(...pairs.map(([key]) => key.length)) + 3;
+  const lines: string[] = [];
+  for (const [key, value] of pairs) {
+    const head = `${indent}${`${key}:`.padEnd(width)}`;
+    const values = typeof value === 'object' ? mapLines(value) : [value ?? '<none>'];
+    lines.push(head + values[0], ...values.slice(1).map((v) => ' '.repeat(head.length) + v));
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function mapLines(map: StringMap): string[] {
+  const pairs = Object.entries(map).sort(([a], [b]) => a.localeCompare(b));
+  return pairs.length === 0 ? ['<none>'] : pairs.map(([key, value]) => `${key}=${value}`);
+}
+
+function when(at: number | undefined, now: number): string | undefined {
+  return at === undefined ? undefined : `${formatTimestamp(at)} (${formatAge(at, now)} ago)`;
+}
+
+export function describeEntry(record: EntryRecord, group: StoredGroup | undefined, now: number): string {
+  const entry = renderWorkloadEntry(record);
+  const { metadata, spec } = entry;
+  let text = fields([
+    ['Name', metadata.name],
+    ['Namespace', metadata.namespace],
+    ['Labels', metadata.labels ?? {}],
+    ['Annotations', metadata.annotations ?? {}],
+    ['API Version', entry.apiVersion],
+    ['Kind', entry.kind],
+    ['Created', when(parseTimestamp(metadata.creationTimestamp), now)],
+  ]);
+  text += 'Spec:\n';
+  text += fields(
+    [
+      ['Address', spec.address],
+      ['Ports', Object.fromEntries(Object.entries(spec.ports ?? {}).map(([k, v]) => [k, String(v)]))],
+      ['Labels', spec.labels ?? {}],
+      ['Network', spec.network],
+      ['Locality', spec.locality],
+      ['Weight', spec.weight === undefined ? undefined : String(spec.weight)],
+      ['Service Account', spec.serviceAccount],
+    ],
+    '  ',
+  );
+  const conditions = entry.status?.conditions ?? [];
+  text += 'Conditions:\n';
+  text +=
+    conditions.length === 0
+      ? '  <none>\n'
+      : indent(
+          formatTable(
+            ['Type', 'Status', 'LastProbeTime', 'LastTransitionTime', 'Message'],
+            conditions.map((c) => [c.type, c.status, c.lastProbeTime ?? '', c.lastTransitionTime ?? '', c.message ?? '']),
+          ),
+        );
+  text += 'Registration:\n';
+  if (!isAutoRegistered(record)) {
+    return `${text}  Hand-made (no istio.io/autoRegistrationGroup): never swept; delete it with 'registrar delete we'.\n`;
+  }
+  const connection = record.connection;
+  return (
+    text +
+    fields(
+      [
+        ['Group', record.autoRegistrationGroup],
+        ['Group Generation', describeGeneration(record.groupGeneration, group)],
+        ['Connected', connectedStatus(record)],
+        ['Connected At', when(connection?.connectedAt, now)],
+        ['Disconnected At', when(connection?.disconnectedAt, now)],
+        ['Live Connections', String(connection?.connectionIds.length ?? 0)],
+        ['Controller', connection?.controller],
+        ['Verified Identity', describeIdentity(record.identity)],
+      ],
+      '  ',
+    )
+  );
+}
+
+/** Entries keep the template they were built from; say when the group has moved past it. */
+export function describeGeneration(built: number | undefined, group: StoredGroup | undefined): string {
+  const from = built === undefined ? 'unknown' : String(built);
+  if (!group) return `${from} (the group no longer exists)`;
+  if (built === undefined || group.generation === built) return `${from} (the group's current generation)`;
+  return `${from} (the group is now at generation ${group.generation}: this entry keeps the older template until it is deleted and its VM registers again)`;
+}
+
+function describeIdentity(identity: VerifiedIdentity | undefined): string | undefined {
+  if (!identity) return undefined;
+  const scope = [
+    identity.namespace && `namespace ${identity.namespace}`,
+    identity.serviceAccount && `service account ${identity.serviceAccount}`,
+  ].filter(Boolean);
+  return scope.length === 0 ? identity.principal : `${identity.principal} (${scope.join(', ')})`;
+}
+
+function describeGroup(stored: StoredGroup, now: number): string {
+  const group = renderGroup(stored);
+  const { metadata } = group;
+  return (
+    fields([
+      ['Name', metadata.name],
+      ['Namespace', metadata.namespace],
+      ['Labels', metadata.labels ?? {}],
+      ['Annotations', metadata.annotations ?? {}],
+      ['API Version', group.apiVersion],
+      ['Kind', group.kind],
+      ['Generation', String(stored.generation)],
+      ['Created', when(parseTimestamp(metadata.creationTimestamp), now)],
+    ]) +
+    'Spec:\n' +
+    indent(toYaml(group.spec))
+  );
+}
+
+function indent(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => (line ? `  ${line}` : line))
+    .join('\n');
+}

@@ -1,0 +1,107 @@
+import { InvalidArgumentError, Option } from 'commander';
+import { type EntryRecord, isConnected, isAutoRegistered, renderWorkloadEntry } from '../../lib/domain/entry-record.ts';
+import { NotFoundError } from '../../lib/domain/errors.ts';
+import { HEALTHY_CONDITION, type ObjectRef, type WorkloadEntry, type WorkloadGroup } from '../../lib/domain/model.ts';
+import { isDns1123Label } from '../../lib/domain/validation.ts';
+import { DEFAULT_NAMESPACE } from '../../lib/protocol/istio-documents.ts';
+import type { StoredGroup } from '../../lib/store/registry-store.ts';
+import { formatAge, parseTimestamp } from '../output.ts';
+import { UsageError } from './context.ts';
+
+/** The two resource types and the names kubectl users type for them. */
+export type ResourceKind = 'WorkloadGroup' | 'WorkloadEntry';
+
+const ALIASES: Record<string, ResourceKind> = {
+  workloadgroups: 'WorkloadGroup',
+  workloadgroup: 'WorkloadGroup',
+  wg: 'WorkloadGroup',
+  'workloadgroups.networking.istio.io': 'WorkloadGroup',
+  workloadentries: 'WorkloadEntry',
+  workloadentry: 'WorkloadEntry',
+  we: 'WorkloadEntry',
+  'workloadentries.networking.istio.io': 'WorkloadEntry',
+};
+
+export const PLURAL: Record<ResourceKind, string> = {
+  WorkloadGroup: 'workloadgroups',
+  WorkloadEntry: 'workloadentries',
+};
+
+/** `workloadgroup.networking.istio.io`, as kubectl names objects in its messages. */
+export const QUALIFIED: Record<ResourceKind, string> = {
+  WorkloadGroup: 'workloadgroup.networking.istio.io',
+  WorkloadEntry: 'workloadentry.networking.istio.io',
+};
+
+export const RESOURCE_HELP = 'workloadgroups (wg) or workloadentries (we)';
+
+export function resourceKind(text: string): ResourceKind {
+  const kind = ALIASES[text.toLowerCase()];
+  if (!kind) throw new UsageError(`unknown resource type '${text}'; use ${RESOURCE_HELP}`);
+  return kind;
+}
+
+/** `-n` as commander parses it: a namespace is a DNS-1123 label. */
+export function parseNamespace(text: string): string {
+  if (!isDns1123Label(text)) {
+    throw new InvalidArgumentError(
+      "a namespace is lower case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters",
+    );
+  }
+  return text;
+}
+
+export function namespaceOption(): Option {
+  return new Option('-n, --namespace <namespace>', `namespace (default "${DEFAULT_NAMESPACE}")`).argParser(
+    parseNamespace,
+  );
+}
+
+export function namespaceOf(options: { namespace?: string }): string {
+  return options.namespace ?? DEFAULT_NAMESPACE;
+}
+
+export function notFound(kind: ResourceKind, ref: ObjectRef): NotFoundError {
+  return new NotFoundError(`${PLURAL[kind]} "${ref.name}" not found in namespace "${ref.namespace}"`);
+}
+
+/** The group as Istio shows it, with the generation the registry keeps. */
+export function renderGroup(stored: StoredGroup): WorkloadGroup {
+  const { group } = stored;
+  return { ...group, metadata: { ...group.metadata, generation: stored.generation } };
+}
+
+export function healthyStatus(entry: WorkloadEntry): string {
+  const condition = entry.status?.conditions?.find((c) => c.type === HEALTHY_CONDITION);
+  return condition?.status ?? '<none>';
+}
+
+/** `True`/`False` for auto-registered entries; hand-made ones have no connection to show. */
+export function connectedStatus(record: EntryRecord): string {
+  if (!isAutoRegistered(record)) return '<none>';
+  return isConnected(record) ? 'True' : 'False';
+}
+
+export function ageOf(meta: { creationTimestamp?: string }, now: number): string {
+  return formatAge(parseTimestamp(meta.creationTimestamp), now);
+}
+
+/** One row of `get we`: NAME ADDRESS CONNECTED HEALTHY AGE. */
+export function entryRow(record: EntryRecord, now: number): string[] {
+  const entry = renderWorkloadEntry(record);
+  return [
+    entry.metadata.name,
+    entry.spec.address ?? '<none>',
+    connectedStatus(record),
+    healthyStatus(entry),
+    ageOf(entry.metadata, now),
+  ];
+}
+
+export function byNamespaceAndName<T>(meta: (item: T) => ObjectRef): (a: T, b: T) => number {
+  return (a, b) => {
+    const x = meta(a);
+    const y = meta(b);
+    return x.namespace.localeCompare(y.namespace) || x.name.localeCompare(y.name);
+  };
+}

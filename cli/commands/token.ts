@@ -1,0 +1,79 @@
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import { createJoinToken } from '../../lib/auth/join-token.ts';
+import { NotFoundError } from '../../lib/domain/errors.ts';
+import { isDns1123Subdomain } from '../../lib/domain/validation.ts';
+import type { StoredToken } from '../../lib/store/token-store.ts';
+import { formatTable, formatTimestamp } from '../output.ts';
+import type { CommandRegistration } from './context.ts';
+import { namespaceOf, namespaceOption } from './resources.ts';
+import { durationOption } from './sweep.ts';
+
+export const DEFAULT_TOKEN_TTL = '24h';
+
+export const registerToken: CommandRegistration = (program, context) => {
+  const token = program
+    .command('token')
+    .description('join tokens: what an agent presents to register a VM (token auth mode)');
+
+  token
+    .command('create')
+    .description('create a join token and print it (shown only this once)')
+    .addOption(namespaceOption().makeOptionMandatory())
+    .addOption(
+      new Option('--service-account <name>', 'only for entries of this service account').argParser(
+        parseServiceAccount,
+      ),
+    )
+    .addOption(durationOption('--ttl <duration>', 'how long the token is valid', DEFAULT_TOKEN_TTL))
+    .action(async (options: { namespace?: string; serviceAccount?: string; ttl: number }, command: Command) => {
+      const { tokens } = await context.stores(command);
+      const input = { namespace: namespaceOf(options), ttlMs: options.ttl, now: context.now() };
+      const created = createJoinToken(
+        options.serviceAccount === undefined ? input : { ...input, serviceAccount: options.serviceAccount },
+      );
+      await tokens.putToken(created.stored);
+      // Only the token on stdout, so `TOKEN=$(registrar token create -n web)` works.
+      context.out(`${created.token}\n`);
+    });
+
+  token
+    .command('list')
+    .description('list join tokens (never their secrets)')
+    .action(async (_options: unknown, command: Command) => {
+      const { tokens } = await context.stores(command);
+      const now = context.now();
+      const rows = (await tokens.listTokens())
+        .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id))
+        .map((t) => [t.id, t.namespace, t.serviceAccount ?? '<any>', formatTimestamp(t.expiresAt), tokenStatus(t, now)]);
+      if (rows.length === 0) {
+        context.io.stderr.write('No tokens found.\n');
+        return;
+      }
+      context.out(formatTable(['ID', 'NAMESPACE', 'SERVICE-ACCOUNT', 'EXPIRES', 'STATUS'], rows));
+    });
+
+  token
+    .command('revoke')
+    .description('revoke a join token: agents can no longer connect with it (entries stay)')
+    .argument('<id>', "the token's ID, as `token list` shows it")
+    .action(async (id: string, _options: unknown, command: Command) => {
+      const { tokens } = await context.stores(command);
+      if (!(await tokens.revokeToken(id, context.now()))) {
+        throw new NotFoundError(`token "${id}" not found; see registrar token list`);
+      }
+      context.out(`token "${id}" revoked\n`);
+    });
+};
+
+/** Revocation wins over expiry: it is the operator's explicit act. Expiry is exclusive. */
+export function tokenStatus(token: StoredToken, now: number): 'active' | 'expired' | 'revoked' {
+  if (token.revokedAt !== undefined) return 'revoked';
+  return now >= token.expiresAt ? 'expired' : 'active';
+}
+
+function parseServiceAccount(text: string): string {
+  if (!isDns1123Subdomain(text)) {
+    throw new InvalidArgumentError("a service account is lower case letters, digits, '-' and '.', at most 253 characters");
+  }
+  return text;
+}
