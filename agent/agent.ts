@@ -1,0 +1,73 @@
+import { type Authenticator, createAuthenticator } from './auth.ts';
+import { type Clock, systemClock } from './clock.ts';
+import type { AgentConfig } from './config.ts';
+import { buildConnectUrl } from './connect-url.ts';
+import { openLink } from './connection.ts';
+import { type Discovered, discover } from './discovery.ts';
+import { createLogger, type Logger, redactUrl } from './logger.ts';
+import { createProbeCheck } from './probes/probe-runner.ts';
+import { type AgentEvent, Supervisor } from './supervisor.ts';
+
+export interface AgentDependencies {
+  clock?: Clock;
+  logger?: Logger;
+  /** Replaces IMDS discovery (tests). */
+  discover?: (config: AgentConfig, logger: Logger) => Promise<Discovered>;
+  /** Replaces the configured authentication (tests). */
+  authenticator?: Authenticator;
+  onEvent?: (event: AgentEvent & { at: number }) => void;
+}
+
+export interface RunningAgent {
+  supervisor: Supervisor;
+  /** The connect URL without credentials. */
+  connectUrl: string;
+  stop(): Promise<void>;
+}
+
+/** Discovers, authenticates and starts the supervisor: the whole agent minus signals. */
+export async function startAgent(config: AgentConfig, deps: AgentDependencies = {}): Promise<RunningAgent> {
+  const clock = deps.clock ?? systemClock;
+  const logger = deps.logger ?? createLogger({ format: config.logFormat, debug: config.debug });
+  const found = await (deps.discover ?? discover)(config, logger);
+  const connectUrl = buildConnectUrl(config.url, {
+    group: config.group,
+    namespace: config.namespace,
+    ips: found.ips,
+    labels: found.labels,
+    ...(config.network ? { network: config.network } : {}),
+    ...(found.locality ? { locality: found.locality } : {}),
+  });
+  const auth = deps.authenticator ?? (await createAuthenticator(config.auth, config.url, found.region));
+  logger.info(`joining ${config.namespace}/${config.group}`, {
+    url: redactUrl(config.url),
+    address: found.ips.join(','),
+    locality: found.locality,
+    auth: config.auth.mode,
+  });
+  const supervisor = new Supervisor({
+    clock,
+    logger,
+    timing: config.timing,
+    open: async () => {
+      const prepared = await auth.prepare(connectUrl);
+      return openLink(prepared.url, prepared.headers, {
+        clock,
+        connectTimeoutMs: config.timing.connectTimeoutMs,
+        replyTimeoutMs: config.timing.ackTimeoutMs,
+      });
+    },
+    // The probe's "pod IP" is the VM itself.
+    createCheck: (probe, settings) => createProbeCheck(probe, settings),
+    ...(deps.onEvent ? { onEvent: deps.onEvent } : {}),
+  });
+  supervisor.start();
+  return {
+    supervisor,
+    connectUrl,
+    stop: async () => {
+      await supervisor.stop();
+      logger.info('stopped');
+    },
+  };
+}

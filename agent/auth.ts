@@ -1,0 +1,64 @@
+import { readFile } from 'node:fs/promises';
+import type { AgentAuth } from './config.ts';
+import { type AwsCredentials, presignConnectUrl, regionFromUrl } from './sigv4.ts';
+
+/** Turns the connect URL into what one upgrade attempt sends: URL and headers. */
+export interface Authenticator {
+  prepare(url: string): Promise<{ url: string; headers: Record<string, string> }>;
+}
+
+export class AuthSetupError extends Error {}
+
+/**
+ * Token mode. The file is read on every attempt so that an operator can replace an expired
+ * token without restarting the agent; the token never appears in a log line.
+ */
+export function tokenAuthenticator(auth: { token?: string; tokenFile?: string }): Authenticator {
+  return {
+    async prepare(url) {
+      const token = auth.tokenFile === undefined ? auth.token : await readToken(auth.tokenFile);
+      if (!token) throw new AuthSetupError('no join token: set REGISTRAR_AGENT_TOKEN or --token-file');
+      return { url, headers: { Authorization: `Bearer ${token}` } };
+    },
+  };
+}
+
+async function readToken(path: string): Promise<string> {
+  try {
+    const token = (await readFile(path, 'utf8')).trim();
+    if (!token) throw new AuthSetupError(`token file ${path} is empty; write the join token into it`);
+    return token;
+  } catch (error) {
+    if (error instanceof AuthSetupError) throw error;
+    throw new AuthSetupError(`cannot read token file ${path}: ${(error as Error).message}`);
+  }
+}
+
+/** IAM mode: presigns every attempt with fresh credentials from the provider. */
+export function iamAuthenticator(region: string, credentials: () => Promise<AwsCredentials>): Authenticator {
+  return {
+    async prepare(url) {
+      return { url: await presignConnectUrl(url, { region, credentials }), headers: {} };
+    },
+  };
+}
+
+/**
+ * Builds the authenticator for the configured mode. In IAM mode the region comes from the
+ * config, else from an execute-api host name, else from the instance's own region.
+ */
+export async function createAuthenticator(
+  auth: AgentAuth,
+  url: string,
+  instanceRegion: string | undefined,
+): Promise<Authenticator> {
+  if (auth.mode === 'token') return tokenAuthenticator(auth);
+  const region = auth.region ?? regionFromUrl(url) ?? instanceRegion;
+  if (!region) {
+    throw new AuthSetupError(`cannot tell the AWS region for IAM signing from ${new URL(url).host}; pass --region <region>`);
+  }
+  // Loaded only in IAM mode: the provider chain pulls in a large part of the SDK.
+  const { fromNodeProviderChain } = await import('@aws-sdk/credential-providers');
+  // The chain ends with the instance profile (IMDS) and caches until shortly before expiry.
+  return iamAuthenticator(region, fromNodeProviderChain());
+}

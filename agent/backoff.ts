@@ -1,0 +1,36 @@
+import type { AgentTiming } from './config.ts';
+
+/**
+ * Delays between attempts. All take `random` in [0, 1) so tests can pin the jitter.
+ * Full jitter (AWS architecture blog, "Exponential Backoff and Jitter"): a fleet of agents
+ * that lost the registrar at the same moment spreads its reconnects over the whole window
+ * instead of arriving in waves (API Gateway admits 500 new connections/s per account).
+ */
+export function failureDelay(failures: number, timing: AgentTiming, random: number): number {
+  const exponent = Math.min(Math.max(failures - 1, 0), 30);
+  const ceiling = Math.min(timing.backoffCapMs, timing.backoffBaseMs * 2 ** exponent);
+  return Math.floor(random * ceiling);
+}
+
+/**
+ * After a refusal (bad token, unknown group, forbidden namespace, hand-made entry in the way)
+ * retrying soon cannot help, and each retry costs the registrar a Lambda run. Equal jitter
+ * keeps at least half of the window, so a refused agent never retries quickly.
+ */
+export function refusalDelay(refusals: number, timing: AgentTiming, random: number): number {
+  const exponent = Math.min(Math.max(refusals - 1, 0), 30);
+  const ceiling = Math.min(timing.refusalBackoffCapMs, timing.refusalBackoffMs * 2 ** exponent);
+  return Math.floor(ceiling / 2 + (random * ceiling) / 2);
+}
+
+/**
+ * When to open the replacement connection: at a random point in 75-90 % of the maximum age
+ * (90-108 min of API Gateway's 2 h), so agents started together do not rotate together and
+ * the new connection has minutes to register before the old one is cut.
+ */
+export function rotationDelay(timing: AgentTiming, random: number): number {
+  return Math.floor(timing.maxConnectionAgeMs * (0.75 + 0.15 * random));
+}
+
+/** Statuses that mean "this request will keep failing until someone changes something". */
+export const REFUSAL_STATUSES: ReadonlySet<number> = new Set([400, 401, 403, 404, 409]);

@@ -1,0 +1,192 @@
+import WebSocket from 'ws';
+import type { Clock, Timer } from './clock.ts';
+
+/** A reply of protocol v1: `{"action":...,"ok":true,...}`, `{"action":"pong"}` or an error. */
+export interface Reply {
+  action?: string;
+  ok?: boolean;
+  error?: { code?: string; message?: string };
+  [key: string]: unknown;
+}
+
+export type RequestAction = 'health' | 'describe' | 'ping';
+
+/** The upgrade was answered with an HTTP status: the server refused this connect. */
+export class RefusedError extends Error {
+  readonly status: number;
+  readonly code: string | undefined;
+
+  constructor(status: number, code: string | undefined, reason: string) {
+    super(reason);
+    this.status = status;
+    this.code = code;
+  }
+}
+
+/** A request that got no reply, an error reply, or lost its connection. */
+export class RequestError extends Error {
+  readonly kind: 'timeout' | 'closed' | 'error';
+
+  constructor(kind: 'timeout' | 'closed' | 'error', message: string) {
+    super(message);
+    this.kind = kind;
+  }
+}
+
+/** One open WebSocket to the registrar, speaking protocol v1. */
+export interface AgentLink {
+  /** Sends `{"action":...}` and resolves with its reply; one outstanding request per action. */
+  request(action: RequestAction, body?: Record<string, unknown>): Promise<Reply>;
+  /** Closes with 1000 so the server runs $disconnect; resolves when closed (or after a grace). */
+  close(): Promise<void>;
+  onClose(listener: (code: number, reason: string) => void): void;
+  readonly closed: boolean;
+}
+
+export interface LinkOptions {
+  clock: Clock;
+  connectTimeoutMs: number;
+  /** How long a request waits for its reply. */
+  replyTimeoutMs: number;
+  /** Test hook: the WebSocket implementation's options. */
+  wsOptions?: WebSocket.ClientOptions;
+}
+
+interface Pending {
+  resolve: (reply: Reply) => void;
+  reject: (error: RequestError) => void;
+  timer: Timer;
+}
+
+// Replies carry no request id: they are matched to the request by action.
+const REPLY_ACTION: Record<string, RequestAction> = { health: 'health', describe: 'describe', pong: 'ping' };
+// A server that does not answer a close frame is not waited for longer than this.
+const CLOSE_GRACE_MS = 2_000;
+
+/** Opens one connection; rejects with RefusedError on an HTTP refusal, Error otherwise. */
+export function openLink(url: string, headers: Record<string, string>, options: LinkOptions): Promise<AgentLink> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(url, {
+      headers,
+      handshakeTimeout: options.connectTimeoutMs,
+      // Replies are small; a 1 MiB cap keeps a misbehaving server from filling memory.
+      maxPayload: 1024 * 1024,
+      ...options.wsOptions,
+    });
+    socket.once('unexpected-response', (request, response) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      response.on('data', (chunk: Buffer) => {
+        size += chunk.length;
+        if (size <= 16_384) chunks.push(chunk);
+      });
+      const done = () => {
+        request.destroy();
+        const status = response.statusCode ?? 0;
+        const { code, message } = parseRefusal(Buffer.concat(chunks).toString('utf8'));
+        reject(new RefusedError(status, code, message ?? response.statusMessage ?? `HTTP ${status}`));
+      };
+      response.once('end', done);
+      response.once('error', done);
+    });
+    // `on`, not `once`: a second error (the refused request being torn down) must not throw.
+    socket.on('error', (error) => reject(error));
+    socket.once('open', () => {
+      socket.removeAllListeners('error');
+      resolve(createLink(socket, options));
+    });
+  });
+}
+
+function createLink(socket: WebSocket, options: LinkOptions): AgentLink {
+  const pending = new Map<RequestAction, Pending>();
+  const listeners: ((code: number, reason: string) => void)[] = [];
+  let closed = false;
+
+  const settle = (action: RequestAction, outcome: Reply | RequestError) => {
+    const entry = pending.get(action);
+    if (!entry) return;
+    pending.delete(action);
+    entry.timer.cancel();
+    if (outcome instanceof RequestError) entry.reject(outcome);
+    else entry.resolve(outcome);
+  };
+
+  socket.on('message', (data) => {
+    let reply: Reply;
+    try {
+      reply = JSON.parse(String(data)) as Reply;
+    } catch {
+      return; // Not protocol v1; nothing to match it to.
+    }
+    const action = reply.action === undefined ? undefined : REPLY_ACTION[reply.action];
+    if (reply.ok === false) {
+      // An error reply may name no action: it answers the oldest outstanding request.
+      const target = action ?? pending.keys().next().value;
+      const text = `${reply.error?.code ?? 'Error'}: ${reply.error?.message ?? 'request refused'}`;
+      if (target) settle(target, new RequestError('error', text));
+      return;
+    }
+    // A late reply to a request that already timed out finds nothing pending: dropped.
+    if (action) settle(action, reply);
+  });
+  // Without a listener ws would throw; the close that follows an error is what matters.
+  socket.on('error', () => {});
+  socket.on('close', (code, reason) => {
+    closed = true;
+    for (const action of [...pending.keys()]) {
+      settle(action, new RequestError('closed', `connection closed (${code}) before the ${action} reply`));
+    }
+    for (const listener of listeners) listener(code, reason.toString('utf8'));
+  });
+
+  return {
+    get closed() {
+      return closed;
+    },
+    request(action, body = {}) {
+      if (closed || socket.readyState !== WebSocket.OPEN) {
+        return Promise.reject(new RequestError('closed', `cannot send ${action}: connection is closed`));
+      }
+      // At most one outstanding request per action: a newer one supersedes the older.
+      settle(action, new RequestError('error', `${action} superseded by a newer request`));
+      return new Promise<Reply>((resolve, reject) => {
+        const timer = options.clock.setTimer(options.replyTimeoutMs, () =>
+          settle(action, new RequestError('timeout', `no ${action} reply within ${options.replyTimeoutMs} ms`)),
+        );
+        pending.set(action, { resolve, reject, timer });
+        socket.send(JSON.stringify({ action, ...body }));
+      });
+    },
+    close() {
+      if (closed) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        const grace = options.clock.setTimer(CLOSE_GRACE_MS, () => {
+          socket.terminate();
+          resolve();
+        });
+        socket.once('close', () => {
+          grace.cancel();
+          resolve();
+        });
+        socket.close(1000, 'agent closing');
+      });
+    },
+    onClose(listener) {
+      listeners.push(listener);
+    },
+  };
+}
+
+function parseRefusal(body: string): { code?: string; message?: string } {
+  try {
+    const parsed = JSON.parse(body) as { error?: { code?: unknown; message?: unknown }; message?: unknown };
+    const code = typeof parsed.error?.code === 'string' ? parsed.error.code : undefined;
+    const message =
+      typeof parsed.error?.message === 'string' ? parsed.error.message : typeof parsed.message === 'string' ? parsed.message : undefined;
+    return { ...(code ? { code } : {}), ...(message ? { message } : {}) };
+  } catch {
+    const text = body.trim().slice(0, 200);
+    return text ? { message: text } : {};
+  }
+}

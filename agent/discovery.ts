@@ -1,0 +1,54 @@
+import type { AgentConfig } from './config.ts';
+import { discoverInstance, type InstanceIdentity, ImdsUnavailableError, localityOf } from './imds.ts';
+import type { Logger } from './logger.ts';
+
+/** Label that carries the EC2 instance ID, so an entry can be traced back to its VM. */
+export const INSTANCE_ID_LABEL = 'ec2.amazonaws.com/instance-id';
+
+export interface Discovered {
+  ips: string[];
+  locality?: string;
+  labels: Record<string, string>;
+  region?: string;
+}
+
+export class DiscoveryError extends Error {}
+
+/**
+ * Address, locality and instance ID: flags win over IMDS. IMDS is asked unless disabled;
+ * off EC2 it fails fast (short timeout), which is fatal only when no --ip was given.
+ */
+export async function discover(
+  config: AgentConfig,
+  logger: Logger,
+  lookup: (options: { baseUrl: string; timeoutMs: number }) => Promise<InstanceIdentity> = discoverInstance,
+): Promise<Discovered> {
+  let identity: InstanceIdentity | undefined;
+  if (config.imds.enabled) {
+    try {
+      identity = await lookup({ baseUrl: config.imds.url, timeoutMs: config.imds.timeoutMs });
+    } catch (error) {
+      if (config.ips.length === 0) {
+        const hint =
+          error instanceof ImdsUnavailableError
+            ? 'not running on EC2? pass --ip <address> (and --locality <region/zone>) to run elsewhere'
+            : 'pass --ip <address> to skip discovery';
+        throw new DiscoveryError(`cannot discover this VM's address: ${(error as Error).message}; ${hint}`);
+      }
+      logger.info('instance metadata not available; using the configured address', { reason: (error as Error).message });
+    }
+  }
+  const discoveredIps = identity ? [identity.ipv4, identity.ipv6].filter((ip): ip is string => ip !== undefined) : [];
+  const ips = config.ips.length > 0 ? config.ips : discoveredIps;
+  if (ips.length === 0) {
+    throw new DiscoveryError('no address to register: the instance reports no private IP; pass --ip <address>');
+  }
+  const locality = config.locality ?? (identity ? localityOf(identity) : undefined);
+  const labels = { ...(identity ? { [INSTANCE_ID_LABEL]: identity.instanceId } : {}), ...config.labels };
+  return {
+    ips,
+    labels,
+    ...(locality ? { locality } : {}),
+    ...(identity ? { region: identity.region } : {}),
+  };
+}

@@ -1,0 +1,253 @@
+import { formatRef, type Probe } from '../lib/domain/model.ts';
+import { AuthSetupError } from './auth.ts';
+import { failureDelay, REFUSAL_STATUSES, refusalDelay, rotationDelay } from './backoff.ts';
+import type { Clock, Timer } from './clock.ts';
+import type { AgentTiming } from './config.ts';
+import { type AgentLink, RefusedError, RequestError } from './connection.ts';
+import { HealthReporter } from './health-reporter.ts';
+import type { Logger } from './logger.ts';
+import { ProbeWatcher } from './probe-watcher.ts';
+import type { ProbeCheck } from './probes/probe-result.ts';
+import type { ProbeSettings } from './probes/probe-runner.ts';
+
+/** What happened, for tests and the benchmark; logs carry the same story for people. */
+export type AgentEvent =
+  | { type: 'connecting'; kind: AttemptKind }
+  | { type: 'connected'; kind: AttemptKind; linkId: number }
+  | { type: 'registered'; name: string; linkId: number }
+  | { type: 'retry-scheduled'; delayMs: number; reason: string; refused: boolean }
+  | { type: 'closed'; linkId: number; code: number }
+  | { type: 'health-sent' | 'health-acked'; healthy: boolean };
+
+type AttemptKind = 'start' | 'reconnect' | 'rotate';
+
+export interface SupervisorOptions {
+  clock: Clock;
+  logger: Logger;
+  timing: AgentTiming;
+  /** Opens one connection; resolving means the registrar accepted ($connect registered). */
+  open: () => Promise<AgentLink>;
+  createCheck: (probe: Probe, settings: ProbeSettings) => ProbeCheck | undefined;
+  onEvent?: (event: AgentEvent & { at: number }) => void;
+}
+
+interface Current {
+  link: AgentLink;
+  id: number;
+  openedAt: number;
+}
+
+/**
+ * Keeps exactly one registered connection, and the health it reports, alive for as long as
+ * the agent runs:
+ * - rotation, make before break: before API Gateway's age limit a second connection is
+ *   opened, and the first is closed only once the second is registered, so the entry is
+ *   held by at least one live connection throughout;
+ * - failures back off exponentially with full jitter (cap 60 s); refusals (400/401/403/404/
+ *   409) wait much longer and log the registrar's reason, since retrying cannot fix them;
+ *   a connection that dies young does not reset the backoff, so no loop is ever tight;
+ * - keepalive pings stay inside API Gateway's 10-minute idle timeout; a missing pong is
+ *   treated as a dead connection.
+ */
+export class Supervisor {
+  readonly #o: SupervisorOptions;
+  readonly #health: HealthReporter;
+  readonly #probe: ProbeWatcher;
+  readonly #links = new Set<AgentLink>();
+  #current: Current | undefined;
+  #connecting: Promise<void> | undefined;
+  #retryTimer: Timer | undefined;
+  #rotateTimer: Timer | undefined;
+  #pingTimer: Timer | undefined;
+  #failures = 0;
+  #refusals = 0;
+  #linkSeq = 0;
+  #entryName: string | undefined;
+  #stopped = false;
+
+  constructor(options: SupervisorOptions) {
+    this.#o = options;
+    const emit = (event: AgentEvent) => this.#emit(event);
+    this.#health = new HealthReporter({
+      clock: options.clock,
+      logger: options.logger,
+      retryDelayMs: options.timing.ackTimeoutMs,
+      currentLink: () => this.#current?.link,
+      onEvent: emit,
+    });
+    this.#probe = new ProbeWatcher({
+      clock: options.clock,
+      logger: options.logger,
+      probeTimeScale: options.timing.probeTimeScale,
+      createCheck: options.createCheck,
+      onState: (state) => this.#health.report(state),
+      onNoProbe: () => this.#health.clear(),
+    });
+  }
+
+  get entryName(): string | undefined {
+    return this.#entryName;
+  }
+
+  start(): void {
+    void this.#attempt('start');
+  }
+
+  /** Closes every connection cleanly (the registrar runs $disconnect) and stops all timers. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    for (const timer of [this.#retryTimer, this.#rotateTimer, this.#pingTimer]) timer?.cancel();
+    this.#probe.stop();
+    this.#health.stop();
+    await this.#connecting;
+    await Promise.all([...this.#links].map((link) => link.close()));
+  }
+
+  #attempt(kind: AttemptKind): Promise<void> {
+    if (this.#stopped || this.#connecting) return this.#connecting ?? Promise.resolve();
+    this.#emit({ type: 'connecting', kind });
+    const attempt = this.#o.open().then(
+      (link) => this.#adopt(link, kind),
+      (error: unknown) => this.#onConnectFailure(error, kind),
+    );
+    this.#connecting = attempt.finally(() => {
+      this.#connecting = undefined;
+    });
+    return this.#connecting;
+  }
+
+  async #adopt(link: AgentLink, kind: AttemptKind): Promise<void> {
+    this.#links.add(link);
+    if (this.#stopped) {
+      await link.close();
+      return;
+    }
+    const previous = this.#current;
+    const current: Current = { link, id: ++this.#linkSeq, openedAt: this.#o.clock.now() };
+    this.#current = current;
+    this.#refusals = 0;
+    link.onClose((code, reason) => this.#onClosed(current, code, reason));
+    if (link.closed) {
+      // Closed between the upgrade and here: the listener above came too late to hear it.
+      this.#onClosed(current, 1006, 'closed right after opening');
+      return;
+    }
+    if (kind === 'rotate') this.#o.logger.info('rotated to a new connection', { connection: current.id });
+    else this.#o.logger.info('connected', { connection: current.id });
+    this.#emit({ type: 'connected', kind, linkId: current.id });
+    this.#scheduleRotation();
+    this.#schedulePing(current);
+    // The last state goes first on the new connection: it is the one the registrar now counts.
+    this.#health.resend();
+    // Make before break: the new connection is registered (the upgrade succeeds only after
+    // $connect did), so closing the old one cannot leave the entry disconnected.
+    if (previous) void previous.link.close();
+    await this.#describe(current);
+  }
+
+  /** Learns the entry's name and the group's probe; retried while the connection lives. */
+  async #describe(current: Current): Promise<void> {
+    while (!this.#stopped && this.#current === current && !current.link.closed) {
+      try {
+        const reply = await current.link.request('describe');
+        const metadata = (reply.entry as { metadata?: { namespace?: string; name?: string } } | undefined)?.metadata;
+        const name = metadata?.name && metadata.namespace ? formatRef({ namespace: metadata.namespace, name: metadata.name }) : '?';
+        if (name !== this.#entryName) this.#o.logger.info(`registered as ${name}`, { entry: name });
+        this.#entryName = name;
+        this.#emit({ type: 'registered', name, linkId: current.id });
+        this.#probe.apply((reply.probe as Probe | null | undefined) ?? null);
+        return;
+      } catch (error) {
+        if (error instanceof RequestError && error.kind === 'closed') return;
+        this.#o.logger.warn('describe failed; asking again', { reason: (error as Error).message });
+        await new Promise<void>((resolve) => this.#o.clock.setTimer(this.#o.timing.ackTimeoutMs, resolve));
+      }
+    }
+  }
+
+  #onConnectFailure(error: unknown, kind: AttemptKind): void {
+    if (this.#stopped) return;
+    const { clock, logger, timing } = this.#o;
+    const refused = (error instanceof RefusedError && REFUSAL_STATUSES.has(error.status)) || error instanceof AuthSetupError;
+    let delay: number;
+    let reason: string;
+    if (refused) {
+      this.#refusals += 1;
+      delay = refusalDelay(this.#refusals, timing, clock.random());
+      reason = error instanceof RefusedError ? `refused (${error.status}${error.code ? ` ${error.code}` : ''}): ${error.message}` : (error as Error).message;
+      logger.error(`${reason}; retrying in ${seconds(delay)}`, { status: error instanceof RefusedError ? error.status : undefined });
+    } else {
+      this.#failures += 1;
+      delay = failureDelay(this.#failures, timing, clock.random());
+      reason = `connect failed: ${describeError(error)}`;
+      const still = kind === 'rotate' && this.#current ? ' (the current connection stays open)' : '';
+      logger.warn(`reconnecting in ${seconds(delay)} because ${reason}${still}`, { attempt: this.#failures });
+    }
+    this.#scheduleRetry(delay, reason, refused, this.#current ? 'rotate' : 'reconnect');
+  }
+
+  #onClosed(closed: Current, code: number, reason: string): void {
+    this.#links.delete(closed.link);
+    this.#emit({ type: 'closed', linkId: closed.id, code });
+    // An old connection closing after a rotation is expected and changes nothing.
+    if (closed !== this.#current || this.#stopped) return;
+    this.#current = undefined;
+    this.#rotateTimer?.cancel();
+    this.#pingTimer?.cancel();
+    const { clock, logger, timing } = this.#o;
+    // Only a connection that stayed up for a while proves the registrar is reachable again.
+    if (clock.now() - closed.openedAt >= timing.stableAfterMs) this.#failures = 0;
+    this.#failures += 1;
+    const delay = failureDelay(this.#failures, timing, clock.random());
+    const why = `the connection closed (${code}${reason ? ` ${reason}` : ''})`;
+    if (this.#connecting) {
+      // A rotation already under way becomes the reconnect; it schedules its own retry if it fails.
+      logger.warn(`${why}; a new connection is already being opened`);
+      return;
+    }
+    logger.warn(`reconnecting in ${seconds(delay)} because ${why}`, { attempt: this.#failures });
+    this.#scheduleRetry(delay, why, false, 'reconnect');
+  }
+
+  #scheduleRetry(delayMs: number, reason: string, refused: boolean, kind: AttemptKind): void {
+    this.#retryTimer?.cancel();
+    this.#emit({ type: 'retry-scheduled', delayMs, reason, refused });
+    this.#retryTimer = this.#o.clock.setTimer(delayMs, () => void this.#attempt(kind));
+  }
+
+  #scheduleRotation(): void {
+    this.#rotateTimer?.cancel();
+    const delay = rotationDelay(this.#o.timing, this.#o.clock.random());
+    this.#rotateTimer = this.#o.clock.setTimer(delay, () => void this.#attempt('rotate'));
+  }
+
+  #schedulePing(current: Current): void {
+    this.#pingTimer?.cancel();
+    this.#pingTimer = this.#o.clock.setTimer(this.#o.timing.pingIntervalMs, async () => {
+      if (this.#current !== current) return;
+      this.#schedulePing(current);
+      try {
+        await current.link.request('ping');
+      } catch (error) {
+        if (error instanceof RequestError && error.kind === 'timeout' && this.#current === current) {
+          this.#o.logger.warn('no pong from the registrar; dropping the connection', { connection: current.id });
+          void current.link.close();
+        }
+      }
+    });
+  }
+
+  #emit(event: AgentEvent): void {
+    this.#o.onEvent?.({ ...event, at: this.#o.clock.now() });
+  }
+}
+
+function seconds(ms: number): string {
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+
+function describeError(error: unknown): string {
+  if (error instanceof RefusedError) return `HTTP ${error.status}: ${error.message}`;
+  const code = (error as NodeJS.ErrnoException).code;
+  return code ? `${code} ${(error as Error).message}` : (error as Error).message;
+}
