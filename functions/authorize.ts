@@ -1,0 +1,76 @@
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import middy from '@middy/core';
+import { verifyJoinToken } from '../lib/auth/join-token.ts';
+import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
+import { countError, logger, metrics } from '../lib/observability.ts';
+import { bearerToken } from '../lib/protocol/bearer-token.ts';
+import { errorsLoggedAndRethrown } from '../lib/protocol/error-response.ts';
+import { authorizerContext } from '../lib/protocol/identity.ts';
+import type {
+  AuthorizerResult,
+  WebSocketAuthorizerEvent,
+} from '../lib/protocol/websocket-events.ts';
+
+/**
+ * REQUEST authorizer of `$connect` (token mode). API Gateway turns the answer into the
+ * status of the failed upgrade:
+ * - no, malformed, unknown, revoked or expired token: `Error('Unauthorized')` -> 401;
+ * - a valid token for another namespace than `?namespace=`: a Deny policy -> 403;
+ * - otherwise Allow, with the verified identity as context for `$connect`.
+ * Any other failure (the table unreachable) propagates and API Gateway answers 500.
+ */
+export function createAuthorizeHandler(
+  deps: Dependencies,
+): FunctionHandler<WebSocketAuthorizerEvent, AuthorizerResult> {
+  async function onAuthorize(event: WebSocketAuthorizerEvent): Promise<AuthorizerResult> {
+    logger.appendKeys({ connectionId: event.requestContext.connectionId });
+    const presented = bearerToken(event.headers, event.multiValueHeaders);
+    const token = await verifyJoinToken(deps.tokens, presented, deps.now());
+    const context = authorizerContext(token);
+    logger.appendKeys({ tokenId: token.id });
+    const requested = requestedNamespace(event);
+    // Without `?namespace=`, $connect refuses with a 400 that names the missing parameter.
+    if (requested !== undefined && requested !== token.namespace) {
+      logger.warn('join token used for another namespace', {
+        tokenNamespace: token.namespace,
+        requestedNamespace: requested.slice(0, 63),
+      });
+      countError('Forbidden');
+      return policy(context.principal ?? token.id, 'Deny', event.methodArn);
+    }
+    logger.info('join token accepted', { namespace: token.namespace });
+    return { ...policy(context.principal ?? token.id, 'Allow', event.methodArn), context };
+  }
+
+  return middy<WebSocketAuthorizerEvent, AuthorizerResult>()
+    .use(injectLambdaContext(logger, { resetKeys: true }))
+    .use(logMetrics(metrics))
+    .use(
+      errorsLoggedAndRethrown(logger, (_error, outcome) =>
+        // The exact message API Gateway maps to 401; anything else thrown becomes a 500.
+        outcome.statusCode === 401 ? new Error('Unauthorized') : undefined,
+      ),
+    )
+    .handler(onAuthorize);
+}
+
+function requestedNamespace(event: WebSocketAuthorizerEvent): string | undefined {
+  return (
+    event.multiValueQueryStringParameters?.namespace?.[0] ??
+    event.queryStringParameters?.namespace ??
+    undefined
+  );
+}
+
+function policy(principalId: string, effect: 'Allow' | 'Deny', resource: string): AuthorizerResult {
+  return {
+    principalId,
+    policyDocument: {
+      Version: '2012-10-17',
+      Statement: [{ Action: 'execute-api:Invoke', Effect: effect, Resource: resource }],
+    },
+  };
+}
+
+export const handler = lazyHandler(createAuthorizeHandler);

@@ -1,0 +1,56 @@
+import type { Context } from 'aws-lambda';
+import { type Config, readConfig } from './config.ts';
+import type { EpochMillis } from './domain/model.ts';
+import { createDocumentClient } from './store/dynamodb-client.ts';
+import { DynamoDbRegistryStore } from './store/dynamodb-registry-store.ts';
+import { DynamoDbTokenStore } from './store/dynamodb-token-store.ts';
+import type { CatalogStore, RegistryStore } from './store/registry-store.ts';
+import type { TokenStore } from './store/token-store.ts';
+
+/**
+ * What a function needs from the outside world, passed in explicitly so that tests and the
+ * local runtime build handlers over dynalite and a fixed clock, and Lambda over DynamoDB.
+ */
+export interface Dependencies {
+  config: Config;
+  store: RegistryStore & CatalogStore;
+  tokens: TokenStore;
+  now: () => EpochMillis;
+}
+
+/** A function's handler as Lambda, the local runtime and tests call it. */
+export type FunctionHandler<TEvent, TResult> = (
+  event: TEvent,
+  context: Context,
+) => Promise<TResult>;
+
+/** The Lambda wiring: configuration from the environment, the DynamoDB adapter, real time. */
+export function dependenciesFromEnv(env: Record<string, string | undefined>): Dependencies {
+  const config = readConfig(env);
+  const client = createDocumentClient({
+    region: config.region,
+    ...(config.dynamoDbEndpoint === undefined ? {} : { endpoint: config.dynamoDbEndpoint }),
+  });
+  return {
+    config,
+    store: new DynamoDbRegistryStore(client, config.tableName),
+    tokens: new DynamoDbTokenStore(client, config.tableName),
+    now: () => Date.now(),
+  };
+}
+
+/**
+ * The Lambda entry point for a handler factory. Dependencies are built on the first
+ * invocation, not at import: importing a function file (tests, the local runtime, esbuild
+ * analysis) never reads the environment or throws on a missing variable, and a bad
+ * configuration fails the invocation with the variable's name in the log.
+ */
+export function lazyHandler<TEvent, TResult>(
+  create: (deps: Dependencies) => FunctionHandler<TEvent, TResult>,
+): FunctionHandler<TEvent, TResult> {
+  let handler: FunctionHandler<TEvent, TResult> | undefined;
+  return (event, context) => {
+    handler ??= create(dependenciesFromEnv(process.env));
+    return handler(event, context);
+  };
+}
