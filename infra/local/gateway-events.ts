@@ -106,13 +106,15 @@ interface ContextInput {
   connectedAt: number;
   at: number;
   request: Pick<UpgradeRequest, 'sourceIp' | 'userAgent' | 'domainName'>;
+  /** API Gateway repeats the authorizer's output on every event of the connection. */
+  authorizer?: AuthorizerContext | undefined;
 }
 
 export function requestContext(input: ContextInput): WebSocketRequestContext {
   const requestId = gatewayId();
   const identity: WebSocketRequestContext['identity'] = { sourceIp: input.request.sourceIp };
   if (input.request.userAgent !== undefined) identity.userAgent = input.request.userAgent;
-  return {
+  const context: WebSocketRequestContext = {
     routeKey: input.routeKey,
     eventType: input.eventType,
     messageId: input.eventType === 'MESSAGE' ? gatewayId() : null,
@@ -128,6 +130,8 @@ export function requestContext(input: ContextInput): WebSocketRequestContext {
     apiId: input.api.apiId,
     identity,
   };
+  if (input.authorizer) context.authorizer = input.authorizer;
+  return context;
 }
 
 export function authorizerEvent(

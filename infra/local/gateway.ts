@@ -267,8 +267,12 @@ class WebSocketGateway implements ManagedConnections {
       return refuseUpgrade(socket, statusCode, JSON.stringify({ message }));
     }
 
-    const context = requestContext({ ...base, eventType: 'CONNECT', at: this.#now() });
-    if (authorizer.context) context.authorizer = authorizer.context;
+    const context = requestContext({
+      ...base,
+      eventType: 'CONNECT',
+      at: this.#now(),
+      authorizer: authorizer.context,
+    });
     const outcome = await this.#invokeProxy(
       this.#handlers.connect,
       'connect',
@@ -515,6 +519,7 @@ class WebSocketGateway implements ManagedConnections {
       connectionId: c.id,
       connectedAt: c.connectedAt,
       request: c.request,
+      authorizer: c.authorizer,
       routeKey,
     };
   }
