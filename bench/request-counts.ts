@@ -1,0 +1,153 @@
+import { WebSocket } from 'ws';
+import { startDynalite } from '../infra/local/dynalite-server.ts';
+import { startLocalRuntime } from '../infra/local/runtime.ts';
+import { createJoinToken } from '../lib/auth/join-token.ts';
+import { createDocumentClient } from '../lib/store/dynamodb-client.ts';
+import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
+import { DynamoDbTokenStore } from '../lib/store/dynamodb-token-store.ts';
+import { startCountingProxy } from './counting-proxy.ts';
+
+export interface EventCost {
+  event: string;
+  requests: Record<string, number>;
+  reads: number;
+  writes: number;
+}
+
+const READS = new Set(['GetItem', 'Query', 'Scan', 'BatchGetItem']);
+const WRITES = new Set(['PutItem', 'UpdateItem', 'DeleteItem', 'BatchWriteItem']);
+
+/**
+ * DynamoDB requests per agent event, counted on the wire between the local runtime and dynalite
+ * while real WebSocket clients drive the real gateway, authorizer and handlers.
+ */
+export async function measureRequestCounts(): Promise<EventCost[]> {
+  const dynamo = await startDynalite();
+  const proxy = await startCountingProxy(dynamo.endpoint);
+  const runtime = await startLocalRuntime({
+    port: 0,
+    memory: true,
+    dynamoDbEndpoint: proxy.endpoint,
+    sweepIntervalMs: 3_600_000,
+    writeLocalJson: false,
+    logLevel: 'ERROR',
+  });
+  const client = createDocumentClient({ region: 'us-east-1', endpoint: dynamo.endpoint });
+  const costs: EventCost[] = [];
+  try {
+    const store = new DynamoDbRegistryStore(client, runtime.tableName);
+    await store.applyGroup({
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'WorkloadGroup',
+      metadata: { name: 'web', namespace: 'bench' },
+      spec: { template: { ports: { http: 8080 } }, probe: { tcpSocket: { port: 8080 } } },
+    });
+    const { token, stored } = createJoinToken({
+      namespace: 'bench',
+      ttlMs: 3_600_000,
+      now: Date.now(),
+    });
+    await new DynamoDbTokenStore(client, runtime.tableName).putToken(stored);
+    const url = `${runtime.url}?group=web&namespace=bench&ip=10.0.0.1`;
+    const headers = { Authorization: `Bearer ${token}` };
+    const ref = { namespace: 'bench', name: 'web-10.0.0.1' };
+
+    const measure = async (event: string, act: () => Promise<void>) => {
+      await settle(proxy.counts);
+      proxy.reset();
+      await act();
+      const requests = await settle(proxy.counts);
+      costs.push({ event, requests, ...tally(requests) });
+    };
+
+    let first: WebSocket | undefined;
+    let second: WebSocket | undefined;
+    await measure('connect (new entry, group not cached)', async () => {
+      first = await open(url, headers);
+    });
+    await measure('health (transition)', async () => {
+      await exchange(first, { action: 'health', healthy: true });
+    });
+    await measure('health (same status)', async () => {
+      await exchange(first, { action: 'health', healthy: true });
+    });
+    await measure('ping', async () => {
+      await exchange(first, { action: 'ping' });
+    });
+    await measure('connect (make-before-break reconnect, group cached)', async () => {
+      second = await open(url, headers);
+    });
+    await measure('disconnect (old connection, entry still held)', async () => {
+      await close(first);
+    });
+    await measure('disconnect (last connection)', async () => {
+      await close(second);
+      await until(async () => {
+        const record = await store.getEntry(ref);
+        return record?.connection?.disconnectedAt !== undefined;
+      });
+    });
+    return costs;
+  } finally {
+    client.destroy();
+    await runtime.close();
+    await proxy.close();
+    await dynamo.close();
+  }
+}
+
+function tally(requests: Record<string, number>) {
+  let reads = 0;
+  let writes = 0;
+  for (const [command, count] of Object.entries(requests)) {
+    if (READS.has(command)) reads += count;
+    if (WRITES.has(command)) writes += count;
+  }
+  return { reads, writes };
+}
+
+/** Waits until the counts stop changing for 300 ms (a $disconnect runs after the close). */
+async function settle(counts: () => Record<string, number>): Promise<Record<string, number>> {
+  let last = JSON.stringify(counts());
+  for (;;) {
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const now = JSON.stringify(counts());
+    if (now === last) return counts();
+    last = now;
+  }
+}
+
+async function until(check: () => Promise<boolean>) {
+  const deadline = Date.now() + 10_000;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error('timed out waiting for the entry to change');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+function open(url: string, headers: Record<string, string>): Promise<WebSocket> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(url, { headers });
+    socket.once('open', () => resolve(socket));
+    socket.once('unexpected-response', (_req, res) =>
+      reject(new Error(`refused: ${res.statusCode}`)),
+    );
+    socket.once('error', reject);
+  });
+}
+
+function exchange(socket: WebSocket | undefined, message: object): Promise<unknown> {
+  if (!socket) throw new Error('not connected');
+  return new Promise((resolve) => {
+    socket.once('message', (data) => resolve(JSON.parse(String(data))));
+    socket.send(JSON.stringify(message));
+  });
+}
+
+function close(socket: WebSocket | undefined): Promise<void> {
+  if (!socket) throw new Error('not connected');
+  return new Promise((resolve) => {
+    socket.once('close', () => resolve());
+    socket.close(1000);
+  });
+}

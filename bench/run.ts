@@ -1,0 +1,135 @@
+/**
+ * `npm run bench [-- SECTION...]`: measures what the design budgets and prints the numbers.
+ * Nothing here asserts a time; results are recorded by hand in docs/benchmarks.md with the
+ * machine and the date.
+ */
+import { cpus, totalmem } from 'node:os';
+
+type Section = { title: string; run: () => Promise<void> };
+
+const sections: Record<string, Section> = {
+  requests: {
+    title:
+      'DynamoDB requests per event (local gateway -> handlers -> dynalite, counted on the wire)',
+    run: async () => {
+      const { measureRequestCounts } = await import('./request-counts.ts');
+      const rows = await measureRequestCounts();
+      table(
+        ['event', 'reads', 'writes', 'requests'],
+        rows.map((r) => [r.event, r.reads, r.writes, formatCounts(r.requests)]),
+      );
+    },
+  },
+  sweep: {
+    title: 'Sweep cost: 10,000 entries, 100 due',
+    run: async () => {
+      const { measureSweepCost } = await import('./sweep-cost.ts');
+      const r = await measureSweepCost(Number(process.env.BENCH_SWEEP_ENTRIES ?? 10_000), 100);
+      table(
+        ['entries', 'due', 'deleted', 'items read', 'items read / deleted', 'requests', 'sweep ms'],
+        [
+          [
+            r.entries,
+            r.due,
+            r.deleted,
+            r.itemsRead,
+            r.itemsReadPerDeleted.toFixed(2),
+            formatCounts(r.requests),
+            r.sweepMs.toFixed(0),
+          ],
+        ],
+      );
+    },
+  },
+  load: {
+    title: 'Local end-to-end: agents connecting at once through the local gateway',
+    run: async () => {
+      const { measureLocalLoad } = await import('./local-load.ts');
+      const r = await measureLocalLoad(Number(process.env.BENCH_AGENTS ?? 1000));
+      table(
+        [
+          'agents',
+          'registered',
+          'refused',
+          'wall s',
+          'registrations/s',
+          'connect p50 ms',
+          'connect p99 ms',
+          'RSS idle MB',
+          'RSS with connections MB',
+        ],
+        [
+          [
+            r.agents,
+            r.registered,
+            r.refused,
+            (r.wallMs / 1000).toFixed(2),
+            r.registrationsPerSecond.toFixed(0),
+            r.connectP50Ms.toFixed(0),
+            r.connectP99Ms.toFixed(0),
+            r.rssIdleMb.toFixed(0),
+            r.rssWithConnectionsMb.toFixed(0),
+          ],
+        ],
+      );
+    },
+  },
+  bundles: {
+    title: 'Lambda bundle sizes (esbuild, minified, from the metafile)',
+    run: async () => {
+      const { measureBundleSizes } = await import('./bundle-size.ts');
+      const rows = await measureBundleSizes();
+      table(
+        ['function', 'KB'],
+        rows.map((r) => [r.name, (r.bytes / 1024).toFixed(1)]),
+      );
+    },
+  },
+  agent: {
+    title: 'Agent memory over an hour-equivalent of probes and rotations',
+    run: async () => {
+      const { measureAgentMemory } = await import('./agent-memory.ts');
+      const r = await measureAgentMemory();
+      console.log(JSON.stringify(r, null, 2));
+    },
+  },
+  projection: {
+    title: 'Kubernetes projection: 10,000 entries against the API stand-in',
+    run: async () => {
+      const { measureProjection } = await import('./projection.ts');
+      const r = await measureProjection();
+      console.log(JSON.stringify(r, null, 2));
+    },
+  },
+};
+
+function formatCounts(counts: Record<string, number>): string {
+  const parts = Object.entries(counts).map(([command, count]) => `${command} ${count}`);
+  return parts.length === 0 ? 'none' : parts.join(', ');
+}
+
+function table(header: string[], rows: (string | number)[][]): void {
+  console.log(`| ${header.join(' | ')} |`);
+  console.log(`| ${header.map(() => '---').join(' | ')} |`);
+  for (const row of rows) console.log(`| ${row.join(' | ')} |`);
+}
+
+const wanted = process.argv.slice(2);
+const unknown = wanted.filter((name) => !(name in sections));
+if (unknown.length > 0) {
+  console.error(
+    `unknown section ${unknown.join(', ')}; choose from ${Object.keys(sections).join(', ')}`,
+  );
+  process.exit(2);
+}
+console.log(
+  `node ${process.version}, ${cpus().length} x ${cpus()[0]?.model ?? 'cpu'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, ${new Date().toISOString()}`,
+);
+for (const name of wanted.length > 0 ? wanted : Object.keys(sections)) {
+  const section = sections[name];
+  if (!section) continue;
+  console.log(`\n## ${section.title}\n`);
+  const started = performance.now();
+  await section.run();
+  console.log(`\n(${((performance.now() - started) / 1000).toFixed(1)} s)`);
+}
