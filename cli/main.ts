@@ -28,8 +28,13 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
 
 export function buildProgram(context: CliContext): Command {
   const program = new Command('registrar')
-    .description('operate the workload registrar: WorkloadGroups, WorkloadEntries, join tokens, sweeps')
-    .option('--endpoint <url>', `DynamoDB endpoint of a local registry (env ${ENV.dynamoDbEndpoint})`)
+    .description(
+      'operate the workload registrar: WorkloadGroups, WorkloadEntries, join tokens, sweeps',
+    )
+    .option(
+      '--endpoint <url>',
+      `DynamoDB endpoint of a local registry (env ${ENV.dynamoDbEndpoint})`,
+    )
     .option('--table <name>', `registry table (env ${ENV.tableName})`)
     .option('--region <region>', `AWS region (env ${ENV.region})`)
     .addHelpText(
@@ -59,7 +64,9 @@ function report(error: unknown, context: CliContext): number {
     return EXIT.usage;
   }
   if (error instanceof InvalidDocumentsError) {
-    write(`${error.problems.map((problem) => `error: ${problem}`).join('\n')}\nnothing was written\n`);
+    write(
+      `${error.problems.map((problem) => `error: ${problem}`).join('\n')}\nnothing was written\n`,
+    );
     return EXIT.failed;
   }
   write(`error: ${explain(error, context.target())}\n`);

@@ -9,13 +9,18 @@ export const OUTPUT_FORMATS = ['table', 'json', 'yaml'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
 
 /** Columns padded to the widest cell and three spaces apart, as kubectl's tabwriter does. */
-export function formatTable(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+export function formatTable(
+  headers: readonly string[],
+  rows: readonly (readonly string[])[],
+): string {
   const widths = headers.map((header, column) =>
     Math.max(header.length, ...rows.map((row) => (row[column] ?? '').length)),
   );
   const line = (cells: readonly string[]) =>
     cells
-      .map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column] ?? 0)))
+      .map((cell, column) =>
+        column === cells.length - 1 ? cell : cell.padEnd(widths[column] ?? 0),
+      )
       .join('   ');
   return `${[headers, ...rows].map(line).join('\n')}\n`;
 }
@@ -62,7 +67,11 @@ export function parseTimestamp(text: string | undefined): number | undefined {
 }
 
 /** What kubectl prints for several objects: a `v1` List. */
-export function asList(items: readonly unknown[]): { apiVersion: 'v1'; kind: 'List'; items: unknown[] } {
+export function asList(items: readonly unknown[]): {
+  apiVersion: 'v1';
+  kind: 'List';
+  items: unknown[];
+} {
   return { apiVersion: 'v1', kind: 'List', items: [...items] };
 }
 

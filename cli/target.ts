@@ -44,9 +44,12 @@ export async function resolveTarget(
 ): Promise<Target> {
   const endpoint = nonEmpty(flags.endpoint) ?? nonEmpty(env[ENV.dynamoDbEndpoint]);
   if (endpoint !== undefined && !z.url().safeParse(endpoint).success) {
-    throw new TargetError(`invalid DynamoDB endpoint '${endpoint}': must be a URL such as http://localhost:8000`);
+    throw new TargetError(
+      `invalid DynamoDB endpoint '${endpoint}': must be a URL such as http://localhost:8000`,
+    );
   }
-  const region = nonEmpty(flags.region) ?? nonEmpty(env[ENV.region]) ?? nonEmpty(env.AWS_DEFAULT_REGION);
+  const region =
+    nonEmpty(flags.region) ?? nonEmpty(env[ENV.region]) ?? nonEmpty(env.AWS_DEFAULT_REGION);
   const table = nonEmpty(flags.table) ?? nonEmpty(env[ENV.tableName]);
   if (table !== undefined) {
     // A named table is the operator's choice: the local file's dynalite endpoint must not
@@ -81,7 +84,9 @@ async function readLocalFile(path: string): Promise<z.infer<typeof localFileSche
   try {
     json = JSON.parse(text);
   } catch {
-    throw new TargetError(`${path} is not JSON; restart 'npm start' to rewrite it, or pass --table <name>`);
+    throw new TargetError(
+      `${path} is not JSON; restart 'npm start' to rewrite it, or pass --table <name>`,
+    );
   }
   const parsed = localFileSchema.safeParse(json);
   if (!parsed.success) {

@@ -3,9 +3,10 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { isAutoRegistered } from '../../lib/domain/entry-record.ts';
 import { ConflictError } from '../../lib/domain/errors.ts';
+import { toRfc3339 } from '../../lib/domain/model.ts';
 import {
-  type IstioDocument,
   InvalidDocumentsError,
+  type IstioDocument,
   parseIstioDocuments,
 } from '../../lib/protocol/istio-documents.ts';
 import type { CliIo, CommandRegistration, Stores } from './context.ts';
@@ -35,7 +36,7 @@ export const registerApply: CommandRegistration = (program, context) => {
     .action(async (options: ApplyOptions, command: Command) => {
       const documents = await readAll(context.io, options);
       const stores = await context.stores(command);
-      await refuseAutoRegisteredNames(stores, documents);
+      await prepareEntries(stores, documents, context.now());
       for (const document of documents) {
         context.out(`${await applyOne(stores, document)}\n`);
       }
@@ -71,17 +72,31 @@ async function readStdin(io: CliIo): Promise<string> {
  * A hand-made entry never replaces an auto-registered one (the VM's registration would be
  * lost, and the sweeper would stop owning it). Checked for every document first, so such an
  * input writes nothing; the store refuses again if a VM registers the name in between.
+ *
+ * Also stamps `creationTimestamp` (AGE), which the store does not: the first apply's time,
+ * kept on later ones so an unchanged entry stays `unchanged`. A group's is kept by the store.
  */
-async function refuseAutoRegisteredNames(stores: Stores, documents: IstioDocument[]): Promise<void> {
+async function prepareEntries(
+  stores: Stores,
+  documents: IstioDocument[],
+  now: number,
+): Promise<void> {
+  const created = toRfc3339(now);
   for (const document of documents) {
-    if (document.kind !== 'WorkloadEntry') continue;
+    if (document.kind === 'WorkloadGroup') {
+      document.group.metadata.creationTimestamp = created;
+      continue;
+    }
     const { metadata } = document.entry;
     const existing = await stores.catalog.getEntry(metadata);
     if (existing && isAutoRegistered(existing)) throw autoRegisteredConflict(document);
+    metadata.creationTimestamp = existing?.entry.metadata.creationTimestamp ?? created;
   }
 }
 
-function autoRegisteredConflict(document: IstioDocument & { kind: 'WorkloadEntry' }): ConflictError {
+function autoRegisteredConflict(
+  document: IstioDocument & { kind: 'WorkloadEntry' },
+): ConflictError {
   const { name, namespace } = document.entry.metadata;
   return new ConflictError(
     `document ${document.index} (WorkloadEntry ${name}): an auto-registered entry ${namespace}/${name} exists; ` +

@@ -81,7 +81,11 @@ async function openStores(target: Target): Promise<{ stores: Stores; destroy: ()
   const client = createDocumentClient(options);
   const registry = new DynamoDbRegistryStore(client, target.tableName);
   return {
-    stores: { catalog: registry, registry, tokens: new DynamoDbTokenStore(client, target.tableName) },
+    stores: {
+      catalog: registry,
+      registry,
+      tokens: new DynamoDbTokenStore(client, target.tableName),
+    },
     destroy: () => client.destroy(),
   };
 }

@@ -1,5 +1,5 @@
 import type { Command } from 'commander';
-import { type EntryRecord, isAutoRegistered, renderWorkloadEntry } from '../../lib/domain/entry-record.ts';
+import { type EntryRecord, isAutoRegistered } from '../../lib/domain/entry-record.ts';
 import type { StringMap, VerifiedIdentity } from '../../lib/domain/model.ts';
 import type { StoredGroup } from '../../lib/store/registry-store.ts';
 import { formatAge, formatTable, formatTimestamp, parseTimestamp, toYaml } from '../output.ts';
@@ -10,6 +10,7 @@ import {
   namespaceOption,
   notFound,
   RESOURCE_HELP,
+  renderEntry,
   renderGroup,
   resourceKind,
 } from './resources.ts';
@@ -21,23 +22,30 @@ export const registerDescribe: CommandRegistration = (program, context) => {
     .argument('<resource>', RESOURCE_HELP)
     .argument('<name>', 'the object')
     .addOption(namespaceOption())
-    .action(async (resource: string, name: string, options: { namespace?: string }, command: Command) => {
-      const kind = resourceKind(resource);
-      const ref = { namespace: namespaceOf(options), name };
-      const { catalog, registry } = await context.stores(command);
-      if (kind === 'WorkloadGroup') {
-        const stored = (await catalog.listGroups(ref.namespace)).find((g) => g.group.metadata.name === name);
-        if (!stored) throw notFound(kind, ref);
-        context.out(describeGroup(stored, context.now()));
-        return;
-      }
-      const record = await catalog.getEntry(ref);
-      if (!record) throw notFound(kind, ref);
-      const group = record.autoRegistrationGroup
-        ? await registry.getGroup({ namespace: ref.namespace, name: record.autoRegistrationGroup })
-        : undefined;
-      context.out(describeEntry(record, group, context.now()));
-    });
+    .action(
+      async (resource: string, name: string, options: { namespace?: string }, command: Command) => {
+        const kind = resourceKind(resource);
+        const ref = { namespace: namespaceOf(options), name };
+        const { catalog, registry } = await context.stores(command);
+        if (kind === 'WorkloadGroup') {
+          const stored = (await catalog.listGroups(ref.namespace)).find(
+            (g) => g.group.metadata.name === name,
+          );
+          if (!stored) throw notFound(kind, ref);
+          context.out(describeGroup(stored, context.now()));
+          return;
+        }
+        const record = await catalog.getEntry(ref);
+        if (!record) throw notFound(kind, ref);
+        const group = record.autoRegistrationGroup
+          ? await registry.getGroup({
+              namespace: ref.namespace,
+              name: record.autoRegistrationGroup,
+            })
+          : undefined;
+        context.out(describeEntry(record, group, context.now()));
+      },
+    );
 };
 
 /** kubectl's describe layout: aligned `Key:  value` lines, maps one pair per line. */
@@ -61,8 +69,12 @@ function when(at: number | undefined, now: number): string | undefined {
   return at === undefined ? undefined : `${formatTimestamp(at)} (${formatAge(at, now)} ago)`;
 }
 
-export function describeEntry(record: EntryRecord, group: StoredGroup | undefined, now: number): string {
-  const entry = renderWorkloadEntry(record);
+export function describeEntry(
+  record: EntryRecord,
+  group: StoredGroup | undefined,
+  now: number,
+): string {
+  const entry = renderEntry(record);
   const { metadata, spec } = entry;
   let text = fields([
     ['Name', metadata.name],
@@ -77,7 +89,10 @@ export function describeEntry(record: EntryRecord, group: StoredGroup | undefine
   text += fields(
     [
       ['Address', spec.address],
-      ['Ports', Object.fromEntries(Object.entries(spec.ports ?? {}).map(([k, v]) => [k, String(v)]))],
+      [
+        'Ports',
+        Object.fromEntries(Object.entries(spec.ports ?? {}).map(([k, v]) => [k, String(v)])),
+      ],
       ['Labels', spec.labels ?? {}],
       ['Network', spec.network],
       ['Locality', spec.locality],
@@ -94,7 +109,13 @@ export function describeEntry(record: EntryRecord, group: StoredGroup | undefine
       : indent(
           formatTable(
             ['Type', 'Status', 'LastProbeTime', 'LastTransitionTime', 'Message'],
-            conditions.map((c) => [c.type, c.status, c.lastProbeTime ?? '', c.lastTransitionTime ?? '', c.message ?? '']),
+            conditions.map((c) => [
+              c.type,
+              c.status,
+              c.lastProbeTime ?? '',
+              c.lastTransitionTime ?? '',
+              c.message ?? '',
+            ]),
           ),
         );
   text += 'Registration:\n';
@@ -121,10 +142,14 @@ export function describeEntry(record: EntryRecord, group: StoredGroup | undefine
 }
 
 /** Entries keep the template they were built from; say when the group has moved past it. */
-export function describeGeneration(built: number | undefined, group: StoredGroup | undefined): string {
+export function describeGeneration(
+  built: number | undefined,
+  group: StoredGroup | undefined,
+): string {
   const from = built === undefined ? 'unknown' : String(built);
   if (!group) return `${from} (the group no longer exists)`;
-  if (built === undefined || group.generation === built) return `${from} (the group's current generation)`;
+  if (built === undefined || group.generation === built)
+    return `${from} (the group's current generation)`;
   return `${from} (the group is now at generation ${group.generation}: this entry keeps the older template until it is deleted and its VM registers again)`;
 }
 

@@ -1,6 +1,12 @@
 import { type Command, Option } from 'commander';
-import { renderWorkloadEntry } from '../../lib/domain/entry-record.ts';
-import { asList, formatTable, OUTPUT_FORMATS, type OutputFormat, toJson, toYaml } from '../output.ts';
+import {
+  asList,
+  formatTable,
+  OUTPUT_FORMATS,
+  type OutputFormat,
+  toJson,
+  toYaml,
+} from '../output.ts';
 import { type CliContext, type CommandRegistration, UsageError } from './context.ts';
 import {
   ageOf,
@@ -10,6 +16,7 @@ import {
   namespaceOption,
   notFound,
   RESOURCE_HELP,
+  renderEntry,
   renderGroup,
   resourceKind,
 } from './resources.ts';
@@ -28,36 +35,59 @@ export const registerGet: CommandRegistration = (program, context) => {
     .argument('[name]', 'one object by name')
     .addOption(namespaceOption())
     .option('-A, --all-namespaces', 'list across all namespaces')
-    .addOption(new Option('-o, --output <format>', 'output format').choices(OUTPUT_FORMATS).default('table'))
-    .action(async (resource: string, name: string | undefined, options: GetOptions, command: Command) => {
-      const kind = resourceKind(resource);
-      if (name !== undefined && options.allNamespaces) {
-        throw new UsageError('a name cannot be looked up across all namespaces; use -n <namespace>');
-      }
-      const namespace = options.allNamespaces ? undefined : namespaceOf(options);
-      const { catalog } = await context.stores(command);
-      const now = context.now();
-      if (kind === 'WorkloadGroup') {
-        const groups = (await catalog.listGroups(namespace))
-          .map(renderGroup)
-          .sort(byNamespaceAndName((g) => g.metadata));
-        const items = name === undefined ? groups : groups.filter((g) => g.metadata.name === name);
-        if (name !== undefined && items.length === 0) throw notFound(kind, { namespace: namespaceOf(options), name });
-        const rows = items.map((g) => [g.metadata.name, String(g.metadata.generation ?? ''), ageOf(g.metadata, now)]);
-        print(context, options, name !== undefined, items, ['NAME', 'GENERATION', 'AGE'], rows, namespace);
-        return;
-      }
-      const records =
-        name === undefined
-          ? await catalog.listEntries(namespace)
-          : [await catalog.getEntry({ namespace: namespaceOf(options), name })];
-      const found = records.filter((r) => r !== undefined).sort(byNamespaceAndName((r) => r.entry.metadata));
-      if (name !== undefined && found.length === 0) throw notFound(kind, { namespace: namespaceOf(options), name });
-      const items = found.map(renderWorkloadEntry);
-      const rows = found.map((r) => entryRow(r, now));
-      const headers = ['NAME', 'ADDRESS', 'CONNECTED', 'HEALTHY', 'AGE'];
-      print(context, options, name !== undefined, items, headers, rows, namespace);
-    });
+    .addOption(
+      new Option('-o, --output <format>', 'output format').choices(OUTPUT_FORMATS).default('table'),
+    )
+    .action(
+      async (resource: string, name: string | undefined, options: GetOptions, command: Command) => {
+        const kind = resourceKind(resource);
+        if (name !== undefined && options.allNamespaces) {
+          throw new UsageError(
+            'a name cannot be looked up across all namespaces; use -n <namespace>',
+          );
+        }
+        const namespace = options.allNamespaces ? undefined : namespaceOf(options);
+        const { catalog } = await context.stores(command);
+        const now = context.now();
+        if (kind === 'WorkloadGroup') {
+          const groups = (await catalog.listGroups(namespace))
+            .map(renderGroup)
+            .sort(byNamespaceAndName((g) => g.metadata));
+          const items =
+            name === undefined ? groups : groups.filter((g) => g.metadata.name === name);
+          if (name !== undefined && items.length === 0)
+            throw notFound(kind, { namespace: namespaceOf(options), name });
+          const rows = items.map((g) => [
+            g.metadata.name,
+            String(g.metadata.generation ?? ''),
+            ageOf(g.metadata, now),
+          ]);
+          print(
+            context,
+            options,
+            name !== undefined,
+            items,
+            ['NAME', 'GENERATION', 'AGE'],
+            rows,
+            namespace,
+          );
+          return;
+        }
+        const records =
+          name === undefined
+            ? await catalog.listEntries(namespace)
+            : [await catalog.getEntry({ namespace: namespaceOf(options), name })];
+        const found = records
+          .filter((r) => r !== undefined)
+          .sort(byNamespaceAndName((r) => r.entry.metadata));
+        if (name !== undefined && found.length === 0)
+          throw notFound(kind, { namespace: namespaceOf(options), name });
+        const items = found.map(renderEntry);
+        const rows = found.map((r) => entryRow(r, now));
+        const headers = ['NAME', 'ADDRESS', 'CONNECTED', 'HEALTHY', 'AGE'];
+        print(context, options, name !== undefined, items, headers, rows, namespace);
+      },
+    );
 };
 
 /** Prints like kubectl: one object or a List in json/yaml, a table with NAMESPACE under -A. */

@@ -1,7 +1,17 @@
 import { InvalidArgumentError, Option } from 'commander';
-import { type EntryRecord, isConnected, isAutoRegistered, renderWorkloadEntry } from '../../lib/domain/entry-record.ts';
+import {
+  type EntryRecord,
+  isAutoRegistered,
+  isConnected,
+  renderWorkloadEntry,
+} from '../../lib/domain/entry-record.ts';
 import { NotFoundError } from '../../lib/domain/errors.ts';
-import { HEALTHY_CONDITION, type ObjectRef, type WorkloadEntry, type WorkloadGroup } from '../../lib/domain/model.ts';
+import {
+  HEALTHY_CONDITION,
+  type ObjectRef,
+  type WorkloadEntry,
+  type WorkloadGroup,
+} from '../../lib/domain/model.ts';
 import { isDns1123Label } from '../../lib/domain/validation.ts';
 import { DEFAULT_NAMESPACE } from '../../lib/protocol/istio-documents.ts';
 import type { StoredGroup } from '../../lib/store/registry-store.ts';
@@ -52,9 +62,10 @@ export function parseNamespace(text: string): string {
 }
 
 export function namespaceOption(): Option {
-  return new Option('-n, --namespace <namespace>', `namespace (default "${DEFAULT_NAMESPACE}")`).argParser(
-    parseNamespace,
-  );
+  return new Option(
+    '-n, --namespace <namespace>',
+    `namespace (default "${DEFAULT_NAMESPACE}")`,
+  ).argParser(parseNamespace);
 }
 
 export function namespaceOf(options: { namespace?: string }): string {
@@ -62,13 +73,26 @@ export function namespaceOf(options: { namespace?: string }): string {
 }
 
 export function notFound(kind: ResourceKind, ref: ObjectRef): NotFoundError {
-  return new NotFoundError(`${PLURAL[kind]} "${ref.name}" not found in namespace "${ref.namespace}"`);
+  return new NotFoundError(
+    `${PLURAL[kind]} "${ref.name}" not found in namespace "${ref.namespace}"`,
+  );
 }
 
 /** The group as Istio shows it, with the generation the registry keeps. */
 export function renderGroup(stored: StoredGroup): WorkloadGroup {
   const { group } = stored;
   return { ...group, metadata: { ...group.metadata, generation: stored.generation } };
+}
+
+/**
+ * The entry as Istio shows it. `renderWorkloadEntry` always sets `annotations`; an empty map
+ * is left out, as the API server does, so hand-made entries print as they were applied.
+ */
+export function renderEntry(record: EntryRecord): WorkloadEntry {
+  const entry = renderWorkloadEntry(record);
+  if (Object.keys(entry.metadata.annotations ?? {}).length > 0) return entry;
+  const { annotations: _empty, ...metadata } = entry.metadata;
+  return { ...entry, metadata };
 }
 
 export function healthyStatus(entry: WorkloadEntry): string {
@@ -88,7 +112,7 @@ export function ageOf(meta: { creationTimestamp?: string }, now: number): string
 
 /** One row of `get we`: NAME ADDRESS CONNECTED HEALTHY AGE. */
 export function entryRow(record: EntryRecord, now: number): string[] {
-  const entry = renderWorkloadEntry(record);
+  const entry = renderEntry(record);
   return [
     entry.metadata.name,
     entry.spec.address ?? '<none>',

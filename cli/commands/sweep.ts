@@ -1,6 +1,6 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { formatDuration, parseDuration } from '../../lib/domain/duration.ts';
 import { DEFAULTS, ENV } from '../../lib/config.ts';
+import { formatDuration, parseDuration } from '../../lib/domain/duration.ts';
 import { runSweep } from '../../lib/registration/sweep.ts';
 import type { CommandRegistration } from './context.ts';
 import { QUALIFIED } from './resources.ts';
@@ -15,18 +15,22 @@ interface SweepOptions {
 /** A positive duration flag (`5m`, `2h`); 0 would mean "sweep everything", so it is refused. */
 export function durationOption(flags: string, description: string, fallback?: string): Option {
   const option = new Option(flags, description).argParser(parsePositiveDuration);
-  return fallback === undefined ? option : option.default(parsePositiveDuration(fallback), fallback);
+  return fallback === undefined
+    ? option
+    : option.default(parsePositiveDuration(fallback), fallback);
 }
 
 function parsePositiveDuration(text: string): number {
   const ms = parseDuration(text);
-  if (ms === undefined || ms <= 0) throw new InvalidArgumentError('must be a positive duration such as 30s, 5m or 2h');
+  if (ms === undefined || ms <= 0)
+    throw new InvalidArgumentError('must be a positive duration such as 30s, 5m or 2h');
   return ms;
 }
 
 function parsePositiveInteger(text: string): number {
   const value = Number(text);
-  if (!Number.isInteger(value) || value <= 0) throw new InvalidArgumentError('must be a positive whole number');
+  if (!Number.isInteger(value) || value <= 0)
+    throw new InvalidArgumentError('must be a positive whole number');
   return value;
 }
 
@@ -34,7 +38,12 @@ export const registerSweep: CommandRegistration = (program, context) => {
   program
     .command('sweep')
     .description('run one sweep now: delete auto-registered entries that are disconnected or stale')
-    .addOption(durationOption('--grace-period <duration>', `how long an entry may stay disconnected (default: ${ENV.gracePeriod} or ${DEFAULTS.gracePeriod})`))
+    .addOption(
+      durationOption(
+        '--grace-period <duration>',
+        `how long an entry may stay disconnected (default: ${ENV.gracePeriod} or ${DEFAULTS.gracePeriod})`,
+      ),
+    )
     .addOption(
       durationOption(
         '--max-connection-age <duration>',
@@ -49,9 +58,11 @@ export const registerSweep: CommandRegistration = (program, context) => {
     .option('--dry-run', 'show what would be deleted, delete nothing')
     .action(async (options: SweepOptions, command: Command) => {
       const policy = {
-        gracePeriodMs: options.gracePeriod ?? fromEnv(context.io.env, ENV.gracePeriod, DEFAULTS.gracePeriod),
+        gracePeriodMs:
+          options.gracePeriod ?? fromEnv(context.io.env, ENV.gracePeriod, DEFAULTS.gracePeriod),
         maxConnectionAgeMs:
-          options.maxConnectionAge ?? fromEnv(context.io.env, ENV.maxConnectionAge, DEFAULTS.maxConnectionAge),
+          options.maxConnectionAge ??
+          fromEnv(context.io.env, ENV.maxConnectionAge, DEFAULTS.maxConnectionAge),
       };
       const { registry } = await context.stores(command);
       const result = await runSweep(registry, {
@@ -63,7 +74,9 @@ export const registerSweep: CommandRegistration = (program, context) => {
       });
       const verb = result.dryRun ? 'would be deleted' : 'deleted';
       for (const entry of result.deleted) {
-        context.out(`${QUALIFIED.WorkloadEntry} "${entry.name}" ${verb} (namespace ${entry.namespace}, ${entry.reason})\n`);
+        context.out(
+          `${QUALIFIED.WorkloadEntry} "${entry.name}" ${verb} (namespace ${entry.namespace}, ${entry.reason})\n`,
+        );
       }
       const summary = [
         `${result.deleted.length} ${verb}`,
@@ -77,11 +90,17 @@ export const registerSweep: CommandRegistration = (program, context) => {
 };
 
 /** The sweeper's own variables apply here too, so a manual sweep uses the deployed policy. */
-function fromEnv(env: Record<string, string | undefined>, variable: string, fallback: string): number {
+function fromEnv(
+  env: Record<string, string | undefined>,
+  variable: string,
+  fallback: string,
+): number {
   const text = env[variable] || fallback;
   const ms = parseDuration(text);
   if (ms === undefined || ms <= 0) {
-    throw new Error(`invalid ${variable} '${text}': must be a positive duration such as 30s, 5m or 2h`);
+    throw new Error(
+      `invalid ${variable} '${text}': must be a positive duration such as 30s, 5m or 2h`,
+    );
   }
   return ms;
 }

@@ -25,16 +25,23 @@ export const registerToken: CommandRegistration = (program, context) => {
       ),
     )
     .addOption(durationOption('--ttl <duration>', 'how long the token is valid', DEFAULT_TOKEN_TTL))
-    .action(async (options: { namespace?: string; serviceAccount?: string; ttl: number }, command: Command) => {
-      const { tokens } = await context.stores(command);
-      const input = { namespace: namespaceOf(options), ttlMs: options.ttl, now: context.now() };
-      const created = createJoinToken(
-        options.serviceAccount === undefined ? input : { ...input, serviceAccount: options.serviceAccount },
-      );
-      await tokens.putToken(created.stored);
-      // Only the token on stdout, so `TOKEN=$(registrar token create -n web)` works.
-      context.out(`${created.token}\n`);
-    });
+    .action(
+      async (
+        options: { namespace?: string; serviceAccount?: string; ttl: number },
+        command: Command,
+      ) => {
+        const { tokens } = await context.stores(command);
+        const input = { namespace: namespaceOf(options), ttlMs: options.ttl, now: context.now() };
+        const created = createJoinToken(
+          options.serviceAccount === undefined
+            ? input
+            : { ...input, serviceAccount: options.serviceAccount },
+        );
+        await tokens.putToken(created.stored);
+        // Only the token on stdout, so `TOKEN=$(registrar token create -n web)` works.
+        context.out(`${created.token}\n`);
+      },
+    );
 
   token
     .command('list')
@@ -44,7 +51,13 @@ export const registerToken: CommandRegistration = (program, context) => {
       const now = context.now();
       const rows = (await tokens.listTokens())
         .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id))
-        .map((t) => [t.id, t.namespace, t.serviceAccount ?? '<any>', formatTimestamp(t.expiresAt), tokenStatus(t, now)]);
+        .map((t) => [
+          t.id,
+          t.namespace,
+          t.serviceAccount ?? '<any>',
+          formatTimestamp(t.expiresAt),
+          tokenStatus(t, now),
+        ]);
       if (rows.length === 0) {
         context.io.stderr.write('No tokens found.\n');
         return;
@@ -73,7 +86,9 @@ export function tokenStatus(token: StoredToken, now: number): 'active' | 'expire
 
 function parseServiceAccount(text: string): string {
   if (!isDns1123Subdomain(text)) {
-    throw new InvalidArgumentError("a service account is lower case letters, digits, '-' and '.', at most 253 characters");
+    throw new InvalidArgumentError(
+      "a service account is lower case letters, digits, '-' and '.', at most 253 characters",
+    );
   }
   return text;
 }
