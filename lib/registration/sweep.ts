@@ -36,6 +36,9 @@ export interface SweepResult {
   dryRun: boolean;
 }
 
+/** What the sweep needs from storage; any RegistryStore will do. */
+export type SweepStore = Pick<RegistryStore, 'sweepCandidates' | 'deleteSwept'>;
+
 const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -44,7 +47,7 @@ const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(reso
  * Reads only candidates from the sweep index and re-checks each with the pure policy, so the
  * index only narrows the search and never decides; hand-made entries are never touched.
  */
-export async function runSweep(store: RegistryStore, options: SweepOptions): Promise<SweepResult> {
+export async function runSweep(store: SweepStore, options: SweepOptions): Promise<SweepResult> {
   const sleep = options.sleep ?? realSleep;
   const dryRun = options.dryRun ?? false;
   // Spacing deletions evenly: 1000 ms / 50 per second = one every 20 ms.

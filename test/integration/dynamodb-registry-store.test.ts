@@ -1,6 +1,6 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { renderWorkloadEntry } from '../../lib/domain/entry-record.ts';
+import { type EntryRecord, renderWorkloadEntry } from '../../lib/domain/entry-record.ts';
 import { ISTIO_API_VERSION, type WorkloadEntry } from '../../lib/domain/model.ts';
 import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { entryKey, sweepShard } from '../../lib/store/item-codec.ts';
@@ -521,9 +521,10 @@ describe('sweep index', () => {
   it('loses a conditional delete to a reconnect that landed after the read', async () => {
     await sweepStore.connect(connectChange('comes-back', 'r1', T0));
     await sweepStore.disconnect({ connectionId: 'r1', at: T0 + 10 });
-    const [read] = await Array.fromAsync(
-      sweepStore.sweepCandidates({ disconnectedAtOrBefore: T0 + 10, connectedBefore: 0 }, 100),
-    ).then((records) => records.filter((r) => r.entry.metadata.name === 'comes-back'));
+    let read: EntryRecord | undefined;
+    for await (const record of sweepStore.sweepCandidates({ disconnectedAtOrBefore: T0 + 10, connectedBefore: 0 }, 100)) {
+      if (record.entry.metadata.name === 'comes-back') read = record;
+    }
     await sweepStore.connect(connectChange('comes-back', 'r2', T0 + 20));
 
     expect(read && (await sweepStore.deleteSwept(read))).toBe('conflict');
