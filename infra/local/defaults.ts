@@ -1,0 +1,11 @@
+/**
+ * Defaults of the local runtime, apart from the runtime itself so that parsing `npm start`
+ * options does not load the handlers (and Powertools) before main.ts has set their environment.
+ */
+export const LOCAL_DEFAULTS = {
+  port: 8080,
+  host: '127.0.0.1',
+  dataDir: '.registrar',
+  tableName: 'workload-registrar',
+  sweepIntervalMs: 60_000,
+} as const;

@@ -1,0 +1,107 @@
+import { parseArgs } from 'node:util';
+import { parseDuration } from '../../lib/domain/duration.ts';
+import { LOCAL_DEFAULTS } from './defaults.ts';
+import type { LocalRuntimeOptions } from './runtime.ts';
+
+/**
+ * `npm start` flags and their environment variables; a flag wins over its variable. A bad value
+ * stops the start with the option's name and the value (exit 2), never a silent default.
+ */
+export class OptionsError extends Error {}
+
+export type ParsedCommand =
+  | { kind: 'help'; text: string }
+  | { kind: 'run'; options: LocalRuntimeOptions };
+
+const DURATIONS = {
+  'grace-period': { env: 'REGISTRAR_GRACE_PERIOD', key: 'gracePeriodMs' },
+  'max-connection-age': { env: 'REGISTRAR_MAX_CONNECTION_AGE', key: 'maxConnectionAgeMs' },
+  'sweep-interval': { env: 'REGISTRAR_SWEEP_INTERVAL', key: 'sweepIntervalMs' },
+  'idle-timeout': { env: 'REGISTRAR_IDLE_TIMEOUT', key: 'idleTimeoutMs' },
+} as const;
+
+export const USAGE = `Usage: npm start -- [options]
+
+Runs the registrar locally: dynalite, the WebSocket gateway (API Gateway's stand-in) with the
+real handlers, and the sweeper on a timer.
+
+Options (a flag wins over its environment variable):
+  --port <n>                  REGISTRAR_PORT                gateway and @connections port, 0 = any free (default ${LOCAL_DEFAULTS.port})
+  --grace-period <d>          REGISTRAR_GRACE_PERIOD        disconnected entries are swept after this (default 5m)
+  --max-connection-age <d>    REGISTRAR_MAX_CONNECTION_AGE  connections are closed after this (default 2h)
+  --sweep-interval <d>        REGISTRAR_SWEEP_INTERVAL      how often the sweeper runs (default 1m)
+  --idle-timeout <d>          REGISTRAR_IDLE_TIMEOUT        idle connections are closed after this (default 10m)
+  --data-dir <path>           REGISTRAR_DATA_DIR            where the registry and local.json are kept (default ${LOCAL_DEFAULTS.dataDir})
+  --memory                                                  keep the registry in memory only
+  --help                                                    show this help
+
+Durations: 500ms, 10s, 5m, 2h (or combined, 1h30m).
+`;
+
+export function parseLocalOptions(
+  argv: readonly string[],
+  env: Record<string, string | undefined>,
+): ParsedCommand {
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: [...argv],
+      strict: true,
+      allowPositionals: false,
+      options: {
+        port: { type: 'string' },
+        'grace-period': { type: 'string' },
+        'max-connection-age': { type: 'string' },
+        'sweep-interval': { type: 'string' },
+        'idle-timeout': { type: 'string' },
+        'data-dir': { type: 'string' },
+        memory: { type: 'boolean' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    }));
+  } catch (error) {
+    throw new OptionsError(`${(error as Error).message}; see --help`);
+  }
+  if (values.help) return { kind: 'help', text: USAGE };
+
+  const pick = (flag: string, variable: string): { value: string; source: string } | undefined => {
+    const fromFlag = values[flag];
+    if (typeof fromFlag === 'string') return { value: fromFlag, source: `--${flag}` };
+    const fromEnv = env[variable];
+    return fromEnv === undefined || fromEnv === ''
+      ? undefined
+      : { value: fromEnv, source: variable };
+  };
+
+  const options: LocalRuntimeOptions = { port: LOCAL_DEFAULTS.port };
+  const port = pick('port', 'REGISTRAR_PORT');
+  if (port) options.port = parsePort(port.value, port.source);
+  for (const [flag, { env: variable, key }] of Object.entries(DURATIONS)) {
+    const given = pick(flag, variable);
+    if (given) options[key] = parsePositiveDuration(given.value, given.source);
+  }
+  const dataDir = pick('data-dir', 'REGISTRAR_DATA_DIR');
+  if (dataDir) options.dataDir = dataDir.value;
+  if (values.memory) options.memory = true;
+  return { kind: 'run', options };
+}
+
+function parsePort(text: string, source: string): number {
+  const port = Number(text);
+  if (!/^\d+$/.test(text.trim()) || port > 65_535) {
+    throw new OptionsError(
+      `invalid ${source} '${text}': must be a port number from 0 to 65535 (0 picks a free port)`,
+    );
+  }
+  return port;
+}
+
+function parsePositiveDuration(text: string, source: string): number {
+  const ms = parseDuration(text);
+  if (ms === undefined || ms <= 0) {
+    throw new OptionsError(
+      `invalid ${source} '${text}': must be a positive duration such as 500ms, 10s, 5m or 2h`,
+    );
+  }
+  return ms;
+}

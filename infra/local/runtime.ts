@@ -1,0 +1,210 @@
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { LogLevel } from '@aws-lambda-powertools/logger/types';
+import { createAuthorizeHandler } from '../../functions/authorize.ts';
+import { createConnectHandler } from '../../functions/connect.ts';
+import { createDisconnectHandler } from '../../functions/disconnect.ts';
+import { createMessageHandler } from '../../functions/message.ts';
+import { createSweeperHandler, type SweeperSummary } from '../../functions/sweeper.ts';
+import { type Config, DEFAULTS, ENV } from '../../lib/config.ts';
+import { dependenciesFromEnv } from '../../lib/dependencies.ts';
+import { logger } from '../../lib/observability.ts';
+import { pongReply } from '../../lib/protocol/replies.ts';
+import { createDynamoDbClient } from '../../lib/store/dynamodb-client.ts';
+import { ensureTable } from '../../lib/store/ensure-table.ts';
+import { LOCAL_DEFAULTS } from './defaults.ts';
+import { type RunningDynamo, startDynalite } from './dynalite-server.ts';
+import { type GatewayLog, type LocalGateway, startGateway } from './gateway.ts';
+import { lambdaContext } from './gateway-events.ts';
+import { startSweepTimer } from './sweep-timer.ts';
+
+export { LOCAL_DEFAULTS } from './defaults.ts';
+
+export interface LocalRuntimeOptions {
+  /** Port of the WebSocket gateway and its @connections API; 0 picks a free one. Default 8080. */
+  port?: number;
+  /** Default 127.0.0.1: the local registrar is for this machine. */
+  host?: string;
+  /** Where dynalite keeps the registry (under `dynalite/`) and `local.json` goes. Default `.registrar`. */
+  dataDir?: string;
+  /** Keep the registry in memory: nothing is written to disk. */
+  memory?: boolean;
+  gracePeriodMs?: number;
+  maxConnectionAgeMs?: number;
+  /** How often the sweeper runs (it also runs once at start). Default 1 min. */
+  sweepIntervalMs?: number;
+  idleTimeoutMs?: number;
+  /** Use this DynamoDB (DynamoDB Local in CI) instead of starting dynalite. */
+  dynamoDbEndpoint?: string;
+  /** Default `workload-registrar`. */
+  tableName?: string;
+  /** Write `<dataDir>/local.json` so the CLI finds this registrar without flags. */
+  writeLocalJson?: boolean;
+  /** The functions' log level (Powertools). */
+  logLevel?: LogLevel;
+  /** More function configuration, by variable (REGISTRAR_GROUP_CACHE_TTL, ...). */
+  functionEnv?: Record<string, string>;
+}
+
+export interface LocalRuntime {
+  /** ws://host:port: where agents connect. */
+  url: string;
+  /** http://host:port: `/@connections/{id}`. */
+  managementUrl: string;
+  dynamoDbEndpoint: string;
+  tableName: string;
+  region: string;
+  /** The functions' configuration, as they read it. */
+  config: Readonly<Config>;
+  /** Runs the sweeper now (as the EventBridge schedule would). */
+  sweepNow(): Promise<SweeperSummary>;
+  /** Stops the sweeper, closes every connection (each gets $disconnect), then the store. */
+  close(): Promise<void>;
+}
+
+/**
+ * `npm start` as a function: dynalite (or a given DynamoDB), the table, the five handlers built
+ * with this runtime's own configuration, the API Gateway stand-in, and the sweeper on a timer.
+ * The configuration comes from the options, never from `process.env`, so several runtimes can
+ * run side by side in one test process.
+ */
+export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Promise<LocalRuntime> {
+  const dataDir = options.dataDir ?? LOCAL_DEFAULTS.dataDir;
+  const tableName = options.tableName ?? LOCAL_DEFAULTS.tableName;
+  const region = DEFAULTS.region;
+  const sweepIntervalMs = positive(
+    'sweepIntervalMs',
+    options.sweepIntervalMs ?? LOCAL_DEFAULTS.sweepIntervalMs,
+  );
+  if (options.idleTimeoutMs !== undefined) positive('idleTimeoutMs', options.idleTimeoutMs);
+  if (options.logLevel) logger.setLogLevel(options.logLevel);
+
+  const dynamo: RunningDynamo = options.dynamoDbEndpoint
+    ? { endpoint: options.dynamoDbEndpoint, close: async () => {} }
+    : await startDynalite(options.memory ? {} : { dataDir: join(dataDir, 'dynalite') });
+  const cleanup: (() => Promise<void>)[] = [() => dynamo.close()];
+  try {
+    const deps = dependenciesFromEnv(functionEnv(options, dynamo.endpoint, tableName, region));
+    if (deps.config.authMode !== 'token') {
+      throw new Error(
+        `${ENV.authMode}=${deps.config.authMode} is not supported locally: the local gateway cannot verify SigV4; use token mode`,
+      );
+    }
+    const raw = createDynamoDbClient({ region, endpoint: dynamo.endpoint });
+    await ensureTable(raw, tableName).finally(() => raw.destroy());
+
+    const message = { functionName: 'registrar-message', handler: createMessageHandler(deps) };
+    const gateway: LocalGateway = await startGateway({
+      port: options.port ?? LOCAL_DEFAULTS.port,
+      host: options.host ?? LOCAL_DEFAULTS.host,
+      api: { region },
+      // As the CDK stack configures the token authorizer.
+      identitySource: ['route.request.header.Authorization'],
+      limits: {
+        maxConnectionAgeMs: deps.config.sweep.maxConnectionAgeMs,
+        ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: options.idleTimeoutMs }),
+      },
+      handlers: {
+        authorize: { functionName: 'registrar-authorize', handler: createAuthorizeHandler(deps) },
+        connect: { functionName: 'registrar-connect', handler: createConnectHandler(deps) },
+        disconnect: {
+          functionName: 'registrar-disconnect',
+          handler: createDisconnectHandler(deps),
+        },
+        routes: { health: message, describe: message },
+        default: message,
+        // API Gateway answers ping itself (a MOCK integration): no Lambda runs.
+        mocks: { ping: JSON.stringify(pongReply()) },
+      },
+      log: gatewayLog,
+    });
+    cleanup.unshift(() => gateway.close());
+
+    const sweeper = createSweeperHandler(deps);
+    const sweepNow = () => sweeper({}, lambdaContext('registrar-sweeper', region, 15 * 60_000));
+    const timer = await startSweepTimer(sweepNow, sweepIntervalMs, (error) =>
+      logger.error('sweep failed', { error: String(error) }),
+    );
+    cleanup.unshift(() => timer.stop());
+
+    const runtime = {
+      url: gateway.url,
+      managementUrl: gateway.managementUrl,
+      dynamoDbEndpoint: dynamo.endpoint,
+      tableName,
+      region,
+    };
+    const localJson = join(dataDir, 'local.json');
+    if (options.writeLocalJson) {
+      await mkdir(dataDir, { recursive: true });
+      await writeFile(localJson, `${JSON.stringify(runtime, null, 2)}\n`);
+      cleanup.splice(cleanup.length - 1, 0, () => removeIfOurs(localJson, runtime.url));
+    }
+    return { ...runtime, config: deps.config, sweepNow, close: once(() => runAll(cleanup)) };
+  } catch (error) {
+    await runAll(cleanup);
+    throw error;
+  }
+}
+
+/** The environment the functions would get from the CDK stack, built from the options. */
+function functionEnv(
+  options: LocalRuntimeOptions,
+  endpoint: string,
+  tableName: string,
+  region: string,
+): Record<string, string> {
+  const env: Record<string, string> = {
+    ...options.functionEnv,
+    [ENV.tableName]: tableName,
+    [ENV.dynamoDbEndpoint]: endpoint,
+    [ENV.region]: region,
+  };
+  // Milliseconds pass through readConfig's validation like any configured duration.
+  if (options.gracePeriodMs !== undefined) env[ENV.gracePeriod] = `${options.gracePeriodMs}ms`;
+  if (options.maxConnectionAgeMs !== undefined) {
+    env[ENV.maxConnectionAge] = `${options.maxConnectionAgeMs}ms`;
+  }
+  return env;
+}
+
+function positive(name: string, ms: number): number {
+  if (!Number.isFinite(ms) || ms <= 0)
+    throw new RangeError(`${name} must be a positive duration, got ${ms}`);
+  return ms;
+}
+
+const gatewayLog: GatewayLog = (level, message, fields) =>
+  logger[level](`gateway: ${message}`, { ...fields });
+
+/** A second runtime may have taken over the file since; leave its file alone. */
+async function removeIfOurs(path: string, url: string): Promise<void> {
+  try {
+    const current = JSON.parse(await readFile(path, 'utf8')) as { url?: string };
+    if (current.url === url) await rm(path, { force: true });
+  } catch {
+    // Already gone or unreadable: nothing of ours to remove.
+  }
+}
+
+/** Runs every step even when one fails, in order, and reports the first failure. */
+async function runAll(steps: (() => Promise<void>)[]): Promise<void> {
+  const results = [];
+  for (const step of steps)
+    results.push(
+      await step().then(
+        () => undefined,
+        (error: unknown) => error,
+      ),
+    );
+  const failure = results.find((error) => error !== undefined);
+  if (failure !== undefined) throw failure;
+}
+
+function once(fn: () => Promise<void>): () => Promise<void> {
+  let running: Promise<void> | undefined;
+  return () => {
+    running ??= fn();
+    return running;
+  };
+}
