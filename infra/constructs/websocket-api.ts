@@ -1,0 +1,154 @@
+import { RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
+import {
+  CfnIntegrationResponse,
+  type IWebSocketRouteAuthorizer,
+  LogGroupLogDestination,
+  WebSocketApi,
+  type WebSocketIntegration,
+  WebSocketStage,
+} from 'aws-cdk-lib/aws-apigatewayv2';
+import {
+  WebSocketIamAuthorizer,
+  WebSocketLambdaAuthorizer,
+} from 'aws-cdk-lib/aws-apigatewayv2-authorizers';
+import {
+  WebSocketLambdaIntegration,
+  WebSocketMockIntegration,
+} from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import { Construct, type IConstruct } from 'constructs';
+import type { StackOptions } from '../stack-options.ts';
+
+export interface WebSocketApiProps {
+  options: StackOptions;
+  connect: IFunction;
+  disconnect: IFunction;
+  message: IFunction;
+  /** Required in token mode. */
+  authorize: IFunction | undefined;
+}
+
+/** Agent protocol v1: message routes answered by the message function (replies expected). */
+export const MESSAGE_ROUTES = ['health', 'describe', '$default'] as const;
+
+// Steady state is one reconnect per VM every 2 h plus a health report per probe period;
+// these limits leave room for a fleet of thousands while capping a runaway agent loop.
+// API Gateway's account limit is 500 new connections/s, so one stage cannot take it all.
+const THROTTLE = { rateLimit: 200, burstLimit: 400 };
+
+/**
+ * The agents' WebSocket API: route by `$request.body.action`, `$connect` behind the token
+ * authorizer (or IAM), message replies as route responses, and `ping` answered by API Gateway
+ * itself so keep-alives cost no Lambda invocation.
+ */
+export class RegistrarWebSocketApi extends Construct {
+  readonly api: WebSocketApi;
+  readonly stage: WebSocketStage;
+  readonly accessLogs: LogGroup;
+
+  constructor(scope: Construct, id: string, props: WebSocketApiProps) {
+    super(scope, id);
+    this.api = new WebSocketApi(this, 'Api', {
+      description: 'workload-registrar: EC2 agents register their WorkloadEntry here',
+      routeSelectionExpression: '$request.body.action',
+      connectRouteOptions: {
+        integration: new WebSocketLambdaIntegration('Connect', props.connect),
+        authorizer: connectAuthorizer(props),
+      },
+      disconnectRouteOptions: {
+        integration: new WebSocketLambdaIntegration('Disconnect', props.disconnect),
+      },
+    });
+    const messages = new WebSocketLambdaIntegration('Message', props.message);
+    for (const routeKey of MESSAGE_ROUTES) {
+      // returnResponse: the function's `body` becomes the reply the agent receives.
+      const route = this.api.addRoute(routeKey, { integration: messages, returnResponse: true });
+      acknowledgeConnectionScopedAuth(route);
+    }
+    acknowledgeConnectionScopedAuth(this.api.node.findChild('$disconnect-Route'));
+    acknowledgeConnectionScopedAuth(this.addPingRoute());
+
+    this.accessLogs = new LogGroup(this, 'AccessLogs', {
+      retention: RetentionDays.THREE_MONTHS,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    this.stage = new WebSocketStage(this, 'Stage', {
+      webSocketApi: this.api,
+      stageName: props.options.stageName,
+      autoDeploy: true,
+      throttle: THROTTLE,
+      // Per-route metrics: the connect-error alarm watches the $connect route alone.
+      detailedMetricsEnabled: true,
+      accessLogSettings: {
+        destination: new LogGroupLogDestination(this.accessLogs),
+        format: ACCESS_LOG_FORMAT,
+      },
+    });
+  }
+
+  /**
+   * `ping` -> `{"action":"pong"}` from a MOCK integration: the request template sets the
+   * status, the integration response supplies the body, the route response sends it back.
+   */
+  private addPingRoute(): IConstruct {
+    const route = this.api.addRoute('ping', {
+      integration: new WebSocketMockIntegration('Pong', {
+        requestTemplates: { $default: JSON.stringify({ statusCode: 200 }) },
+        templateSelectionExpression: '\\$default',
+      }),
+      returnResponse: true,
+    });
+    // The L2 mock integration creates the integration under the route, with the id given
+    // above, but has no option for its response.
+    const integration = route.node.findChild('Pong') as WebSocketIntegration;
+    new CfnIntegrationResponse(this, 'PongResponse', {
+      apiId: this.api.apiId,
+      integrationId: integration.integrationId,
+      integrationResponseKey: '$default',
+      templateSelectionExpression: '\\$default',
+      responseTemplates: { $default: JSON.stringify({ action: 'pong' }) },
+    });
+    return route;
+  }
+}
+
+/**
+ * API Gateway authorizes a WebSocket once, at `$connect`; later messages and `$disconnect`
+ * travel on that authorized connection and cannot carry an authorizer.
+ */
+function acknowledgeConnectionScopedAuth(route: IConstruct): void {
+  Validations.of(route).acknowledge({
+    id: 'AwsSolutions-APIG4',
+    reason:
+      'WebSocket APIs authorize only the $connect route; this route runs on a connection that $connect already authorized (token authorizer or IAM) and API Gateway accepts no authorizer on it.',
+  });
+}
+
+function connectAuthorizer(props: WebSocketApiProps): IWebSocketRouteAuthorizer {
+  if (props.options.authMode === 'iam') return new WebSocketIamAuthorizer();
+  if (!props.authorize) throw new Error('token mode needs the authorize function');
+  return new WebSocketLambdaAuthorizer('TokenAuthorizer', props.authorize, {
+    // No Authorization header: API Gateway answers 401 without invoking the authorizer.
+    identitySource: ['route.request.header.Authorization'],
+  });
+}
+
+// One JSON line per event. No headers: the Authorization header carries the join token.
+const ACCESS_LOG_FORMAT = AccessLogFormat.custom(
+  JSON.stringify({
+    requestId: '$context.requestId',
+    connectionId: '$context.connectionId',
+    eventType: '$context.eventType',
+    routeKey: '$context.routeKey',
+    status: '$context.status',
+    requestTimeEpoch: '$context.requestTimeEpoch',
+    sourceIp: '$context.identity.sourceIp',
+    userArn: '$context.identity.userArn',
+    error: '$context.error.message',
+    authorizerError: '$context.authorizer.error',
+    integrationError: '$context.integration.error',
+    integrationLatency: '$context.integration.latency',
+  }),
+);

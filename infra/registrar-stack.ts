@@ -1,0 +1,73 @@
+import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
+import type { Construct } from 'constructs';
+import { ApiGatewayLogsRole } from './constructs/api-gateway-logs-role.ts';
+import { Monitoring } from './constructs/monitoring.ts';
+import { RegistrarFunctions } from './constructs/registrar-functions.ts';
+import { RegistryTable } from './constructs/registry-table.ts';
+import { SweeperSchedule } from './constructs/sweeper-schedule.ts';
+import { RegistrarWebSocketApi } from './constructs/websocket-api.ts';
+import { resolveStackOptions, type StackOptionsInput } from './stack-options.ts';
+
+export interface RegistrarStackProps extends StackProps {
+  /** Overrides the context options (`cdk deploy -c <option>=<value>`). */
+  options?: StackOptionsInput;
+}
+
+/** The deployed registrar: composes one construct per concern and nothing else. */
+export class RegistrarStack extends Stack {
+  constructor(scope: Construct, id: string, props: RegistrarStackProps = {}) {
+    super(scope, id, props);
+    const options = resolveStackOptions(this.node, props.options);
+
+    const registry = new RegistryTable(this, 'Registry');
+    const functions = new RegistrarFunctions(this, 'Functions', { registry, options });
+    const sweep = new SweeperSchedule(this, 'Sweep', { registry, options });
+    const websocket = new RegistrarWebSocketApi(this, 'WebSocket', {
+      options,
+      connect: functions.connect,
+      disconnect: functions.disconnect,
+      message: functions.message,
+      authorize: functions.authorize,
+    });
+    if (options.apiGatewayLogsRole) {
+      // Access logging fails to deploy until the account names a logs role.
+      const logsRole = new ApiGatewayLogsRole(this, 'ApiGatewayLogs');
+      websocket.stage.node.addDependency(logsRole.account);
+    }
+    const monitoring = new Monitoring(this, 'Monitoring', {
+      functions: functions.all,
+      sweeper: sweep.sweeper,
+      sweepRateMinutes: options.sweepRateMinutes,
+      api: websocket.api,
+      stage: websocket.stage,
+      alarmEmail: options.alarmEmail,
+    });
+
+    new CfnOutput(this, 'WebSocketUrl', {
+      description: 'Agents connect here (registrar-agent --url)',
+      value: websocket.stage.url,
+    });
+    new CfnOutput(this, 'TableName', {
+      description: 'The registry table (registrar --table)',
+      value: registry.table.tableName,
+    });
+    new CfnOutput(this, 'DashboardUrl', {
+      description: 'The CloudWatch dashboard',
+      value: `https://${this.region}.console.aws.amazon.com/cloudwatch/home?region=${this.region}#dashboards:name=${monitoring.dashboard.dashboardName}`,
+    });
+    new CfnOutput(this, 'AlarmTopicArn', {
+      description: 'Subscribe more endpoints to receive alarms',
+      value: monitoring.topic.topicArn,
+    });
+    if (options.authMode === 'iam') {
+      new CfnOutput(this, 'ConnectRouteArn', {
+        description: 'IAM mode: allow execute-api:Invoke on this ARN in the EC2 instance role',
+        value: this.formatArn({
+          service: 'execute-api',
+          resource: websocket.api.apiId,
+          resourceName: `${options.stageName}/$connect`,
+        }),
+      });
+    }
+  }
+}

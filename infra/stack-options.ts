@@ -1,0 +1,124 @@
+import type { Node } from 'constructs';
+import { z } from 'zod';
+import { DEFAULTS, positiveDuration } from '../lib/config.ts';
+
+/**
+ * The options a user may set at deploy time, through context (`cdk deploy -c gracePeriod=10m`,
+ * or `cdk.json`) or through stack props. Validated at synth, so a typo fails before anything is
+ * deployed, with the option's name and the value, instead of as a broken sweeper later.
+ */
+export interface StackOptionsInput {
+  /** How long an entry may stay disconnected before the sweeper deletes it. Default `5m`. */
+  gracePeriod?: string;
+  /** The maximum connection age the sweeper assumes: at most `2h` (the default). */
+  maxConnectionAge?: string;
+  /** How often the sweeper runs, in whole minutes from `1m` (the default) to `1h`. */
+  sweepRate?: string;
+  /** `token` (default): join tokens checked by the REQUEST authorizer; `iam`: SigV4 connects. */
+  authMode?: string;
+  /** Subscribed to the alarm topic when set (the address must confirm the subscription). */
+  alarmEmail?: string;
+  /** The API Gateway stage, the last path segment of the WebSocket URL. Default `v1`. */
+  stageName?: string;
+  /**
+   * Whether the stack sets API Gateway's account-wide CloudWatch Logs role, which access
+   * logging needs. Default true; turn it off when the account already has one.
+   */
+  apiGatewayLogsRole?: boolean | string;
+}
+
+/** The validated options. */
+export interface StackOptions {
+  gracePeriodMs: number;
+  maxConnectionAgeMs: number;
+  sweepRateMinutes: number;
+  authMode: 'token' | 'iam';
+  alarmEmail: string | undefined;
+  stageName: string;
+  apiGatewayLogsRole: boolean;
+}
+
+/** The context keys, one per option, as they are typed on the command line. */
+export const OPTION_KEYS = [
+  'gracePeriod',
+  'maxConnectionAge',
+  'sweepRate',
+  'authMode',
+  'alarmEmail',
+  'stageName',
+  'apiGatewayLogsRole',
+] as const satisfies readonly (keyof StackOptionsInput)[];
+
+export class StackOptionsError extends Error {}
+
+// API Gateway closes every WebSocket after 2 h, so a longer "maximum age" would only delay
+// the cleanup of connections whose $disconnect never arrived.
+const API_GATEWAY_MAX_CONNECTION_MS = 2 * 3_600_000;
+const MINUTE_MS = 60_000;
+
+// Context from the command line is always a string; from cdk.json it may be a boolean.
+const booleanOption = z.union([
+  z.boolean(),
+  z.enum(['true', 'false']).transform((text) => text === 'true'),
+]);
+
+const schema = z.object({
+  gracePeriod: positiveDuration.prefault(DEFAULTS.gracePeriod),
+  maxConnectionAge: positiveDuration
+    .refine((ms) => ms <= API_GATEWAY_MAX_CONNECTION_MS, {
+      message: "must be at most 2h, API Gateway's hard limit for a WebSocket connection",
+    })
+    .prefault(DEFAULTS.maxConnectionAge),
+  sweepRate: positiveDuration
+    .refine((ms) => ms >= MINUTE_MS && ms <= 60 * MINUTE_MS && ms % MINUTE_MS === 0, {
+      message:
+        "must be whole minutes from 1m to 1h: EventBridge's smallest rate is 1 minute, and a slower sweep leaves departed VMs in the mesh",
+    })
+    .prefault('1m'),
+  authMode: z.enum(['token', 'iam'], { message: "must be 'token' or 'iam'" }).default('token'),
+  alarmEmail: z.email({ message: 'must be an e-mail address' }).optional(),
+  stageName: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]{1,128}$/, {
+      message: 'must be 1 to 128 letters, digits, hyphens or underscores',
+    })
+    .default('v1'),
+  apiGatewayLogsRole: booleanOption.default(true),
+});
+
+/**
+ * Reads the options: props win over context, context over defaults. Throws StackOptionsError
+ * naming every bad option and its value, e.g.
+ * `invalid stack option gracePeriod (value '0s'): must be a positive duration ...`.
+ */
+export function resolveStackOptions(
+  node: Node,
+  props: StackOptionsInput = {},
+): Readonly<StackOptions> {
+  const raw: Record<string, unknown> = {};
+  for (const key of OPTION_KEYS) {
+    const value = props[key] ?? node.tryGetContext(key);
+    if (value !== undefined && value !== '') raw[key] = value;
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => {
+      const key = String(issue.path[0] ?? 'options');
+      const shown = key in raw ? ` (value '${String(raw[key])}')` : '';
+      return `${key}${shown}: ${issue.message}`;
+    });
+    throw new StackOptionsError(
+      `invalid stack option ${problems.join('; ')}; set it with cdk deploy -c <option>=<value>`,
+    );
+  }
+  const v = parsed.data;
+  return Object.freeze({
+    gracePeriodMs: v.gracePeriod,
+    maxConnectionAgeMs: v.maxConnectionAge,
+    sweepRateMinutes: v.sweepRate / MINUTE_MS,
+    authMode: v.authMode,
+    alarmEmail: v.alarmEmail,
+    stageName: v.stageName,
+    apiGatewayLogsRole: v.apiGatewayLogsRole,
+  });
+}
