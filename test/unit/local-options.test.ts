@@ -1,0 +1,110 @@
+import { describe, expect, it } from 'vitest';
+import { OptionsError, parseLocalOptions } from '../../infra/local/options.ts';
+
+/** `npm start` options: flags, their environment variables, and refusals that name the option. */
+
+function run(argv: string[], env: Record<string, string> = {}) {
+  const parsed = parseLocalOptions(argv, env);
+  if (parsed.kind !== 'run') throw new Error('expected options, got help');
+  return parsed.options;
+}
+
+function refusal(argv: string[], env: Record<string, string> = {}): string {
+  try {
+    parseLocalOptions(argv, env);
+  } catch (error) {
+    expect(error).toBeInstanceOf(OptionsError);
+    return (error as Error).message;
+  }
+  throw new Error('expected the options to be refused');
+}
+
+describe('npm start options', () => {
+  it('defaults to port 8080 and the runtime defaults for everything else', () => {
+    expect(run([])).toEqual({ port: 8080 });
+  });
+
+  it('reads durations, the data dir and --memory from flags', () => {
+    const options = run([
+      '--port',
+      '0',
+      '--grace-period',
+      '30s',
+      '--max-connection-age',
+      '1h30m',
+      '--sweep-interval',
+      '500ms',
+      '--idle-timeout',
+      '5m',
+      '--data-dir',
+      '/tmp/reg',
+      '--memory',
+    ]);
+    expect(options).toEqual({
+      port: 0,
+      gracePeriodMs: 30_000,
+      maxConnectionAgeMs: 5_400_000,
+      sweepIntervalMs: 500,
+      idleTimeoutMs: 300_000,
+      dataDir: '/tmp/reg',
+      memory: true,
+    });
+  });
+
+  it('reads the environment variables when no flag is given', () => {
+    const options = run([], {
+      REGISTRAR_PORT: '9090',
+      REGISTRAR_GRACE_PERIOD: '1m',
+      REGISTRAR_MAX_CONNECTION_AGE: '2h',
+      REGISTRAR_SWEEP_INTERVAL: '10s',
+      REGISTRAR_IDLE_TIMEOUT: '20s',
+      REGISTRAR_DATA_DIR: 'state',
+    });
+    expect(options).toEqual({
+      port: 9090,
+      gracePeriodMs: 60_000,
+      maxConnectionAgeMs: 7_200_000,
+      sweepIntervalMs: 10_000,
+      idleTimeoutMs: 20_000,
+      dataDir: 'state',
+    });
+  });
+
+  it('lets a flag win over its environment variable', () => {
+    expect(run(['--port', '7000'], { REGISTRAR_PORT: '9090' }).port).toBe(7000);
+  });
+
+  it('returns the usage for --help', () => {
+    const parsed = parseLocalOptions(['--help'], {});
+    expect(parsed.kind).toBe('help');
+    expect(parsed.kind === 'help' && parsed.text).toContain('--grace-period');
+  });
+
+  it.each([
+    [['--port', 'http'], "invalid --port 'http'"],
+    [['--port', '70000'], "invalid --port '70000'"],
+    [['--port=-1'], "invalid --port '-1'"],
+    [['--grace-period', '0s'], "invalid --grace-period '0s'"],
+    [['--grace-period', '5 minutes'], "invalid --grace-period '5 minutes'"],
+    [['--max-connection-age=-2h'], "invalid --max-connection-age '-2h'"],
+    [['--sweep-interval', '0ms'], "invalid --sweep-interval '0ms'"],
+    [['--idle-timeout', '10'], "invalid --idle-timeout '10'"],
+  ])('refuses %j naming the option and the value', (argv, message) => {
+    expect(refusal(argv)).toContain(message);
+  });
+
+  it.each([
+    ['REGISTRAR_PORT', 'eighty'],
+    ['REGISTRAR_GRACE_PERIOD', '0m'],
+    ['REGISTRAR_MAX_CONNECTION_AGE', 'forever'],
+    ['REGISTRAR_SWEEP_INTERVAL', '-1m'],
+    ['REGISTRAR_IDLE_TIMEOUT', '1y'],
+  ])('refuses %s=%s naming the variable and the value', (variable, value) => {
+    expect(refusal([], { [variable]: value })).toContain(`invalid ${variable} '${value}'`);
+  });
+
+  it('refuses an unknown flag and a flag without its value', () => {
+    expect(refusal(['--grace', '5m'])).toContain("'--grace'");
+    expect(refusal(['--port'])).toContain('--port');
+  });
+});
