@@ -1,0 +1,186 @@
+import {
+  ApiException,
+  CoreV1Api,
+  CustomObjectsApi,
+  DiscoveryV1Api,
+  type KubeConfig,
+  type V1EndpointSlice,
+} from '@kubernetes/client-node';
+import type { ObjectRef } from '../domain/model.ts';
+import { type Cluster, ClusterError, KindNotInstalledError, type ListOptions, type WriteResult } from './cluster.ts';
+import { apiVersionOf, KINDS, type Kind } from './kinds.ts';
+import type { KubeObject } from './objects.ts';
+
+/** Items per list page: large lists arrive in pages instead of one huge response. */
+const PAGE_SIZE = 500;
+
+/**
+ * The Cluster port over @kubernetes/client-node: typed APIs for the built-in kinds (Service,
+ * EndpointSlice), CustomObjectsApi for the CRDs. Every write is a PUT or POST carrying the
+ * resourceVersion it read (optimistic concurrency, 409 on a stale version); no patches, so no
+ * write can land on an object the projector has not looked at.
+ */
+export function createKubernetesCluster(config: KubeConfig): Cluster {
+  const custom = config.makeApiClient(CustomObjectsApi);
+  const discovery = config.makeApiClient(DiscoveryV1Api);
+  const core = config.makeApiClient(CoreV1Api);
+
+  async function listPage(kind: Kind, options: ListOptions, cont: string | undefined): Promise<KubeList> {
+    const { namespace, labelSelector } = options;
+    const page = { labelSelector, limit: PAGE_SIZE, _continue: cont };
+    if (kind === 'Service') {
+      return namespace ? core.listNamespacedService({ namespace, ...page }) : core.listServiceForAllNamespaces(page);
+    }
+    if (kind === 'EndpointSlice') {
+      return namespace
+        ? discovery.listNamespacedEndpointSlice({ namespace, ...page })
+        : discovery.listEndpointSliceForAllNamespaces(page);
+    }
+    const { group, version, plural } = KINDS[kind];
+    return namespace
+      ? custom.listNamespacedCustomObject({ group, version, plural, namespace, ...page })
+      : custom.listCustomObjectForAllNamespaces({ group, version, resourcePlural: plural, ...page });
+  }
+
+  return {
+    async list(kind, options = {}) {
+      const items: KubeObject[] = [];
+      let cont: string | undefined;
+      do {
+        let page: KubeList;
+        try {
+          page = await listPage(kind, options, cont);
+        } catch (error) {
+          // 404 on a list is the resource type itself missing: the CRD is not installed.
+          if (statusOf(error) === 404) throw new KindNotInstalledError(kind, apiVersionOf(kind));
+          throw toClusterError(error, `list ${kind}`);
+        }
+        for (const item of page.items ?? []) items.push(plain(kind, item));
+        cont = page.metadata?._continue ?? page.metadata?.continue ?? undefined;
+      } while (cont);
+      return items;
+    },
+
+    async get(kind, ref) {
+      try {
+        return plain(kind, await read(kind, ref));
+      } catch (error) {
+        if (statusOf(error) === 404) return undefined;
+        throw toClusterError(error, `get ${kind} ${ref.namespace}/${ref.name}`);
+      }
+    },
+
+    create: (kind, object) =>
+      write(kind, object, 'create', () => {
+        const namespace = object.metadata.namespace;
+        if (kind === 'EndpointSlice') return discovery.createNamespacedEndpointSlice({ namespace, body: slice(object) });
+        if (kind === 'Service') throw new Error('the projector never writes Services');
+        return custom.createNamespacedCustomObject({ ...coordinates(kind), namespace, body: object });
+      }),
+
+    replace: (kind, object) =>
+      write(kind, object, 'replace', () => {
+        const { namespace, name } = object.metadata;
+        if (kind === 'EndpointSlice') {
+          return discovery.replaceNamespacedEndpointSlice({ namespace, name, body: slice(object) });
+        }
+        if (kind === 'Service') throw new Error('the projector never writes Services');
+        return custom.replaceNamespacedCustomObject({ ...coordinates(kind), namespace, name, body: object });
+      }),
+
+    replaceStatus: (kind, object) =>
+      write(kind, object, 'replace status of', () => {
+        const { namespace, name } = object.metadata;
+        if (kind === 'EndpointSlice' || kind === 'Service') throw new Error(`the projector never writes ${kind} status`);
+        return custom.replaceNamespacedCustomObjectStatus({ ...coordinates(kind), namespace, name, body: object });
+      }),
+
+    async delete(kind, object) {
+      const { namespace, name, uid, resourceVersion } = object.metadata;
+      // Preconditions: delete only the object as it was read, not one changed or recreated since.
+      const body = { preconditions: { uid, resourceVersion } };
+      try {
+        if (kind === 'EndpointSlice') await discovery.deleteNamespacedEndpointSlice({ namespace, name, body });
+        else if (kind === 'Service') throw new Error('the projector never deletes Services');
+        else await custom.deleteNamespacedCustomObject({ ...coordinates(kind), namespace, name, body });
+        return 'deleted';
+      } catch (error) {
+        const status = statusOf(error);
+        if (status === 404) return 'gone';
+        if (status === 409) return 'conflict';
+        throw toClusterError(error, `delete ${kind} ${namespace}/${name}`);
+      }
+    },
+  };
+
+  function read(kind: Kind, ref: ObjectRef): Promise<unknown> {
+    const { namespace, name } = ref;
+    if (kind === 'Service') return core.readNamespacedService({ namespace, name });
+    if (kind === 'EndpointSlice') return discovery.readNamespacedEndpointSlice({ namespace, name });
+    return custom.getNamespacedCustomObject({ ...coordinates(kind), namespace, name });
+  }
+}
+
+interface KubeList {
+  items?: unknown[];
+  metadata?: { _continue?: string; continue?: string };
+}
+
+async function write(kind: Kind, object: KubeObject, verb: string, send: () => Promise<unknown>): Promise<WriteResult> {
+  try {
+    return { outcome: 'written', object: plain(kind, await send()) };
+  } catch (error) {
+    const status = statusOf(error);
+    // 409: AlreadyExists on create, a stale resourceVersion on replace. Both mean re-read.
+    if (status === 409) return { outcome: 'conflict' };
+    if (status === 404 && verb !== 'create') return { outcome: 'gone' };
+    throw toClusterError(error, `${verb} ${kind} ${object.metadata.namespace}/${object.metadata.name}`);
+  }
+}
+
+function coordinates(kind: Kind) {
+  const { group, version, plural } = KINDS[kind];
+  return { group, version, plural };
+}
+
+/** The typed client wants its model class; the JSON is the same. */
+function slice(object: KubeObject): V1EndpointSlice {
+  return object as unknown as V1EndpointSlice;
+}
+
+/**
+ * Plain JSON with apiVersion and kind set: typed responses hold Date objects and class
+ * instances, and list items of built-in kinds come without apiVersion/kind.
+ */
+function plain(kind: Kind, value: unknown): KubeObject {
+  const object = JSON.parse(JSON.stringify(value)) as KubeObject;
+  object.apiVersion = apiVersionOf(kind);
+  object.kind = kind;
+  return object;
+}
+
+function statusOf(error: unknown): number | undefined {
+  return error instanceof ApiException ? error.code : undefined;
+}
+
+/** The API server's Status message (e.g. 422's field errors), with what was being done. */
+function toClusterError(error: unknown, doing: string): ClusterError {
+  if (!(error instanceof ApiException)) {
+    const message = error instanceof Error ? error.message : String(error);
+    return new ClusterError(`${doing}: ${message}`, 0);
+  }
+  const status = parseStatus(error.body);
+  const reason = status?.reason;
+  const detail = status?.message ?? (typeof error.body === 'string' ? error.body : error.message);
+  return new ClusterError(`${doing}: the API server answered ${error.code}${reason ? ` ${reason}` : ''}: ${detail}`, error.code, reason);
+}
+
+function parseStatus(body: unknown): { message?: string; reason?: string } | undefined {
+  if (body && typeof body === 'object') return body as { message?: string; reason?: string };
+  if (typeof body !== 'string') return undefined;
+  try {
+    return JSON.parse(body) as { message?: string; reason?: string };
+  } catch {
+    return undefined;
+  }
+}

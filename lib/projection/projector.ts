@@ -1,0 +1,129 @@
+import type { EntryRecord } from '../domain/entry-record.ts';
+import type { CatalogStore, StoredGroup } from '../store/registry-store.ts';
+import { type ApplyContext, applyActions, messageOf, unmanagedKey } from './apply.ts';
+import type { Cluster } from './cluster.ts';
+import type { DesiredState } from './desired.ts';
+import { desiredWorkloadEntries } from './desired-istio.ts';
+import { desiredExternalWorkloads } from './desired-linkerd.ts';
+import { diff } from './diff.ts';
+import { KINDS, MANAGED_SELECTOR } from './kinds.ts';
+import { emptyReport, type ProjectionReport, TARGET_KINDS, type Target } from './report.ts';
+import { reconcileSlices } from './slice-reconciler.ts';
+
+export interface ProjectorOptions {
+  targets: readonly Target[];
+  /** Plan and report, write nothing. */
+  dryRun?: boolean;
+  /** Passes per namespace and target when writes keep losing races. Default 5. */
+  maxAttempts?: number;
+  /** Writes in flight at once. Default 8: fast enough, gentle on API priority and fairness. */
+  concurrency?: number;
+  /** Monotonic milliseconds, for the reported duration. */
+  now?: () => number;
+}
+
+/**
+ * What one run covers. The periodic run covers everything; a DynamoDB stream batch covers the
+ * namespaces it touched, and for EndpointSlices only the Services that select (or selected)
+ * the entries that changed.
+ */
+export type ReconcileScope = { kind: 'all' } | { kind: 'namespaces'; namespaces: NamespaceScope[] };
+
+export interface NamespaceScope {
+  namespace: string;
+  /** Names of entries that changed; undefined means every Service of the namespace. */
+  changedEntries?: readonly string[];
+}
+
+export interface ProjectorDeps {
+  store: Pick<CatalogStore, 'listEntries' | 'listGroups'>;
+  cluster: Cluster;
+}
+
+/**
+ * One level-triggered reconcile: desired state from the registry, actual state from the
+ * cluster, and only the difference written. Nothing depends on having seen earlier events, so
+ * a missed stream record, two runs at once or a hand edit are all repaired by the next run.
+ */
+export async function reconcile(
+  deps: ProjectorDeps,
+  options: ProjectorOptions,
+  scope: ReconcileScope = { kind: 'all' },
+): Promise<ProjectionReport> {
+  const now = options.now ?? (() => performance.now());
+  const started = now();
+  const report = emptyReport(options.dryRun ?? false);
+  const units: (NamespaceScope | { namespace: undefined; changedEntries?: undefined })[] =
+    scope.kind === 'all' ? [{ namespace: undefined }] : scope.namespaces;
+  const unmanaged = new Set<string>();
+  for (const unit of units) {
+    let entries: EntryRecord[];
+    let groups: StoredGroup[] = [];
+    try {
+      entries = await deps.store.listEntries(unit.namespace);
+      if (options.targets.includes('linkerd')) groups = await deps.store.listGroups(unit.namespace);
+    } catch (error) {
+      report.errors.push({ target: 'registry', namespace: unit.namespace, message: messageOf(error) });
+      continue;
+    }
+    for (const target of options.targets) {
+      const ctx: ApplyContext = {
+        cluster: deps.cluster,
+        report,
+        target,
+        dryRun: report.dryRun,
+        concurrency: options.concurrency ?? 8,
+        unmanaged,
+      };
+      const attempts = options.maxAttempts ?? 5;
+      try {
+        if (target === 'endpointslices') {
+          await reconcileSlices(ctx, { namespace: unit.namespace, entries, changedEntries: unit.changedEntries, attempts });
+        } else {
+          const compute =
+            target === 'istio'
+              ? async () =>
+                  desiredWorkloadEntries(entries, await deps.cluster.list('WorkloadGroup', { namespace: unit.namespace }))
+              : async () => desiredExternalWorkloads(entries, groups);
+          await reconcileNamed(ctx, target, unit.namespace, compute, attempts);
+        }
+      } catch (error) {
+        report.errors.push({ target, kind: TARGET_KINDS[target], namespace: unit.namespace, message: messageOf(error) });
+      }
+    }
+  }
+  report.durationMs = now() - started;
+  return report;
+}
+
+/** WorkloadEntries and ExternalWorkloads: one object per entry, matched by name. */
+async function reconcileNamed(
+  ctx: ApplyContext,
+  target: Target,
+  namespace: string | undefined,
+  compute: () => Promise<DesiredState>,
+  attempts: number,
+): Promise<void> {
+  const kind = TARGET_KINDS[target];
+  let desired: DesiredState | undefined;
+  for (let attempt = 1; attempt <= attempts; attempt += 1) {
+    // Listed first: when the CRD is missing this is the request that says so.
+    const actual = await ctx.cluster.list(kind, { namespace, labelSelector: MANAGED_SELECTOR });
+    if (!desired) {
+      desired = await compute();
+      ctx.report.problems.push(...desired.problems);
+    }
+    const objects = desired.objects.filter(
+      (object) => !ctx.unmanaged.has(unmanagedKey(kind, object.metadata.namespace, object.metadata.name)),
+    );
+    const actions = diff({
+      kind,
+      statusSubresource: KINDS[kind].statusSubresource,
+      desired: objects,
+      actual,
+      keep: new Set(desired.problems.map((problem) => `${problem.namespace}/${problem.name}`)),
+    });
+    if ((await applyActions(actions, ctx)) === 'done') return;
+  }
+  throw new Error(`gave up after ${attempts} passes: ${kind} objects kept changing while being written`);
+}

@@ -1,0 +1,77 @@
+import type { Problem } from './desired.ts';
+import type { Kind, ManagedKind } from './kinds.ts';
+
+export const TARGETS = ['istio', 'linkerd', 'endpointslices'] as const;
+/** What the projector writes: istio WorkloadEntries, linkerd ExternalWorkloads, EndpointSlices. */
+export type Target = (typeof TARGETS)[number];
+
+export const TARGET_KINDS: Readonly<Record<Target, ManagedKind>> = {
+  istio: 'WorkloadEntry',
+  linkerd: 'ExternalWorkload',
+  endpointslices: 'EndpointSlice',
+};
+
+export type ChangeAction = 'created' | 'updated' | 'status-updated' | 'deleted';
+
+export interface Change {
+  kind: ManagedKind;
+  action: ChangeAction;
+  namespace: string;
+  name: string;
+}
+
+export interface ProjectionError {
+  target: Target | 'registry';
+  kind?: Kind;
+  namespace?: string;
+  name?: string;
+  message: string;
+}
+
+/** What one reconcile did (or, in a dry run, would do). */
+export interface ProjectionReport {
+  dryRun: boolean;
+  changes: Change[];
+  /** Writes refused with 409 (someone wrote first): each was re-read and retried. */
+  conflicts: number;
+  /** Objects with a desired name that exist without our managed-by label: left alone. */
+  unmanaged: { kind: ManagedKind; namespace: string; name: string }[];
+  /** Entries that could not be projected (configuration missing), with the reason. */
+  problems: Problem[];
+  /** Requests that failed for another reason (CRD not installed, 422, 5xx, registry read). */
+  errors: ProjectionError[];
+  durationMs: number;
+}
+
+export function emptyReport(dryRun: boolean): ProjectionReport {
+  return { dryRun, changes: [], conflicts: 0, unmanaged: [], problems: [], errors: [], durationMs: 0 };
+}
+
+/** Changes counted per kind and action, for metrics: `{ WorkloadEntry: { created: 2 } }`. */
+export function countChanges(report: ProjectionReport): Partial<Record<ManagedKind, Partial<Record<ChangeAction, number>>>> {
+  const counts: Partial<Record<ManagedKind, Partial<Record<ChangeAction, number>>>> = {};
+  for (const change of report.changes) {
+    const perKind = counts[change.kind] ?? {};
+    perKind[change.action] = (perKind[change.action] ?? 0) + 1;
+    counts[change.kind] = perKind;
+  }
+  return counts;
+}
+
+/** One line per change, as `registrar project` prints them: `created WorkloadEntry ns/name`. */
+export function describeReport(report: ProjectionReport): string {
+  const prefix = report.dryRun ? 'would have ' : '';
+  const lines = report.changes.map((c) => `${prefix}${c.action} ${c.kind} ${c.namespace}/${c.name}`);
+  for (const u of report.unmanaged) {
+    lines.push(`skipped ${u.kind} ${u.namespace}/${u.name}: exists without app.kubernetes.io/managed-by=workload-registrar, left alone`);
+  }
+  for (const p of report.problems) lines.push(`not projected ${p.kind} ${p.namespace}/${p.name}: ${p.message}`);
+  for (const e of report.errors) {
+    const where = [e.kind, e.namespace && e.name ? `${e.namespace}/${e.name}` : e.namespace].filter(Boolean).join(' ');
+    lines.push(`error (${e.target}${where ? ` ${where}` : ''}): ${e.message}`);
+  }
+  lines.push(
+    `${report.changes.length} change(s), ${report.conflicts} conflict(s), ${report.errors.length} error(s) in ${Math.round(report.durationMs)} ms`,
+  );
+  return `${lines.join('\n')}\n`;
+}
