@@ -48,21 +48,33 @@ export const registerDescribe: CommandRegistration = (program, context) => {
     );
 };
 
+/** One value, or the lines of a map (see `labelLines`, `annotationLines`). */
+type FieldValue = string | string[] | undefined;
+
 /** kubectl's describe layout: aligned `Key:  value` lines, maps one pair per line. */
-function fields(pairs: [string, string | StringMap | undefined][], indent = ''): string {
+function fields(pairs: [string, FieldValue][], indent = ''): string {
   const width = Math.max(...pairs.map(([key]) => key.length)) + 3;
   const lines: string[] = [];
   for (const [key, value] of pairs) {
     const head = `${indent}${`${key}:`.padEnd(width)}`;
-    const values = typeof value === 'object' ? mapLines(value) : [value ?? '<none>'];
+    const values =
+      Array.isArray(value) && value.length > 0
+        ? value
+        : [typeof value === 'string' ? value : '<none>'];
     lines.push(head + values[0], ...values.slice(1).map((v) => ' '.repeat(head.length) + v));
   }
   return `${lines.join('\n')}\n`;
 }
 
-function mapLines(map: StringMap): string[] {
+/** Labels and ports as `key=value`, annotations as `key: value`, as kubectl describe shows them. */
+const labelLines = (map: StringMap | undefined) => mapLines(map ?? {}, '=');
+const annotationLines = (map: StringMap | undefined) => mapLines(map ?? {}, ': ');
+
+function mapLines(map: StringMap, separator: string): string[] {
   const pairs = Object.entries(map).sort(([a], [b]) => a.localeCompare(b));
-  return pairs.length === 0 ? ['<none>'] : pairs.map(([key, value]) => `${key}=${value}`);
+  return pairs.length === 0
+    ? ['<none>']
+    : pairs.map(([key, value]) => `${key}${separator}${value}`);
 }
 
 function when(at: number | undefined, now: number): string | undefined {
@@ -79,8 +91,8 @@ export function describeEntry(
   let text = fields([
     ['Name', metadata.name],
     ['Namespace', metadata.namespace],
-    ['Labels', metadata.labels ?? {}],
-    ['Annotations', metadata.annotations ?? {}],
+    ['Labels', labelLines(metadata.labels)],
+    ['Annotations', annotationLines(metadata.annotations)],
     ['API Version', entry.apiVersion],
     ['Kind', entry.kind],
     ['Created', when(parseTimestamp(metadata.creationTimestamp), now)],
@@ -89,11 +101,8 @@ export function describeEntry(
   text += fields(
     [
       ['Address', spec.address],
-      [
-        'Ports',
-        Object.fromEntries(Object.entries(spec.ports ?? {}).map(([k, v]) => [k, String(v)])),
-      ],
-      ['Labels', spec.labels ?? {}],
+      ['Ports', Object.entries(spec.ports ?? {}).map(([name, port]) => `${name}=${port}`)],
+      ['Labels', labelLines(spec.labels)],
       ['Network', spec.network],
       ['Locality', spec.locality],
       ['Weight', spec.weight === undefined ? undefined : String(spec.weight)],
@@ -169,8 +178,8 @@ function describeGroup(stored: StoredGroup, now: number): string {
     fields([
       ['Name', metadata.name],
       ['Namespace', metadata.namespace],
-      ['Labels', metadata.labels ?? {}],
-      ['Annotations', metadata.annotations ?? {}],
+      ['Labels', labelLines(metadata.labels)],
+      ['Annotations', annotationLines(metadata.annotations)],
       ['API Version', group.apiVersion],
       ['Kind', group.kind],
       ['Generation', String(stored.generation)],

@@ -268,7 +268,7 @@ describe('registrar with auto-registered entries', () => {
     const run = await registrar(['describe', 'we', 'web-10-0-0-7', '-n', 'shop']);
 
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/^Annotations:\s+istio\.io\/autoRegistrationGroup=web$/m);
+    expect(run.stdout).toMatch(/^Annotations:\s+istio\.io\/autoRegistrationGroup: web$/m);
     expect(run.stdout).toMatch(
       /^ {2}Verified Identity:\s+token:abc123 \(namespace shop, service account web\)$/m,
     );
@@ -277,11 +277,14 @@ describe('registrar with auto-registered entries', () => {
       /^ {2}Group Generation:\s+1 \(the group is now at generation 2: this entry keeps the older template/m,
     );
     expect(run.stdout).toMatch(/^ {2}Connected:\s+True$/m);
+    expect(run.stdout).toMatch(/^ {2}Ports:\s+http=8080$/m);
   });
 
   it('shows a hand-made entry as never swept', async () => {
     const run = await registrar(['describe', 'we', 'db-1', '-n', 'shop']);
     expect(run.stdout).toMatch(/Hand-made \(no istio\.io\/autoRegistrationGroup\): never swept/);
+    expect(run.stdout).toMatch(/^ {2}Ports:\s+<none>$/m);
+    expect(run.stdout).toMatch(/^ {2}Labels:\s+app=db$/m);
   });
 
   it('refuses a hand-made entry over an auto-registered one, writing nothing', async () => {
