@@ -81,7 +81,9 @@ function explain(error: unknown, target: Target | undefined): string {
     return `no such table: ${describeTarget(target)}; check --table, or restart 'npm start'`;
   }
   if (target?.endpoint && (code === 'ECONNREFUSED' || /ECONNREFUSED/.test(error.message))) {
-    return `cannot reach DynamoDB at ${target.endpoint} (from ${target.source}); is 'npm start' running?`;
+    return target.source === LOCAL_FILE
+      ? `cannot reach DynamoDB at ${target.endpoint} (from ${LOCAL_FILE}); is 'npm start' still running?`
+      : `cannot reach DynamoDB at ${target.endpoint}; check --endpoint or ${ENV.dynamoDbEndpoint}`;
   }
   if (target && error.name === 'CredentialsProviderError') {
     return `no AWS credentials for ${describeTarget(target)}: configure them (aws configure, AWS_PROFILE), or pass --endpoint for a local registry`;

@@ -468,6 +468,21 @@ describe('registrar target', () => {
     expect(run.code).toBe(0);
   });
 
+  it('asks whether the local runtime is still running when its endpoint does not answer', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'registrar-stale-'));
+    await mkdir(join(dir, '.registrar'));
+    // Port 9 (discard) refuses connections: a runtime that stopped without removing its file.
+    const local = { dynamoDbEndpoint: 'http://127.0.0.1:9', tableName: 'workload-registrar' };
+    await writeFile(join(dir, '.registrar', 'local.json'), JSON.stringify(local));
+    const run = await registrar(['get', 'we'], { cwd: dir, env: {} });
+    await rm(dir, { recursive: true });
+    expect(run).toMatchObject({
+      code: 1,
+      stderr:
+        "error: cannot reach DynamoDB at http://127.0.0.1:9 (from .registrar/local.json); is 'npm start' still running?\n",
+    });
+  });
+
   it('names the table and tells what to do when it does not exist', async () => {
     const run = await registrar(
       ['get', 'we', '--table', 'missing', '--endpoint', dynamo.endpoint],
