@@ -49,7 +49,8 @@ export function lazyHandler<TEvent, TResult>(
   create: (deps: Dependencies) => FunctionHandler<TEvent, TResult>,
 ): FunctionHandler<TEvent, TResult> {
   let handler: FunctionHandler<TEvent, TResult> | undefined;
-  return (event, context) => {
+  // async: a configuration error becomes a rejected invocation, like any other failure.
+  return async (event, context) => {
     handler ??= create(dependenciesFromEnv(process.env));
     return handler(event, context);
   };
