@@ -83,10 +83,13 @@ export function renderWorkloadEntry(record: EntryRecord): WorkloadEntry {
     }
   }
   const conditions = renderConditions(entry.status?.conditions ?? [], record.health);
+  const metadata = { ...entry.metadata };
+  if (Object.keys(annotations).length > 0) metadata.annotations = annotations;
+  else delete metadata.annotations;
   const rendered: WorkloadEntry = {
     apiVersion: entry.apiVersion || ISTIO_API_VERSION,
     kind: 'WorkloadEntry',
-    metadata: { ...entry.metadata, annotations },
+    metadata,
     spec: entry.spec,
   };
   if (conditions.length > 0) rendered.status = { conditions };
