@@ -72,7 +72,9 @@ export class HealthReporter {
         if (this.#stopped || this.#acked || state === undefined || link === undefined || link.closed) return;
         this.#options.onEvent?.({ type: 'health-sent', healthy: state.healthy });
         try {
-          await link.request('health', { healthy: state.healthy, ...(state.message ? { message: state.message } : {}) });
+          // The registrar accepts messages up to 1024 characters (MAX_HEALTH_MESSAGE_LENGTH).
+          const message = state.message?.slice(0, 1000);
+          await link.request('health', { healthy: state.healthy, ...(message ? { message } : {}) });
           if (state === this.#state && link === this.#options.currentLink()) {
             this.#acked = true;
             this.#options.onEvent?.({ type: 'health-acked', healthy: state.healthy });

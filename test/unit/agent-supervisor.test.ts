@@ -1,0 +1,219 @@
+import { describe, expect, it } from 'vitest';
+import { failureDelay } from '../../agent/backoff.ts';
+import { type AgentTiming, DEFAULT_TIMING } from '../../agent/config.ts';
+import { type AgentLink, RefusedError } from '../../agent/connection.ts';
+import { memoryLogger } from '../../agent/logger.ts';
+import type { ProbeResult } from '../../agent/probes/probe-result.ts';
+import { type AgentEvent, Supervisor } from '../../agent/supervisor.ts';
+import type { Probe } from '../../lib/domain/model.ts';
+import { FakeLink } from '../fixtures/agent-fake-link.ts';
+import { ManualClock } from '../fixtures/agent-manual-clock.ts';
+
+const HTTP_PROBE: Probe = { httpGet: { port: 8080, path: '/healthz' }, periodSeconds: 10, successThreshold: 1, failureThreshold: 1 };
+
+interface Harness {
+  clock: ManualClock;
+  supervisor: Supervisor;
+  links: FakeLink[];
+  opens: number[];
+  events: (AgentEvent & { at: number })[];
+  logs: string[];
+  /** Probe results, consumed one per probe period; the last one repeats. */
+  results: ProbeResult[];
+}
+
+function harness(options: {
+  probe?: Probe | null;
+  timing?: Partial<AgentTiming>;
+  /** Outcome of each open() in turn: 'link', an error, or a promise the test resolves. */
+  outcomes?: (() => 'link' | Error | Promise<AgentLink>)[];
+  onLink?: (link: FakeLink) => void;
+} = {}): Harness {
+  const clock = new ManualClock();
+  const logger = memoryLogger();
+  const h: Harness = { clock, links: [], opens: [], events: [], logs: logger.lines, results: [{ ok: true, message: 'ok' }], supervisor: undefined as never };
+  const outcomes = options.outcomes ?? [];
+  h.supervisor = new Supervisor({
+    clock,
+    logger,
+    timing: { ...DEFAULT_TIMING, ...options.timing },
+    open: async () => {
+      h.opens.push(clock.now());
+      const outcome = (outcomes.shift() ?? (() => 'link' as const))();
+      if (outcome instanceof Error) throw outcome;
+      if (outcome instanceof Promise) return outcome;
+      const link = new FakeLink(clock, options.probe === undefined ? HTTP_PROBE : options.probe);
+      options.onLink?.(link);
+      h.links.push(link);
+      return link;
+    },
+    createCheck: () => async () => (h.results.length > 1 ? (h.results.shift() as ProbeResult) : (h.results[0] as ProbeResult)),
+    onEvent: (event) => h.events.push(event),
+  });
+  return h;
+}
+
+const refused = (status: number) => new RefusedError(status, 'Unauthenticated', 'unknown join token; create one with registrar token create');
+const network = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
+
+describe('agent supervisor', () => {
+  it('opens the replacement before the maximum age and closes the old connection only after it is registered', async () => {
+    let resolveSecond: (link: AgentLink) => void = () => {};
+    const second = new Promise<AgentLink>((resolve) => {
+      resolveSecond = resolve;
+    });
+    const h = harness({ timing: { maxConnectionAgeMs: 100_000 }, outcomes: [() => 'link', () => second] });
+    h.clock.randoms.push(0); // rotation at 75 % of the maximum age
+    h.supervisor.start();
+    await h.clock.advance(0);
+    const first = h.links[0] as FakeLink;
+
+    await h.clock.advance(75_000);
+    expect(h.opens).toHaveLength(2);
+    expect(first.closed).toBe(false);
+
+    const replacement = new FakeLink(h.clock, HTTP_PROBE);
+    resolveSecond(replacement);
+    await h.clock.advance(0);
+    expect(first.closedBy).toBe('agent');
+    expect(replacement.closed).toBe(false);
+  });
+
+  it('rotates again on every new connection, each before the maximum age', async () => {
+    const h = harness({ timing: { maxConnectionAgeMs: 100_000 } });
+    h.clock.fallbackRandom = 0.99;
+    h.supervisor.start();
+    await h.clock.advance(400_000);
+    expect(h.links.length).toBeGreaterThanOrEqual(4);
+    for (const [i, at] of h.opens.slice(1).entries()) expect(at - (h.opens[i] as number)).toBeLessThan(100_000);
+    expect(h.links.slice(0, -1).every((link) => link.closedBy === 'agent')).toBe(true);
+  });
+
+  it('waits longer after each failed attempt, with full jitter up to 60 s', async () => {
+    const h = harness({ outcomes: Array.from({ length: 12 }, () => network) });
+    h.clock.fallbackRandom = 0.99;
+    h.supervisor.start();
+    await h.clock.advance(10 * 60_000);
+    const gaps = h.opens.slice(1).map((at, i) => at - (h.opens[i] as number));
+    expect(gaps.slice(0, 8)).toEqual([990, 1980, 3960, 7920, 15840, 31680, 59400, 59400]);
+  });
+
+  it('spreads retries over the whole window when the random draw is small', async () => {
+    const h = harness({ outcomes: [network, network, network] });
+    h.clock.randoms.push(0.1, 0.1, 0.1);
+    h.supervisor.start();
+    await h.clock.advance(10_000);
+    const gaps = h.opens.slice(1).map((at, i) => at - (h.opens[i] as number));
+    expect(gaps.slice(0, 3)).toEqual([1, 2, 3].map((n) => failureDelay(n, DEFAULT_TIMING, 0.1)));
+  });
+
+  it('logs the reason of a refusal and waits at least half the refusal backoff', async () => {
+    const h = harness({ outcomes: [() => refused(401), () => refused(401)] });
+    h.clock.fallbackRandom = 0;
+    h.supervisor.start();
+    await h.clock.advance(0);
+    expect(h.logs.some((line) => line.includes('refused (401 Unauthenticated): unknown join token'))).toBe(true);
+    await h.clock.advance(14_999);
+    expect(h.opens).toHaveLength(1);
+    await h.clock.advance(60_000);
+    const retries = h.events.filter((e) => e.type === 'retry-scheduled');
+    expect(retries.map((e) => (e as { delayMs: number }).delayMs)).toEqual([15_000, 30_000]);
+  });
+
+  it('retries a server error (503) with the ordinary short backoff', async () => {
+    const h = harness({ outcomes: [() => new RefusedError(503, undefined, 'unavailable')] });
+    h.clock.fallbackRandom = 0.5;
+    h.supervisor.start();
+    await h.clock.advance(0);
+    const retry = h.events.find((e) => e.type === 'retry-scheduled') as { delayMs: number; refused: boolean };
+    expect(retry).toMatchObject({ delayMs: 500, refused: false });
+  });
+
+  it('does not reset the backoff for a connection that dies right after opening', async () => {
+    const h = harness({ timing: { stableAfterMs: 60_000 } });
+    h.clock.fallbackRandom = 0.99;
+    h.supervisor.start();
+    for (let i = 0; i < 4; i += 1) {
+      await h.clock.advance(0);
+      (h.links.at(-1) as FakeLink).serverClose(1006);
+      await h.clock.advance(10_000);
+    }
+    const delays = h.events.filter((e) => e.type === 'retry-scheduled').map((e) => (e as { delayMs: number }).delayMs);
+    expect(delays).toEqual([990, 1980, 3960, 7920]);
+  });
+
+  it('reports health once per transition', async () => {
+    const h = harness();
+    h.results = [
+      { ok: true, message: 'ok' },
+      { ok: true, message: 'ok' },
+      { ok: false, message: 'HTTP probe failed with status code 500' },
+      { ok: false, message: 'HTTP probe failed with status code 500' },
+      { ok: true, message: 'ok' },
+    ];
+    h.supervisor.start();
+    await h.clock.advance(60_000);
+    const link = h.links[0] as FakeLink;
+    expect(link.health()).toEqual([true, false, true]);
+    expect(link.sent.find((s) => s.action === 'health' && s.body.healthy === false)?.body.message).toBe('HTTP probe failed with status code 500');
+  });
+
+  it('re-sends the last health state first after reconnecting', async () => {
+    const h = harness();
+    h.supervisor.start();
+    await h.clock.advance(1_000);
+    expect((h.links[0] as FakeLink).health()).toEqual([true]);
+    (h.links[0] as FakeLink).serverClose(1006);
+    await h.clock.advance(2_000);
+    const second = h.links[1] as FakeLink;
+    expect(second.sent[0]).toMatchObject({ action: 'health', body: { healthy: true } });
+  });
+
+  it('sends the health state again when no ack arrives within the ack timeout', async () => {
+    let dropped = 0;
+    const h = harness({
+      timing: { ackTimeoutMs: 10_000 },
+      onLink: (link) => {
+        const respond = link.respond;
+        link.respond = (action, body) => (action === 'health' && dropped++ === 0 ? 'drop' : respond(action, body));
+      },
+    });
+    h.supervisor.start();
+    await h.clock.advance(1_000);
+    const link = h.links[0] as FakeLink;
+    expect(link.health()).toEqual([true]);
+    await h.clock.advance(10_000);
+    expect(link.health()).toEqual([true, true]);
+    expect(h.events.filter((e) => e.type === 'health-acked')).toHaveLength(1);
+  });
+
+  it('sends no health when the group has no probe', async () => {
+    const h = harness({ probe: null });
+    h.supervisor.start();
+    await h.clock.advance(10 * 60_000);
+    expect(h.links.flatMap((link) => link.health())).toEqual([]);
+  });
+
+  it('pings every 5 minutes and drops a connection that stops answering', async () => {
+    const h = harness({ probe: null });
+    h.supervisor.start();
+    await h.clock.advance(5 * 60_000);
+    const link = h.links[0] as FakeLink;
+    expect(link.sent.filter((s) => s.action === 'ping')).toHaveLength(1);
+    link.respond = () => 'drop';
+    await h.clock.advance(5 * 60_000 + 10_000);
+    expect(link.closedBy).toBe('agent');
+    await h.clock.advance(2_000);
+    expect(h.links).toHaveLength(2);
+  });
+
+  it('closes its connection and schedules nothing more when stopped', async () => {
+    const h = harness();
+    h.supervisor.start();
+    await h.clock.advance(0);
+    await h.supervisor.stop();
+    expect((h.links[0] as FakeLink).closedBy).toBe('agent');
+    await h.clock.advance(3 * 3_600_000);
+    expect(h.opens).toHaveLength(1);
+  });
+});
