@@ -1,9 +1,13 @@
 import {
   ApiException,
+  type Configuration,
   CoreV1Api,
   CustomObjectsApi,
+  createConfiguration,
   DiscoveryV1Api,
   type KubeConfig,
+  type SecurityAuthentication,
+  ServerConfiguration,
   type V1EndpointSlice,
 } from '@kubernetes/client-node';
 import type { ObjectRef } from '../domain/model.ts';
@@ -21,9 +25,10 @@ const PAGE_SIZE = 500;
  * write can land on an object the projector has not looked at.
  */
 export function createKubernetesCluster(config: KubeConfig): Cluster {
-  const custom = config.makeApiClient(CustomObjectsApi);
-  const discovery = config.makeApiClient(DiscoveryV1Api);
-  const core = config.makeApiClient(CoreV1Api);
+  const configuration = pooledConfiguration(config);
+  const custom = new CustomObjectsApi(configuration);
+  const discovery = new DiscoveryV1Api(configuration);
+  const core = new CoreV1Api(configuration);
 
   async function listPage(kind: Kind, options: ListOptions, cont: string | undefined): Promise<KubeList> {
     const { namespace, labelSelector } = options;
@@ -119,6 +124,42 @@ export function createKubernetesCluster(config: KubeConfig): Cluster {
     if (kind === 'EndpointSlice') return discovery.readNamespacedEndpointSlice({ namespace, name });
     return custom.getNamespacedCustomObject({ ...coordinates(kind), namespace, name });
   }
+}
+
+/**
+ * What `KubeConfig.makeApiClient` builds, except that every request shares one connection pool.
+ * The client creates a new undici Agent (so a new TCP and TLS connection) for every request;
+ * a reconcile makes hundreds of requests, so the first Agent is kept and reused. The settings
+ * are the same for all of them: same cluster, same user, same TLS options.
+ */
+function pooledConfiguration(config: KubeConfig): Configuration {
+  const cluster = config.getCurrentCluster();
+  if (!cluster) throw new Error('the kubeconfig has no current cluster; set current-context');
+  let shared: ReturnType<typeof sharedDispatcherOf> | undefined;
+  const authentication: SecurityAuthentication = {
+    getName: () => 'kubeconfig authentication over one connection pool',
+    async applySecurityAuthentication(context) {
+      // Credentials (a bearer token that may be refreshed, client certificates) still come from
+      // the kubeconfig on every request.
+      await config.applySecurityAuthentication(context);
+      const created = sharedDispatcherOf(context);
+      if (!created) return;
+      if (shared) {
+        context.setDispatcher(shared);
+        void created.close();
+      } else {
+        shared = created;
+      }
+    },
+  };
+  return createConfiguration({
+    baseServer: new ServerConfiguration(cluster.server, {}),
+    authMethods: { default: authentication },
+  });
+}
+
+function sharedDispatcherOf(context: Parameters<SecurityAuthentication['applySecurityAuthentication']>[0]) {
+  return context.getDispatcher();
 }
 
 interface KubeList {
