@@ -6,7 +6,7 @@ import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dep
 import { countError, logger, metrics } from '../lib/observability.ts';
 import { bearerToken } from '../lib/protocol/bearer-token.ts';
 import { errorsLoggedAndRethrown } from '../lib/protocol/error-response.ts';
-import { authorizerContext } from '../lib/protocol/identity.ts';
+import { authorizerContext, tokenPrincipal } from '../lib/protocol/identity.ts';
 import type {
   AuthorizerResult,
   WebSocketAuthorizerEvent,
@@ -27,7 +27,6 @@ export function createAuthorizeHandler(
     logger.appendKeys({ connectionId: event.requestContext.connectionId });
     const presented = bearerToken(event.headers, event.multiValueHeaders);
     const token = await verifyJoinToken(deps.tokens, presented, deps.now());
-    const context = authorizerContext(token);
     logger.appendKeys({ tokenId: token.id });
     const requested = requestedNamespace(event);
     // Without `?namespace=`, $connect refuses with a 400 that names the missing parameter.
@@ -37,10 +36,13 @@ export function createAuthorizeHandler(
         requestedNamespace: requested.slice(0, 63),
       });
       countError('Forbidden');
-      return policy(context.principal ?? token.id, 'Deny', event.methodArn);
+      return policy(tokenPrincipal(token), 'Deny', event.methodArn);
     }
     logger.info('join token accepted', { namespace: token.namespace });
-    return { ...policy(context.principal ?? token.id, 'Allow', event.methodArn), context };
+    return {
+      ...policy(tokenPrincipal(token), 'Allow', event.methodArn),
+      context: authorizerContext(token),
+    };
   }
 
   return middy<WebSocketAuthorizerEvent, AuthorizerResult>()

@@ -12,6 +12,11 @@ import type { WebSocketConnectEvent } from './websocket-events.ts';
 
 export const TOKEN_PRINCIPAL_PREFIX = 'token:';
 
+/** `token:<id>`: the principal of a join token (the id is not secret; the secret never leaves). */
+export function tokenPrincipal(token: Pick<StoredToken, 'id'>): string {
+  return `${TOKEN_PRINCIPAL_PREFIX}${token.id}`;
+}
+
 export function isTokenPrincipal(identity: VerifiedIdentity): boolean {
   return identity.principal.startsWith(TOKEN_PRINCIPAL_PREFIX);
 }
@@ -22,7 +27,7 @@ export function isTokenPrincipal(identity: VerifiedIdentity): boolean {
  */
 export function authorizerContext(token: StoredToken): Record<string, string> {
   const context: Record<string, string> = {
-    principal: `${TOKEN_PRINCIPAL_PREFIX}${token.id}`,
+    principal: tokenPrincipal(token),
     namespace: token.namespace,
     tokenId: token.id,
   };
