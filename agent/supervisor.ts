@@ -7,6 +7,7 @@ import { type AgentLink, RefusedError, RequestError } from './connection.ts';
 import { HealthReporter } from './health-reporter.ts';
 import type { Logger } from './logger.ts';
 import { ProbeWatcher } from './probe-watcher.ts';
+import { refusalHint } from './refusal-hints.ts';
 import type { ProbeCheck } from './probes/probe-result.ts';
 import type { ProbeSettings } from './probes/probe-runner.ts';
 
@@ -174,7 +175,9 @@ export class Supervisor {
     if (refused) {
       this.#refusals += 1;
       delay = refusalDelay(this.#refusals, timing, clock.random());
+      const hint = error instanceof RefusedError ? refusalHint(error.status) : undefined;
       reason = error instanceof RefusedError ? `refused (${error.status}${error.code ? ` ${error.code}` : ''}): ${error.message}` : (error as Error).message;
+      if (hint) reason = `${reason}; ${hint}`;
       logger.error(`${reason}; retrying in ${seconds(delay)}`, { status: error instanceof RefusedError ? error.status : undefined });
     } else {
       this.#failures += 1;

@@ -1,0 +1,49 @@
+import { spawn } from 'node:child_process';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+
+vi.hoisted(() => {
+  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
+});
+
+import { type AgentTestbed, startAgentTestbed } from '../fixtures/agent-testbed.ts';
+import { waitFor } from '../fixtures/agent-targets.ts';
+
+/** `registrar-agent` as systemd runs it: a process, stopped with SIGTERM. */
+let bed: AgentTestbed;
+
+beforeAll(async () => {
+  bed = await startAgentTestbed();
+  await bed.applyGroup('web');
+});
+afterAll(() => bed?.close());
+
+function runAgent(signal: NodeJS.Signals, ip: string) {
+  const child = spawn(
+    process.execPath,
+    ['bin/registrar-agent.js', '--url', bed.runtime.url, '--group', 'web', '--namespace', 'shop', '--ip', ip, '--no-imds', '--log-format', 'json'],
+    { env: { ...process.env, REGISTRAR_AGENT_TOKEN: bed.token }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, exited, output: () => output, signal };
+}
+
+describe('registrar-agent process', () => {
+  it.each(['SIGTERM', 'SIGINT'] as const)('closes the connection cleanly on %s and exits 0', async (signal) => {
+    const ip = signal === 'SIGTERM' ? '10.0.4.1' : '10.0.4.2';
+    const agent = runAgent(signal, ip);
+    await waitFor(() => agent.output().includes(`registered as shop/web-${ip}`), 'the agent to register', 20_000);
+    expect((await bed.entry(`web-${ip}`))?.connected).toBe(true);
+    agent.child.kill(signal);
+    expect(await agent.exited).toBe(0);
+    // The server ran $disconnect: the entry is marked disconnected, not left connected.
+    await waitFor(async () => (await bed.entry(`web-${ip}`))?.connected === false, 'the entry to be disconnected');
+    const disconnectedAt = (await bed.entry(`web-${ip}`))?.we.metadata.annotations?.['istio.io/disconnectedAt'];
+    expect(disconnectedAt).toBeDefined();
+    const lines = agent.output().trim().split('\n').map((line) => JSON.parse(line) as { level: string; msg: string });
+    expect(lines.map((line) => line.msg)).toEqual(expect.arrayContaining(['connected', `registered as shop/web-${ip}`, `${signal} received; closing the connection`, 'stopped']));
+  });
+});
