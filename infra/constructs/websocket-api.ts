@@ -1,4 +1,4 @@
-import { RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import {
   CfnIntegrationResponse,
@@ -51,6 +51,7 @@ export class RegistrarWebSocketApi extends Construct {
   constructor(scope: Construct, id: string, props: WebSocketApiProps) {
     super(scope, id);
     this.api = new WebSocketApi(this, 'Api', {
+      apiName: `${Stack.of(this).stackName}-agents`,
       description: 'workload-registrar: EC2 agents register their WorkloadEntry here',
       routeSelectionExpression: '$request.body.action',
       connectRouteOptions: {
