@@ -270,6 +270,22 @@ describe('messages', () => {
   });
 });
 
+describe('message size', () => {
+  it('closes with 1009 on a message over 128 KB even when every frame is within 32 KB', async () => {
+    const { gateway, recorded } = await start();
+    const client = await openClient(gateway.url + QUERY, AUTH);
+    const text = Buffer.from(JSON.stringify({ action: 'health', pad: 'x'.repeat(130 * 1024) }));
+    const frame = 32 * 1024;
+    for (let offset = 0; offset < text.length; offset += frame) {
+      const fin = offset + frame >= text.length;
+      client.socket.send(text.subarray(offset, offset + frame), { binary: false, fin });
+    }
+    expect((await client.closed).code).toBe(1009);
+    await eventually(() => recorded.disconnect.length === 1);
+    expect(recorded.messages).toHaveLength(0);
+  });
+});
+
 describe('connection limits and $disconnect', () => {
   it('invokes $disconnect once when the client closes, timed when it ended', async () => {
     const { gateway, recorded } = await start();
