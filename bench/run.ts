@@ -5,6 +5,11 @@
  */
 import { cpus, totalmem } from 'node:os';
 
+// The functions run in this process for some sections: keep their logs and EMF metrics out of
+// the numbers. Set before the sections import them, since Powertools reads these at load.
+process.env.POWERTOOLS_LOG_LEVEL ??= 'ERROR';
+process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+
 type Section = { title: string; run: () => Promise<void> };
 
 const sections: Record<string, Section> = {
