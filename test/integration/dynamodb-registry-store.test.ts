@@ -42,10 +42,21 @@ function template(name: string): WorkloadEntry {
       namespace: NS,
       labels: { app: 'web' },
       ownerReferences: [
-        { apiVersion: ISTIO_API_VERSION, kind: 'WorkloadGroup', name: 'web', uid: 'g-1', controller: true },
+        {
+          apiVersion: ISTIO_API_VERSION,
+          kind: 'WorkloadGroup',
+          name: 'web',
+          uid: 'g-1',
+          controller: true,
+        },
       ],
     },
-    spec: { address: '10.0.0.1', labels: { app: 'web' }, ports: { http: 8080 }, serviceAccount: 'web' },
+    spec: {
+      address: '10.0.0.1',
+      labels: { app: 'web' },
+      ports: { http: 8080 },
+      serviceAccount: 'web',
+    },
     status: { conditions: [{ type: 'Ready', status: 'True' }] },
   };
 }
@@ -65,7 +76,11 @@ function connectChange(name: string, connectionId: string, connectedAt: number):
 
 async function rawItem(name: string) {
   const { Item } = await dynamo.client.send(
-    new GetCommand({ TableName: dynamo.tableName, Key: entryKey({ namespace: NS, name }), ConsistentRead: true }),
+    new GetCommand({
+      TableName: dynamo.tableName,
+      Key: entryKey({ namespace: NS, name }),
+      ConsistentRead: true,
+    }),
   );
   return Item;
 }
@@ -350,9 +365,17 @@ describe('health', () => {
   it('sets the Healthy condition with the transition time of the first report', async () => {
     const name = await connected();
 
-    const result = await store.reportHealth({ connectionId: `${name}-a`, healthy: true, at: T0 + 10 });
+    const result = await store.reportHealth({
+      connectionId: `${name}-a`,
+      healthy: true,
+      at: T0 + 10,
+    });
 
-    expect(result).toEqual({ outcome: 'transitioned', entry: { namespace: NS, name }, healthy: true });
+    expect(result).toEqual({
+      outcome: 'transitioned',
+      entry: { namespace: NS, name },
+      healthy: true,
+    });
     expect((await entryOf(name))?.health).toEqual({
       status: 'True',
       lastProbeTime: T0 + 10,
@@ -364,7 +387,11 @@ describe('health', () => {
     const name = await connected();
     await store.reportHealth({ connectionId: `${name}-a`, healthy: true, at: T0 + 10 });
 
-    const result = await store.reportHealth({ connectionId: `${name}-a`, healthy: true, at: T0 + 20 });
+    const result = await store.reportHealth({
+      connectionId: `${name}-a`,
+      healthy: true,
+      at: T0 + 20,
+    });
 
     expect(result.outcome).toBe('refreshed');
     expect((await entryOf(name))?.health).toEqual({
@@ -379,9 +406,16 @@ describe('health', () => {
     const connectionId = `${name}-a`;
     await store.reportHealth({ connectionId, healthy: true, at: T0 + 10 });
 
-    expect((await store.reportHealth({ connectionId, healthy: false, message: 'probe failed', at: T0 + 20 })).outcome).toBe(
-      'transitioned',
-    );
+    expect(
+      (
+        await store.reportHealth({
+          connectionId,
+          healthy: false,
+          message: 'probe failed',
+          at: T0 + 20,
+        })
+      ).outcome,
+    ).toBe('transitioned');
     expect((await entryOf(name))?.health).toEqual({
       status: 'False',
       message: 'probe failed',
@@ -389,7 +423,12 @@ describe('health', () => {
       lastTransitionTime: T0 + 20,
     });
 
-    await store.reportHealth({ connectionId, healthy: true, message: 'ignored when healthy', at: T0 + 30 });
+    await store.reportHealth({
+      connectionId,
+      healthy: true,
+      message: 'ignored when healthy',
+      at: T0 + 30,
+    });
     expect((await entryOf(name))?.health).toEqual({
       status: 'True',
       lastProbeTime: T0 + 30,
@@ -402,7 +441,11 @@ describe('health', () => {
     await store.connect(connectChange(name, `${name}-b`, T0 + 5));
     await store.reportHealth({ connectionId: `${name}-b`, healthy: true, at: T0 + 10 });
 
-    const result = await store.reportHealth({ connectionId: `${name}-a`, healthy: false, at: T0 + 20 });
+    const result = await store.reportHealth({
+      connectionId: `${name}-a`,
+      healthy: false,
+      at: T0 + 20,
+    });
 
     expect(result).toEqual({ outcome: 'ignored', entry: { namespace: NS, name } });
     expect((await entryOf(name))?.health?.status).toBe('True');
@@ -412,7 +455,11 @@ describe('health', () => {
     const name = await connected();
     await store.reportHealth({ connectionId: `${name}-a`, healthy: true, at: T0 + 20 });
 
-    const result = await store.reportHealth({ connectionId: `${name}-a`, healthy: false, at: T0 + 10 });
+    const result = await store.reportHealth({
+      connectionId: `${name}-a`,
+      healthy: false,
+      at: T0 + 10,
+    });
 
     expect(result.outcome).toBe('ignored');
     expect((await entryOf(name))?.health?.lastProbeTime).toBe(T0 + 20);
@@ -444,7 +491,12 @@ describe('health', () => {
     await store.connect(connectChange(name, 'pin-health', T0));
     requests.reset();
 
-    await store.reportHealth({ connectionId: 'pin-health', healthy: false, message: 'down', at: T0 + 1 });
+    await store.reportHealth({
+      connectionId: 'pin-health',
+      healthy: false,
+      message: 'down',
+      at: T0 + 1,
+    });
 
     expect(requests.counts()).toEqual({ GetItem: 1, UpdateItem: 1 });
     expect(requests.requests()[1]?.input).toEqual({
@@ -482,7 +534,10 @@ describe('sweep index', () => {
     await own?.close();
   });
 
-  async function collect(cutoffs: { disconnectedAtOrBefore: number; connectedBefore: number }, limit = 100) {
+  async function collect(
+    cutoffs: { disconnectedAtOrBefore: number; connectedBefore: number },
+    limit = 100,
+  ) {
     const names: string[] = [];
     for await (const record of sweepStore.sweepCandidates(cutoffs, limit)) {
       names.push(record.entry.metadata.name);
@@ -512,7 +567,10 @@ describe('sweep index', () => {
   it('stops reading at the limit', async () => {
     counter.reset();
 
-    const names = await collect({ disconnectedAtOrBefore: T0 + 1000, connectedBefore: T0 + 1000 }, 1);
+    const names = await collect(
+      { disconnectedAtOrBefore: T0 + 1000, connectedBefore: T0 + 1000 },
+      1,
+    );
 
     expect(names).toHaveLength(1);
     expect(counter.itemsRead()).toBe(1);
@@ -522,15 +580,18 @@ describe('sweep index', () => {
     await sweepStore.connect(connectChange('comes-back', 'r1', T0));
     await sweepStore.disconnect({ connectionId: 'r1', at: T0 + 10 });
     let read: EntryRecord | undefined;
-    for await (const record of sweepStore.sweepCandidates({ disconnectedAtOrBefore: T0 + 10, connectedBefore: 0 }, 100)) {
+    for await (const record of sweepStore.sweepCandidates(
+      { disconnectedAtOrBefore: T0 + 10, connectedBefore: 0 },
+      100,
+    )) {
       if (record.entry.metadata.name === 'comes-back') read = record;
     }
     await sweepStore.connect(connectChange('comes-back', 'r2', T0 + 20));
 
     expect(read && (await sweepStore.deleteSwept(read))).toBe('conflict');
-    expect((await sweepStore.getEntry({ namespace: NS, name: 'comes-back' }))?.connection?.connectedAt).toBe(
-      T0 + 20,
-    );
+    expect(
+      (await sweepStore.getEntry({ namespace: NS, name: 'comes-back' }))?.connection?.connectedAt,
+    ).toBe(T0 + 20);
   });
 
   it('deletes a stale entry at the revision read, with the records of its lost connections', async () => {

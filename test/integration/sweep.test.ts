@@ -65,7 +65,14 @@ async function disconnected(store: RegistryStore, name: string, at: number) {
 }
 
 function options(overrides: Partial<SweepOptions> = {}): SweepOptions {
-  return { now: NOW, policy, maxDeletes: 1000, deletesPerSecond: 1000, sleep: async () => {}, ...overrides };
+  return {
+    now: NOW,
+    policy,
+    maxDeletes: 1000,
+    deletesPerSecond: 1000,
+    sleep: async () => {},
+    ...overrides,
+  };
 }
 
 const exists = async (store: RegistryStore, name: string) =>
@@ -164,7 +171,10 @@ describe('runSweep', () => {
     for (let i = 0; i < 4; i++) await disconnected(store, `due-${i}`, NOW - HOUR);
     const sleeps: number[] = [];
 
-    await runSweep(store, options({ deletesPerSecond: 10, sleep: async (ms) => void sleeps.push(ms) }));
+    await runSweep(
+      store,
+      options({ deletesPerSecond: 10, sleep: async (ms) => void sleeps.push(ms) }),
+    );
 
     // 1000 ms / 10 per second = 100 ms between consecutive deletes.
     expect(sleeps).toEqual([100, 100, 100]);
@@ -185,7 +195,9 @@ describe('runSweep', () => {
     const result = await runSweep(racing, options());
 
     expect(result).toMatchObject({ deleted: [], conflicts: 1 });
-    expect((await store.getEntry({ namespace: NS, name: 'returns' }))?.connection?.connectedAt).toBe(NOW);
+    expect(
+      (await store.getEntry({ namespace: NS, name: 'returns' }))?.connection?.connectedAt,
+    ).toBe(NOW);
   });
 });
 
@@ -199,7 +211,9 @@ describe('runSweep at scale', () => {
     // sweep's read cost, and the connect writes are covered by the store's own tests.
     const records = Array.from({ length: TOTAL }, (_, i) => seededRecord(i, i < DUE));
     for (let start = 0; start < records.length; start += 25) {
-      const batch = records.slice(start, start + 25).map((record) => ({ PutRequest: { Item: encodeEntry(record) } }));
+      const batch = records
+        .slice(start, start + 25)
+        .map((record) => ({ PutRequest: { Item: encodeEntry(record) } }));
       await client.send(new BatchWriteCommand({ RequestItems: { [tableName]: batch } }));
     }
     const requests = countRequests(client);
@@ -207,7 +221,9 @@ describe('runSweep at scale', () => {
     const result = await runSweep(store, options());
 
     const readPerDeleted = requests.itemsRead() / result.deleted.length;
-    console.info(`sweep: ${requests.itemsRead()} items read for ${result.deleted.length} deleted (${readPerDeleted} per entry); requests ${JSON.stringify(requests.counts())}`);
+    console.info(
+      `sweep: ${requests.itemsRead()} items read for ${result.deleted.length} deleted (${readPerDeleted} per entry); requests ${JSON.stringify(requests.counts())}`,
+    );
     expect(result.deleted).toHaveLength(DUE);
     expect(readPerDeleted).toBeLessThanOrEqual(1.2);
     expect(requests.counts().Scan).toBeUndefined();
@@ -224,5 +240,13 @@ function seededRecord(i: number, due: boolean): EntryRecord {
     return { ...base, connection: { controller: 'c', disconnectedAt: at, connectionIds: [] } };
   }
   const at = due ? NOW - 4 * HOUR : NOW - HOUR;
-  return { ...base, connection: { controller: 'c', connectedAt: at, connectionIds: [`conn-${i}`], newestConnectionId: `conn-${i}` } };
+  return {
+    ...base,
+    connection: {
+      controller: 'c',
+      connectedAt: at,
+      connectionIds: [`conn-${i}`],
+      newestConnectionId: `conn-${i}`,
+    },
+  };
 }

@@ -36,7 +36,9 @@ describe('keys', () => {
 
   it('puts an entry in the same shard every time, and uses every shard', () => {
     expect(sweepShard(ref)).toBe(sweepShard({ ...ref }));
-    const shards = new Set(Array.from({ length: 200 }, (_, i) => sweepShard({ namespace: 'ns', name: `vm-${i}` })));
+    const shards = new Set(
+      Array.from({ length: 200 }, (_, i) => sweepShard({ namespace: 'ns', name: `vm-${i}` })),
+    );
     expect([...shards].sort()).toEqual(Array.from({ length: SWEEP_SHARDS }, (_, i) => i));
   });
 });
@@ -132,7 +134,14 @@ describe('groups, connections and tokens', () => {
     const token = { id: 't1', secretHash: 'h', namespace: 'shop', createdAt: 1, expiresAt: 2 };
     const item = encodeToken(token);
 
-    expect(item).toEqual({ pk: 'TOKEN', sk: 't1', secretHash: 'h', namespace: 'shop', createdAt: 1, expiresAt: 2 });
+    expect(item).toEqual({
+      pk: 'TOKEN',
+      sk: 't1',
+      secretHash: 'h',
+      namespace: 'shop',
+      createdAt: 1,
+      expiresAt: 2,
+    });
     expect(decodeToken(item)).toEqual(token);
   });
 });

@@ -1,7 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { EntryRecord } from '../../lib/domain/entry-record.ts';
 import { ISTIO_API_VERSION } from '../../lib/domain/model.ts';
-import { isDueForSweep, type SweepPolicy, sweepCutoffs, sweepReason } from '../../lib/domain/sweep-policy.ts';
+import {
+  isDueForSweep,
+  type SweepPolicy,
+  sweepCutoffs,
+  sweepReason,
+} from '../../lib/domain/sweep-policy.ts';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -22,8 +27,10 @@ function record(connection: EntryRecord['connection'], autoRegistered = true): E
     revision: 1,
   };
 }
-const disconnectedAt = (at: number) => record({ controller: 'c', disconnectedAt: at, connectionIds: [] });
-const connectedAt = (at: number) => record({ controller: 'c', connectedAt: at, connectionIds: ['x'] });
+const disconnectedAt = (at: number) =>
+  record({ controller: 'c', disconnectedAt: at, connectionIds: [] });
+const connectedAt = (at: number) =>
+  record({ controller: 'c', connectedAt: at, connectionIds: ['x'] });
 
 describe('isDueForSweep', () => {
   it('deletes an entry disconnected for exactly the grace period', () => {
@@ -66,7 +73,10 @@ describe('sweepCutoffs', () => {
   it('bounds the index queries exactly where isDueForSweep changes its answer', () => {
     const cutoffs = sweepCutoffs(NOW, policy);
 
-    expect(cutoffs).toEqual({ disconnectedAtOrBefore: NOW - 5 * MINUTE, connectedBefore: NOW - 3 * HOUR });
+    expect(cutoffs).toEqual({
+      disconnectedAtOrBefore: NOW - 5 * MINUTE,
+      connectedBefore: NOW - 3 * HOUR,
+    });
     expect(isDueForSweep(disconnectedAt(cutoffs.disconnectedAtOrBefore), NOW, policy)).toBe(true);
     expect(isDueForSweep(connectedAt(cutoffs.connectedBefore), NOW, policy)).toBe(false);
     expect(isDueForSweep(connectedAt(cutoffs.connectedBefore - 1), NOW, policy)).toBe(true);
