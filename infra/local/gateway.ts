@@ -16,6 +16,14 @@ import {
   type UpgradeRequest,
 } from './gateway-events.ts';
 import {
+  API_GATEWAY_LIMITS,
+  type GatewayHandlers,
+  type GatewayLimits,
+  type GatewayLog,
+  type GatewayOptions,
+  type LocalGateway,
+} from './gateway-options.ts';
+import {
   IntegrationTimeoutError,
   invokeLambda,
   type ProxyResult,
@@ -23,6 +31,7 @@ import {
   readProxyResult,
 } from './lambda-invoke.ts';
 import { handleManagementRequest, type ManagedConnections } from './management-api.ts';
+import { selectRoute, sendInFrames } from './route-selection.ts';
 import {
   handshakeProblem,
   hasIdentitySources,
@@ -30,79 +39,8 @@ import {
   refuseUpgrade,
 } from './upgrade-request.ts';
 
+export * from './gateway-options.ts';
 export type { LambdaFunction, RouteTarget } from './lambda-invoke.ts';
-
-/**
- * A local stand-in for an API Gateway WebSocket API with Lambda proxy integrations: the same
- * events, route selection (`$request.body.action`), limits and management API, so the real
- * handlers run unchanged. It knows nothing about the registrar; the runtime plugs them in.
- */
-export interface GatewayHandlers {
-  /** REQUEST authorizer on $connect. */
-  authorize?: RouteTarget;
-  connect: RouteTarget;
-  disconnect: RouteTarget;
-  /** Custom routes by route key (the message's `action`). */
-  routes?: Record<string, RouteTarget>;
-  default?: RouteTarget;
-  /** Route keys answered by the gateway itself: a MOCK integration with a route response. */
-  mocks?: Record<string, string>;
-}
-
-export interface GatewayLimits {
-  /** API Gateway closes every connection after 2 h. */
-  maxConnectionAgeMs: number;
-  /** ...and any connection the client sent no message on for 10 min. */
-  idleTimeoutMs: number;
-  /** Largest frame a client may send: 32 KB. */
-  frameBytes: number;
-  /** Largest message (frames reassembled): 128 KB. */
-  messageBytes: number;
-  /** Integration timeout: 29 s. */
-  integrationTimeoutMs: number;
-  /** How long a server-side close waits for the client's close frame before dropping it. */
-  closeTimeoutMs: number;
-}
-
-export const API_GATEWAY_LIMITS: Readonly<GatewayLimits> = Object.freeze({
-  maxConnectionAgeMs: 2 * 60 * 60 * 1000,
-  idleTimeoutMs: 10 * 60 * 1000,
-  frameBytes: 32 * 1024,
-  messageBytes: 128 * 1024,
-  integrationTimeoutMs: 29_000,
-  closeTimeoutMs: 2000,
-});
-
-export type GatewayLog = (
-  level: 'debug' | 'info' | 'warn' | 'error',
-  message: string,
-  fields?: Record<string, unknown>,
-) => void;
-
-export interface GatewayOptions {
-  handlers: GatewayHandlers;
-  limits?: Partial<GatewayLimits>;
-  /** 0 picks a free port. */
-  port?: number;
-  host?: string;
-  api?: Partial<ApiIdentity>;
-  /** Required request parts, e.g. `route.request.header.Authorization`: missing means 401. */
-  identitySource?: readonly string[];
-  /** The gateway's clock (connectedAt, requestTimeEpoch). */
-  now?: () => number;
-  log?: GatewayLog;
-}
-
-export interface LocalGateway {
-  /** ws://host:port */
-  url: string;
-  /** http://host:port, where `/@connections/{id}` is served. */
-  managementUrl: string;
-  port: number;
-  connectionIds(): string[];
-  /** Closes every connection (each gets its $disconnect), then the server. */
-  close(): Promise<void>;
-}
 
 /** What is known of a connection between a successful $connect and the 101 response. */
 interface Accepted {
@@ -384,28 +322,18 @@ class WebSocketGateway implements ManagedConnections {
     this.#armIdleTimer(c);
     const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as Buffer);
     const body = isBinary ? bytes.toString('base64') : bytes.toString('utf8');
-    const routeKey = isBinary ? '$default' : this.#selectRoute(body);
+    const routeKey = isBinary
+      ? '$default'
+      : selectRoute(body, [
+          ...Object.keys(this.#handlers.routes ?? {}),
+          ...Object.keys(this.#handlers.mocks ?? {}),
+        ]);
     const mock = this.#handlers.mocks?.[routeKey];
     if (mock !== undefined) {
       this.#send(c, mock);
       return;
     }
     this.#track(this.#runRoute(c, routeKey, body, isBinary, c.lastActiveAt));
-  }
-
-  /** `$request.body.action`: a JSON object's `action` naming a route, else `$default`. */
-  #selectRoute(body: string): string {
-    let action: unknown;
-    try {
-      action = (JSON.parse(body) as { action?: unknown } | null)?.action;
-    } catch {
-      return '$default';
-    }
-    if (typeof action !== 'string') return '$default';
-    const known =
-      Object.hasOwn(this.#handlers.routes ?? {}, action) ||
-      Object.hasOwn(this.#handlers.mocks ?? {}, action);
-    return known ? action : '$default';
   }
 
   async #runRoute(c: Connection, routeKey: string, body: string, isBinary: boolean, at: number) {
@@ -437,21 +365,9 @@ class WebSocketGateway implements ManagedConnections {
     }
   }
 
-  /** Sends in frames of at most 32 KB, as API Gateway splits what it sends. */
   #send(c: Connection, text: string): void {
-    if (c.socket.readyState !== WebSocket.OPEN) return;
-    const bytes = Buffer.from(text, 'utf8');
-    const size = this.#limits.frameBytes;
-    if (bytes.length <= size) {
-      c.socket.send(text);
-      return;
-    }
-    for (let offset = 0; offset < bytes.length; offset += size) {
-      c.socket.send(bytes.subarray(offset, offset + size), {
-        binary: false,
-        fin: offset + size >= bytes.length,
-      });
-    }
+    if (c.socket.readyState === WebSocket.OPEN)
+      sendInFrames(c.socket, text, this.#limits.frameBytes);
   }
 
   // --- ending ---
