@@ -307,6 +307,15 @@ describe('connection limits and $disconnect', () => {
     expect(event.body).toBeUndefined();
   });
 
+  it('invokes $disconnect when the client drops without a close frame', async () => {
+    const { gateway, recorded } = await start();
+    const client = await openClient(gateway.url + QUERY, AUTH);
+    client.socket.terminate();
+    const event = await eventually(() => recorded.disconnect[0]);
+    expect(event.requestContext.disconnectStatusCode).toBe(1006);
+    expect(gateway.connectionIds()).toEqual([]);
+  });
+
   it('closes a connection idle for the idle timeout and invokes $disconnect once', async () => {
     const { gateway, recorded } = await start({}, { idleTimeoutMs: 200 });
     const client = await openClient(gateway.url + QUERY, AUTH);
@@ -319,13 +328,13 @@ describe('connection limits and $disconnect', () => {
   });
 
   it('counts client messages as activity, not messages sent to the client', async () => {
-    const { gateway, recorded } = await start({}, { idleTimeoutMs: 300 });
+    const { gateway, recorded } = await start({}, { idleTimeoutMs: 400 });
     const client = await openClient(gateway.url + QUERY, AUTH);
     for (let i = 0; i < 4; i++) {
       await new Promise((resolve) => setTimeout(resolve, 150));
       expect(await client.request({ action: 'ping' })).toEqual({ action: 'pong' });
     }
-    // 600 ms in, past two idle timeouts, still open because the client kept talking.
+    // 600 ms in, past the idle timeout, still open because the client kept talking.
     expect(client.socket.readyState).toBe(WebSocket.OPEN);
     const id = recorded.connect[0]?.requestContext.connectionId as string;
     const post = () =>
