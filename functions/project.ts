@@ -1,0 +1,97 @@
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import middy from '@middy/core';
+import type { DynamoDBStreamEvent, ScheduledEvent } from 'aws-lambda';
+import { readConfig } from '../lib/config.ts';
+import { dependenciesFromEnv, type FunctionHandler } from '../lib/dependencies.ts';
+import { logger, metrics } from '../lib/observability.ts';
+import type { Cluster } from '../lib/projection/cluster.ts';
+import { connectCluster } from '../lib/projection/cluster-access.ts';
+import { recordProjectionMetrics } from '../lib/projection/projection-metrics.ts';
+import { type ProjectorDeps, type ReconcileScope, reconcile } from '../lib/projection/projector.ts';
+import { readProjectorConfig } from '../lib/projection/projector-config.ts';
+import type { Target } from '../lib/projection/report.ts';
+import { scopeOfStream } from '../lib/projection/stream-scope.ts';
+
+export interface ProjectDependencies {
+  store: ProjectorDeps['store'];
+  /** Called per invocation: on EKS each connection carries a freshly signed token. */
+  connect: () => Promise<Cluster>;
+  targets: readonly Target[];
+}
+
+export interface ProjectionSummary {
+  scope: 'all' | string[];
+  changes: number;
+  conflicts: number;
+  problems: number;
+  errors: number;
+  durationMs: number;
+}
+
+export type ProjectEvent = DynamoDBStreamEvent | ScheduledEvent | Record<string, never>;
+
+export class ProjectionFailedError extends Error {}
+
+/**
+ * The projector's Lambda: a DynamoDB stream batch reconciles the namespaces it touched (the
+ * fast path, seconds after a change); the schedule reconciles everything (repairs whatever a
+ * lost batch or a hand edit left). Both are the same level-triggered reconcile. A run with
+ * errors fails the invocation: the stream retries and bisects the batch, then parks it in the
+ * DLQ; the schedule's next run tries again.
+ */
+export function createProjectHandler(deps: ProjectDependencies): FunctionHandler<ProjectEvent, ProjectionSummary> {
+  async function onEvent(event: ProjectEvent): Promise<ProjectionSummary> {
+    const scope: ReconcileScope = 'Records' in event ? scopeOfStream(event.Records) : { kind: 'all' };
+    const covered = scope.kind === 'all' ? 'all' : scope.namespaces.map((n) => n.namespace);
+    if (scope.kind === 'namespaces' && scope.namespaces.length === 0) {
+      return { scope: [], changes: 0, conflicts: 0, problems: 0, errors: 0, durationMs: 0 };
+    }
+    const cluster = await deps.connect();
+    const report = await reconcile({ store: deps.store, cluster }, { targets: deps.targets }, scope);
+    recordProjectionMetrics(metrics, report);
+    for (const change of report.changes) logger.info('projected', { ...change });
+    for (const problem of report.problems) logger.warn('entry not projected', { ...problem });
+    for (const unmanaged of report.unmanaged) {
+      logger.warn('object exists without our managed-by label; left alone', { ...unmanaged });
+    }
+    const summary: ProjectionSummary = {
+      scope: covered,
+      changes: report.changes.length,
+      conflicts: report.conflicts,
+      problems: report.problems.length,
+      errors: report.errors.length,
+      durationMs: Math.round(report.durationMs),
+    };
+    logger.info('projection finished', { ...summary });
+    if (report.errors.length > 0) {
+      for (const error of report.errors) logger.error('projection error', { ...error });
+      throw new ProjectionFailedError(`projection failed: ${report.errors.map((e) => e.message).join('; ')}`);
+    }
+    return summary;
+  }
+
+  return middy<ProjectEvent, ProjectionSummary>()
+    .use(injectLambdaContext(logger, { resetKeys: true }))
+    .use(logMetrics(metrics))
+    .handler(onEvent);
+}
+
+/** The Lambda wiring: the registry table, and the cluster from the stack options. */
+export function projectDependenciesFromEnv(env: Record<string, string | undefined>): ProjectDependencies {
+  const config = readConfig(env);
+  const projector = readProjectorConfig(env);
+  return {
+    store: dependenciesFromEnv(env).store,
+    connect: () => connectCluster(projector, config.region),
+    targets: projector.targets,
+  };
+}
+
+let built: FunctionHandler<ProjectEvent, ProjectionSummary> | undefined;
+
+/** Dependencies are read on the first invocation, never at import (see lib/dependencies.ts). */
+export const handler: FunctionHandler<ProjectEvent, ProjectionSummary> = async (event, context) => {
+  built ??= createProjectHandler(projectDependenciesFromEnv(process.env));
+  return built(event, context);
+};
