@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import type { AgentAuth } from './config.ts';
-import { type AwsCredentials, presignConnectUrl, regionFromUrl } from './sigv4.ts';
+import type { AwsCredentials } from './sigv4.ts';
 
 /** Turns the connect URL into what one upgrade attempt sends: URL and headers. */
 export interface Authenticator {
@@ -38,6 +38,8 @@ async function readToken(path: string): Promise<string> {
 export function iamAuthenticator(region: string, credentials: () => Promise<AwsCredentials>): Authenticator {
   return {
     async prepare(url) {
+      // Loaded on first use: token-mode agents never pay for the signer's memory.
+      const { presignConnectUrl } = await import('./sigv4.ts');
       return { url: await presignConnectUrl(url, { region, credentials }), headers: {} };
     },
   };
@@ -53,6 +55,7 @@ export async function createAuthenticator(
   instanceRegion: string | undefined,
 ): Promise<Authenticator> {
   if (auth.mode === 'token') return tokenAuthenticator(auth);
+  const { regionFromUrl } = await import('./sigv4.ts');
   const region = auth.region ?? regionFromUrl(url) ?? instanceRegion;
   if (!region) {
     throw new AuthSetupError(`cannot tell the AWS region for IAM signing from ${new URL(url).host}; pass --region <region>`);

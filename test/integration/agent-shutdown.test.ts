@@ -1,4 +1,7 @@
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 vi.hoisted(() => {
@@ -9,19 +12,29 @@ vi.hoisted(() => {
 import { type AgentTestbed, startAgentTestbed } from '../fixtures/agent-testbed.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';
 
-/** `registrar-agent` as systemd runs it: a process, stopped with SIGTERM. */
+/**
+ * `registrar-agent` as systemd runs it: a process, stopped with SIGTERM. Both the TypeScript
+ * sources (`npx registrar-agent`) and the single-file bundle that packaging/build-agent.sh
+ * makes for VMs.
+ */
 let bed: AgentTestbed;
+let bundleDir: string;
 
 beforeAll(async () => {
   bed = await startAgentTestbed();
   await bed.applyGroup('web');
+  bundleDir = mkdtempSync(join(tmpdir(), 'agent-bundle-'));
+  execFileSync('sh', ['packaging/build-agent.sh'], { env: { ...process.env, OUT_DIR: bundleDir }, stdio: 'ignore' });
 });
-afterAll(() => bed?.close());
+afterAll(async () => {
+  await bed?.close();
+  if (bundleDir) rmSync(bundleDir, { recursive: true, force: true });
+});
 
-function runAgent(signal: NodeJS.Signals, ip: string) {
+function runAgent(program: string, signal: NodeJS.Signals, ip: string) {
   const child = spawn(
     process.execPath,
-    ['bin/registrar-agent.js', '--url', bed.runtime.url, '--group', 'web', '--namespace', 'shop', '--ip', ip, '--no-imds', '--log-format', 'json'],
+    [program, '--url', bed.runtime.url, '--group', 'web', '--namespace', 'shop', '--ip', ip, '--no-imds', '--log-format', 'json'],
     { env: { ...process.env, REGISTRAR_AGENT_TOKEN: bed.token }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';
@@ -32,9 +45,13 @@ function runAgent(signal: NodeJS.Signals, ip: string) {
 }
 
 describe('registrar-agent process', () => {
-  it.each(['SIGTERM', 'SIGINT'] as const)('closes the connection cleanly on %s and exits 0', async (signal) => {
-    const ip = signal === 'SIGTERM' ? '10.0.4.1' : '10.0.4.2';
-    const agent = runAgent(signal, ip);
+  it.each([
+    ['SIGTERM', 'the sources', '10.0.4.1'],
+    ['SIGINT', 'the sources', '10.0.4.2'],
+    ['SIGTERM', 'the bundle', '10.0.4.3'],
+  ] as const)('closes the connection cleanly on %s and exits 0 (%s)', async (signal, kind, ip) => {
+    const program = kind === 'the bundle' ? join(bundleDir, 'registrar-agent.mjs') : 'bin/registrar-agent.js';
+    const agent = runAgent(program, signal, ip);
     await waitFor(() => agent.output().includes(`registered as shop/web-${ip}`), 'the agent to register', 20_000);
     expect((await bed.entry(`web-${ip}`))?.connected).toBe(true);
     agent.child.kill(signal);

@@ -1,0 +1,109 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { startHttpTarget } from '../test/fixtures/agent-targets.ts';
+
+/**
+ * The agent's memory over an hour-equivalent of work, measured on the real program: the
+ * `registrar-agent` binary runs as its own process (so its RSS is only the agent's) against
+ * the local runtime in this process, probing a real HTTP server that flips between 200 and
+ * 500. Probe seconds are scaled by 0.01 (periodSeconds 1 -> 10 ms), so 3,600 probes, an hour
+ * of a 1-second probe, take about 40 s; the connection is rotated every ~1 s instead of every
+ * ~100 min, so the run also holds far more rotations than a real hour (or week).
+ * RSS is read from /proc/<pid>/status every 500 ms; "flat" means the last quarter of the run
+ * is not above the second quarter by more than noise.
+ */
+export interface AgentMemory {
+  durationS: number;
+  probes: number;
+  rotations: number;
+  healthTransitions: number;
+  samples: number;
+  rssAfterWarmupMb: number;
+  rssEndMb: number;
+  rssMaxMb: number;
+  /** Mean RSS of the last quarter minus the mean of the second quarter. */
+  rssGrowthMb: number;
+}
+
+const PROBES = Number(process.env.BENCH_AGENT_PROBES ?? 3_600);
+const SAMPLE_MS = 500;
+// Flip the target's status every 300 probes: about a dozen health transitions.
+const FLIP_EVERY = 300;
+
+export async function measureAgentMemory(): Promise<AgentMemory> {
+  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
+  const { startAgentTestbed } = await import('../test/fixtures/agent-testbed.ts');
+  const bed = await startAgentTestbed({ maxConnectionAgeMs: 1_300 });
+  const target = await startHttpTarget(200);
+  const child = spawn(
+    process.execPath,
+    [
+      fileURLToPath(new URL('../bin/registrar-agent.js', import.meta.url)),
+      ...['--url', bed.runtime.url, '--group', 'bench', '--namespace', 'shop', '--ip', '10.9.0.1', '--no-imds'],
+      ...['--log-format', 'json', '--probe-time-scale', '0.01', '--max-connection-age', '1300ms', '--ping-interval', '500ms'],
+    ],
+    { env: { ...process.env, REGISTRAR_AGENT_TOKEN: bed.token }, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
+  let rotations = 0;
+  let transitions = 0;
+  let pendingLine = '';
+  child.stderr.on('data', (chunk: Buffer) => {
+    const lines = (pendingLine + chunk.toString('utf8')).split('\n');
+    pendingLine = lines.pop() ?? '';
+    for (const line of lines) {
+      if (line.includes('"msg":"rotated to a new connection"')) rotations += 1;
+      if (line.includes('"msg":"healthy"') || line.includes('"msg":"unhealthy:')) transitions += 1;
+    }
+  });
+  await bed.applyGroup('bench', { httpGet: { port: target.port, path: '/ready' }, periodSeconds: 1, timeoutSeconds: 50, failureThreshold: 1 });
+
+  const samples: number[] = [];
+  const started = Date.now();
+  try {
+    let flipAt = FLIP_EVERY;
+    while (target.requests < PROBES) {
+      if (child.exitCode !== null) throw new Error(`the agent exited with ${child.exitCode}`);
+      await new Promise((resolve) => setTimeout(resolve, SAMPLE_MS));
+      if (target.requests >= flipAt) {
+        target.status = target.status === 200 ? 500 : 200;
+        flipAt += FLIP_EVERY;
+      }
+      const rss = rssMb(child.pid as number);
+      if (rss !== undefined) samples.push(rss);
+    }
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((resolve) => child.once('exit', resolve));
+    await target.close();
+    await bed.close();
+  }
+  const quarter = Math.max(1, Math.floor(samples.length / 4));
+  const mean = (values: number[]) => values.reduce((sum, v) => sum + v, 0) / Math.max(1, values.length);
+  const round = (value: number) => Math.round(value * 10) / 10;
+  return {
+    durationS: round((Date.now() - started) / 1000),
+    probes: target.requests,
+    rotations,
+    healthTransitions: transitions,
+    samples: samples.length,
+    rssAfterWarmupMb: round(samples[quarter] ?? 0),
+    rssEndMb: round(samples.at(-1) ?? 0),
+    rssMaxMb: round(Math.max(...samples)),
+    rssGrowthMb: round(mean(samples.slice(-quarter)) - mean(samples.slice(quarter, 2 * quarter))),
+  };
+}
+
+function rssMb(pid: number): number | undefined {
+  try {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) / 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  console.log(JSON.stringify(await measureAgentMemory(), null, 2));
+}
