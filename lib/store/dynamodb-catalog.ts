@@ -154,8 +154,11 @@ export class DynamoDbCatalog {
       let requests: Record<string, unknown>[] | undefined = batch.map((id) => ({
         DeleteRequest: { Key: connectionKey(id) },
       }));
-      // BatchWriteItem may leave some undone under throttling; they come back unprocessed.
-      while (requests && requests.length > 0) {
+      // BatchWriteItem may leave some undone under throttling; they come back unprocessed and
+      // are retried after a short, growing pause (AWS's advice for unprocessed items).
+      for (let retry = 0; requests && requests.length > 0; retry++) {
+        if (retry > 0)
+          await new Promise((resolve) => setTimeout(resolve, 50 * 2 ** Math.min(retry, 6)));
         const result: BatchWriteCommandOutput = await this.#client.send(
           new BatchWriteCommand({ RequestItems: { [this.#table]: requests } }),
         );

@@ -1,0 +1,63 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
+import type { StoredToken } from '../../lib/store/token-store.ts';
+import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+
+let dynamo: TestDynamo;
+let tokens: DynamoDbTokenStore;
+
+beforeAll(async () => {
+  dynamo = await startTestDynamo();
+  tokens = new DynamoDbTokenStore(dynamo.client, dynamo.tableName);
+});
+afterAll(async () => {
+  await dynamo?.close();
+});
+
+function token(id: string, extra: Partial<StoredToken> = {}): StoredToken {
+  return {
+    id,
+    secretHash: `sha256-of-${id}`,
+    namespace: 'shop',
+    createdAt: 1_000,
+    expiresAt: 9_000,
+    ...extra,
+  };
+}
+
+it('stores a token and reads it back by id', async () => {
+  await tokens.putToken(token('t1', { serviceAccount: 'web' }));
+
+  expect(await tokens.getToken('t1')).toEqual(token('t1', { serviceAccount: 'web' }));
+  expect(await tokens.getToken('missing')).toBeUndefined();
+});
+
+it('refuses to overwrite an existing token', async () => {
+  await tokens.putToken(token('t2'));
+
+  await expect(tokens.putToken(token('t2', { namespace: 'other' }))).rejects.toThrow(
+    /already exists/,
+  );
+  expect((await tokens.getToken('t2'))?.namespace).toBe('shop');
+});
+
+it('revokes a token once and keeps the first revocation time', async () => {
+  await tokens.putToken(token('t3'));
+
+  expect(await tokens.revokeToken('t3', 5_000)).toBe(true);
+  expect(await tokens.revokeToken('t3', 6_000)).toBe(true);
+  expect((await tokens.getToken('t3'))?.revokedAt).toBe(5_000);
+});
+
+it('does not create a token when revoking an unknown id', async () => {
+  expect(await tokens.revokeToken('nope', 5_000)).toBe(false);
+  expect(await tokens.getToken('nope')).toBeUndefined();
+});
+
+it('lists every token', async () => {
+  await tokens.putToken(token('t4'));
+
+  const ids = (await tokens.listTokens()).map((stored) => stored.id);
+
+  expect(ids).toEqual(expect.arrayContaining(['t1', 't2', 't3', 't4']));
+});
