@@ -1,0 +1,222 @@
+import { join } from 'node:path';
+import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import { Alarm, ComparisonOperator, Metric, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import type { ISecurityGroup, IVpc, SubnetSelection } from 'aws-cdk-lib/aws-ec2';
+import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
+import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
+import { Architecture, FilterCriteria, FilterRule, LoggingFormat, Runtime, StartingPosition } from 'aws-cdk-lib/aws-lambda';
+import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
+import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { ITopic } from 'aws-cdk-lib/aws-sns';
+import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { ENV } from '../../lib/config.ts';
+import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lib/observability.ts';
+import { PROJECTION_METRIC } from '../../lib/projection/projection-metrics.ts';
+import { PROJECTOR_ENV, parseTargets } from '../../lib/projection/projector-config.ts';
+import type { Target } from '../../lib/projection/report.ts';
+import { BUNDLE, REPO_ROOT } from './bundling.ts';
+
+export interface ProjectorProps {
+  /** The registry table; it must have a stream (KEYS_ONLY is enough: the projector re-reads). */
+  table: ITable;
+  clusterName: string;
+  /** The cluster's API endpoint (`aws eks describe-cluster --query cluster.endpoint`). */
+  endpoint: string;
+  /** Base64 CA data (`cluster.certificateAuthority.data`). */
+  certificateAuthority: string;
+  targets: readonly Target[];
+  /** Full reconcile every this many minutes. Default 5. */
+  scheduleMinutes?: number;
+  /** Alarms notify this topic when given. */
+  alarmTopic?: ITopic;
+  /** For a cluster with a private endpoint only: the VPC the function runs in. */
+  vpc?: IVpc;
+  vpcSubnets?: SubnetSelection;
+  securityGroups?: ISecurityGroup[];
+}
+
+/**
+ * Projects the registry into a Kubernetes cluster. Two triggers, one level-triggered
+ * reconcile: the table's stream (seconds after a change; batched, bisected on error, failed
+ * batches parked in a DLQ with an alarm) and a schedule (a full reconcile that repairs
+ * anything a lost batch or a hand edit left behind).
+ *
+ * The function needs no AWS permission on the cluster: it signs an EKS token with its own
+ * role, which an EKS access entry maps to the RBAC in docs/kubernetes.md.
+ */
+export class Projector extends Construct {
+  readonly function: NodejsFunction;
+  readonly deadLetterQueue: Queue;
+  readonly rule: Rule;
+  readonly alarms: Alarm[] = [];
+
+  constructor(scope: Construct, id: string, props: ProjectorProps) {
+    super(scope, id);
+    if (!props.table.tableStreamArn) {
+      throw new Error('the registry table has no stream; enable one (KEYS_ONLY) for the projector');
+    }
+    const targets = parseTargets(props.targets.join(','));
+    const logGroup = new LogGroup(this, 'Logs', {
+      retention: RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    const role = new Role(this, 'Role', {
+      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+      description: 'workload-registrar projector: reads the registry, writes the cluster (EKS access entry)',
+    });
+    logGroup.grantWrite(role);
+    this.function = new NodejsFunction(this, 'Function', {
+      entry: join(REPO_ROOT, 'functions/project.ts'),
+      handler: 'handler',
+      projectRoot: REPO_ROOT,
+      depsLockFilePath: join(REPO_ROOT, 'package-lock.json'),
+      runtime: Runtime.NODEJS_22_X,
+      architecture: Architecture.ARM_64,
+      // A full reconcile of 10,000 entries is ~25 list pages and diffing in memory; 1 GB buys
+      // the CPU for it. The timeout covers an initial sync (every object written once).
+      memorySize: 1024,
+      timeout: Duration.minutes(5),
+      logGroup,
+      role,
+      loggingFormat: LoggingFormat.JSON,
+      vpc: props.vpc,
+      vpcSubnets: props.vpcSubnets,
+      securityGroups: props.securityGroups,
+      environment: {
+        POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
+        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+        POWERTOOLS_LOG_LEVEL: 'INFO',
+        NODE_OPTIONS: '--enable-source-maps',
+        [ENV.tableName]: props.table.tableName,
+        [PROJECTOR_ENV.targets]: targets.join(','),
+        [PROJECTOR_ENV.clusterName]: props.clusterName,
+        [PROJECTOR_ENV.endpoint]: props.endpoint,
+        [PROJECTOR_ENV.certificateAuthority]: props.certificateAuthority,
+      },
+      // Same esbuild settings as every function; @kubernetes/client-node is bundled (it is
+      // not in the Lambda runtime), the AWS SDK is not.
+      bundling: {
+        format: OutputFormat.ESM,
+        target: BUNDLE.target,
+        minify: BUNDLE.minify,
+        sourceMap: BUNDLE.sourceMap,
+        externalModules: [...BUNDLE.externalModules],
+        mainFields: [...BUNDLE.mainFields],
+        banner: BUNDLE.banner,
+        forceDockerBundling: false,
+      },
+    });
+    Validations.of(this.function).acknowledge({
+      id: 'AwsSolutions-L1',
+      reason: 'The runtime is pinned to nodejs22.x on purpose, like every function of the project.',
+    });
+    props.table.grantReadData(role);
+
+    this.deadLetterQueue = new Queue(this, 'DeadLetters', {
+      retentionPeriod: Duration.days(14),
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+    });
+    this.function.addEventSource(
+      new DynamoEventSource(props.table, {
+        startingPosition: StartingPosition.LATEST,
+        // One reconcile per batch, not per record: a burst of connects costs one run.
+        batchSize: 100,
+        maxBatchingWindow: Duration.seconds(2),
+        bisectBatchOnError: true,
+        retryAttempts: 3,
+        // A stream record older than the schedule period is repaired by the schedule anyway.
+        maxRecordAge: Duration.minutes(15),
+        onFailure: new SqsDlq(this.deadLetterQueue),
+        // Only groups and entries (pk NS#...) can change the cluster; connection records and
+        // tokens never invoke the function.
+        filters: [FilterCriteria.filter({ dynamodb: { Keys: { pk: { S: FilterRule.beginsWith('NS#') } } } })],
+      }),
+    );
+
+    const minutes = props.scheduleMinutes ?? 5;
+    this.rule = new Rule(this, 'FullReconcile', {
+      description: 'workload-registrar: reconcile the whole registry into the cluster',
+      schedule: Schedule.rate(Duration.minutes(minutes)),
+    });
+    // A failed full reconcile is not retried: the next tick is the retry.
+    this.rule.addTarget(new LambdaFunction(this.function, { retryAttempts: 0 }));
+
+    this.alarm('DeadLetters', this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: 'Maximum' }), {
+      description: 'Stream batches the projector failed on after retries are parked in the DLQ; the schedule repairs the cluster, but find out why.',
+    }, props.alarmTopic);
+    this.alarm('Errors', projectionErrors(), {
+      description: 'The projector could not write the cluster: access denied, CRD not installed, objects refused (see its logs).',
+    }, props.alarmTopic);
+  }
+
+  private alarm(id: string, metric: Metric, text: { description: string }, topic: ITopic | undefined): void {
+    const alarm = new Alarm(this, `${id}Alarm`, {
+      metric,
+      threshold: 1,
+      evaluationPeriods: 1,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+      alarmDescription: text.description,
+    });
+    if (topic) alarm.addAlarmAction(new SnsAction(topic));
+    this.alarms.push(alarm);
+  }
+}
+
+/** Errors counted by the projector (Powertools EMF: namespace WorkloadRegistrar, service). */
+export function projectionErrors(): Metric {
+  return new Metric({
+    namespace: METRICS_NAMESPACE,
+    metricName: PROJECTION_METRIC.errors,
+    dimensionsMap: { service: SERVICE_NAME },
+    statistic: 'Sum',
+    period: Duration.minutes(5),
+  });
+}
+
+/** The context keys (`cdk deploy -c projectorClusterName=prod ...`) the projector reads. */
+export const PROJECTOR_OPTION_KEYS = {
+  clusterName: 'projectorClusterName',
+  endpoint: 'projectorEndpoint',
+  certificateAuthority: 'projectorCertificateAuthority',
+  targets: 'projectorTargets',
+  scheduleMinutes: 'projectorScheduleMinutes',
+} as const;
+
+export type ProjectorOptions = Pick<ProjectorProps, 'clusterName' | 'endpoint' | 'certificateAuthority' | 'targets' | 'scheduleMinutes'>;
+
+/**
+ * The projector's stack options from context; undefined when no cluster is named (no
+ * projector is deployed). A bad value fails the synth with the option's name and value.
+ */
+export function resolveProjectorOptions(node: Construct['node']): ProjectorOptions | undefined {
+  const read = (key: string) => {
+    const value = node.tryGetContext(key);
+    return value === undefined || value === '' ? undefined : String(value);
+  };
+  const clusterName = read(PROJECTOR_OPTION_KEYS.clusterName);
+  if (clusterName === undefined) return undefined;
+  const problems: string[] = [];
+  const endpoint = read(PROJECTOR_OPTION_KEYS.endpoint) ?? '';
+  if (!/^https:\/\/\S+$/.test(endpoint)) problems.push(`${PROJECTOR_OPTION_KEYS.endpoint} (value '${endpoint}'): must be the cluster's https:// endpoint`);
+  const certificateAuthority = read(PROJECTOR_OPTION_KEYS.certificateAuthority) ?? '';
+  if (!/^[A-Za-z0-9+/]+={0,2}$/.test(certificateAuthority)) {
+    problems.push(`${PROJECTOR_OPTION_KEYS.certificateAuthority}: must be the base64 certificateAuthority.data of the cluster`);
+  }
+  const minutes = Number(read(PROJECTOR_OPTION_KEYS.scheduleMinutes) ?? '5');
+  if (!Number.isInteger(minutes) || minutes < 1) problems.push(`${PROJECTOR_OPTION_KEYS.scheduleMinutes} (value '${minutes}'): must be whole minutes, 1 or more`);
+  let targets: Target[] = [];
+  try {
+    targets = parseTargets(read(PROJECTOR_OPTION_KEYS.targets) ?? 'istio');
+  } catch (error) {
+    problems.push(`${PROJECTOR_OPTION_KEYS.targets}: ${(error as Error).message}`);
+  }
+  if (problems.length > 0) throw new Error(`invalid projector option ${problems.join('; ')}`);
+  return { clusterName, endpoint, certificateAuthority, targets, scheduleMinutes: minutes };
+}

@@ -1,0 +1,139 @@
+import { App, Stack } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import { AttributeType, BillingMode, StreamViewType, Table } from 'aws-cdk-lib/aws-dynamodb';
+import { Topic } from 'aws-cdk-lib/aws-sns';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { Projector, resolveProjectorOptions } from '../../infra/constructs/projector.ts';
+
+// A bare stack with a test table that has a stream; bundling is skipped (bundle-contents and
+// `cdk synth` prove esbuild), so this only checks what the template says.
+function synth(props: { stream?: boolean; context?: Record<string, unknown> } = {}) {
+  const app = new App({ context: { 'aws:cdk:bundling-stacks': [], ...props.context } });
+  const stack = new Stack(app, 'Test', { env: { account: '123456789012', region: 'eu-west-1' } });
+  const table = new Table(stack, 'Registry', {
+    partitionKey: { name: 'pk', type: AttributeType.STRING },
+    sortKey: { name: 'sk', type: AttributeType.STRING },
+    billingMode: BillingMode.PAY_PER_REQUEST,
+    ...(props.stream === false ? {} : { stream: StreamViewType.KEYS_ONLY }),
+  });
+  const topic = new Topic(stack, 'Alarms');
+  const projector = () =>
+    new Projector(stack, 'Projector', {
+      table,
+      clusterName: 'prod',
+      endpoint: 'https://ABC.gr7.eu-west-1.eks.amazonaws.com',
+      certificateAuthority: 'LS0tLS1CRUdJTg==',
+      targets: ['istio', 'endpointslices'],
+      alarmTopic: topic,
+    });
+  return { stack, projector };
+}
+
+describe('Projector construct', () => {
+  let template: Template;
+  beforeAll(() => {
+    const { stack, projector } = synth();
+    projector();
+    template = Template.fromStack(stack);
+  });
+
+  it('runs on the table stream in batches, bisecting failed batches into a DLQ', () => {
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^Registry'), 'StreamArn'] },
+      StartingPosition: 'LATEST',
+      BatchSize: 100,
+      MaximumBatchingWindowInSeconds: 2,
+      BisectBatchOnFunctionError: true,
+      MaximumRetryAttempts: 3,
+      DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ProjectorDeadLetters'), 'Arn'] } } },
+      FilterCriteria: { Filters: [{ Pattern: JSON.stringify({ dynamodb: { Keys: { pk: { S: [{ prefix: 'NS#' }] } } } }) }] },
+    });
+  });
+
+  it('reconciles everything on a schedule, every 5 minutes by default', () => {
+    template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(5 minutes)',
+      Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ProjectorFunction'), 'Arn'] }, RetryPolicy: { MaximumRetryAttempts: 0 } })],
+    });
+  });
+
+  it('passes the cluster and targets to the function, and nothing secret', () => {
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Runtime: 'nodejs22.x',
+      Environment: {
+        Variables: Match.objectLike({
+          REGISTRAR_PROJECTION_TARGETS: 'istio,endpointslices',
+          REGISTRAR_EKS_CLUSTER_NAME: 'prod',
+          REGISTRAR_EKS_ENDPOINT: 'https://ABC.gr7.eu-west-1.eks.amazonaws.com',
+          REGISTRAR_EKS_CA: 'LS0tLS1CRUdJTg==',
+          REGISTRAR_TABLE: { Ref: Match.stringLikeRegexp('^Registry') },
+        }),
+      },
+    });
+  });
+
+  it('may read the table and its stream, and write nothing to it', () => {
+    const policies = template.findResources('AWS::IAM::Policy');
+    const actions = Object.values(policies).flatMap((policy) =>
+      (policy.Properties.PolicyDocument.Statement as { Action: string | string[] }[]).flatMap((s) => [s.Action].flat()),
+    );
+    expect(actions).toEqual(expect.arrayContaining(['dynamodb:Query', 'dynamodb:GetRecords', 'sqs:SendMessage']));
+    expect(actions.filter((a) => /^dynamodb:(Put|Update|Delete|BatchWrite)/.test(a))).toEqual([]);
+  });
+
+  it('alarms on a message in the DLQ and on projection errors, to the alarm topic', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Namespace: 'AWS/SQS',
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      AlarmActions: [{ Ref: Match.stringLikeRegexp('^Alarms') }],
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'ProjectionErrors',
+      Namespace: 'WorkloadRegistrar',
+      Dimensions: [{ Name: 'service', Value: 'workload-registrar' }],
+      Threshold: 1,
+      AlarmActions: [{ Ref: Match.stringLikeRegexp('^Alarms') }],
+    });
+  });
+
+  it('refuses a table without a stream', () => {
+    const { projector } = synth({ stream: false });
+    expect(projector).toThrow('the registry table has no stream');
+  });
+});
+
+describe('projector stack options', () => {
+  const node = (context: Record<string, unknown>) => new App({ context }).node;
+
+  it('deploys no projector when no cluster is named', () => {
+    expect(resolveProjectorOptions(node({}))).toBeUndefined();
+  });
+
+  it('reads the cluster, endpoint, CA, targets and schedule from context', () => {
+    expect(
+      resolveProjectorOptions(
+        node({
+          projectorClusterName: 'prod',
+          projectorEndpoint: 'https://x.eks.amazonaws.com',
+          projectorCertificateAuthority: 'QUJD',
+          projectorTargets: 'linkerd,endpointslices',
+          projectorScheduleMinutes: '10',
+        }),
+      ),
+    ).toEqual({
+      clusterName: 'prod',
+      endpoint: 'https://x.eks.amazonaws.com',
+      certificateAuthority: 'QUJD',
+      targets: ['linkerd', 'endpointslices'],
+      scheduleMinutes: 10,
+    });
+  });
+
+  it('names the bad option and its value', () => {
+    expect(() =>
+      resolveProjectorOptions(node({ projectorClusterName: 'prod', projectorEndpoint: 'http://x', projectorCertificateAuthority: 'QUJD', projectorTargets: 'consul' })),
+    ).toThrow(/projectorEndpoint \(value 'http:\/\/x'\).*projectorTargets: invalid projection targets 'consul'/);
+  });
+});
