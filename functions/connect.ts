@@ -22,7 +22,10 @@ export function createConnectHandler(
     const { connectionId, connectedAt, requestTimeEpoch } = event.requestContext;
     logger.appendKeys({ connectionId });
     const request = parseConnectRequest(event);
-    const identity = verifiedIdentity(event, deps.config.authMode);
+    const identity = await verifiedIdentity(event, deps.config.authMode, {
+      policies: deps.policies,
+      namespace: request.namespace,
+    });
     const result = await registerWorkload(
       { store: deps.store, groups, controller: deps.config.controller },
       // Server time only: API Gateway's connect time, never the agent's clock.

@@ -2,8 +2,10 @@ import type { Context } from 'aws-lambda';
 import { type Config, readConfig } from './config.ts';
 import type { EpochMillis } from './domain/model.ts';
 import { createDocumentClient } from './store/dynamodb-client.ts';
+import { DynamoDbPolicyStore } from './store/dynamodb-policy-store.ts';
 import { DynamoDbRegistryStore } from './store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from './store/dynamodb-token-store.ts';
+import type { PolicyReader } from './store/policy-store.ts';
 import type { CatalogStore, RegistryStore } from './store/registry-store.ts';
 import type { TokenStore } from './store/token-store.ts';
 
@@ -15,6 +17,8 @@ export interface Dependencies {
   config: Config;
   store: RegistryStore & CatalogStore;
   tokens: TokenStore;
+  /** IAM mode's allow rules (role -> namespace), read on connect; absent, none is allowed. */
+  policies?: PolicyReader;
   now: () => EpochMillis;
 }
 
@@ -35,6 +39,7 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
     config,
     store: new DynamoDbRegistryStore(client, config.tableName),
     tokens: new DynamoDbTokenStore(client, config.tableName),
+    policies: new DynamoDbPolicyStore(client, config.tableName),
     now: () => Date.now(),
   };
 }

@@ -3,6 +3,7 @@ import type { CommandRegistration } from './context.ts';
 import { registerDelete } from './delete.ts';
 import { registerDescribe } from './describe.ts';
 import { registerGet } from './get.ts';
+import { registerPolicy } from './policy.ts';
 import { registerSweep } from './sweep.ts';
 import { registerToken } from './token.ts';
 
@@ -16,5 +17,6 @@ export const COMMANDS: readonly CommandRegistration[] = [
   registerDescribe,
   registerDelete,
   registerToken,
+  registerPolicy,
   registerSweep,
 ];

@@ -1,6 +1,8 @@
+import { authorizeIamCaller } from '../auth/iam-caller.ts';
 import type { Config } from '../config.ts';
 import { UnauthenticatedError } from '../domain/errors.ts';
 import type { VerifiedIdentity } from '../domain/model.ts';
+import type { PolicyReader } from '../store/policy-store.ts';
 import type { StoredToken } from '../store/token-store.ts';
 import type { WebSocketConnectEvent } from './websocket-events.ts';
 
@@ -35,12 +37,24 @@ export function authorizerContext(token: StoredToken): Record<string, string> {
   return context;
 }
 
-export function verifiedIdentity(
+/**
+ * Token mode: the authorizer's context. IAM mode: the SigV4-verified caller, allowed for the
+ * requested namespace only by a stored policy (lib/auth/iam-caller.ts), deny by default.
+ */
+export async function verifiedIdentity(
   event: Pick<WebSocketConnectEvent, 'requestContext'>,
   authMode: Config['authMode'],
-): VerifiedIdentity {
-  return authMode === 'iam' ? iamIdentity(event) : tokenIdentity(event);
+  iam: { policies: PolicyReader | undefined; namespace: string },
+): Promise<VerifiedIdentity> {
+  if (authMode === 'iam') {
+    const policies = iam.policies ?? NO_POLICIES;
+    return authorizeIamCaller(policies, event.requestContext.identity?.userArn, iam.namespace);
+  }
+  return tokenIdentity(event);
 }
+
+/** Deny by default: without a policy store no IAM caller is allowed anywhere. */
+const NO_POLICIES: PolicyReader = { getPolicy: async () => undefined };
 
 /** Token mode: what functions/authorize.ts wrote into the context (see authorizerContext). */
 function tokenIdentity(event: Pick<WebSocketConnectEvent, 'requestContext'>): VerifiedIdentity {
@@ -57,18 +71,4 @@ function tokenIdentity(event: Pick<WebSocketConnectEvent, 'requestContext'>): Ve
     identity.serviceAccount = serviceAccount;
   }
   return identity;
-}
-
-/**
- * IAM mode seam. API Gateway has verified the SigV4 signature and the caller's
- * `execute-api:Invoke` permission before `$connect` runs; the principal is the caller's ARN.
- * The per-namespace allow rules (`POLICY` items: role ARN -> namespace) are checked with the
- * deploy work for IAM mode; until then an IAM identity carries no namespace scope.
- */
-function iamIdentity(event: Pick<WebSocketConnectEvent, 'requestContext'>): VerifiedIdentity {
-  const userArn = event.requestContext.identity?.userArn;
-  if (typeof userArn !== 'string' || userArn === '') {
-    throw new UnauthenticatedError('missing IAM identity; sign the connect request with SigV4');
-  }
-  return { principal: userArn };
 }

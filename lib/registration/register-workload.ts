@@ -79,17 +79,21 @@ function checkNamespace(identity: VerifiedIdentity, namespace: string): void {
 
 /**
  * A group whose template names a service account gives its VMs that mesh identity, so only a
- * token issued for exactly that service account may register into it. A template without one
- * accepts any token of its namespace. IAM identities are scoped by the IAM-mode policy check
- * (see lib/protocol/identity.ts), not here.
+ * token issued for exactly that service account, or in IAM mode a role allowed for exactly
+ * that service account, may register into it. A template without one accepts any caller of
+ * its namespace.
  */
 function checkServiceAccount(identity: VerifiedIdentity, group: WorkloadGroup): void {
   const required = group.spec.template.serviceAccount;
-  if (!required || !isTokenPrincipal(identity)) return;
-  if (identity.serviceAccount === required) return;
+  if (!required || identity.serviceAccount === required) return;
   const has = identity.serviceAccount
     ? `service account '${identity.serviceAccount}'`
     : 'no service account';
+  if (!isTokenPrincipal(identity)) {
+    throw new ForbiddenError(
+      `caller '${identity.principal}' is allowed ${has} but WorkloadGroup ${formatRef(group.metadata)} runs as '${required}'; allow its role with registrar policy allow --service-account ${required}`,
+    );
+  }
   throw new ForbiddenError(
     `join token has ${has} but WorkloadGroup ${formatRef(group.metadata)} runs as '${required}'; create a token for service account '${required}'`,
   );

@@ -1,0 +1,85 @@
+import {
+  DeleteCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+} from '@aws-sdk/lib-dynamodb';
+import { isConditionFailed, queryItems } from './dynamodb-client.ts';
+import type { IamPolicy, PolicyStore } from './policy-store.ts';
+
+/** The partition of the IAM-mode allow rules (`POLICY` / `<roleArn>#<namespace>`). */
+export const POLICY_PARTITION = 'POLICY';
+
+export function policyKey(roleArn: string, namespace: string): { pk: string; sk: string } {
+  // A role ARN contains ':' and '/' but never '#', so the sort key splits unambiguously.
+  return { pk: POLICY_PARTITION, sk: `${roleArn}#${namespace}` };
+}
+
+/** IAM-mode allow rules under one partition: few, read by key on connect, listed by the CLI. */
+export class DynamoDbPolicyStore implements PolicyStore {
+  readonly #client: DynamoDBDocumentClient;
+  readonly #table: string;
+
+  constructor(client: DynamoDBDocumentClient, tableName: string) {
+    this.#client = client;
+    this.#table = tableName;
+  }
+
+  async putPolicy(policy: IamPolicy): Promise<void> {
+    await this.#client.send(
+      new PutCommand({
+        TableName: this.#table,
+        Item: { ...policyKey(policy.roleArn, policy.namespace), ...policy },
+      }),
+    );
+  }
+
+  async getPolicy(roleArn: string, namespace: string): Promise<IamPolicy | undefined> {
+    // Consistent: a revoked rule must refuse the very next connect.
+    const { Item } = await this.#client.send(
+      new GetCommand({
+        TableName: this.#table,
+        Key: policyKey(roleArn, namespace),
+        ConsistentRead: true,
+      }),
+    );
+    return Item ? decodePolicy(Item) : undefined;
+  }
+
+  async listPolicies(): Promise<IamPolicy[]> {
+    const policies: IamPolicy[] = [];
+    const items = queryItems(this.#client, {
+      TableName: this.#table,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': POLICY_PARTITION },
+    });
+    for await (const item of items) policies.push(decodePolicy(item));
+    return policies;
+  }
+
+  async deletePolicy(roleArn: string, namespace: string): Promise<boolean> {
+    try {
+      await this.#client.send(
+        new DeleteCommand({
+          TableName: this.#table,
+          Key: policyKey(roleArn, namespace),
+          ConditionExpression: 'attribute_exists(pk)',
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionFailed(error)) return false;
+      throw error;
+    }
+  }
+}
+
+function decodePolicy(item: Record<string, unknown>): IamPolicy {
+  const policy: IamPolicy = {
+    roleArn: String(item.roleArn),
+    namespace: String(item.namespace),
+    createdAt: Number(item.createdAt),
+  };
+  if (typeof item.serviceAccount === 'string') policy.serviceAccount = item.serviceAccount;
+  return policy;
+}

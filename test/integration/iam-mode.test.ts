@@ -1,0 +1,210 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+
+// Powertools reads these when lib/observability.ts is imported: keep test output readable.
+vi.hoisted(() => {
+  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
+});
+
+import { runCli } from '../../cli/main.ts';
+import { createConnectHandler } from '../../functions/connect.ts';
+import { readConfig } from '../../lib/config.ts';
+import type { Dependencies } from '../../lib/dependencies.ts';
+import type { WorkloadGroup } from '../../lib/domain/model.ts';
+import { DynamoDbPolicyStore } from '../../lib/store/dynamodb-policy-store.ts';
+import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
+import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+import { lambdaContext } from '../fixtures/lambda-context.ts';
+
+/**
+ * IAM mode over a real table (dynalite): the operator allows a role with the CLI, and the
+ * connect handler receives what API Gateway passes after its SigV4 check
+ * (`requestContext.identity.userArn`). API Gateway's own signature check cannot run here;
+ * the event stands in for its result.
+ */
+
+const T0 = Date.UTC(2026, 2, 1, 12, 0, 0);
+const ROLE = 'arn:aws:iam::123456789012:role/web-vm';
+const SESSION = 'arn:aws:sts::123456789012:assumed-role/web-vm/i-0abc123def4567890';
+
+let dynamo: TestDynamo;
+let deps: Dependencies;
+let policies: DynamoDbPolicyStore;
+let connections = 0;
+
+const webGroup: WorkloadGroup = {
+  apiVersion: 'networking.istio.io/v1',
+  kind: 'WorkloadGroup',
+  metadata: { name: 'web', namespace: 'shop' },
+  spec: { template: { ports: { http: 8080 }, serviceAccount: 'web-sa' } },
+};
+const batchGroup: WorkloadGroup = {
+  apiVersion: 'networking.istio.io/v1',
+  kind: 'WorkloadGroup',
+  metadata: { name: 'batch', namespace: 'shop' },
+  spec: { template: { ports: { grpc: 9000 } } },
+};
+
+beforeAll(async () => {
+  dynamo = await startTestDynamo();
+  policies = new DynamoDbPolicyStore(dynamo.client, dynamo.tableName);
+  deps = {
+    config: readConfig({
+      REGISTRAR_TABLE: dynamo.tableName,
+      REGISTRAR_DYNAMODB_ENDPOINT: dynamo.endpoint,
+      REGISTRAR_AUTH_MODE: 'iam',
+    }),
+    store: new DynamoDbRegistryStore(dynamo.client, dynamo.tableName),
+    tokens: new DynamoDbTokenStore(dynamo.client, dynamo.tableName),
+    policies,
+    now: () => T0,
+  };
+  await deps.store.applyGroup(webGroup);
+  await deps.store.applyGroup(batchGroup);
+});
+
+afterAll(async () => {
+  await dynamo?.close();
+});
+
+beforeEach(async () => {
+  for (const rule of await policies.listPolicies()) {
+    await policies.deletePolicy(rule.roleArn, rule.namespace);
+  }
+});
+
+async function registrar(
+  args: string[],
+): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const code = await runCli(args, {
+    stdout: { write: (text: string) => (stdout += text) },
+    stderr: { write: (text: string) => (stderr += text) },
+    stdin: (async function* () {})(),
+    env: { REGISTRAR_DYNAMODB_ENDPOINT: dynamo.endpoint, REGISTRAR_TABLE: dynamo.tableName },
+    cwd: process.cwd(),
+    now: () => T0,
+  });
+  return { code, stdout, stderr };
+}
+
+/** `$connect` as API Gateway invokes it after verifying the SigV4 signature. */
+async function iamConnect(group: string, ip: string, userArn: string | null = SESSION) {
+  connections += 1;
+  const at = T0 + connections;
+  return createConnectHandler(deps)(
+    {
+      requestContext: {
+        routeKey: '$connect',
+        eventType: 'CONNECT',
+        connectionId: `iam-${connections}=`,
+        connectedAt: at,
+        requestTimeEpoch: at,
+        requestId: `r-${connections}`,
+        domainName: 'api1.execute-api.us-east-1.amazonaws.com',
+        stage: 'v1',
+        apiId: 'api1',
+        identity: { sourceIp: ip, userArn },
+      },
+      headers: {},
+      queryStringParameters: { group, namespace: 'shop', ip },
+      multiValueQueryStringParameters: { group: [group], namespace: ['shop'], ip: [ip] },
+    },
+    lambdaContext('connect'),
+  );
+}
+
+describe('IAM mode', () => {
+  it('refuses an instance role that no policy allows (deny by default)', async () => {
+    const result = await iamConnect('batch', '10.0.0.1');
+    expect(result.statusCode).toBe(403);
+    expect(result.body).toContain(`registrar policy allow --role-arn ${ROLE} -n shop`);
+  });
+
+  it('registers the VM once the operator allows its role for the namespace', async () => {
+    expect((await registrar(['policy', 'allow', '--role-arn', ROLE, '-n', 'shop'])).code).toBe(0);
+    expect((await iamConnect('batch', '10.0.0.2')).statusCode).toBe(200);
+    const entry = await deps.store.getEntry({ namespace: 'shop', name: 'batch-10.0.0.2' });
+    expect(entry).toBeDefined();
+  });
+
+  it('stores the rule for a role given with a path under the session-visible ARN', async () => {
+    await registrar([
+      'policy',
+      'allow',
+      '--role-arn',
+      'arn:aws:iam::123456789012:role/ops/web-vm',
+      '-n',
+      'shop',
+    ]);
+    expect(await policies.getPolicy(ROLE, 'shop')).toMatchObject({ roleArn: ROLE });
+  });
+
+  it('refuses a group running as a service account the policy does not name', async () => {
+    await registrar(['policy', 'allow', '--role-arn', ROLE, '-n', 'shop']);
+    const result = await iamConnect('web', '10.0.0.3');
+    expect(result.statusCode).toBe(403);
+    expect(result.body).toContain("runs as 'web-sa'");
+  });
+
+  it('registers into that group when the policy names its service account', async () => {
+    await registrar([
+      'policy',
+      'allow',
+      '--role-arn',
+      ROLE,
+      '-n',
+      'shop',
+      '--service-account',
+      'web-sa',
+    ]);
+    expect((await iamConnect('web', '10.0.0.4')).statusCode).toBe(200);
+  });
+
+  it('refuses the next connect after the policy is revoked', async () => {
+    await registrar(['policy', 'allow', '--role-arn', ROLE, '-n', 'shop']);
+    expect((await iamConnect('batch', '10.0.0.5')).statusCode).toBe(200);
+    expect((await registrar(['policy', 'revoke', '--role-arn', ROLE, '-n', 'shop'])).code).toBe(0);
+    expect((await iamConnect('batch', '10.0.0.5')).statusCode).toBe(403);
+  });
+
+  it('refuses a connect that API Gateway passed without a caller, with 401', async () => {
+    expect((await iamConnect('batch', '10.0.0.6', null)).statusCode).toBe(401);
+  });
+
+  it('lists the rules for the operator', async () => {
+    await registrar([
+      'policy',
+      'allow',
+      '--role-arn',
+      ROLE,
+      '-n',
+      'shop',
+      '--service-account',
+      'web-sa',
+    ]);
+    const { code, stdout } = await registrar(['policy', 'list']);
+    expect(code).toBe(0);
+    expect(stdout).toMatch(new RegExp(`${ROLE}\\s+shop\\s+web-sa`));
+  });
+
+  it('reports revoking a rule that does not exist as a failure', async () => {
+    const { code, stderr } = await registrar([
+      'policy',
+      'revoke',
+      '--role-arn',
+      ROLE,
+      '-n',
+      'shop',
+    ]);
+    expect(code).toBe(1);
+    expect(stderr).toContain('no policy for role');
+  });
+
+  it('refuses a malformed role ARN as a usage error', async () => {
+    const { code } = await registrar(['policy', 'allow', '--role-arn', 'web-vm', '-n', 'shop']);
+    expect(code).toBe(2);
+  });
+});
