@@ -2,8 +2,10 @@ import { registerApply } from './apply.ts';
 import type { CommandRegistration } from './context.ts';
 import { registerDelete } from './delete.ts';
 import { registerDescribe } from './describe.ts';
+import { registerExport } from './export.ts';
 import { registerGet } from './get.ts';
 import { registerPolicy } from './policy.ts';
+import { registerProject } from './project.ts';
 import { registerSweep } from './sweep.ts';
 import { registerToken } from './token.ts';
 
@@ -19,4 +21,6 @@ export const COMMANDS: readonly CommandRegistration[] = [
   registerToken,
   registerPolicy,
   registerSweep,
+  registerExport,
+  registerProject,
 ];

@@ -1,0 +1,65 @@
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import type { ReconcileScope } from '../../lib/projection/projector.ts';
+import type { CommandRegistration } from './context.ts';
+
+interface ProjectOptions {
+  kubeconfig: string;
+  context?: string;
+  targets: string;
+  namespace?: string;
+  dryRun?: boolean;
+}
+
+/**
+ * `registrar project --kubeconfig PATH`: one reconcile of the registry into a cluster, the
+ * same the projector function runs, printing each change. With --dry-run it reads the
+ * cluster and prints what it would change, writing nothing.
+ */
+export const registerProject: CommandRegistration = (program, context) => {
+  program
+    .command('project')
+    .description('reconcile the registry into a Kubernetes cluster once and print what changed')
+    .requiredOption('--kubeconfig <path>', 'kubeconfig of the cluster to write')
+    .option('--context <name>', 'kubeconfig context (default: its current context)')
+    .addOption(
+      new Option('--targets <list>', 'comma-separated: istio, linkerd, endpointslices')
+        .argParser(checkTargets)
+        .default('istio'),
+    )
+    .option('-n, --namespace <namespace>', 'reconcile one namespace only (default: all)')
+    .option('--dry-run', 'print what would change, write nothing')
+    .action(async (options: ProjectOptions, command: Command) => {
+      // Loaded here: @kubernetes/client-node is large and only this command needs it.
+      const [{ kubeConfigFromFile }, { createKubernetesCluster }, { reconcile }, { describeReport }, { parseTargets }] =
+        await Promise.all([
+          import('../../lib/projection/cluster-access.ts'),
+          import('../../lib/projection/kubernetes-cluster.ts'),
+          import('../../lib/projection/projector.ts'),
+          import('../../lib/projection/report.ts'),
+          import('../../lib/projection/projector-config.ts'),
+        ]);
+      const cluster = createKubernetesCluster(kubeConfigFromFile(options.kubeconfig, options.context));
+      const { catalog } = await context.stores(command);
+      const scope: ReconcileScope = options.namespace
+        ? { kind: 'namespaces', namespaces: [{ namespace: options.namespace }] }
+        : { kind: 'all' };
+      const report = await reconcile(
+        { store: catalog, cluster },
+        { targets: parseTargets(options.targets), dryRun: options.dryRun ?? false },
+        scope,
+      );
+      context.out(describeReport(report));
+      if (report.errors.length > 0) {
+        throw new Error(`${report.errors.length} error(s) while projecting; see above`);
+      }
+    });
+};
+
+function checkTargets(text: string): string {
+  const names = text.split(',').map((name) => name.trim());
+  const unknown = names.filter((name) => !['istio', 'linkerd', 'endpointslices'].includes(name));
+  if (names.length === 0 || unknown.length > 0) {
+    throw new InvalidArgumentError('must list istio, linkerd or endpointslices, separated by commas');
+  }
+  return text;
+}
