@@ -23,7 +23,11 @@ export async function measureProjection(count = 10_000) {
       apiVersion: 'v1',
       kind: 'Service',
       metadata: { name: 'cart', namespace: `ns-${n}` },
-      spec: { selector: { app: 'cart' }, clusterIP: '172.20.0.10', ports: [{ name: 'http', port: 80, protocol: 'TCP', targetPort: 8080 }] },
+      spec: {
+        selector: { app: 'cart' },
+        clusterIP: '172.20.0.10',
+        ports: [{ name: 'http', port: 80, protocol: 'TCP', targetPort: 8080 }],
+      },
     });
   }
   const config = new KubeConfig();
@@ -50,7 +54,12 @@ export async function measureProjection(count = 10_000) {
     // endpoint's ready condition.
     const changed = Math.floor(count / 100);
     for (let i = 0; i < changed; i += 1) {
-      catalog.set(entryRecord(`vm-${i * 100}`, { ...recordOptions(i * 100, namespaces, T0), health: { status: 'False', at: T0 + 60_000 } }));
+      catalog.set(
+        entryRecord(`vm-${i * 100}`, {
+          ...recordOptions(i * 100, namespaces, T0),
+          health: { status: 'False', at: T0 + 60_000 },
+        }),
+      );
     }
     const onePercent = await run();
     return {

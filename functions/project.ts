@@ -40,15 +40,22 @@ export class ProjectionFailedError extends Error {}
  * errors fails the invocation: the stream retries and bisects the batch, then parks it in the
  * DLQ; the schedule's next run tries again.
  */
-export function createProjectHandler(deps: ProjectDependencies): FunctionHandler<ProjectEvent, ProjectionSummary> {
+export function createProjectHandler(
+  deps: ProjectDependencies,
+): FunctionHandler<ProjectEvent, ProjectionSummary> {
   async function onEvent(event: ProjectEvent): Promise<ProjectionSummary> {
-    const scope: ReconcileScope = 'Records' in event ? scopeOfStream(event.Records) : { kind: 'all' };
+    const scope: ReconcileScope =
+      'Records' in event ? scopeOfStream(event.Records) : { kind: 'all' };
     const covered = scope.kind === 'all' ? 'all' : scope.namespaces.map((n) => n.namespace);
     if (scope.kind === 'namespaces' && scope.namespaces.length === 0) {
       return { scope: [], changes: 0, conflicts: 0, problems: 0, errors: 0, durationMs: 0 };
     }
     const cluster = await deps.connect();
-    const report = await reconcile({ store: deps.store, cluster }, { targets: deps.targets }, scope);
+    const report = await reconcile(
+      { store: deps.store, cluster },
+      { targets: deps.targets },
+      scope,
+    );
     recordProjectionMetrics(metrics, report);
     for (const change of report.changes) logger.info('projected', { ...change });
     for (const problem of report.problems) logger.warn('entry not projected', { ...problem });
@@ -66,7 +73,9 @@ export function createProjectHandler(deps: ProjectDependencies): FunctionHandler
     logger.info('projection finished', { ...summary });
     if (report.errors.length > 0) {
       for (const error of report.errors) logger.error('projection error', { ...error });
-      throw new ProjectionFailedError(`projection failed: ${report.errors.map((e) => e.message).join('; ')}`);
+      throw new ProjectionFailedError(
+        `projection failed: ${report.errors.map((e) => e.message).join('; ')}`,
+      );
     }
     return summary;
   }
@@ -78,7 +87,9 @@ export function createProjectHandler(deps: ProjectDependencies): FunctionHandler
 }
 
 /** The Lambda wiring: the registry table, and the cluster from the stack options. */
-export function projectDependenciesFromEnv(env: Record<string, string | undefined>): ProjectDependencies {
+export function projectDependenciesFromEnv(
+  env: Record<string, string | undefined>,
+): ProjectDependencies {
   const config = readConfig(env);
   const projector = readProjectorConfig(env);
   return {

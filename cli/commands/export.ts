@@ -41,7 +41,9 @@ export const registerExport: CommandRegistration = (program, context) => {
           : desiredExternalWorkloads(entries, await catalog.listGroups(namespace));
       context.out(desired.objects.map((object) => `---\n${stringify(object)}`).join(''));
       for (const problem of desired.problems) {
-        context.io.stderr.write(`warning: ${problem.kind} ${problem.namespace}/${problem.name} left out: ${problem.message}\n`);
+        context.io.stderr.write(
+          `warning: ${problem.kind} ${problem.namespace}/${problem.name} left out: ${problem.message}\n`,
+        );
       }
     });
 };

@@ -30,15 +30,22 @@ export const registerProject: CommandRegistration = (program, context) => {
     .option('--dry-run', 'print what would change, write nothing')
     .action(async (options: ProjectOptions, command: Command) => {
       // Loaded here: @kubernetes/client-node is large and only this command needs it.
-      const [{ kubeConfigFromFile }, { createKubernetesCluster }, { reconcile }, { describeReport }, { parseTargets }] =
-        await Promise.all([
-          import('../../lib/projection/cluster-access.ts'),
-          import('../../lib/projection/kubernetes-cluster.ts'),
-          import('../../lib/projection/projector.ts'),
-          import('../../lib/projection/report.ts'),
-          import('../../lib/projection/projector-config.ts'),
-        ]);
-      const cluster = createKubernetesCluster(kubeConfigFromFile(options.kubeconfig, options.context));
+      const [
+        { kubeConfigFromFile },
+        { createKubernetesCluster },
+        { reconcile },
+        { describeReport },
+        { parseTargets },
+      ] = await Promise.all([
+        import('../../lib/projection/cluster-access.ts'),
+        import('../../lib/projection/kubernetes-cluster.ts'),
+        import('../../lib/projection/projector.ts'),
+        import('../../lib/projection/report.ts'),
+        import('../../lib/projection/projector-config.ts'),
+      ]);
+      const cluster = createKubernetesCluster(
+        kubeConfigFromFile(options.kubeconfig, options.context),
+      );
       const { catalog } = await context.stores(command);
       const scope: ReconcileScope = options.namespace
         ? { kind: 'namespaces', namespaces: [{ namespace: options.namespace }] }
@@ -59,7 +66,9 @@ function checkTargets(text: string): string {
   const names = text.split(',').map((name) => name.trim());
   const unknown = names.filter((name) => !['istio', 'linkerd', 'endpointslices'].includes(name));
   if (names.length === 0 || unknown.length > 0) {
-    throw new InvalidArgumentError('must list istio, linkerd or endpointslices, separated by commas');
+    throw new InvalidArgumentError(
+      'must list istio, linkerd or endpointslices, separated by commas',
+    );
   }
   return text;
 }

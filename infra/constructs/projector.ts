@@ -7,7 +7,14 @@ import type { ISecurityGroup, IVpc, SubnetSelection } from 'aws-cdk-lib/aws-ec2'
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import { Architecture, FilterCriteria, FilterRule, LoggingFormat, Runtime, StartingPosition } from 'aws-cdk-lib/aws-lambda';
+import {
+  Architecture,
+  FilterCriteria,
+  FilterRule,
+  LoggingFormat,
+  Runtime,
+  StartingPosition,
+} from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
@@ -67,7 +74,8 @@ export class Projector extends Construct {
     });
     const role = new Role(this, 'Role', {
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
-      description: 'workload-registrar projector: reads the registry, writes the cluster (EKS access entry)',
+      description:
+        'workload-registrar projector: reads the registry, writes the cluster (EKS access entry)',
     });
     logGroup.grantWrite(role);
     this.function = new NodejsFunction(this, 'Function', {
@@ -135,7 +143,11 @@ export class Projector extends Construct {
         onFailure: new SqsDlq(this.deadLetterQueue),
         // Only groups and entries (pk NS#...) can change the cluster; connection records and
         // tokens never invoke the function.
-        filters: [FilterCriteria.filter({ dynamodb: { Keys: { pk: { S: FilterRule.beginsWith('NS#') } } } })],
+        filters: [
+          FilterCriteria.filter({
+            dynamodb: { Keys: { pk: { S: FilterRule.beginsWith('NS#') } } },
+          }),
+        ],
       }),
     );
 
@@ -147,15 +159,35 @@ export class Projector extends Construct {
     // A failed full reconcile is not retried: the next tick is the retry.
     this.rule.addTarget(new LambdaFunction(this.function, { retryAttempts: 0 }));
 
-    this.alarm('DeadLetters', this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ period: Duration.minutes(5), statistic: 'Maximum' }), {
-      description: 'Stream batches the projector failed on after retries are parked in the DLQ; the schedule repairs the cluster, but find out why.',
-    }, props.alarmTopic);
-    this.alarm('Errors', projectionErrors(), {
-      description: 'The projector could not write the cluster: access denied, CRD not installed, objects refused (see its logs).',
-    }, props.alarmTopic);
+    this.alarm(
+      'DeadLetters',
+      this.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+        period: Duration.minutes(5),
+        statistic: 'Maximum',
+      }),
+      {
+        description:
+          'Stream batches the projector failed on after retries are parked in the DLQ; the schedule repairs the cluster, but find out why.',
+      },
+      props.alarmTopic,
+    );
+    this.alarm(
+      'Errors',
+      projectionErrors(),
+      {
+        description:
+          'The projector could not write the cluster: access denied, CRD not installed, objects refused (see its logs).',
+      },
+      props.alarmTopic,
+    );
   }
 
-  private alarm(id: string, metric: Metric, text: { description: string }, topic: ITopic | undefined): void {
+  private alarm(
+    id: string,
+    metric: Metric,
+    text: { description: string },
+    topic: ITopic | undefined,
+  ): void {
     const alarm = new Alarm(this, `${id}Alarm`, {
       metric,
       threshold: 1,
@@ -189,7 +221,10 @@ export const PROJECTOR_OPTION_KEYS = {
   scheduleMinutes: 'projectorScheduleMinutes',
 } as const;
 
-export type ProjectorOptions = Pick<ProjectorProps, 'clusterName' | 'endpoint' | 'certificateAuthority' | 'targets' | 'scheduleMinutes'>;
+export type ProjectorOptions = Pick<
+  ProjectorProps,
+  'clusterName' | 'endpoint' | 'certificateAuthority' | 'targets' | 'scheduleMinutes'
+>;
 
 /**
  * The projector's stack options from context; undefined when no cluster is named (no
@@ -204,13 +239,21 @@ export function resolveProjectorOptions(node: Construct['node']): ProjectorOptio
   if (clusterName === undefined) return undefined;
   const problems: string[] = [];
   const endpoint = read(PROJECTOR_OPTION_KEYS.endpoint) ?? '';
-  if (!/^https:\/\/\S+$/.test(endpoint)) problems.push(`${PROJECTOR_OPTION_KEYS.endpoint} (value '${endpoint}'): must be the cluster's https:// endpoint`);
+  if (!/^https:\/\/\S+$/.test(endpoint))
+    problems.push(
+      `${PROJECTOR_OPTION_KEYS.endpoint} (value '${endpoint}'): must be the cluster's https:// endpoint`,
+    );
   const certificateAuthority = read(PROJECTOR_OPTION_KEYS.certificateAuthority) ?? '';
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(certificateAuthority)) {
-    problems.push(`${PROJECTOR_OPTION_KEYS.certificateAuthority}: must be the base64 certificateAuthority.data of the cluster`);
+    problems.push(
+      `${PROJECTOR_OPTION_KEYS.certificateAuthority}: must be the base64 certificateAuthority.data of the cluster`,
+    );
   }
   const minutes = Number(read(PROJECTOR_OPTION_KEYS.scheduleMinutes) ?? '5');
-  if (!Number.isInteger(minutes) || minutes < 1) problems.push(`${PROJECTOR_OPTION_KEYS.scheduleMinutes} (value '${minutes}'): must be whole minutes, 1 or more`);
+  if (!Number.isInteger(minutes) || minutes < 1)
+    problems.push(
+      `${PROJECTOR_OPTION_KEYS.scheduleMinutes} (value '${minutes}'): must be whole minutes, 1 or more`,
+    );
   let targets: Target[] = [];
   try {
     targets = parseTargets(read(PROJECTOR_OPTION_KEYS.targets) ?? 'istio');

@@ -27,7 +27,9 @@ export interface ProjectorLoop {
  * comes while one is going is skipped (the next run sees everything anyway).
  */
 export function startProjectorLoop(options: ProjectorLoopOptions): ProjectorLoop {
-  const cluster: Cluster = createKubernetesCluster(kubeConfigFromFile(options.kubeconfigPath, options.context));
+  const cluster: Cluster = createKubernetesCluster(
+    kubeConfigFromFile(options.kubeconfigPath, options.context),
+  );
   let running: Promise<void> | undefined;
   let stopped = false;
   const tick = () => {

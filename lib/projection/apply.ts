@@ -19,7 +19,10 @@ export interface ApplyContext {
  * or the object vanished): the caller re-reads and plans again, never overwrites. A write
  * refused for another reason (422, 5xx) is reported and does not stop the others.
  */
-export async function applyActions(actions: readonly Action[], ctx: ApplyContext): Promise<'done' | 'conflict'> {
+export async function applyActions(
+  actions: readonly Action[],
+  ctx: ApplyContext,
+): Promise<'done' | 'conflict'> {
   let conflicted = false;
   let next = 0;
   const worker = async () => {
@@ -32,11 +35,19 @@ export async function applyActions(actions: readonly Action[], ctx: ApplyContext
         }
       } catch (error) {
         const { namespace, name } = action.object.metadata;
-        ctx.report.errors.push({ target: ctx.target, kind: action.kind, namespace, name, message: messageOf(error) });
+        ctx.report.errors.push({
+          target: ctx.target,
+          kind: action.kind,
+          namespace,
+          name,
+          message: messageOf(error),
+        });
       }
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(ctx.concurrency, actions.length)) }, worker));
+  await Promise.all(
+    Array.from({ length: Math.max(1, Math.min(ctx.concurrency, actions.length)) }, worker),
+  );
   return conflicted ? 'conflict' : 'done';
 }
 
@@ -53,7 +64,8 @@ async function applyAction(action: Action, ctx: ApplyContext): Promise<'done' | 
   switch (action.type) {
     case 'create': {
       const result = await cluster.create(action.kind, action.object);
-      if (result.outcome !== 'written') return classifyCreateConflict(action.kind, action.object, ctx);
+      if (result.outcome !== 'written')
+        return classifyCreateConflict(action.kind, action.object, ctx);
       record('created');
       // A status subresource ignores status on create: it is written in a second request.
       return writeStatusIfDropped(action.kind, result.object, action.object.status, ctx);
@@ -63,7 +75,10 @@ async function applyAction(action: Action, ctx: ApplyContext): Promise<'done' | 
       if (result.outcome !== 'written') return 'conflict';
       record('updated');
       if (action.status !== undefined) {
-        const status = await cluster.replaceStatus(action.kind, { ...result.object, status: action.status });
+        const status = await cluster.replaceStatus(action.kind, {
+          ...result.object,
+          status: action.status,
+        });
         return status.outcome === 'written' ? 'done' : 'conflict';
       }
       return writeStatusIfDropped(action.kind, result.object, action.object.status, ctx);
@@ -95,7 +110,11 @@ const DRY_RUN_ACTIONS: Record<Action['type'], ChangeAction> = {
  * 409 on create: either another projector created it first (re-read, it will match) or an
  * object with that name exists that is not ours: left alone and reported, never adopted.
  */
-async function classifyCreateConflict(kind: ManagedKind, object: KubeObject, ctx: ApplyContext): Promise<'done' | 'conflict'> {
+async function classifyCreateConflict(
+  kind: ManagedKind,
+  object: KubeObject,
+  ctx: ApplyContext,
+): Promise<'done' | 'conflict'> {
   const existing = await ctx.cluster.get(kind, object.metadata);
   if (existing === undefined || isManaged(existing)) return 'conflict';
   const { namespace, name } = object.metadata;
@@ -118,7 +137,10 @@ async function writeStatusIfDropped(
   ctx: ApplyContext,
 ): Promise<'done' | 'conflict'> {
   if (!wanted?.conditions || sameList(written.status?.conditions, wanted.conditions)) return 'done';
-  const result: WriteResult = await ctx.cluster.replaceStatus(kind, { ...written, status: { ...(written.status ?? {}), ...wanted } });
+  const result: WriteResult = await ctx.cluster.replaceStatus(kind, {
+    ...written,
+    status: { ...(written.status ?? {}), ...wanted },
+  });
   return result.outcome === 'written' ? 'done' : 'conflict';
 }
 

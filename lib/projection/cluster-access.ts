@@ -35,7 +35,14 @@ export async function eksKubeConfig(access: EksAccess): Promise<KubeConfig> {
   });
   const config = new KubeConfig();
   config.loadFromOptions({
-    clusters: [{ name: access.clusterName, server: access.endpoint, caData: access.certificateAuthority, skipTLSVerify: false }],
+    clusters: [
+      {
+        name: access.clusterName,
+        server: access.endpoint,
+        caData: access.certificateAuthority,
+        skipTLSVerify: false,
+      },
+    ],
     users: [{ name: 'workload-registrar', token }],
     contexts: [{ name: 'projector', cluster: access.clusterName, user: 'workload-registrar' }],
     currentContext: 'projector',
@@ -45,6 +52,7 @@ export async function eksKubeConfig(access: EksAccess): Promise<KubeConfig> {
 
 /** The cluster the configuration names, connected anew (a fresh token on EKS). */
 export async function connectCluster(config: ProjectorConfig, region: string): Promise<Cluster> {
-  if (config.cluster.kind === 'kubeconfig') return createKubernetesCluster(kubeConfigFromFile(config.cluster.path));
+  if (config.cluster.kind === 'kubeconfig')
+    return createKubernetesCluster(kubeConfigFromFile(config.cluster.path));
   return createKubernetesCluster(await eksKubeConfig({ ...config.cluster, region }));
 }

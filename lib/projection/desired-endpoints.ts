@@ -84,7 +84,10 @@ export function desiredEndpointGroups(
  * numeric one is used as is. A port that cannot be resolved is left out for this entry, as
  * the controller does for a Pod without the named container port.
  */
-export function endpointPorts(service: ServiceObject, entryPorts: Record<string, number>): EndpointPort[] {
+export function endpointPorts(
+  service: ServiceObject,
+  entryPorts: Record<string, number>,
+): EndpointPort[] {
   const ports: EndpointPort[] = [];
   for (const servicePort of service.spec.ports ?? []) {
     const name = servicePort.name ?? '';

@@ -17,7 +17,8 @@ export function desiredWorkloadEntries(
 ): DesiredState {
   const uids = new Map<string, string>();
   for (const group of clusterGroups) {
-    if (group.metadata.uid) uids.set(key(group.metadata.namespace, group.metadata.name), group.metadata.uid);
+    if (group.metadata.uid)
+      uids.set(key(group.metadata.namespace, group.metadata.name), group.metadata.uid);
   }
   const objects = entries.map((record) => workloadEntryObject(record, uids));
   return { kind: 'WorkloadEntry', objects, problems: [] };
@@ -39,7 +40,8 @@ function workloadEntryObject(record: EntryRecord, groupUids: Map<string, string>
   };
   const owner = ownerOf(record, namespace, groupUids);
   if (owner) object.metadata.ownerReferences = [owner];
-  if (rendered.status?.conditions?.length) object.status = { conditions: rendered.status.conditions };
+  if (rendered.status?.conditions?.length)
+    object.status = { conditions: rendered.status.conditions };
   return object;
 }
 

@@ -27,7 +27,10 @@ export function desiredExternalWorkloads(
 ): DesiredState {
   const groupAnnotations = new Map<string, StringMap>();
   for (const { group } of groups) {
-    groupAnnotations.set(`${group.metadata.namespace}/${group.metadata.name}`, group.metadata.annotations ?? {});
+    groupAnnotations.set(
+      `${group.metadata.namespace}/${group.metadata.name}`,
+      group.metadata.annotations ?? {},
+    );
   }
   const objects: KubeObject[] = [];
   const problems: Problem[] = [];
@@ -44,15 +47,27 @@ export function desiredExternalWorkloads(
 }
 
 /** The object, or why it cannot be built. */
-function externalWorkload(record: EntryRecord, groupAnnotations: Map<string, StringMap>): KubeObject | string {
+function externalWorkload(
+  record: EntryRecord,
+  groupAnnotations: Map<string, StringMap>,
+): KubeObject | string {
   const entry = renderWorkloadEntry(record);
   const { name, namespace } = entry.metadata;
   const groupName = record.autoRegistrationGroup;
   // Hand-made entries have no group: they may carry the annotations themselves.
-  const source = groupName === undefined ? entry.metadata.annotations ?? {} : groupAnnotations.get(`${namespace}/${groupName}`);
-  const where = groupName === undefined ? `entry ${namespace}/${name}` : `WorkloadGroup ${namespace}/${groupName}`;
-  if (source === undefined) return `cannot find WorkloadGroup ${namespace}/${groupName} for linkerd's meshTLS settings`;
-  const missing = [LINKERD_ANNOTATIONS.identity, LINKERD_ANNOTATIONS.serverName].filter((k) => !source[k]);
+  const source =
+    groupName === undefined
+      ? (entry.metadata.annotations ?? {})
+      : groupAnnotations.get(`${namespace}/${groupName}`);
+  const where =
+    groupName === undefined
+      ? `entry ${namespace}/${name}`
+      : `WorkloadGroup ${namespace}/${groupName}`;
+  if (source === undefined)
+    return `cannot find WorkloadGroup ${namespace}/${groupName} for linkerd's meshTLS settings`;
+  const missing = [LINKERD_ANNOTATIONS.identity, LINKERD_ANNOTATIONS.serverName].filter(
+    (k) => !source[k],
+  );
   if (missing.length > 0) {
     return `${where} has no annotation ${missing.map((k) => `'${k}'`).join(' or ')}; linkerd needs meshTLS.identity and serverName: annotate the group, e.g. ${LINKERD_ANNOTATIONS.identity}=spiffe://root.linkerd.cluster.local/{namespace}/{serviceAccount}`;
   }
@@ -72,7 +87,11 @@ function externalWorkload(record: EntryRecord, groupAnnotations: Map<string, Str
       name,
       namespace,
       // Linkerd's EndpointSlice controller selects ExternalWorkloads by these labels.
-      labels: { ...(entry.metadata.labels ?? {}), ...(entry.spec.labels ?? {}), [MANAGED_BY_LABEL]: MANAGER },
+      labels: {
+        ...(entry.metadata.labels ?? {}),
+        ...(entry.spec.labels ?? {}),
+        [MANAGED_BY_LABEL]: MANAGER,
+      },
     },
     spec: {
       meshTLS: {
@@ -81,7 +100,11 @@ function externalWorkload(record: EntryRecord, groupAnnotations: Map<string, Str
       },
       // Protocol spelled out: the CRD defaults it to TCP, and an omitted default would read back
       // different from what was written and cause a rewrite on every run.
-      ports: Object.entries(entry.spec.ports ?? {}).map(([portName, port]) => ({ name: portName, port, protocol: 'TCP' })),
+      ports: Object.entries(entry.spec.ports ?? {}).map(([portName, port]) => ({
+        name: portName,
+        port,
+        protocol: 'TCP',
+      })),
       workloadIPs,
     },
     status: { conditions: [readyCondition(record)] },

@@ -21,10 +21,9 @@ export interface Problem {
 }
 
 /** Object metadata the projector owns, without what the API server or the registry adds. */
-export function managedMetadata(object: KubeObject): Pick<
-  KubeObject['metadata'],
-  'labels' | 'annotations' | 'ownerReferences'
-> {
+export function managedMetadata(
+  object: KubeObject,
+): Pick<KubeObject['metadata'], 'labels' | 'annotations' | 'ownerReferences'> {
   const { labels, annotations, ownerReferences } = object.metadata;
   return { labels, annotations, ownerReferences };
 }

@@ -46,7 +46,11 @@ export function diff(input: DiffInput): Action[] {
     const statusChanged = !sameList(desired.status?.conditions, actual.status?.conditions);
     const status = statusChanged ? mergedStatus(actual, desired) : actual.status;
     if (objectChanged && statusSubresource) {
-      const action: Action = { type: 'replace', kind, object: withOwnedFields(actual, desired, actual.status) };
+      const action: Action = {
+        type: 'replace',
+        kind,
+        object: withOwnedFields(actual, desired, actual.status),
+      };
       if (statusChanged) action.status = status;
       actions.push(action);
     } else if (objectChanged || (statusChanged && !statusSubresource)) {
@@ -57,7 +61,8 @@ export function diff(input: DiffInput): Action[] {
   }
   for (const actual of [...input.actual].sort(byRef)) {
     const key = refKey(actual);
-    if (!desiredKeys.has(key) && !input.keep?.has(key)) actions.push({ type: 'delete', kind, object: actual });
+    if (!desiredKeys.has(key) && !input.keep?.has(key))
+      actions.push({ type: 'delete', kind, object: actual });
   }
   return actions;
 }
@@ -72,7 +77,11 @@ function sameObject(desired: KubeObject, actual: KubeObject): boolean {
 }
 
 /** The actual object (resourceVersion, uid, finalizers...) with the owned fields replaced. */
-function withOwnedFields(actual: KubeObject, desired: KubeObject, status: KubeObject['status']): KubeObject {
+function withOwnedFields(
+  actual: KubeObject,
+  desired: KubeObject,
+  status: KubeObject['status'],
+): KubeObject {
   const metadata = { ...actual.metadata };
   setOrDelete(metadata, 'labels', desired.metadata.labels);
   setOrDelete(metadata, 'annotations', desired.metadata.annotations);
@@ -91,7 +100,11 @@ function mergedStatus(actual: KubeObject, desired: KubeObject): KubeObject['stat
   return status;
 }
 
-function setOrDelete<T extends object>(target: T, key: keyof T, value: T[keyof T] | undefined): void {
+function setOrDelete<T extends object>(
+  target: T,
+  key: keyof T,
+  value: T[keyof T] | undefined,
+): void {
   if (value === undefined) delete target[key];
   else target[key] = value;
 }

@@ -49,7 +49,8 @@ export async function createEksToken(input: EksTokenInput): Promise<string> {
 
 /** Decodes a token back to its URL (for tests and for debugging a 401). */
 export function decodeEksToken(token: string): URL {
-  if (!token.startsWith(EKS_TOKEN_PREFIX)) throw new Error(`not an EKS token: expected the prefix '${EKS_TOKEN_PREFIX}'`);
+  if (!token.startsWith(EKS_TOKEN_PREFIX))
+    throw new Error(`not an EKS token: expected the prefix '${EKS_TOKEN_PREFIX}'`);
   return new URL(Buffer.from(token.slice(EKS_TOKEN_PREFIX.length), 'base64url').toString('utf8'));
 }
 
@@ -66,5 +67,8 @@ function queryString(query: NonNullable<HttpRequest['query']>): string {
 
 /** RFC 3986 encoding, as SigV4 canonicalises the query (encodeURIComponent leaves !'()* alone). */
 function strictEncode(text: string): string {
-  return encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  return encodeURIComponent(text).replace(
+    /[!'()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
 }

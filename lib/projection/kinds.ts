@@ -55,7 +55,13 @@ export const KINDS: Readonly<Record<Kind, KindInfo>> = {
     plural: 'endpointslices',
     statusSubresource: false,
   },
-  Service: { kind: 'Service', group: '', version: 'v1', plural: 'services', statusSubresource: true },
+  Service: {
+    kind: 'Service',
+    group: '',
+    version: 'v1',
+    plural: 'services',
+    statusSubresource: true,
+  },
 };
 
 export function apiVersionOf(kind: Kind): string {

@@ -11,7 +11,13 @@ import {
   type V1EndpointSlice,
 } from '@kubernetes/client-node';
 import type { ObjectRef } from '../domain/model.ts';
-import { type Cluster, ClusterError, KindNotInstalledError, type ListOptions, type WriteResult } from './cluster.ts';
+import {
+  type Cluster,
+  ClusterError,
+  KindNotInstalledError,
+  type ListOptions,
+  type WriteResult,
+} from './cluster.ts';
 import { apiVersionOf, KINDS, type Kind } from './kinds.ts';
 import type { KubeObject } from './objects.ts';
 
@@ -30,11 +36,17 @@ export function createKubernetesCluster(config: KubeConfig): Cluster {
   const discovery = new DiscoveryV1Api(configuration);
   const core = new CoreV1Api(configuration);
 
-  async function listPage(kind: Kind, options: ListOptions, cont: string | undefined): Promise<KubeList> {
+  async function listPage(
+    kind: Kind,
+    options: ListOptions,
+    cont: string | undefined,
+  ): Promise<KubeList> {
     const { namespace, labelSelector } = options;
     const page = { labelSelector, limit: PAGE_SIZE, _continue: cont };
     if (kind === 'Service') {
-      return namespace ? core.listNamespacedService({ namespace, ...page }) : core.listServiceForAllNamespaces(page);
+      return namespace
+        ? core.listNamespacedService({ namespace, ...page })
+        : core.listServiceForAllNamespaces(page);
     }
     if (kind === 'EndpointSlice') {
       return namespace
@@ -44,7 +56,12 @@ export function createKubernetesCluster(config: KubeConfig): Cluster {
     const { group, version, plural } = KINDS[kind];
     return namespace
       ? custom.listNamespacedCustomObject({ group, version, plural, namespace, ...page })
-      : custom.listCustomObjectForAllNamespaces({ group, version, resourcePlural: plural, ...page });
+      : custom.listCustomObjectForAllNamespaces({
+          group,
+          version,
+          resourcePlural: plural,
+          ...page,
+        });
   }
 
   return {
@@ -78,9 +95,14 @@ export function createKubernetesCluster(config: KubeConfig): Cluster {
     create: (kind, object) =>
       write(kind, object, 'create', () => {
         const namespace = object.metadata.namespace;
-        if (kind === 'EndpointSlice') return discovery.createNamespacedEndpointSlice({ namespace, body: slice(object) });
+        if (kind === 'EndpointSlice')
+          return discovery.createNamespacedEndpointSlice({ namespace, body: slice(object) });
         if (kind === 'Service') throw new Error('the projector never writes Services');
-        return custom.createNamespacedCustomObject({ ...coordinates(kind), namespace, body: object });
+        return custom.createNamespacedCustomObject({
+          ...coordinates(kind),
+          namespace,
+          body: object,
+        });
       }),
 
     replace: (kind, object) =>
@@ -90,14 +112,25 @@ export function createKubernetesCluster(config: KubeConfig): Cluster {
           return discovery.replaceNamespacedEndpointSlice({ namespace, name, body: slice(object) });
         }
         if (kind === 'Service') throw new Error('the projector never writes Services');
-        return custom.replaceNamespacedCustomObject({ ...coordinates(kind), namespace, name, body: object });
+        return custom.replaceNamespacedCustomObject({
+          ...coordinates(kind),
+          namespace,
+          name,
+          body: object,
+        });
       }),
 
     replaceStatus: (kind, object) =>
       write(kind, object, 'replace status of', () => {
         const { namespace, name } = object.metadata;
-        if (kind === 'EndpointSlice' || kind === 'Service') throw new Error(`the projector never writes ${kind} status`);
-        return custom.replaceNamespacedCustomObjectStatus({ ...coordinates(kind), namespace, name, body: object });
+        if (kind === 'EndpointSlice' || kind === 'Service')
+          throw new Error(`the projector never writes ${kind} status`);
+        return custom.replaceNamespacedCustomObjectStatus({
+          ...coordinates(kind),
+          namespace,
+          name,
+          body: object,
+        });
       }),
 
     async delete(kind, object) {
@@ -105,9 +138,16 @@ export function createKubernetesCluster(config: KubeConfig): Cluster {
       // Preconditions: delete only the object as it was read, not one changed or recreated since.
       const body = { preconditions: { uid, resourceVersion } };
       try {
-        if (kind === 'EndpointSlice') await discovery.deleteNamespacedEndpointSlice({ namespace, name, body });
+        if (kind === 'EndpointSlice')
+          await discovery.deleteNamespacedEndpointSlice({ namespace, name, body });
         else if (kind === 'Service') throw new Error('the projector never deletes Services');
-        else await custom.deleteNamespacedCustomObject({ ...coordinates(kind), namespace, name, body });
+        else
+          await custom.deleteNamespacedCustomObject({
+            ...coordinates(kind),
+            namespace,
+            name,
+            body,
+          });
         return 'deleted';
       } catch (error) {
         const status = statusOf(error);
@@ -158,7 +198,9 @@ function pooledConfiguration(config: KubeConfig): Configuration {
   });
 }
 
-function sharedDispatcherOf(context: Parameters<SecurityAuthentication['applySecurityAuthentication']>[0]) {
+function sharedDispatcherOf(
+  context: Parameters<SecurityAuthentication['applySecurityAuthentication']>[0],
+) {
   return context.getDispatcher();
 }
 
@@ -167,7 +209,12 @@ interface KubeList {
   metadata?: { _continue?: string; continue?: string };
 }
 
-async function write(kind: Kind, object: KubeObject, verb: string, send: () => Promise<unknown>): Promise<WriteResult> {
+async function write(
+  kind: Kind,
+  object: KubeObject,
+  verb: string,
+  send: () => Promise<unknown>,
+): Promise<WriteResult> {
   try {
     return { outcome: 'written', object: plain(kind, await send()) };
   } catch (error) {
@@ -175,7 +222,10 @@ async function write(kind: Kind, object: KubeObject, verb: string, send: () => P
     // 409: AlreadyExists on create, a stale resourceVersion on replace. Both mean re-read.
     if (status === 409) return { outcome: 'conflict' };
     if (status === 404 && verb !== 'create') return { outcome: 'gone' };
-    throw toClusterError(error, `${verb} ${kind} ${object.metadata.namespace}/${object.metadata.name}`);
+    throw toClusterError(
+      error,
+      `${verb} ${kind} ${object.metadata.namespace}/${object.metadata.name}`,
+    );
   }
 }
 
@@ -213,7 +263,11 @@ function toClusterError(error: unknown, doing: string): ClusterError {
   const status = parseStatus(error.body);
   const reason = status?.reason;
   const detail = status?.message ?? (typeof error.body === 'string' ? error.body : error.message);
-  return new ClusterError(`${doing}: the API server answered ${error.code}${reason ? ` ${reason}` : ''}: ${detail}`, error.code, reason);
+  return new ClusterError(
+    `${doing}: the API server answered ${error.code}${reason ? ` ${reason}` : ''}: ${detail}`,
+    error.code,
+    reason,
+  );
 }
 
 function parseStatus(body: unknown): { message?: string; reason?: string } | undefined {

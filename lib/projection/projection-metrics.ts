@@ -1,4 +1,4 @@
-import { MetricUnit, type Metrics } from '@aws-lambda-powertools/metrics';
+import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { countChanges, type ProjectionReport } from './report.ts';
 
 /** Metric names of the projector (namespace WorkloadRegistrar, dimension service). */
@@ -32,7 +32,11 @@ export function recordProjectionMetrics(metrics: Metrics, report: ProjectionRepo
     for (const [action, count] of Object.entries(actions ?? {})) {
       const single = metrics.singleMetric();
       single.addDimension('Kind', kind);
-      single.addMetric(ACTION_METRIC[action as keyof typeof ACTION_METRIC], MetricUnit.Count, count);
+      single.addMetric(
+        ACTION_METRIC[action as keyof typeof ACTION_METRIC],
+        MetricUnit.Count,
+        count,
+      );
     }
   }
   metrics.addMetric(PROJECTION_METRIC.conflicts, MetricUnit.Count, report.conflicts);

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ConfigError } from '../config.ts';
-import { type Target, TARGETS } from './report.ts';
+import { TARGETS, type Target } from './report.ts';
 
 /** Where the cluster is and what to write there, read once from the environment. */
 export interface ProjectorConfig {
@@ -34,9 +34,16 @@ export function parseTargets(text: string): Target[] {
 }
 
 const eks = z.object({
-  [PROJECTOR_ENV.clusterName]: z.string().regex(/^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$/, 'must be an EKS cluster name'),
-  [PROJECTOR_ENV.endpoint]: z.url({ protocol: /^https$/, message: 'must be the https:// endpoint of the cluster' }),
-  [PROJECTOR_ENV.certificateAuthority]: z.base64('must be the base64 certificate authority data EKS reports'),
+  [PROJECTOR_ENV.clusterName]: z
+    .string()
+    .regex(/^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$/, 'must be an EKS cluster name'),
+  [PROJECTOR_ENV.endpoint]: z.url({
+    protocol: /^https$/,
+    message: 'must be the https:// endpoint of the cluster',
+  }),
+  [PROJECTOR_ENV.certificateAuthority]: z.base64(
+    'must be the base64 certificate authority data EKS reports',
+  ),
 });
 
 /** Throws ConfigError naming the variable and the value. */

@@ -63,7 +63,11 @@ export async function reconcile(
       entries = await deps.store.listEntries(unit.namespace);
       if (options.targets.includes('linkerd')) groups = await deps.store.listGroups(unit.namespace);
     } catch (error) {
-      report.errors.push({ target: 'registry', namespace: unit.namespace, message: messageOf(error) });
+      report.errors.push({
+        target: 'registry',
+        namespace: unit.namespace,
+        message: messageOf(error),
+      });
       continue;
     }
     for (const target of options.targets) {
@@ -78,17 +82,30 @@ export async function reconcile(
       const attempts = options.maxAttempts ?? 5;
       try {
         if (target === 'endpointslices') {
-          await reconcileSlices(ctx, { namespace: unit.namespace, entries, changedEntries: unit.changedEntries, attempts });
+          await reconcileSlices(ctx, {
+            namespace: unit.namespace,
+            entries,
+            changedEntries: unit.changedEntries,
+            attempts,
+          });
         } else {
           const compute =
             target === 'istio'
               ? async () =>
-                  desiredWorkloadEntries(entries, await deps.cluster.list('WorkloadGroup', { namespace: unit.namespace }))
+                  desiredWorkloadEntries(
+                    entries,
+                    await deps.cluster.list('WorkloadGroup', { namespace: unit.namespace }),
+                  )
               : async () => desiredExternalWorkloads(entries, groups);
           await reconcileNamed(ctx, target, unit.namespace, compute, attempts);
         }
       } catch (error) {
-        report.errors.push({ target, kind: TARGET_KINDS[target], namespace: unit.namespace, message: messageOf(error) });
+        report.errors.push({
+          target,
+          kind: TARGET_KINDS[target],
+          namespace: unit.namespace,
+          message: messageOf(error),
+        });
       }
     }
   }
@@ -114,7 +131,8 @@ async function reconcileNamed(
       ctx.report.problems.push(...desired.problems);
     }
     const objects = desired.objects.filter(
-      (object) => !ctx.unmanaged.has(unmanagedKey(kind, object.metadata.namespace, object.metadata.name)),
+      (object) =>
+        !ctx.unmanaged.has(unmanagedKey(kind, object.metadata.namespace, object.metadata.name)),
     );
     const actions = diff({
       kind,
@@ -125,5 +143,7 @@ async function reconcileNamed(
     });
     if ((await applyActions(actions, ctx)) === 'done') return;
   }
-  throw new Error(`gave up after ${attempts} passes: ${kind} objects kept changing while being written`);
+  throw new Error(
+    `gave up after ${attempts} passes: ${kind} objects kept changing while being written`,
+  );
 }

@@ -44,11 +44,21 @@ export interface ProjectionReport {
 }
 
 export function emptyReport(dryRun: boolean): ProjectionReport {
-  return { dryRun, changes: [], conflicts: 0, unmanaged: [], problems: [], errors: [], durationMs: 0 };
+  return {
+    dryRun,
+    changes: [],
+    conflicts: 0,
+    unmanaged: [],
+    problems: [],
+    errors: [],
+    durationMs: 0,
+  };
 }
 
 /** Changes counted per kind and action, for metrics: `{ WorkloadEntry: { created: 2 } }`. */
-export function countChanges(report: ProjectionReport): Partial<Record<ManagedKind, Partial<Record<ChangeAction, number>>>> {
+export function countChanges(
+  report: ProjectionReport,
+): Partial<Record<ManagedKind, Partial<Record<ChangeAction, number>>>> {
   const counts: Partial<Record<ManagedKind, Partial<Record<ChangeAction, number>>>> = {};
   for (const change of report.changes) {
     const perKind = counts[change.kind] ?? {};
@@ -61,13 +71,20 @@ export function countChanges(report: ProjectionReport): Partial<Record<ManagedKi
 /** One line per change, as `registrar project` prints them: `created WorkloadEntry ns/name`. */
 export function describeReport(report: ProjectionReport): string {
   const prefix = report.dryRun ? 'would have ' : '';
-  const lines = report.changes.map((c) => `${prefix}${c.action} ${c.kind} ${c.namespace}/${c.name}`);
+  const lines = report.changes.map(
+    (c) => `${prefix}${c.action} ${c.kind} ${c.namespace}/${c.name}`,
+  );
   for (const u of report.unmanaged) {
-    lines.push(`skipped ${u.kind} ${u.namespace}/${u.name}: exists without app.kubernetes.io/managed-by=workload-registrar, left alone`);
+    lines.push(
+      `skipped ${u.kind} ${u.namespace}/${u.name}: exists without app.kubernetes.io/managed-by=workload-registrar, left alone`,
+    );
   }
-  for (const p of report.problems) lines.push(`not projected ${p.kind} ${p.namespace}/${p.name}: ${p.message}`);
+  for (const p of report.problems)
+    lines.push(`not projected ${p.kind} ${p.namespace}/${p.name}: ${p.message}`);
   for (const e of report.errors) {
-    const where = [e.kind, e.namespace && e.name ? `${e.namespace}/${e.name}` : e.namespace].filter(Boolean).join(' ');
+    const where = [e.kind, e.namespace && e.name ? `${e.namespace}/${e.name}` : e.namespace]
+      .filter(Boolean)
+      .join(' ');
     lines.push(`error (${e.target}${where ? ` ${where}` : ''}): ${e.message}`);
   }
   lines.push(

@@ -26,7 +26,11 @@ export function servingState(record: EntryRecord): ServingState {
   if (!isAutoRegistered(record)) {
     const healthy = record.entry.status?.conditions?.find((c) => c.type === HEALTHY_CONDITION);
     if (record.health?.status === 'False' || healthy?.status === 'False') {
-      return { ready: false, reason: 'Unhealthy', message: record.health?.message ?? healthy?.message };
+      return {
+        ready: false,
+        reason: 'Unhealthy',
+        message: record.health?.message ?? healthy?.message,
+      };
     }
     return { ready: true, reason: 'Static' };
   }

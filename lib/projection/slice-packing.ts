@@ -9,7 +9,14 @@ import {
   SLICE_MANAGED_BY_LABEL,
   SLICE_MANAGER,
 } from './kinds.ts';
-import { type Endpoint, type EndpointSliceObject, sameJson, sameList, sameMap, type ServiceObject } from './objects.ts';
+import {
+  type Endpoint,
+  type EndpointSliceObject,
+  type ServiceObject,
+  sameJson,
+  sameList,
+  sameMap,
+} from './objects.ts';
 
 /** The EndpointSlice controller's default `--max-endpoints-per-slice`. */
 export const MAX_ENDPOINTS_PER_SLICE = 100;
@@ -78,13 +85,15 @@ export function planServiceSlices(input: SlicePlanInput): SlicePlan {
       }
       const removed = kept.length !== (slice.endpoints ?? []).length;
       if (removed && kept.length === 0) plan.delete.push(slice);
-      else if (changed || removed || !sameMetadata(slice, meta)) updates.push(withEndpoints(slice, meta, kept));
+      else if (changed || removed || !sameMetadata(slice, meta))
+        updates.push(withEndpoints(slice, meta, kept));
       else unchanged.push(slice);
     }
     const remaining = [...desired.values()];
     // 2. Fill the slices that are written anyway, fullest first.
     for (const slice of [...updates].sort((a, b) => b.endpoints.length - a.endpoints.length)) {
-      while (remaining.length > 0 && slice.endpoints.length < max) slice.endpoints.push(remaining.shift() as Endpoint);
+      while (remaining.length > 0 && slice.endpoints.length < max)
+        slice.endpoints.push(remaining.shift() as Endpoint);
     }
     // 3. The rest: into the unchanged slice that fits them best, else into new slices.
     while (remaining.length > 0) {
@@ -98,7 +107,8 @@ export function planServiceSlices(input: SlicePlanInput): SlicePlan {
         slice = newSlice(service, meta, group);
         fresh.push(slice);
       }
-      while (remaining.length > 0 && slice.endpoints.length < max) slice.endpoints.push(remaining.shift() as Endpoint);
+      while (remaining.length > 0 && slice.endpoints.length < max)
+        slice.endpoints.push(remaining.shift() as Endpoint);
     }
     plan.update.push(...updates);
   }
@@ -108,7 +118,10 @@ export function planServiceSlices(input: SlicePlanInput): SlicePlan {
     const reuse = plan.delete.findIndex((old) => old.addressType === slice.addressType);
     if (reuse >= 0) {
       const [old] = plan.delete.splice(reuse, 1) as [EndpointSliceObject];
-      plan.update.push({ ...slice, metadata: { ...old.metadata, ...slice.metadata, name: old.metadata.name } });
+      plan.update.push({
+        ...slice,
+        metadata: { ...old.metadata, ...slice.metadata, name: old.metadata.name },
+      });
     } else {
       plan.create.push(slice);
     }
@@ -142,14 +155,25 @@ export function sliceMetadata(service: ServiceObject): SliceMetadata {
 }
 
 function sameMetadata(slice: EndpointSliceObject, meta: SliceMetadata): boolean {
-  return sameMap(slice.metadata.labels, meta.labels) && sameList(slice.metadata.ownerReferences, meta.ownerReferences);
+  return (
+    sameMap(slice.metadata.labels, meta.labels) &&
+    sameList(slice.metadata.ownerReferences, meta.ownerReferences)
+  );
 }
 
-function withEndpoints(slice: EndpointSliceObject, meta: SliceMetadata, endpoints: Endpoint[]): EndpointSliceObject {
+function withEndpoints(
+  slice: EndpointSliceObject,
+  meta: SliceMetadata,
+  endpoints: Endpoint[],
+): EndpointSliceObject {
   return { ...slice, metadata: { ...slice.metadata, ...meta }, endpoints };
 }
 
-function newSlice(service: ServiceObject, meta: SliceMetadata, group: EndpointGroup): EndpointSliceObject {
+function newSlice(
+  service: ServiceObject,
+  meta: SliceMetadata,
+  group: EndpointGroup,
+): EndpointSliceObject {
   return {
     apiVersion: apiVersionOf('EndpointSlice'),
     kind: 'EndpointSlice',
@@ -161,7 +185,11 @@ function newSlice(service: ServiceObject, meta: SliceMetadata, group: EndpointGr
 }
 
 /** The controller's getSliceToFill: the slice with room for all of them and least to spare. */
-function closestFit(slices: EndpointSliceObject[], count: number, max: number): EndpointSliceObject | undefined {
+function closestFit(
+  slices: EndpointSliceObject[],
+  count: number,
+  max: number,
+): EndpointSliceObject | undefined {
   let best: EndpointSliceObject | undefined;
   let bestSpare = max;
   for (const slice of slices) {

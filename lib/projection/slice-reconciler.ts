@@ -7,7 +7,12 @@ import {
   selectsEntries,
 } from './desired-endpoints.ts';
 import type { Action } from './diff.ts';
-import { MANAGED_SELECTOR, SERVICE_NAME_LABEL, SLICE_MANAGED_BY_LABEL, SLICE_MANAGER } from './kinds.ts';
+import {
+  MANAGED_SELECTOR,
+  SERVICE_NAME_LABEL,
+  SLICE_MANAGED_BY_LABEL,
+  SLICE_MANAGER,
+} from './kinds.ts';
 import type { EndpointSliceObject, ServiceObject } from './objects.ts';
 import { planServiceSlices } from './slice-packing.ts';
 
@@ -33,7 +38,9 @@ export async function reconcileSlices(ctx: ApplyContext, scope: SliceScope): Pro
   }
   const changed = scope.changedEntries ? new Set(scope.changedEntries) : undefined;
   for (let attempt = 1; attempt <= scope.attempts; attempt += 1) {
-    const services = (await ctx.cluster.list('Service', { namespace: scope.namespace })) as ServiceObject[];
+    const services = (await ctx.cluster.list('Service', {
+      namespace: scope.namespace,
+    })) as ServiceObject[];
     const slices = (
       (await ctx.cluster.list('EndpointSlice', {
         namespace: scope.namespace,
@@ -41,7 +48,9 @@ export async function reconcileSlices(ctx: ApplyContext, scope: SliceScope): Pro
       })) as EndpointSliceObject[]
     ).filter((slice) => slice.metadata.labels?.[SLICE_MANAGED_BY_LABEL] === SLICE_MANAGER);
 
-    const servicesByKey = new Map(services.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]));
+    const servicesByKey = new Map(
+      services.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s]),
+    );
     const slicesByKey = new Map<string, EndpointSliceObject[]>();
     const takenByNamespace = new Map<string, Set<string>>();
     for (const slice of slices) {
@@ -51,7 +60,8 @@ export async function reconcileSlices(ctx: ApplyContext, scope: SliceScope): Pro
     }
     for (const key of ctx.unmanaged) {
       const [kind, ns, name] = key.split('/');
-      if (kind === 'EndpointSlice' && ns !== undefined && name !== undefined) taken(takenByNamespace, ns).add(name);
+      if (kind === 'EndpointSlice' && ns !== undefined && name !== undefined)
+        taken(takenByNamespace, ns).add(name);
     }
 
     const creates: Action[] = [];
@@ -80,8 +90,10 @@ export async function reconcileSlices(ctx: ApplyContext, scope: SliceScope): Pro
         taken(takenByNamespace, namespace).add(slice.metadata.name);
         creates.push({ type: 'create', kind: 'EndpointSlice', object: slice });
       }
-      for (const slice of plan.update) updates.push({ type: 'replace', kind: 'EndpointSlice', object: slice });
-      for (const slice of plan.delete) deletes.push({ type: 'delete', kind: 'EndpointSlice', object: slice });
+      for (const slice of plan.update)
+        updates.push({ type: 'replace', kind: 'EndpointSlice', object: slice });
+      for (const slice of plan.delete)
+        deletes.push({ type: 'delete', kind: 'EndpointSlice', object: slice });
     }
     let conflicted = false;
     for (const phase of [creates, updates, deletes]) {
@@ -89,7 +101,9 @@ export async function reconcileSlices(ctx: ApplyContext, scope: SliceScope): Pro
     }
     if (!conflicted) return;
   }
-  throw new Error(`gave up after ${scope.attempts} passes: EndpointSlices kept changing while being written`);
+  throw new Error(
+    `gave up after ${scope.attempts} passes: EndpointSlices kept changing while being written`,
+  );
 }
 
 /** Whether a change to these entries can change this Service's slices. */
@@ -103,11 +117,14 @@ function affected(
   if (!service) return true;
   const selector = service.spec.selector ?? {};
   const selectsChanged = entries.some(
-    (record) => changed.has(record.entry.metadata.name) && matchesSelector(selector, entryLabels(record)),
+    (record) =>
+      changed.has(record.entry.metadata.name) && matchesSelector(selector, entryLabels(record)),
   );
   // An entry deleted, or relabelled away from the selector, is only found in the slices.
   const holdsChanged = existing.some((slice) =>
-    (slice.endpoints ?? []).some((endpoint) => endpoint.targetRef && changed.has(endpoint.targetRef.name)),
+    (slice.endpoints ?? []).some(
+      (endpoint) => endpoint.targetRef && changed.has(endpoint.targetRef.name),
+    ),
   );
   return selectsChanged || holdsChanged;
 }

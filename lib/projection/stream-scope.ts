@@ -36,6 +36,8 @@ export function scopeOfStream(records: readonly StreamRecordKeys[]): ReconcileSc
   }
   const namespaces: NamespaceScope[] = [...byNamespace]
     .sort(([a], [b]) => (a < b ? -1 : 1))
-    .map(([namespace, names]) => (names === 'all' ? { namespace } : { namespace, changedEntries: [...names].sort() }));
+    .map(([namespace, names]) =>
+      names === 'all' ? { namespace } : { namespace, changedEntries: [...names].sort() },
+    );
   return { kind: 'namespaces', namespaces };
 }

@@ -45,15 +45,28 @@ describe('Projector construct', () => {
       MaximumBatchingWindowInSeconds: 2,
       BisectBatchOnFunctionError: true,
       MaximumRetryAttempts: 3,
-      DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ProjectorDeadLetters'), 'Arn'] } } },
-      FilterCriteria: { Filters: [{ Pattern: JSON.stringify({ dynamodb: { Keys: { pk: { S: [{ prefix: 'NS#' }] } } } }) }] },
+      DestinationConfig: {
+        OnFailure: {
+          Destination: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ProjectorDeadLetters'), 'Arn'] },
+        },
+      },
+      FilterCriteria: {
+        Filters: [
+          { Pattern: JSON.stringify({ dynamodb: { Keys: { pk: { S: [{ prefix: 'NS#' }] } } } }) },
+        ],
+      },
     });
   });
 
   it('reconciles everything on a schedule, every 5 minutes by default', () => {
     template.hasResourceProperties('AWS::Events::Rule', {
       ScheduleExpression: 'rate(5 minutes)',
-      Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ProjectorFunction'), 'Arn'] }, RetryPolicy: { MaximumRetryAttempts: 0 } })],
+      Targets: [
+        Match.objectLike({
+          Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^ProjectorFunction'), 'Arn'] },
+          RetryPolicy: { MaximumRetryAttempts: 0 },
+        }),
+      ],
     });
   });
 
@@ -75,9 +88,13 @@ describe('Projector construct', () => {
   it('may read the table and its stream, and write nothing to it', () => {
     const policies = template.findResources('AWS::IAM::Policy');
     const actions = Object.values(policies).flatMap((policy) =>
-      (policy.Properties.PolicyDocument.Statement as { Action: string | string[] }[]).flatMap((s) => [s.Action].flat()),
+      (policy.Properties.PolicyDocument.Statement as { Action: string | string[] }[]).flatMap((s) =>
+        [s.Action].flat(),
+      ),
     );
-    expect(actions).toEqual(expect.arrayContaining(['dynamodb:Query', 'dynamodb:GetRecords', 'sqs:SendMessage']));
+    expect(actions).toEqual(
+      expect.arrayContaining(['dynamodb:Query', 'dynamodb:GetRecords', 'sqs:SendMessage']),
+    );
     expect(actions.filter((a) => /^dynamodb:(Put|Update|Delete|BatchWrite)/.test(a))).toEqual([]);
   });
 
@@ -133,7 +150,16 @@ describe('projector stack options', () => {
 
   it('names the bad option and its value', () => {
     expect(() =>
-      resolveProjectorOptions(node({ projectorClusterName: 'prod', projectorEndpoint: 'http://x', projectorCertificateAuthority: 'QUJD', projectorTargets: 'consul' })),
-    ).toThrow(/projectorEndpoint \(value 'http:\/\/x'\).*projectorTargets: invalid projection targets 'consul'/);
+      resolveProjectorOptions(
+        node({
+          projectorClusterName: 'prod',
+          projectorEndpoint: 'http://x',
+          projectorCertificateAuthority: 'QUJD',
+          projectorTargets: 'consul',
+        }),
+      ),
+    ).toThrow(
+      /projectorEndpoint \(value 'http:\/\/x'\).*projectorTargets: invalid projection targets 'consul'/,
+    );
   });
 });

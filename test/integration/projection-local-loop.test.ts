@@ -4,7 +4,10 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startProjectorLoop } from '../../infra/local/projector-loop.ts';
 import type { ProjectionReport } from '../../lib/projection/report.ts';
-import { type KubeApiServerStandIn, startKubeApiServerStandIn } from '../fixtures/kube-apiserver-stand-in.ts';
+import {
+  type KubeApiServerStandIn,
+  startKubeApiServerStandIn,
+} from '../fixtures/kube-apiserver-stand-in.ts';
 import { entryRecord, MemoryCatalog } from '../fixtures/projection-records.ts';
 
 // The local runtime's loop, reading a kubeconfig file that points at the in-process

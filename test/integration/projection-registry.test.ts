@@ -12,7 +12,10 @@ import { LINKERD_ANNOTATIONS } from '../../lib/projection/desired-linkerd.ts';
 import { createKubernetesCluster } from '../../lib/projection/kubernetes-cluster.ts';
 import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
-import { type KubeApiServerStandIn, startKubeApiServerStandIn } from '../fixtures/kube-apiserver-stand-in.ts';
+import {
+  type KubeApiServerStandIn,
+  startKubeApiServerStandIn,
+} from '../fixtures/kube-apiserver-stand-in.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
 
 /**
@@ -32,7 +35,12 @@ async function registerVm(name: string, address: string): Promise<void> {
     entry: {
       apiVersion: 'networking.istio.io/v1',
       kind: 'WorkloadEntry',
-      metadata: { name, namespace: 'shop', labels: { app: 'web' }, creationTimestamp: new Date(CONNECTED_AT).toISOString() },
+      metadata: {
+        name,
+        namespace: 'shop',
+        labels: { app: 'web' },
+        creationTimestamp: new Date(CONNECTED_AT).toISOString(),
+      },
       spec: { address, ports: { http: 8080 }, serviceAccount: 'web', labels: { app: 'web' } },
     },
     autoRegistrationGroup: 'web',
@@ -87,7 +95,8 @@ beforeAll(async () => {
       name: 'web',
       namespace: 'shop',
       annotations: {
-        [LINKERD_ANNOTATIONS.identity]: 'spiffe://root.linkerd.cluster.local/{namespace}/{serviceAccount}',
+        [LINKERD_ANNOTATIONS.identity]:
+          'spiffe://root.linkerd.cluster.local/{namespace}/{serviceAccount}',
         [LINKERD_ANNOTATIONS.serverName]: '{name}.{namespace}.external',
       },
     },
@@ -104,17 +113,28 @@ afterAll(async () => {
 
 describe('projector function', () => {
   it('projects the namespaces a stream batch touched', async () => {
-    const summary = await handler()(streamEvent([{ pk: 'NS#shop', sk: 'WE#web-10-0-0-7' }]), lambdaContext('project'));
+    const summary = await handler()(
+      streamEvent([{ pk: 'NS#shop', sk: 'WE#web-10-0-0-7' }]),
+      lambdaContext('project'),
+    );
 
     expect(summary).toMatchObject({ scope: ['shop'], changes: 1, errors: 0 });
-    expect(api.object('WorkloadEntry', 'shop', 'web-10-0-0-7')?.metadata.annotations?.['istio.io/connectedAt']).toBe(
-      '2026-03-01T12:00:00.000Z',
-    );
+    expect(
+      api.object('WorkloadEntry', 'shop', 'web-10-0-0-7')?.metadata.annotations?.[
+        'istio.io/connectedAt'
+      ],
+    ).toBe('2026-03-01T12:00:00.000Z');
   });
 
   it('does nothing for a batch of connection and token records', async () => {
     api.resetRequests();
-    const summary = await handler()(streamEvent([{ pk: 'CONN#abc', sk: 'CONN' }, { pk: 'TOKEN', sk: 't1' }]), lambdaContext('project'));
+    const summary = await handler()(
+      streamEvent([
+        { pk: 'CONN#abc', sk: 'CONN' },
+        { pk: 'TOKEN', sk: 't1' },
+      ]),
+      lambdaContext('project'),
+    );
 
     expect(summary.scope).toEqual([]);
     expect(api.requests).toEqual([]);
@@ -133,11 +153,15 @@ describe('projector function', () => {
     const broken = await startKubeApiServerStandIn({ served: [] });
     const config = new KubeConfig();
     config.loadFromString(broken.kubeconfig);
-    const failing = createProjectHandler({ store, connect: async () => createKubernetesCluster(config), targets: ['istio'] });
+    const failing = createProjectHandler({
+      store,
+      connect: async () => createKubernetesCluster(config),
+      targets: ['istio'],
+    });
     try {
-      await expect(failing(streamEvent([{ pk: 'NS#shop', sk: 'WE#x' }]), lambdaContext('project'))).rejects.toThrow(
-        'the cluster does not serve WorkloadEntry',
-      );
+      await expect(
+        failing(streamEvent([{ pk: 'NS#shop', sk: 'WE#x' }]), lambdaContext('project')),
+      ).rejects.toThrow('the cluster does not serve WorkloadEntry');
     } finally {
       await broken.close();
     }
@@ -154,7 +178,11 @@ describe('registrar export and project', () => {
     expect(docs[0]).toMatchObject({
       apiVersion: 'networking.istio.io/v1',
       kind: 'WorkloadEntry',
-      metadata: { name: 'web-10-0-0-7', namespace: 'shop', labels: { 'app.kubernetes.io/managed-by': 'workload-registrar' } },
+      metadata: {
+        name: 'web-10-0-0-7',
+        namespace: 'shop',
+        labels: { 'app.kubernetes.io/managed-by': 'workload-registrar' },
+      },
       spec: { address: '10.0.0.7' },
     });
   });
@@ -164,7 +192,10 @@ describe('registrar export and project', () => {
 
     expect(run.code).toBe(0);
     const doc = parse(run.stdout.replace(/^---\n/, ''));
-    expect(doc.spec.meshTLS).toEqual({ identity: 'spiffe://root.linkerd.cluster.local/shop/web', serverName: 'web-10-0-0-7.shop.external' });
+    expect(doc.spec.meshTLS).toEqual({
+      identity: 'spiffe://root.linkerd.cluster.local/shop/web',
+      serverName: 'web-10-0-0-7.shop.external',
+    });
   });
 
   it('refuses -n together with -A', async () => {
@@ -184,11 +215,19 @@ describe('registrar export and project', () => {
   });
 
   it('project runs one reconcile and prints each change', async () => {
-    const run = await registrar(['project', '--kubeconfig', join(dir, 'kubeconfig'), '--targets', 'istio,linkerd']);
+    const run = await registrar([
+      'project',
+      '--kubeconfig',
+      join(dir, 'kubeconfig'),
+      '--targets',
+      'istio,linkerd',
+    ]);
 
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('created WorkloadEntry shop/web-10-0-0-7');
     expect(run.stdout).toContain('created ExternalWorkload shop/web-10-0-0-7');
-    expect(api.object('ExternalWorkload', 'shop', 'web-10-0-0-7')?.status?.conditions?.[0]?.status).toBe('True');
+    expect(
+      api.object('ExternalWorkload', 'shop', 'web-10-0-0-7')?.status?.conditions?.[0]?.status,
+    ).toBe('True');
   });
 });

@@ -2,7 +2,10 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createKubernetesCluster } from '../../lib/projection/kubernetes-cluster.ts';
 import { reconcile } from '../../lib/projection/projector.ts';
-import { type KubeApiServerStandIn, startKubeApiServerStandIn } from '../fixtures/kube-apiserver-stand-in.ts';
+import {
+  type KubeApiServerStandIn,
+  startKubeApiServerStandIn,
+} from '../fixtures/kube-apiserver-stand-in.ts';
 import { entryRecord, MemoryCatalog, T0 } from '../fixtures/projection-records.ts';
 
 // Races, conflicts and API errors, through the real @kubernetes/client-node against the
@@ -32,7 +35,11 @@ describe('projector robustness', () => {
       if (interfered || method !== 'PUT') return;
       interfered = true;
       const current = api.object(kind, namespace, name);
-      if (current) api.put(kind, { ...current, metadata: { ...current.metadata, annotations: { touched: 'yes' } } });
+      if (current)
+        api.put(kind, {
+          ...current,
+          metadata: { ...current.metadata, annotations: { touched: 'yes' } },
+        });
     };
 
     const report = await reconcile({ store: catalog, cluster }, { targets: ['istio'] });
@@ -48,7 +55,9 @@ describe('projector robustness', () => {
   it('two projectors racing on the same registry converge to one object per entry', async () => {
     api = await startKubeApiServerStandIn();
     const catalog = new MemoryCatalog().set(
-      ...Array.from({ length: 30 }, (_, i) => entryRecord(`vm-${i}`, { address: `10.0.1.${i}`, health: { status: 'True', at: T0 } })),
+      ...Array.from({ length: 30 }, (_, i) =>
+        entryRecord(`vm-${i}`, { address: `10.0.1.${i}`, health: { status: 'True', at: T0 } }),
+      ),
     );
     const [first, second] = await Promise.all([
       reconcile({ store: catalog, cluster: clusterOf(api) }, { targets: ['istio'] }),
@@ -59,18 +68,28 @@ describe('projector robustness', () => {
     // They did race: some creates lost with 409 AlreadyExists and were re-read.
     expect(first.conflicts + second.conflicts).toBeGreaterThan(0);
     expect(api.objects('WorkloadEntry')).toHaveLength(30);
-    expect(api.objects('WorkloadEntry').every((o) => o.status?.conditions?.[0]?.status === 'True')).toBe(true);
+    expect(
+      api.objects('WorkloadEntry').every((o) => o.status?.conditions?.[0]?.status === 'True'),
+    ).toBe(true);
     api.resetRequests();
-    const third = await reconcile({ store: catalog, cluster: clusterOf(api) }, { targets: ['istio'] });
+    const third = await reconcile(
+      { store: catalog, cluster: clusterOf(api) },
+      { targets: ['istio'] },
+    );
     expect(third.changes).toEqual([]);
     expect(api.writes()).toEqual([]);
   });
 
   it('says which CRD is missing when its kind is not served, and still runs the other targets', async () => {
-    api = await startKubeApiServerStandIn({ served: ['Service', 'EndpointSlice', 'WorkloadEntry', 'WorkloadGroup'] });
+    api = await startKubeApiServerStandIn({
+      served: ['Service', 'EndpointSlice', 'WorkloadEntry', 'WorkloadGroup'],
+    });
     const catalog = new MemoryCatalog().set(entryRecord('vm-a'));
 
-    const report = await reconcile({ store: catalog, cluster: clusterOf(api) }, { targets: ['linkerd', 'istio'] });
+    const report = await reconcile(
+      { store: catalog, cluster: clusterOf(api) },
+      { targets: ['linkerd', 'istio'] },
+    );
 
     expect(report.errors).toEqual([
       {
@@ -88,7 +107,10 @@ describe('projector robustness', () => {
     api = await startKubeApiServerStandIn();
     const catalog = new MemoryCatalog().set(entryRecord('Bad_Name'), entryRecord('vm-good'));
 
-    const report = await reconcile({ store: catalog, cluster: clusterOf(api) }, { targets: ['istio'] });
+    const report = await reconcile(
+      { store: catalog, cluster: clusterOf(api) },
+      { targets: ['istio'] },
+    );
 
     expect(report.errors).toHaveLength(1);
     expect(report.errors[0]).toMatchObject({ kind: 'WorkloadEntry', name: 'Bad_Name' });
@@ -100,15 +122,22 @@ describe('projector robustness', () => {
     api = await startKubeApiServerStandIn();
     const catalog = new MemoryCatalog().set(entryRecord('vm-a'));
 
-    const report = await reconcile({ store: catalog, cluster: clusterOf(api) }, { targets: ['istio'], dryRun: true });
+    const report = await reconcile(
+      { store: catalog, cluster: clusterOf(api) },
+      { targets: ['istio'], dryRun: true },
+    );
 
-    expect(report.changes).toEqual([{ kind: 'WorkloadEntry', action: 'created', namespace: 'shop', name: 'vm-a' }]);
+    expect(report.changes).toEqual([
+      { kind: 'WorkloadEntry', action: 'created', namespace: 'shop', name: 'vm-a' },
+    ]);
     expect(api.writes()).toEqual([]);
   });
 
   it('never sends a PATCH: every write is a PUT or POST with a JSON body', async () => {
     api = await startKubeApiServerStandIn();
-    const catalog = new MemoryCatalog().set(entryRecord('vm-a', { health: { status: 'True', at: T0 } }));
+    const catalog = new MemoryCatalog().set(
+      entryRecord('vm-a', { health: { status: 'True', at: T0 } }),
+    );
     await reconcile({ store: catalog, cluster: clusterOf(api) }, { targets: ['istio', 'linkerd'] });
     catalog.set(entryRecord('vm-a', { health: { status: 'False', at: T0 + 1 } }));
     await reconcile({ store: catalog, cluster: clusterOf(api) }, { targets: ['istio'] });
@@ -116,6 +145,10 @@ describe('projector robustness', () => {
     const writes = api.writes();
     expect(writes.length).toBeGreaterThan(0);
     expect(writes.every((w) => w.method !== 'PATCH')).toBe(true);
-    expect(writes.filter((w) => w.method !== 'DELETE').every((w) => w.contentType?.startsWith('application/json'))).toBe(true);
+    expect(
+      writes
+        .filter((w) => w.method !== 'DELETE')
+        .every((w) => w.contentType?.startsWith('application/json')),
+    ).toBe(true);
   });
 });

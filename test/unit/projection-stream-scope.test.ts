@@ -4,11 +4,20 @@ import { servingState } from '../../lib/projection/serving.ts';
 import { scopeOfStream } from '../../lib/projection/stream-scope.ts';
 import { entryRecord, T0 } from '../fixtures/projection-records.ts';
 
-const record = (pk: string, sk: string) => ({ dynamodb: { Keys: { pk: { S: pk }, sk: { S: sk } } } });
+const record = (pk: string, sk: string) => ({
+  dynamodb: { Keys: { pk: { S: pk }, sk: { S: sk } } },
+});
 
 describe('stream scope', () => {
   it('collects the changed entries per namespace', () => {
-    expect(scopeOfStream([record('NS#b', 'WE#y'), record('NS#a', 'WE#x'), record('NS#b', 'WE#z'), record('NS#b', 'WE#y')])).toEqual({
+    expect(
+      scopeOfStream([
+        record('NS#b', 'WE#y'),
+        record('NS#a', 'WE#x'),
+        record('NS#b', 'WE#z'),
+        record('NS#b', 'WE#y'),
+      ]),
+    ).toEqual({
       kind: 'namespaces',
       namespaces: [
         { namespace: 'a', changedEntries: ['x'] },
@@ -18,32 +27,48 @@ describe('stream scope', () => {
   });
 
   it('widens a namespace to all its Services when a group changed', () => {
-    expect(scopeOfStream([record('NS#a', 'WE#x'), record('NS#a', 'WG#web'), record('NS#a', 'WE#y')])).toEqual({
+    expect(
+      scopeOfStream([record('NS#a', 'WE#x'), record('NS#a', 'WG#web'), record('NS#a', 'WE#y')]),
+    ).toEqual({
       kind: 'namespaces',
       namespaces: [{ namespace: 'a' }],
     });
   });
 
   it('ignores connection and token records', () => {
-    expect(scopeOfStream([record('CONN#c1', 'CONN'), record('TOKEN', 't1'), {}])).toEqual({ kind: 'namespaces', namespaces: [] });
+    expect(scopeOfStream([record('CONN#c1', 'CONN'), record('TOKEN', 't1'), {}])).toEqual({
+      kind: 'namespaces',
+      namespaces: [],
+    });
   });
 });
 
 describe('serving state', () => {
   it('is ready when connected and healthy, since the later of connect and transition', () => {
-    expect(servingState(entryRecord('a', { connectedAt: T0, health: { status: 'True', at: T0 + 5 } }))).toEqual({ ready: true, reason: 'Healthy', since: T0 + 5 });
+    expect(
+      servingState(entryRecord('a', { connectedAt: T0, health: { status: 'True', at: T0 + 5 } })),
+    ).toEqual({ ready: true, reason: 'Healthy', since: T0 + 5 });
   });
 
   it('is not ready before the first probe when the group has one', () => {
-    expect(servingState(entryRecord('a', { connectedAt: T0 }))).toMatchObject({ ready: false, reason: 'NotProbedYet' });
+    expect(servingState(entryRecord('a', { connectedAt: T0 }))).toMatchObject({
+      ready: false,
+      reason: 'NotProbedYet',
+    });
   });
 
   it('is ready when connected and the group has no probe', () => {
-    expect(servingState(entryRecord('a', { connectedAt: T0, healthChecksEnabled: false }))).toMatchObject({ ready: true, reason: 'Connected' });
+    expect(
+      servingState(entryRecord('a', { connectedAt: T0, healthChecksEnabled: false })),
+    ).toMatchObject({ ready: true, reason: 'Connected' });
   });
 
   it('is not ready once disconnected, even if the last report was healthy', () => {
-    expect(servingState(entryRecord('a', { disconnectedAt: T0 + 9, health: { status: 'True', at: T0 } }))).toEqual({ ready: false, reason: 'Disconnected', since: T0 + 9 });
+    expect(
+      servingState(
+        entryRecord('a', { disconnectedAt: T0 + 9, health: { status: 'True', at: T0 } }),
+      ),
+    ).toEqual({ ready: false, reason: 'Disconnected', since: T0 + 9 });
   });
 });
 
@@ -58,14 +83,24 @@ describe('projector configuration', () => {
       }),
     ).toEqual({
       targets: ['istio', 'endpointslices'],
-      cluster: { kind: 'eks', clusterName: 'prod', endpoint: 'https://abc.eks.amazonaws.com', certificateAuthority: 'QUJD' },
+      cluster: {
+        kind: 'eks',
+        clusterName: 'prod',
+        endpoint: 'https://abc.eks.amazonaws.com',
+        certificateAuthority: 'QUJD',
+      },
     });
   });
 
   it('names the variable and value it refuses', () => {
-    expect(() => readProjectorConfig({ REGISTRAR_PROJECTION_TARGETS: 'istio', REGISTRAR_EKS_CLUSTER_NAME: 'prod', REGISTRAR_EKS_ENDPOINT: 'http://x', REGISTRAR_EKS_CA: 'QUJD' })).toThrow(
-      "REGISTRAR_EKS_ENDPOINT (value 'http://x')",
-    );
+    expect(() =>
+      readProjectorConfig({
+        REGISTRAR_PROJECTION_TARGETS: 'istio',
+        REGISTRAR_EKS_CLUSTER_NAME: 'prod',
+        REGISTRAR_EKS_ENDPOINT: 'http://x',
+        REGISTRAR_EKS_CA: 'QUJD',
+      }),
+    ).toThrow("REGISTRAR_EKS_ENDPOINT (value 'http://x')");
     expect(() => parseTargets('istio,consul')).toThrow("invalid projection targets 'istio,consul'");
     expect(() => parseTargets('')).toThrow('invalid projection targets');
   });
