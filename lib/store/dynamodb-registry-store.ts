@@ -22,7 +22,6 @@ import {
   decodeEntry,
   encodeConnectionRecord,
   entryKey,
-  type Item,
   sweepState,
 } from './item-codec.ts';
 import type {
@@ -68,31 +67,36 @@ export class DynamoDbRegistryStore implements RegistryStore, CatalogStore {
    */
   async connect(change: ConnectChange): Promise<ConnectOutcome> {
     const ref = { namespace: change.entry.metadata.namespace, name: change.entry.metadata.name };
-    let outcome: ConnectOutcome | undefined;
-    // A second attempt only when the entry the condition saw was deleted before the read below.
-    for (let attempt = 0; outcome === undefined && attempt < 2; attempt++) {
+    const outcome = await this.#upsertEntry(change, ref);
+    if (outcome === 'created' || outcome === 'reconnected') {
+      const record: ConnectionRecord = {
+        connectionId: change.connectionId,
+        entry: ref,
+        connectedAt: change.connectedAt,
+      };
+      await this.#client.send(
+        new PutCommand({ TableName: this.#table, Item: encodeConnectionRecord(record) }),
+      );
+    }
+    return outcome;
+  }
+
+  async #upsertEntry(change: ConnectChange, ref: ObjectRef): Promise<ConnectOutcome> {
+    // A second attempt only when the entry the condition saw is gone by the classifying read
+    // (the sweeper deleted it in between): the connect then creates it afresh.
+    for (let attempt = 0; attempt < 2; attempt++) {
       try {
         const { Attributes } = await this.#client.send(
           new UpdateCommand(connectUpdate(this.#table, change)),
         );
-        outcome = Attributes?.revision === undefined ? 'created' : 'reconnected';
+        return Attributes?.revision === undefined ? 'created' : 'reconnected';
       } catch (error) {
         if (!isConditionFailed(error)) throw error;
         const existing = await this.#readEntry(ref);
         if (existing) return existing.autoRegistrationGroup === undefined ? 'conflict' : 'stale';
       }
     }
-    if (outcome === undefined)
-      throw new Error(`connect to ${ref.namespace}/${ref.name} kept racing`);
-    const record: ConnectionRecord = {
-      connectionId: change.connectionId,
-      entry: ref,
-      connectedAt: change.connectedAt,
-    };
-    await this.#client.send(
-      new PutCommand({ TableName: this.#table, Item: encodeConnectionRecord(record) }),
-    );
-    return outcome;
+    throw new Error(`connect to ${ref.namespace}/${ref.name} kept racing with deletes`);
   }
 
   /**
@@ -256,7 +260,7 @@ export class DynamoDbRegistryStore implements RegistryStore, CatalogStore {
     const { Item } = await this.#client.send(
       new GetCommand({ TableName: this.#table, Key: entryKey(ref), ConsistentRead: true }),
     );
-    return Item ? decodeEntry(Item as Item) : undefined;
+    return Item ? decodeEntry(Item) : undefined;
   }
 
   async #tryUpdate(input: ConstructorParameters<typeof UpdateCommand>[0]): Promise<boolean> {
