@@ -26,7 +26,10 @@ export interface RunningAgent {
 }
 
 /** Discovers, authenticates and starts the supervisor: the whole agent minus signals. */
-export async function startAgent(config: AgentConfig, deps: AgentDependencies = {}): Promise<RunningAgent> {
+export async function startAgent(
+  config: AgentConfig,
+  deps: AgentDependencies = {},
+): Promise<RunningAgent> {
   const clock = deps.clock ?? systemClock;
   const logger = deps.logger ?? createLogger({ format: config.logFormat, debug: config.debug });
   const found = await (deps.discover ?? discover)(config, logger);
@@ -38,7 +41,8 @@ export async function startAgent(config: AgentConfig, deps: AgentDependencies = 
     ...(config.network ? { network: config.network } : {}),
     ...(found.locality ? { locality: found.locality } : {}),
   });
-  const auth = deps.authenticator ?? (await createAuthenticator(config.auth, config.url, found.region));
+  const auth =
+    deps.authenticator ?? (await createAuthenticator(config.auth, config.url, found.region));
   logger.info(`joining ${config.namespace}/${config.group}`, {
     url: redactUrl(config.url),
     address: found.ips.join(','),

@@ -17,7 +17,8 @@ export function tokenAuthenticator(auth: { token?: string; tokenFile?: string })
   return {
     async prepare(url) {
       const token = auth.tokenFile === undefined ? auth.token : await readToken(auth.tokenFile);
-      if (!token) throw new AuthSetupError('no join token: set REGISTRAR_AGENT_TOKEN or --token-file');
+      if (!token)
+        throw new AuthSetupError('no join token: set REGISTRAR_AGENT_TOKEN or --token-file');
       return { url, headers: { Authorization: `Bearer ${token}` } };
     },
   };
@@ -26,7 +27,8 @@ export function tokenAuthenticator(auth: { token?: string; tokenFile?: string })
 async function readToken(path: string): Promise<string> {
   try {
     const token = (await readFile(path, 'utf8')).trim();
-    if (!token) throw new AuthSetupError(`token file ${path} is empty; write the join token into it`);
+    if (!token)
+      throw new AuthSetupError(`token file ${path} is empty; write the join token into it`);
     return token;
   } catch (error) {
     if (error instanceof AuthSetupError) throw error;
@@ -35,7 +37,10 @@ async function readToken(path: string): Promise<string> {
 }
 
 /** IAM mode: presigns every attempt with fresh credentials from the provider. */
-export function iamAuthenticator(region: string, credentials: () => Promise<AwsCredentials>): Authenticator {
+export function iamAuthenticator(
+  region: string,
+  credentials: () => Promise<AwsCredentials>,
+): Authenticator {
   return {
     async prepare(url) {
       // Loaded on first use: token-mode agents never pay for the signer's memory.
@@ -58,7 +63,9 @@ export async function createAuthenticator(
   const { regionFromUrl } = await import('./sigv4.ts');
   const region = auth.region ?? regionFromUrl(url) ?? instanceRegion;
   if (!region) {
-    throw new AuthSetupError(`cannot tell the AWS region for IAM signing from ${new URL(url).host}; pass --region <region>`);
+    throw new AuthSetupError(
+      `cannot tell the AWS region for IAM signing from ${new URL(url).host}; pass --region <region>`,
+    );
   }
   // Loaded only in IAM mode: the provider chain pulls in a large part of the SDK.
   const { fromNodeProviderChain } = await import('@aws-sdk/credential-providers');

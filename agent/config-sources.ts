@@ -96,7 +96,12 @@ export interface ParsedFlags {
 export function readFlags(argv: string[]): ParsedFlags {
   let parsed: ReturnType<typeof parseArgs<{ options: typeof FLAG_OPTIONS; strict: true }>>;
   try {
-    parsed = parseArgs({ args: argv, options: FLAG_OPTIONS, strict: true, allowPositionals: false });
+    parsed = parseArgs({
+      args: argv,
+      options: FLAG_OPTIONS,
+      strict: true,
+      allowPositionals: false,
+    });
   } catch (error) {
     throw new AgentConfigError(`${(error as Error).message}; see registrar-agent --help`);
   }
@@ -135,7 +140,9 @@ export function readFile(path: string): Layer {
   try {
     document = parseYaml(text);
   } catch (error) {
-    throw new AgentConfigError(`config file ${path} is not valid YAML: ${(error as Error).message}`);
+    throw new AgentConfigError(
+      `config file ${path} is not valid YAML: ${(error as Error).message}`,
+    );
   }
   if (document === null || document === undefined) return { values: {}, sources: {} };
   if (typeof document !== 'object' || Array.isArray(document)) {

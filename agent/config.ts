@@ -72,21 +72,28 @@ export const DEFAULT_TIMING: Readonly<AgentTiming> = Object.freeze({
 export const DEFAULT_IMDS_URL = 'http://169.254.169.254';
 
 // Kubernetes label syntax: optional DNS prefix, name of at most 63 characters.
-const LABEL_KEY = /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+const LABEL_KEY =
+  /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
 const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
 const DNS_NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 
 const duration = z.union([z.number().positive(), z.string()]).transform((value, ctx) => {
   const ms = typeof value === 'number' ? value : parseDuration(value);
   if (ms === undefined || ms <= 0) {
-    ctx.addIssue({ code: 'custom', message: `must be a positive duration such as 500ms, 10s or 5m, got '${value}'` });
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be a positive duration such as 500ms, 10s or 5m, got '${value}'`,
+    });
     return z.NEVER;
   }
   return ms;
 });
 
 const labels = z
-  .union([z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])), z.array(z.string())])
+  .union([
+    z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
+    z.array(z.string()),
+  ])
   .transform((value, ctx) => {
     const pairs = Array.isArray(value)
       ? value.map((item) => {
@@ -99,9 +106,15 @@ const labels = z
       if (item === undefined) {
         ctx.addIssue({ code: 'custom', message: `label '${key}' must be written key=value` });
       } else if (!LABEL_KEY.test(key ?? '')) {
-        ctx.addIssue({ code: 'custom', message: `label key '${key}' is not a valid Kubernetes label key` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `label key '${key}' is not a valid Kubernetes label key`,
+        });
       } else if (!LABEL_VALUE.test(item)) {
-        ctx.addIssue({ code: 'custom', message: `label value '${item}' of '${key}' is not a valid label value (at most 63 of [A-Za-z0-9_.-])` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `label value '${item}' of '${key}' is not a valid label value (at most 63 of [A-Za-z0-9_.-])`,
+        });
       } else {
         result[key as string] = item;
       }
@@ -112,17 +125,29 @@ const labels = z
 const ipList = z
   .union([z.string(), z.array(z.string())])
   .transform((value) => (Array.isArray(value) ? value : [value]))
-  .pipe(z.array(z.string().refine((ip) => isIP(ip) !== 0, { error: (issue) => `'${issue.input}' is not an IPv4 or IPv6 address` })));
+  .pipe(
+    z.array(
+      z.string().refine((ip) => isIP(ip) !== 0, {
+        error: (issue) => `'${issue.input}' is not an IPv4 or IPv6 address`,
+      }),
+    ),
+  );
 
 const wsUrl = z.string().refine((text) => /^wss?:\/\/[^/?#]+/.test(text) && URL.canParse(text), {
-  error: (issue) => `must be a ws:// or wss:// URL such as wss://abc123.execute-api.us-east-1.amazonaws.com/prod, got '${issue.input}'`,
+  error: (issue) =>
+    `must be a ws:// or wss:// URL such as wss://abc123.execute-api.us-east-1.amazonaws.com/prod, got '${issue.input}'`,
 });
 
 const name = (what: string) =>
-  z.string({ error: `is required: the ${what}` }).regex(DNS_NAME, { error: (issue) => `'${issue.input}' is not a valid ${what} name (lower case letters, digits, '-' and '.')` });
+  z.string({ error: `is required: the ${what}` }).regex(DNS_NAME, {
+    error: (issue) =>
+      `'${issue.input}' is not a valid ${what} name (lower case letters, digits, '-' and '.')`,
+  });
 
 const schema = z.object({
-  url: z.string({ error: 'is required: the registrar WebSocket URL (--url or REGISTRAR_AGENT_URL)' }).pipe(wsUrl),
+  url: z
+    .string({ error: 'is required: the registrar WebSocket URL (--url or REGISTRAR_AGENT_URL)' })
+    .pipe(wsUrl),
   group: name('WorkloadGroup'),
   namespace: name('namespace'),
   network: z.string().min(1).optional(),
@@ -130,17 +155,25 @@ const schema = z.object({
   ip: ipList.default([]),
   locality: z
     .string()
-    .regex(/^[^/\s]+(\/[^/\s]+){0,2}$/, { error: (issue) => `'${issue.input}' must be region[/zone[/subzone]]` })
+    .regex(/^[^/\s]+(\/[^/\s]+){0,2}$/, {
+      error: (issue) => `'${issue.input}' must be region[/zone[/subzone]]`,
+    })
     .optional(),
   auth: z
     .object({
-      mode: z.enum(['token', 'iam'], { error: (issue) => `must be 'token' or 'iam', got '${issue.input}'` }).default('token'),
+      mode: z
+        .enum(['token', 'iam'], {
+          error: (issue) => `must be 'token' or 'iam', got '${issue.input}'`,
+        })
+        .default('token'),
       token: z.string().min(1).optional(),
       tokenFile: z.string().min(1).optional(),
       region: z.string().min(1).optional(),
     })
     .default({ mode: 'token' }),
-  logFormat: z.enum(['text', 'json'], { error: (issue) => `must be 'text' or 'json', got '${issue.input}'` }).default('text'),
+  logFormat: z
+    .enum(['text', 'json'], { error: (issue) => `must be 'text' or 'json', got '${issue.input}'` })
+    .default('text'),
   debug: z.boolean().default(false),
   imds: z
     .object({
@@ -166,12 +199,17 @@ const schema = z.object({
 });
 
 /** Reads flags, environment and the optional YAML file; throws AgentConfigError naming the source. */
-export function loadAgentConfig(argv: string[], env: Record<string, string | undefined>): AgentConfig | 'help' {
+export function loadAgentConfig(
+  argv: string[],
+  env: Record<string, string | undefined>,
+): AgentConfig | 'help' {
   const flags = readFlags(argv);
   if (flags.help) return 'help';
   const file = flags.configFile ?? env.REGISTRAR_AGENT_CONFIG;
   const layers = [file === undefined ? undefined : readFile(file), readEnv(env), flags.layer];
-  return validateAgentConfig(mergeLayers(layers.filter((layer): layer is Layer => layer !== undefined)));
+  return validateAgentConfig(
+    mergeLayers(layers.filter((layer): layer is Layer => layer !== undefined)),
+  );
 }
 
 export function validateAgentConfig(layer: Layer): AgentConfig {
@@ -200,14 +238,19 @@ export function validateAgentConfig(layer: Layer): AgentConfig {
     backoffBaseMs: t.backoffBase ?? DEFAULT_TIMING.backoffBaseMs,
     backoffCapMs: t.backoffCap ?? DEFAULT_TIMING.backoffCapMs,
     refusalBackoffMs: t.refusalBackoff ?? DEFAULT_TIMING.refusalBackoffMs,
-    refusalBackoffCapMs: t.refusalBackoffCap ?? Math.max(DEFAULT_TIMING.refusalBackoffCapMs, t.refusalBackoff ?? 0),
+    refusalBackoffCapMs:
+      t.refusalBackoffCap ?? Math.max(DEFAULT_TIMING.refusalBackoffCapMs, t.refusalBackoff ?? 0),
     stableAfterMs: t.stableAfter ?? DEFAULT_TIMING.stableAfterMs,
     probeTimeScale: t.probeTimeScale ?? DEFAULT_TIMING.probeTimeScale,
   };
   const auth: AgentAuth =
     v.auth.mode === 'iam'
       ? { mode: 'iam', ...(v.auth.region ? { region: v.auth.region } : {}) }
-      : { mode: 'token', ...(v.auth.token ? { token: v.auth.token } : {}), ...(v.auth.tokenFile ? { tokenFile: v.auth.tokenFile } : {}) };
+      : {
+          mode: 'token',
+          ...(v.auth.token ? { token: v.auth.token } : {}),
+          ...(v.auth.tokenFile ? { tokenFile: v.auth.tokenFile } : {}),
+        };
   return {
     url: v.url,
     group: v.group,

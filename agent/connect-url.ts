@@ -16,6 +16,7 @@ export function buildConnectUrl(base: string, params: ConnectParams): string {
   for (const ip of params.ips) url.searchParams.append('ip', ip);
   if (params.network) url.searchParams.set('network', params.network);
   if (params.locality) url.searchParams.set('locality', params.locality);
-  for (const [key, value] of Object.entries(params.labels)) url.searchParams.append('label', `${key}=${value}`);
+  for (const [key, value] of Object.entries(params.labels))
+    url.searchParams.append('label', `${key}=${value}`);
   return url.toString();
 }

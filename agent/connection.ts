@@ -59,12 +59,20 @@ interface Pending {
 }
 
 // Replies carry no request id: they are matched to the request by action.
-const REPLY_ACTION: Record<string, RequestAction> = { health: 'health', describe: 'describe', pong: 'ping' };
+const REPLY_ACTION: Record<string, RequestAction> = {
+  health: 'health',
+  describe: 'describe',
+  pong: 'ping',
+};
 // A server that does not answer a close frame is not waited for longer than this.
 const CLOSE_GRACE_MS = 2_000;
 
 /** Opens one connection; rejects with RefusedError on an HTTP refusal, Error otherwise. */
-export function openLink(url: string, headers: Record<string, string>, options: LinkOptions): Promise<AgentLink> {
+export function openLink(
+  url: string,
+  headers: Record<string, string>,
+  options: LinkOptions,
+): Promise<AgentLink> {
   return new Promise((resolve, reject) => {
     const socket = new WebSocket(url, {
       headers,
@@ -84,7 +92,9 @@ export function openLink(url: string, headers: Record<string, string>, options: 
         request.destroy();
         const status = response.statusCode ?? 0;
         const { code, message } = parseRefusal(Buffer.concat(chunks).toString('utf8'));
-        reject(new RefusedError(status, code, message ?? response.statusMessage ?? `HTTP ${status}`));
+        reject(
+          new RefusedError(status, code, message ?? response.statusMessage ?? `HTTP ${status}`),
+        );
       };
       response.once('end', done);
       response.once('error', done);
@@ -135,7 +145,10 @@ function createLink(socket: WebSocket, options: LinkOptions): AgentLink {
   socket.on('close', (code, reason) => {
     closed = true;
     for (const action of [...pending.keys()]) {
-      settle(action, new RequestError('closed', `connection closed (${code}) before the ${action} reply`));
+      settle(
+        action,
+        new RequestError('closed', `connection closed (${code}) before the ${action} reply`),
+      );
     }
     for (const listener of listeners) listener(code, reason.toString('utf8'));
   });
@@ -146,13 +159,18 @@ function createLink(socket: WebSocket, options: LinkOptions): AgentLink {
     },
     request(action, body = {}) {
       if (closed || socket.readyState !== WebSocket.OPEN) {
-        return Promise.reject(new RequestError('closed', `cannot send ${action}: connection is closed`));
+        return Promise.reject(
+          new RequestError('closed', `cannot send ${action}: connection is closed`),
+        );
       }
       // At most one outstanding request per action: a newer one supersedes the older.
       settle(action, new RequestError('error', `${action} superseded by a newer request`));
       return new Promise<Reply>((resolve, reject) => {
         const timer = options.clock.setTimer(options.replyTimeoutMs, () =>
-          settle(action, new RequestError('timeout', `no ${action} reply within ${options.replyTimeoutMs} ms`)),
+          settle(
+            action,
+            new RequestError('timeout', `no ${action} reply within ${options.replyTimeoutMs} ms`),
+          ),
         );
         pending.set(action, { resolve, reject, timer });
         socket.send(JSON.stringify({ action, ...body }));
@@ -180,10 +198,17 @@ function createLink(socket: WebSocket, options: LinkOptions): AgentLink {
 
 function parseRefusal(body: string): { code?: string; message?: string } {
   try {
-    const parsed = JSON.parse(body) as { error?: { code?: unknown; message?: unknown }; message?: unknown };
+    const parsed = JSON.parse(body) as {
+      error?: { code?: unknown; message?: unknown };
+      message?: unknown;
+    };
     const code = typeof parsed.error?.code === 'string' ? parsed.error.code : undefined;
     const message =
-      typeof parsed.error?.message === 'string' ? parsed.error.message : typeof parsed.message === 'string' ? parsed.message : undefined;
+      typeof parsed.error?.message === 'string'
+        ? parsed.error.message
+        : typeof parsed.message === 'string'
+          ? parsed.message
+          : undefined;
     return { ...(code ? { code } : {}), ...(message ? { message } : {}) };
   } catch {
     const text = body.trim().slice(0, 200);

@@ -1,5 +1,10 @@
 import type { AgentConfig } from './config.ts';
-import { discoverInstance, type InstanceIdentity, ImdsUnavailableError, localityOf } from './imds.ts';
+import {
+  discoverInstance,
+  ImdsUnavailableError,
+  type InstanceIdentity,
+  localityOf,
+} from './imds.ts';
 import type { Logger } from './logger.ts';
 
 /** Label that carries the EC2 instance ID, so an entry can be traced back to its VM. */
@@ -21,7 +26,10 @@ export class DiscoveryError extends Error {}
 export async function discover(
   config: AgentConfig,
   logger: Logger,
-  lookup: (options: { baseUrl: string; timeoutMs: number }) => Promise<InstanceIdentity> = discoverInstance,
+  lookup: (options: {
+    baseUrl: string;
+    timeoutMs: number;
+  }) => Promise<InstanceIdentity> = discoverInstance,
 ): Promise<Discovered> {
   let identity: InstanceIdentity | undefined;
   if (config.imds.enabled) {
@@ -33,18 +41,29 @@ export async function discover(
           error instanceof ImdsUnavailableError
             ? 'not running on EC2? pass --ip <address> (and --locality <region/zone>) to run elsewhere'
             : 'pass --ip <address> to skip discovery';
-        throw new DiscoveryError(`cannot discover this VM's address: ${(error as Error).message}; ${hint}`);
+        throw new DiscoveryError(
+          `cannot discover this VM's address: ${(error as Error).message}; ${hint}`,
+        );
       }
-      logger.info('instance metadata not available; using the configured address', { reason: (error as Error).message });
+      logger.info('instance metadata not available; using the configured address', {
+        reason: (error as Error).message,
+      });
     }
   }
-  const discoveredIps = identity ? [identity.ipv4, identity.ipv6].filter((ip): ip is string => ip !== undefined) : [];
+  const discoveredIps = identity
+    ? [identity.ipv4, identity.ipv6].filter((ip): ip is string => ip !== undefined)
+    : [];
   const ips = config.ips.length > 0 ? config.ips : discoveredIps;
   if (ips.length === 0) {
-    throw new DiscoveryError('no address to register: the instance reports no private IP; pass --ip <address>');
+    throw new DiscoveryError(
+      'no address to register: the instance reports no private IP; pass --ip <address>',
+    );
   }
   const locality = config.locality ?? (identity ? localityOf(identity) : undefined);
-  const labels = { ...(identity ? { [INSTANCE_ID_LABEL]: identity.instanceId } : {}), ...config.labels };
+  const labels = {
+    ...(identity ? { [INSTANCE_ID_LABEL]: identity.instanceId } : {}),
+    ...config.labels,
+  };
   return {
     ips,
     labels,

@@ -69,7 +69,14 @@ export class HealthReporter {
       for (;;) {
         const link = this.#options.currentLink();
         const state = this.#state;
-        if (this.#stopped || this.#acked || state === undefined || link === undefined || link.closed) return;
+        if (
+          this.#stopped ||
+          this.#acked ||
+          state === undefined ||
+          link === undefined ||
+          link.closed
+        )
+          return;
         this.#options.onEvent?.({ type: 'health-sent', healthy: state.healthy });
         try {
           // The registrar accepts messages up to 1024 characters (MAX_HEALTH_MESSAGE_LENGTH).

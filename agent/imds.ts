@@ -36,7 +36,9 @@ export async function discoverInstance(options: ImdsOptions): Promise<InstanceId
     get('placement/region'),
   ]);
   if (instanceId === undefined || availabilityZone === undefined) {
-    throw new Error(`instance metadata at ${options.baseUrl} lacks instance-id or placement/availability-zone`);
+    throw new Error(
+      `instance metadata at ${options.baseUrl} lacks instance-id or placement/availability-zone`,
+    );
   }
   return {
     instanceId,
@@ -63,12 +65,18 @@ async function fetchToken(options: ImdsOptions): Promise<string> {
   }
   if (!response.ok) {
     // 403: IMDS is disabled on this instance; other statuses: not a real IMDS.
-    throw new ImdsUnavailableError(`the EC2 instance metadata service at ${options.baseUrl} refused a session token (HTTP ${response.status})`);
+    throw new ImdsUnavailableError(
+      `the EC2 instance metadata service at ${options.baseUrl} refused a session token (HTTP ${response.status})`,
+    );
   }
   return (await response.text()).trim();
 }
 
-async function getMetadata(options: ImdsOptions, token: string, path: string): Promise<string | undefined> {
+async function getMetadata(
+  options: ImdsOptions,
+  token: string,
+  path: string,
+): Promise<string | undefined> {
   const response = await fetch(new URL(`/latest/meta-data/${path}`, options.baseUrl), {
     headers: { 'X-aws-ec2-metadata-token': token },
     signal: AbortSignal.timeout(options.timeoutMs),

@@ -2,7 +2,12 @@ import type { Probe } from '../lib/domain/model.ts';
 import type { Clock } from './clock.ts';
 import type { Logger } from './logger.ts';
 import type { ProbeCheck } from './probes/probe-result.ts';
-import { type HealthState, type ProbeSettings, ProbeRunner, probeSettings } from './probes/probe-runner.ts';
+import {
+  type HealthState,
+  ProbeRunner,
+  type ProbeSettings,
+  probeSettings,
+} from './probes/probe-runner.ts';
 
 export interface ProbeWatcherOptions {
   clock: Clock;
@@ -72,7 +77,8 @@ export class ProbeWatcher {
 }
 
 function describeProbe(probe: Probe): string {
-  if (probe.httpGet) return `httpGet ${probe.httpGet.scheme ?? 'HTTP'} port ${probe.httpGet.port} ${probe.httpGet.path ?? '/'}`;
+  if (probe.httpGet)
+    return `httpGet ${probe.httpGet.scheme ?? 'HTTP'} port ${probe.httpGet.port} ${probe.httpGet.path ?? '/'}`;
   if (probe.tcpSocket) return `tcpSocket port ${probe.tcpSocket.port}`;
   if (probe.exec) return `exec ${probe.exec.command.join(' ')}`;
   return 'nothing';

@@ -74,11 +74,14 @@ function serializeQuery(query: Record<string, string | string[] | null>): string
   const parts: string[] = [];
   for (const [key, value] of Object.entries(query)) {
     const values = Array.isArray(value) ? value : [value ?? ''];
-    for (const item of values) parts.push(`${escape(key)}=${escape(item)}`);
+    for (const item of values) parts.push(`${uriEscape(key)}=${uriEscape(item)}`);
   }
   return parts.join('&');
 }
 
-function escape(text: string): string {
-  return encodeURIComponent(text).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+function uriEscape(text: string): string {
+  return encodeURIComponent(text).replace(
+    /[!'()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
 }

@@ -7,9 +7,9 @@ import { type AgentLink, RefusedError, RequestError } from './connection.ts';
 import { HealthReporter } from './health-reporter.ts';
 import type { Logger } from './logger.ts';
 import { ProbeWatcher } from './probe-watcher.ts';
-import { refusalHint } from './refusal-hints.ts';
 import type { ProbeCheck } from './probes/probe-result.ts';
 import type { ProbeSettings } from './probes/probe-runner.ts';
+import { refusalHint } from './refusal-hints.ts';
 
 /** What happened, for tests and the benchmark; logs carry the same story for people. */
 export type AgentEvent =
@@ -133,7 +133,8 @@ export class Supervisor {
       this.#onClosed(current, 1006, 'closed right after opening');
       return;
     }
-    if (kind === 'rotate') this.#o.logger.info('rotated to a new connection', { connection: current.id });
+    if (kind === 'rotate')
+      this.#o.logger.info('rotated to a new connection', { connection: current.id });
     else this.#o.logger.info('connected', { connection: current.id });
     this.#emit({ type: 'connected', kind, linkId: current.id });
     this.#scheduleRotation();
@@ -151,8 +152,13 @@ export class Supervisor {
     while (!this.#stopped && this.#current === current && !current.link.closed) {
       try {
         const reply = await current.link.request('describe');
-        const metadata = (reply.entry as { metadata?: { namespace?: string; name?: string } } | undefined)?.metadata;
-        const name = metadata?.name && metadata.namespace ? formatRef({ namespace: metadata.namespace, name: metadata.name }) : '?';
+        const metadata = (
+          reply.entry as { metadata?: { namespace?: string; name?: string } } | undefined
+        )?.metadata;
+        const name =
+          metadata?.name && metadata.namespace
+            ? formatRef({ namespace: metadata.namespace, name: metadata.name })
+            : '?';
         if (name !== this.#entryName) this.#o.logger.info(`registered as ${name}`, { entry: name });
         this.#entryName = name;
         this.#emit({ type: 'registered', name, linkId: current.id });
@@ -161,7 +167,9 @@ export class Supervisor {
       } catch (error) {
         if (error instanceof RequestError && error.kind === 'closed') return;
         this.#o.logger.warn('describe failed; asking again', { reason: (error as Error).message });
-        await new Promise<void>((resolve) => this.#o.clock.setTimer(this.#o.timing.ackTimeoutMs, resolve));
+        await new Promise<void>((resolve) =>
+          this.#o.clock.setTimer(this.#o.timing.ackTimeoutMs, resolve),
+        );
       }
     }
   }
@@ -169,22 +177,32 @@ export class Supervisor {
   #onConnectFailure(error: unknown, kind: AttemptKind): void {
     if (this.#stopped) return;
     const { clock, logger, timing } = this.#o;
-    const refused = (error instanceof RefusedError && REFUSAL_STATUSES.has(error.status)) || error instanceof AuthSetupError;
+    const refused =
+      (error instanceof RefusedError && REFUSAL_STATUSES.has(error.status)) ||
+      error instanceof AuthSetupError;
     let delay: number;
     let reason: string;
     if (refused) {
       this.#refusals += 1;
       delay = refusalDelay(this.#refusals, timing, clock.random());
       const hint = error instanceof RefusedError ? refusalHint(error.status) : undefined;
-      reason = error instanceof RefusedError ? `refused (${error.status}${error.code ? ` ${error.code}` : ''}): ${error.message}` : (error as Error).message;
+      reason =
+        error instanceof RefusedError
+          ? `refused (${error.status}${error.code ? ` ${error.code}` : ''}): ${error.message}`
+          : (error as Error).message;
       if (hint) reason = `${reason}; ${hint}`;
-      logger.error(`${reason}; retrying in ${seconds(delay)}`, { status: error instanceof RefusedError ? error.status : undefined });
+      logger.error(`${reason}; retrying in ${seconds(delay)}`, {
+        status: error instanceof RefusedError ? error.status : undefined,
+      });
     } else {
       this.#failures += 1;
       delay = failureDelay(this.#failures, timing, clock.random());
       reason = `connect failed: ${describeError(error)}`;
-      const still = kind === 'rotate' && this.#current ? ' (the current connection stays open)' : '';
-      logger.warn(`reconnecting in ${seconds(delay)} because ${reason}${still}`, { attempt: this.#failures });
+      const still =
+        kind === 'rotate' && this.#current ? ' (the current connection stays open)' : '';
+      logger.warn(`reconnecting in ${seconds(delay)} because ${reason}${still}`, {
+        attempt: this.#failures,
+      });
     }
     this.#scheduleRetry(delay, reason, refused, this.#current ? 'rotate' : 'reconnect');
   }
@@ -232,8 +250,14 @@ export class Supervisor {
       try {
         await current.link.request('ping');
       } catch (error) {
-        if (error instanceof RequestError && error.kind === 'timeout' && this.#current === current) {
-          this.#o.logger.warn('no pong from the registrar; dropping the connection', { connection: current.id });
+        if (
+          error instanceof RequestError &&
+          error.kind === 'timeout' &&
+          this.#current === current
+        ) {
+          this.#o.logger.warn('no pong from the registrar; dropping the connection', {
+            connection: current.id,
+          });
           void current.link.close();
         }
       }

@@ -1,5 +1,7 @@
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startHttpTarget } from '../test/fixtures/agent-targets.ts';
 
@@ -11,9 +13,13 @@ import { startHttpTarget } from '../test/fixtures/agent-targets.ts';
  * of a 1-second probe, take about 40 s; the connection is rotated every ~1 s instead of every
  * ~100 min, so the run also holds far more rotations than a real hour (or week).
  * RSS is read from /proc/<pid>/status every 500 ms; "flat" means the last quarter of the run
- * is not above the second quarter by more than noise.
+ * is not above the second quarter by more than noise. The V8 heap after a forced GC, logged by
+ * a preloaded module every 10 s, tells a leak (it keeps growing) from allocator slack.
+ * BENCH_AGENT_BUNDLE=1 measures the single-file bundle (packaging/build-agent.sh) instead of
+ * the TypeScript sources.
  */
 export interface AgentMemory {
+  program: 'sources' | 'bundle';
   durationS: number;
   probes: number;
   rotations: number;
@@ -24,7 +30,13 @@ export interface AgentMemory {
   rssMaxMb: number;
   /** Mean RSS of the last quarter minus the mean of the second quarter. */
   rssGrowthMb: number;
+  heapAfterGcFirstMb: number;
+  heapAfterGcWarmupMb: number;
+  heapAfterGcEndMb: number;
 }
+
+// Preloaded into the agent process: heap used after a full GC, as a JSON line on stderr.
+const HEAP_PROBE = `data:text/javascript,setInterval(() => { globalThis.gc(); process.stderr.write(JSON.stringify({ benchHeapMb: process.memoryUsage().heapUsed / 1048576 }) + '\\n'); }, 10000).unref();`;
 
 const PROBES = Number(process.env.BENCH_AGENT_PROBES ?? 3_600);
 const SAMPLE_MS = 500;
@@ -37,17 +49,52 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
   const { startAgentTestbed } = await import('../test/fixtures/agent-testbed.ts');
   const bed = await startAgentTestbed({ maxConnectionAgeMs: 1_300 });
   const target = await startHttpTarget(200);
+  const bundle = process.env.BENCH_AGENT_BUNDLE === '1';
+  const bundleDir = bundle ? mkdtempSync(join(tmpdir(), 'agent-bench-')) : undefined;
+  if (bundleDir) {
+    const script = fileURLToPath(new URL('../packaging/build-agent.sh', import.meta.url));
+    execFileSync('sh', [script], { env: { ...process.env, OUT_DIR: bundleDir }, stdio: 'ignore' });
+  }
+  const program = bundleDir
+    ? join(bundleDir, 'registrar-agent.mjs')
+    : fileURLToPath(new URL('../bin/registrar-agent.js', import.meta.url));
   const child = spawn(
     process.execPath,
     [
-      fileURLToPath(new URL('../bin/registrar-agent.js', import.meta.url)),
-      ...['--url', bed.runtime.url, '--group', 'bench', '--namespace', 'shop', '--ip', '10.9.0.1', '--no-imds'],
-      ...['--log-format', 'json', '--probe-time-scale', '0.01', '--max-connection-age', '1300ms', '--ping-interval', '500ms'],
+      '--expose-gc',
+      '--import',
+      HEAP_PROBE,
+      program,
+      ...[
+        '--url',
+        bed.runtime.url,
+        '--group',
+        'bench',
+        '--namespace',
+        'shop',
+        '--ip',
+        '10.9.0.1',
+        '--no-imds',
+      ],
+      ...[
+        '--log-format',
+        'json',
+        '--probe-time-scale',
+        '0.01',
+        '--max-connection-age',
+        '1300ms',
+        '--ping-interval',
+        '500ms',
+      ],
     ],
-    { env: { ...process.env, REGISTRAR_AGENT_TOKEN: bed.token }, stdio: ['ignore', 'ignore', 'pipe'] },
+    {
+      env: { ...process.env, REGISTRAR_AGENT_TOKEN: bed.token },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
   );
   let rotations = 0;
   let transitions = 0;
+  const heap: number[] = [];
   let pendingLine = '';
   child.stderr.on('data', (chunk: Buffer) => {
     const lines = (pendingLine + chunk.toString('utf8')).split('\n');
@@ -55,9 +102,16 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
     for (const line of lines) {
       if (line.includes('"msg":"rotated to a new connection"')) rotations += 1;
       if (line.includes('"msg":"healthy"') || line.includes('"msg":"unhealthy:')) transitions += 1;
+      if (line.startsWith('{"benchHeapMb"'))
+        heap.push((JSON.parse(line) as { benchHeapMb: number }).benchHeapMb);
     }
   });
-  await bed.applyGroup('bench', { httpGet: { port: target.port, path: '/ready' }, periodSeconds: 1, timeoutSeconds: 50, failureThreshold: 1 });
+  await bed.applyGroup('bench', {
+    httpGet: { port: target.port, path: '/ready' },
+    periodSeconds: 1,
+    timeoutSeconds: 50,
+    failureThreshold: 1,
+  });
 
   const samples: number[] = [];
   const started = Date.now();
@@ -78,11 +132,14 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
     await new Promise((resolve) => child.once('exit', resolve));
     await target.close();
     await bed.close();
+    if (bundleDir) rmSync(bundleDir, { recursive: true, force: true });
   }
   const quarter = Math.max(1, Math.floor(samples.length / 4));
-  const mean = (values: number[]) => values.reduce((sum, v) => sum + v, 0) / Math.max(1, values.length);
+  const mean = (values: number[]) =>
+    values.reduce((sum, v) => sum + v, 0) / Math.max(1, values.length);
   const round = (value: number) => Math.round(value * 10) / 10;
   return {
+    program: bundle ? 'bundle' : 'sources',
     durationS: round((Date.now() - started) / 1000),
     probes: target.requests,
     rotations,
@@ -92,6 +149,9 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
     rssEndMb: round(samples.at(-1) ?? 0),
     rssMaxMb: round(Math.max(...samples)),
     rssGrowthMb: round(mean(samples.slice(-quarter)) - mean(samples.slice(quarter, 2 * quarter))),
+    heapAfterGcFirstMb: round(heap[0] ?? 0),
+    heapAfterGcWarmupMb: round(heap[Math.floor(heap.length / 4)] ?? 0),
+    heapAfterGcEndMb: round(heap.at(-1) ?? 0),
   };
 }
 

@@ -14,13 +14,15 @@ const MAX_OUTPUT = 512;
  */
 export function execProbe(action: ExecAction, timeoutMs: number): Promise<ProbeResult> {
   const [command, ...args] = action.command;
-  if (command === undefined) return Promise.resolve({ ok: false, message: 'exec probe has an empty command' });
+  if (command === undefined)
+    return Promise.resolve({ ok: false, message: 'exec probe has an empty command' });
   return new Promise((resolve) => {
     let output = '';
     let settled = false;
     const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     const collect = (chunk: Buffer) => {
-      if (output.length < MAX_OUTPUT) output = (output + chunk.toString('utf8')).slice(0, MAX_OUTPUT);
+      if (output.length < MAX_OUTPUT)
+        output = (output + chunk.toString('utf8')).slice(0, MAX_OUTPUT);
     };
     child.stdout.on('data', collect);
     child.stderr.on('data', collect);
@@ -35,14 +37,20 @@ export function execProbe(action: ExecAction, timeoutMs: number): Promise<ProbeR
       finish({ ok: false, message: `exec probe ${command} timed out after ${seconds(timeoutMs)}` });
     }, timeoutMs);
     child.once('error', (error: NodeJS.ErrnoException) =>
-      finish({ ok: false, message: `exec probe ${command} could not start: ${error.code ?? error.message}` }),
+      finish({
+        ok: false,
+        message: `exec probe ${command} could not start: ${error.code ?? error.message}`,
+      }),
     );
     child.once('close', (code, signal) => {
       const detail = output.trim() ? `: ${output.trim()}` : '';
       finish(
         code === 0
           ? { ok: true, message: `exec probe ${command} exited 0` }
-          : { ok: false, message: `exec probe ${command} ${signal ? `killed by ${signal}` : `exited ${code}`}${detail}` },
+          : {
+              ok: false,
+              message: `exec probe ${command} ${signal ? `killed by ${signal}` : `exited ${code}`}${detail}`,
+            },
       );
     });
   });

@@ -11,7 +11,11 @@ export type HttpGetAction = NonNullable<Probe['httpGet']>;
  * counts as healthy). HTTPS does not verify the certificate, as the kubelet does not: the
  * target is the VM's own application, often with a self-signed certificate.
  */
-export function httpProbe(action: HttpGetAction, defaultHost: string, timeoutMs: number): Promise<ProbeResult> {
+export function httpProbe(
+  action: HttpGetAction,
+  defaultHost: string,
+  timeoutMs: number,
+): Promise<ProbeResult> {
   const scheme = action.scheme === 'HTTPS' ? 'https' : 'http';
   const host = action.host || defaultHost;
   const path = action.path ? (action.path.startsWith('/') ? action.path : `/${action.path}`) : '/';
@@ -46,11 +50,18 @@ export function httpProbe(action: HttpGetAction, defaultHost: string, timeoutMs:
       );
     });
     const timer = setTimeout(
-      () => finish({ ok: false, message: `HTTP probe of ${target} timed out after ${seconds(timeoutMs)}` }),
+      () =>
+        finish({
+          ok: false,
+          message: `HTTP probe of ${target} timed out after ${seconds(timeoutMs)}`,
+        }),
       timeoutMs,
     );
     request.on('error', (error: NodeJS.ErrnoException) =>
-      finish({ ok: false, message: `HTTP probe of ${target} failed: ${error.code ?? error.message}` }),
+      finish({
+        ok: false,
+        message: `HTTP probe of ${target} failed: ${error.code ?? error.message}`,
+      }),
     );
     request.end();
   });

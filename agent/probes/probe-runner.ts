@@ -26,7 +26,8 @@ const DEFAULTS = { periodSeconds: 10, timeoutSeconds: 1, successThreshold: 1, fa
 export function probeSettings(probe: Probe, scale = 1): ProbeSettings {
   const positive = (value: number | undefined, fallback: number) =>
     value !== undefined && Number.isFinite(value) && value > 0 ? value : fallback;
-  const count = (value: number | undefined, fallback: number) => Math.max(1, Math.floor(positive(value, fallback)));
+  const count = (value: number | undefined, fallback: number) =>
+    Math.max(1, Math.floor(positive(value, fallback)));
   return {
     initialDelayMs: Math.max(0, probe.initialDelaySeconds ?? 0) * 1000 * scale,
     periodMs: positive(probe.periodSeconds, DEFAULTS.periodSeconds) * 1000 * scale,
@@ -41,7 +42,11 @@ export function probeSettings(probe: Probe, scale = 1): ProbeSettings {
  * probe names no host; for a VM that is the machine itself, reached as localhost as Istio's
  * agent does, so an application bound to 127.0.0.1 can be probed too.
  */
-export function createProbeCheck(probe: Probe, settings: ProbeSettings, defaultHost = 'localhost'): ProbeCheck | undefined {
+export function createProbeCheck(
+  probe: Probe,
+  settings: ProbeSettings,
+  defaultHost = 'localhost',
+): ProbeCheck | undefined {
   if (probe.httpGet) {
     const action = probe.httpGet;
     return () => httpProbe(action, defaultHost, settings.timeoutMs);

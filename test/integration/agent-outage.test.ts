@@ -12,8 +12,13 @@ import { failureDelay } from '../../agent/backoff.ts';
 import { type Clock, systemClock } from '../../agent/clock.ts';
 import type { AgentEvent } from '../../agent/supervisor.ts';
 import { startLocalRuntime } from '../../infra/local/runtime.ts';
-import { type AgentTestbed, FAST_TIMING, startAgentTestbed, testbedFor } from '../fixtures/agent-testbed.ts';
 import { type HttpTarget, startHttpTarget, waitFor } from '../fixtures/agent-targets.ts';
+import {
+  type AgentTestbed,
+  FAST_TIMING,
+  startAgentTestbed,
+  testbedFor,
+} from '../fixtures/agent-testbed.ts';
 
 /**
  * The registrar goes away (the local runtime is stopped) and comes back on the same port with
@@ -35,7 +40,13 @@ describe('agent during a registrar outage', () => {
   it('reconnects with growing, jittered delays and re-sends its health state first', async () => {
     dataDir = await mkdtemp(join(tmpdir(), 'agent-outage-'));
     target = await startHttpTarget(200);
-    const options = { dataDir, sweepIntervalMs: 3_600_000, gracePeriodMs: 3_600_000, logLevel: 'SILENT' as const, functionEnv: { REGISTRAR_GROUP_CACHE_TTL: '0s' } };
+    const options = {
+      dataDir,
+      sweepIntervalMs: 3_600_000,
+      gracePeriodMs: 3_600_000,
+      logLevel: 'SILENT' as const,
+      functionEnv: { REGISTRAR_GROUP_CACHE_TTL: '0s' },
+    };
     const first = await startAgentTestbed(options);
     const port = Number(new URL(first.runtime.url).port);
     await first.applyGroup('web', { httpGet: { port: target.port }, periodSeconds: 1 });
@@ -44,13 +55,20 @@ describe('agent during a registrar outage', () => {
     const sequence = [0.9, 0.55, 0.8, 0.65, 0.95, 0.7, 0.85, 0.6];
     let draws = 0;
     let lastDraw = 0;
-    const clock: Clock = { ...systemClock, random: () => (lastDraw = sequence[draws++ % sequence.length] as number) };
+    const clock: Clock = {
+      ...systemClock,
+      random: () => (lastDraw = sequence[draws++ % sequence.length] as number),
+    };
     const retries: { delayMs: number; random: number; at: number }[] = [];
     const onEvent = (event: AgentEvent & { at: number }) => {
-      if (event.type === 'retry-scheduled') retries.push({ delayMs: event.delayMs, random: lastDraw, at: event.at });
+      if (event.type === 'retry-scheduled')
+        retries.push({ delayMs: event.delayMs, random: lastDraw, at: event.at });
     };
     const agent = await first.agent({ clock, onEvent });
-    await waitFor(async () => (await first.entry('web-10.0.0.7'))?.healthy === 'True', 'entry healthy');
+    await waitFor(
+      async () => (await first.entry('web-10.0.0.7'))?.healthy === 'True',
+      'entry healthy',
+    );
 
     await first.runtime.close();
     await waitFor(() => retries.length >= 5, 'five reconnect attempts', 15_000);
@@ -59,25 +77,40 @@ describe('agent during a registrar outage', () => {
     const runtime = await startLocalRuntime({ ...options, port });
     const second = await testbedFor(runtime, first.token);
     beds.push(second);
-    const reconnect = await waitFor(() => agent.events.find((e) => e.type === 'connected' && e.at >= restartedAt), 'the reconnect', 15_000);
-    await waitFor(async () => (await second.entry('web-10.0.0.7'))?.connected, 'entry connected again');
+    const reconnect = await waitFor(
+      () => agent.events.find((e) => e.type === 'connected' && e.at >= restartedAt),
+      'the reconnect',
+      15_000,
+    );
+    await waitFor(
+      async () => (await second.entry('web-10.0.0.7'))?.connected,
+      'entry connected again',
+    );
 
     // Each delay is the full-jitter formula for the n-th failure: [0, min(1 s, 100 ms x 2^(n-1))).
-    retries.forEach((retry, i) => expect(retry.delayMs).toBe(failureDelay(i + 1, FAST_TIMING, retry.random)));
+    for (const [i, retry] of retries.entries()) {
+      expect(retry.delayMs).toBe(failureDelay(i + 1, FAST_TIMING, retry.random));
+    }
     // The window doubles per failure, so later delays are longer even with the jitter.
     expect(retries[4]?.delayMs).toBeGreaterThan(3 * (retries[0]?.delayMs ?? 0));
     // The agent really waited: consecutive attempts are at least the scheduled delay apart.
-    const attempts = agent.events.filter((e) => e.type === 'connecting' && e.at > (retries[0]?.at ?? 0)).map((e) => e.at);
+    const attempts = agent.events
+      .filter((e) => e.type === 'connecting' && e.at > (retries[0]?.at ?? 0))
+      .map((e) => e.at);
     for (const [i, at] of attempts.slice(0, retries.length - 1).entries()) {
       expect(at - (retries[i]?.at ?? 0)).toBeGreaterThanOrEqual((retries[i]?.delayMs ?? 0) - 2);
     }
 
     // The first message on the new connection is the last health state, before describe.
-    const afterReconnect = agent.events.filter((e) => e.at >= reconnect.at && (e.type === 'health-sent' || e.type === 'registered'));
+    const afterReconnect = agent.events.filter(
+      (e) => e.at >= reconnect.at && (e.type === 'health-sent' || e.type === 'registered'),
+    );
     expect(afterReconnect[0]).toMatchObject({ type: 'health-sent', healthy: true });
     await waitFor(async () => {
       const condition = (await second.entry('web-10.0.0.7'))?.we.status?.conditions?.[0];
-      return condition?.status === 'True' && Date.parse(condition.lastProbeTime ?? '') >= restartedAt;
+      return (
+        condition?.status === 'True' && Date.parse(condition.lastProbeTime ?? '') >= restartedAt
+      );
     }, 'the re-sent health to land');
     await agent.stop();
   });

@@ -5,9 +5,9 @@ vi.hoisted(() => {
   process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
 });
 
+import { waitFor } from '../fixtures/agent-targets.ts';
 import type { TestAgent } from '../fixtures/agent-testbed.ts';
 import { type AgentTestbed, startAgentTestbed } from '../fixtures/agent-testbed.ts';
-import { waitFor } from '../fixtures/agent-targets.ts';
 
 /** Refusals from the real local runtime: the agent says why and waits instead of hammering. */
 let bed: AgentTestbed;
@@ -22,8 +22,16 @@ afterAll(() => bed?.close());
 const timingOverrides = { refusalBackoffMs: 500, refusalBackoffCapMs: 10_000 };
 
 async function twoRefusals(agent: TestAgent) {
-  await waitFor(() => agent.events.filter((e) => e.type === 'retry-scheduled').length >= 2, 'two refusals', 10_000);
-  const retries = agent.events.filter((e) => e.type === 'retry-scheduled') as { delayMs: number; refused: boolean; at: number }[];
+  await waitFor(
+    () => agent.events.filter((e) => e.type === 'retry-scheduled').length >= 2,
+    'two refusals',
+    10_000,
+  );
+  const retries = agent.events.filter((e) => e.type === 'retry-scheduled') as {
+    delayMs: number;
+    refused: boolean;
+    at: number;
+  }[];
   const attempts = agent.events.filter((e) => e.type === 'connecting').map((e) => e.at);
   await agent.stop();
   return { retries, attempts };
@@ -31,12 +39,22 @@ async function twoRefusals(agent: TestAgent) {
 
 describe('agent refused by the registrar', () => {
   it('logs the reason for a wrong token and backs off for longer each time', async () => {
-    const agent = await bed.agent({ auth: { mode: 'token', token: 'wrt.AAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' }, timingOverrides });
+    const agent = await bed.agent({
+      auth: {
+        mode: 'token',
+        token: 'wrt.AAAAAAAAAAAA.AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+      },
+      timingOverrides,
+    });
     const { retries, attempts } = await twoRefusals(agent);
-    const refusal = agent.logs.map((line) => JSON.parse(line) as { level: string; msg: string; status?: number }).find((line) => line.status === 401);
+    const refusal = agent.logs
+      .map((line) => JSON.parse(line) as { level: string; msg: string; status?: number })
+      .find((line) => line.status === 401);
     expect(refusal?.level).toBe('error');
     // API Gateway forwards no reason for a 401; the agent says what to check.
-    expect(refusal?.msg).toMatch(/^refused \(401\): Unauthorized; the join token is wrong, expired or revoked.*; retrying in \d+\.\d s$/);
+    expect(refusal?.msg).toMatch(
+      /^refused \(401\): Unauthorized; the join token is wrong, expired or revoked.*; retrying in \d+\.\d s$/,
+    );
     expect(retries.every((r) => r.refused)).toBe(true);
     expect(retries[0]?.delayMs).toBeGreaterThanOrEqual(250);
     expect(retries[1]?.delayMs).toBeGreaterThanOrEqual(500);
@@ -48,7 +66,9 @@ describe('agent refused by the registrar', () => {
   it('logs the reason for an unknown group and backs off', async () => {
     const agent = await bed.agent({ group: 'nope', timingOverrides });
     const { retries } = await twoRefusals(agent);
-    const refusal = agent.logs.map((line) => JSON.parse(line) as { msg: string; status?: number }).find((line) => line.status === 404);
+    const refusal = agent.logs
+      .map((line) => JSON.parse(line) as { msg: string; status?: number })
+      .find((line) => line.status === 404);
     expect(refusal?.msg).toContain('cannot find WorkloadGroup shop/nope');
     expect(retries.every((r) => r.refused && r.delayMs >= 250)).toBe(true);
   });
@@ -57,7 +77,11 @@ describe('agent refused by the registrar', () => {
     const agent = await bed.agent({ group: 'later', ips: ['10.0.3.1'], timingOverrides });
     await waitFor(() => agent.events.some((e) => e.type === 'retry-scheduled'), 'a refusal');
     await bed.applyGroup('later');
-    await waitFor(() => agent.running.supervisor.entryName === 'shop/later-10.0.3.1', 'registration after the fix', 10_000);
+    await waitFor(
+      () => agent.running.supervisor.entryName === 'shop/later-10.0.3.1',
+      'registration after the fix',
+      10_000,
+    );
     await agent.stop();
   });
 });

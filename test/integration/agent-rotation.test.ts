@@ -5,8 +5,8 @@ vi.hoisted(() => {
   process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
 });
 
-import { type AgentTestbed, startAgentTestbed } from '../fixtures/agent-testbed.ts';
 import { type HttpTarget, startHttpTarget, waitFor } from '../fixtures/agent-targets.ts';
+import { type AgentTestbed, startAgentTestbed } from '../fixtures/agent-testbed.ts';
 
 /**
  * Make before break against the real local gateway, whose maximum connection age is cut
@@ -29,16 +29,28 @@ afterAll(async () => {
 describe('agent connection rotation', () => {
   it('rotates several times and the entry is never seen disconnected', async () => {
     await bed.applyGroup('rot', { httpGet: { port: target.port }, periodSeconds: 1 });
-    const agent = await bed.agent({ group: 'rot', ips: ['10.0.1.1'], timingOverrides: { maxConnectionAgeMs: MAX_AGE_MS } });
-    await waitFor(async () => (await bed.entry('rot-10.0.1.1'))?.healthy === 'True', 'entry healthy');
+    const agent = await bed.agent({
+      group: 'rot',
+      ips: ['10.0.1.1'],
+      timingOverrides: { maxConnectionAgeMs: MAX_AGE_MS },
+    });
+    await waitFor(
+      async () => (await bed.entry('rot-10.0.1.1'))?.healthy === 'True',
+      'entry healthy',
+    );
 
     const samples: { connected: boolean; healthy: string | undefined }[] = [];
-    const rotations = () => agent.events.filter((e) => e.type === 'connected' && e.kind === 'rotate').length;
-    await waitFor(async () => {
-      const entry = await bed.entry('rot-10.0.1.1');
-      samples.push({ connected: entry?.connected ?? false, healthy: entry?.healthy });
-      return rotations() >= 3;
-    }, 'three rotations', 20_000);
+    const rotations = () =>
+      agent.events.filter((e) => e.type === 'connected' && e.kind === 'rotate').length;
+    await waitFor(
+      async () => {
+        const entry = await bed.entry('rot-10.0.1.1');
+        samples.push({ connected: entry?.connected ?? false, healthy: entry?.healthy });
+        return rotations() >= 3;
+      },
+      'three rotations',
+      20_000,
+    );
 
     expect(samples.length).toBeGreaterThan(20);
     expect(samples.filter((s) => !s.connected)).toEqual([]);

@@ -9,8 +9,8 @@ vi.hoisted(() => {
   process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
 });
 
-import { type AgentTestbed, startAgentTestbed } from '../fixtures/agent-testbed.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';
+import { type AgentTestbed, startAgentTestbed } from '../fixtures/agent-testbed.ts';
 
 /**
  * `registrar-agent` as systemd runs it: a process, stopped with SIGTERM. Both the TypeScript
@@ -24,7 +24,10 @@ beforeAll(async () => {
   bed = await startAgentTestbed();
   await bed.applyGroup('web');
   bundleDir = mkdtempSync(join(tmpdir(), 'agent-bundle-'));
-  execFileSync('sh', ['packaging/build-agent.sh'], { env: { ...process.env, OUT_DIR: bundleDir }, stdio: 'ignore' });
+  execFileSync('sh', ['packaging/build-agent.sh'], {
+    env: { ...process.env, OUT_DIR: bundleDir },
+    stdio: 'ignore',
+  });
 });
 afterAll(async () => {
   await bed?.close();
@@ -34,13 +37,31 @@ afterAll(async () => {
 function runAgent(program: string, signal: NodeJS.Signals, ip: string) {
   const child = spawn(
     process.execPath,
-    [program, '--url', bed.runtime.url, '--group', 'web', '--namespace', 'shop', '--ip', ip, '--no-imds', '--log-format', 'json'],
-    { env: { ...process.env, REGISTRAR_AGENT_TOKEN: bed.token }, stdio: ['ignore', 'pipe', 'pipe'] },
+    [
+      program,
+      '--url',
+      bed.runtime.url,
+      '--group',
+      'web',
+      '--namespace',
+      'shop',
+      '--ip',
+      ip,
+      '--no-imds',
+      '--log-format',
+      'json',
+    ],
+    {
+      env: { ...process.env, REGISTRAR_AGENT_TOKEN: bed.token },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
   );
   let output = '';
   child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => resolve(code)),
+  );
   return { child, exited, output: () => output, signal };
 }
 
@@ -50,17 +71,38 @@ describe('registrar-agent process', () => {
     ['SIGINT', 'the sources', '10.0.4.2'],
     ['SIGTERM', 'the bundle', '10.0.4.3'],
   ] as const)('closes the connection cleanly on %s and exits 0 (%s)', async (signal, kind, ip) => {
-    const program = kind === 'the bundle' ? join(bundleDir, 'registrar-agent.mjs') : 'bin/registrar-agent.js';
+    const program =
+      kind === 'the bundle' ? join(bundleDir, 'registrar-agent.mjs') : 'bin/registrar-agent.js';
     const agent = runAgent(program, signal, ip);
-    await waitFor(() => agent.output().includes(`registered as shop/web-${ip}`), 'the agent to register', 20_000);
+    await waitFor(
+      () => agent.output().includes(`registered as shop/web-${ip}`),
+      'the agent to register',
+      20_000,
+    );
     expect((await bed.entry(`web-${ip}`))?.connected).toBe(true);
     agent.child.kill(signal);
     expect(await agent.exited).toBe(0);
     // The server ran $disconnect: the entry is marked disconnected, not left connected.
-    await waitFor(async () => (await bed.entry(`web-${ip}`))?.connected === false, 'the entry to be disconnected');
-    const disconnectedAt = (await bed.entry(`web-${ip}`))?.we.metadata.annotations?.['istio.io/disconnectedAt'];
+    await waitFor(
+      async () => (await bed.entry(`web-${ip}`))?.connected === false,
+      'the entry to be disconnected',
+    );
+    const disconnectedAt = (await bed.entry(`web-${ip}`))?.we.metadata.annotations?.[
+      'istio.io/disconnectedAt'
+    ];
     expect(disconnectedAt).toBeDefined();
-    const lines = agent.output().trim().split('\n').map((line) => JSON.parse(line) as { level: string; msg: string });
-    expect(lines.map((line) => line.msg)).toEqual(expect.arrayContaining(['connected', `registered as shop/web-${ip}`, `${signal} received; closing the connection`, 'stopped']));
+    const lines = agent
+      .output()
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line) as { level: string; msg: string });
+    expect(lines.map((line) => line.msg)).toEqual(
+      expect.arrayContaining([
+        'connected',
+        `registered as shop/web-${ip}`,
+        `${signal} received; closing the connection`,
+        'stopped',
+      ]),
+    );
   });
 });

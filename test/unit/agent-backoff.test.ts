@@ -17,7 +17,9 @@ describe('agent backoff', () => {
   });
 
   it('the window grows with each failure until the 60 s cap', () => {
-    expect([1, 2, 3, 4, 5, 6, 7, 8].map((n) => failureDelay(n, DEFAULT_TIMING, 0.999999))).toEqual([999, 1999, 3999, 7999, 15999, 31999, 59999, 59999]);
+    expect([1, 2, 3, 4, 5, 6, 7, 8].map((n) => failureDelay(n, DEFAULT_TIMING, 0.999999))).toEqual([
+      999, 1999, 3999, 7999, 15999, 31999, 59999, 59999,
+    ]);
   });
 
   it('a refusal always waits at least half of its window, never less than 15 s', () => {

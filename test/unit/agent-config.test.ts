@@ -4,7 +4,14 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AgentConfigError, loadAgentConfig } from '../../agent/config.ts';
 
-const BASE = ['--url', 'wss://abc123.execute-api.eu-west-1.amazonaws.com/prod', '--group', 'web', '--namespace', 'shop'];
+const BASE = [
+  '--url',
+  'wss://abc123.execute-api.eu-west-1.amazonaws.com/prod',
+  '--group',
+  'web',
+  '--namespace',
+  'shop',
+];
 const TOKEN_ENV = { REGISTRAR_AGENT_TOKEN: 'wrt.x.y' };
 
 function yamlFile(text: string): string {
@@ -21,7 +28,15 @@ function load(argv: string[], env: Record<string, string> = TOKEN_ENV) {
 
 describe('agent configuration', () => {
   it('reads flags with the documented defaults', () => {
-    const config = load([...BASE, '--label', 'app=web', '--label', 'tier=front', '--ip', '10.0.0.5']);
+    const config = load([
+      ...BASE,
+      '--label',
+      'app=web',
+      '--label',
+      'tier=front',
+      '--ip',
+      '10.0.0.5',
+    ]);
     expect(config).toMatchObject({
       group: 'web',
       namespace: 'shop',
@@ -31,7 +46,11 @@ describe('agent configuration', () => {
       logFormat: 'text',
       imds: { enabled: true, url: 'http://169.254.169.254', timeoutMs: 1_000 },
     });
-    expect(config.timing).toMatchObject({ pingIntervalMs: 300_000, maxConnectionAgeMs: 7_200_000, backoffCapMs: 60_000 });
+    expect(config.timing).toMatchObject({
+      pingIntervalMs: 300_000,
+      maxConnectionAgeMs: 7_200_000,
+      backoffCapMs: 60_000,
+    });
   });
 
   it('reads REGISTRAR_AGENT_* variables, with comma-separated lists', () => {
@@ -44,7 +63,12 @@ describe('agent configuration', () => {
       REGISTRAR_AGENT_TOKEN_FILE: '/etc/registrar-agent/token',
       REGISTRAR_AGENT_LOG_FORMAT: 'json',
     });
-    expect(config).toMatchObject({ labels: { app: 'web', tier: 'front' }, ips: ['10.0.0.5', 'fd00::5'], auth: { mode: 'token', tokenFile: '/etc/registrar-agent/token' }, logFormat: 'json' });
+    expect(config).toMatchObject({
+      labels: { app: 'web', tier: 'front' },
+      ips: ['10.0.0.5', 'fd00::5'],
+      auth: { mode: 'token', tokenFile: '/etc/registrar-agent/token' },
+      logFormat: 'json',
+    });
   });
 
   it('layers the YAML file under the environment and the environment under flags', () => {
@@ -55,7 +79,10 @@ labels: { app: web, tier: back }
 auth: { mode: iam, region: eu-west-1 }
 timing: { pingInterval: 1m }
 `);
-    const config = load(['--config', file, '--group', 'from-flag', '--label', 'tier=front'], { REGISTRAR_AGENT_GROUP: 'from-env', REGISTRAR_AGENT_URL: 'ws://env.example/local' });
+    const config = load(['--config', file, '--group', 'from-flag', '--label', 'tier=front'], {
+      REGISTRAR_AGENT_GROUP: 'from-env',
+      REGISTRAR_AGENT_URL: 'ws://env.example/local',
+    });
     expect(config).toMatchObject({
       url: 'ws://env.example/local',
       group: 'from-flag',
@@ -66,22 +93,41 @@ timing: { pingInterval: 1m }
   });
 
   it('names the flag and the value when a setting is invalid', () => {
-    expect(() => load([...BASE, '--ip', '10.0.0.300'])).toThrow("ip.0 (from --ip): '10.0.0.300' is not an IPv4 or IPv6 address");
-    expect(() => load([...BASE, '--log-format', 'xml'])).toThrow("logFormat (from --log-format): must be 'text' or 'json', got 'xml'");
-    expect(() => load([...BASE, '--label', 'app'])).toThrow("label 'app' must be written key=value");
-    expect(() => load([...BASE, '--ping-interval', '0s'])).toThrow('timing.pingInterval (from --ping-interval): must be a positive duration');
+    expect(() => load([...BASE, '--ip', '10.0.0.300'])).toThrow(
+      "ip.0 (from --ip): '10.0.0.300' is not an IPv4 or IPv6 address",
+    );
+    expect(() => load([...BASE, '--log-format', 'xml'])).toThrow(
+      "logFormat (from --log-format): must be 'text' or 'json', got 'xml'",
+    );
+    expect(() => load([...BASE, '--label', 'app'])).toThrow(
+      "label 'app' must be written key=value",
+    );
+    expect(() => load([...BASE, '--ping-interval', '0s'])).toThrow(
+      'timing.pingInterval (from --ping-interval): must be a positive duration',
+    );
   });
 
   it('names the environment variable when a setting from it is invalid', () => {
-    expect(() => load(['--group', 'web', '--namespace', 'shop'], { ...TOKEN_ENV, REGISTRAR_AGENT_URL: 'https://x.example' })).toThrow('url (from REGISTRAR_AGENT_URL): must be a ws:// or wss:// URL');
+    expect(() =>
+      load(['--group', 'web', '--namespace', 'shop'], {
+        ...TOKEN_ENV,
+        REGISTRAR_AGENT_URL: 'https://x.example',
+      }),
+    ).toThrow('url (from REGISTRAR_AGENT_URL): must be a ws:// or wss:// URL');
   });
 
   it('says what is missing', () => {
-    expect(() => load(['--group', 'web', '--namespace', 'shop'])).toThrow('url: is required: the registrar WebSocket URL');
+    expect(() => load(['--group', 'web', '--namespace', 'shop'])).toThrow(
+      'url: is required: the registrar WebSocket URL',
+    );
   });
 
   it('refuses token mode without a token', () => {
-    expect(() => load(BASE, {})).toThrow(new AgentConfigError('token mode needs a join token: set REGISTRAR_AGENT_TOKEN or --token-file <path> (create one with registrar token create), or use --auth iam'));
+    expect(() => load(BASE, {})).toThrow(
+      new AgentConfigError(
+        'token mode needs a join token: set REGISTRAR_AGENT_TOKEN or --token-file <path> (create one with registrar token create), or use --auth iam',
+      ),
+    );
   });
 
   it('accepts IAM mode without a token', () => {
@@ -89,7 +135,9 @@ timing: { pingInterval: 1m }
   });
 
   it('refuses an unknown flag', () => {
-    expect(() => load([...BASE, '--tokn', 'x'])).toThrow(/Unknown option '--tokn'.*see registrar-agent --help/);
+    expect(() => load([...BASE, '--tokn', 'x'])).toThrow(
+      /Unknown option '--tokn'.*see registrar-agent --help/,
+    );
   });
 
   it('reports a config file that is not YAML', () => {

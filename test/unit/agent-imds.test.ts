@@ -1,5 +1,5 @@
-import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentConfig } from '../../agent/config.ts';
 import { DEFAULT_TIMING } from '../../agent/config.ts';
@@ -41,26 +41,48 @@ describe('IMDSv2 discovery', () => {
 
   it('reads the instance with a session token', async () => {
     const identity = await discoverInstance({ baseUrl: imds.url, timeoutMs: 1_000 });
-    expect(identity).toEqual({ instanceId: 'i-0abc123def4567890', ipv4: '10.0.1.17', availabilityZone: 'eu-west-1b', region: 'eu-west-1' });
+    expect(identity).toEqual({
+      instanceId: 'i-0abc123def4567890',
+      ipv4: '10.0.1.17',
+      availabilityZone: 'eu-west-1b',
+      region: 'eu-west-1',
+    });
     expect(imds.tokenRequests).toBeGreaterThan(0);
   });
 
   it('adds the IPv6 address when the instance has one', async () => {
     imds.data.ipv6 = '2a05:d018::17';
     try {
-      expect((await discoverInstance({ baseUrl: imds.url, timeoutMs: 1_000 })).ipv6).toBe('2a05:d018::17');
+      expect((await discoverInstance({ baseUrl: imds.url, timeoutMs: 1_000 })).ipv6).toBe(
+        '2a05:d018::17',
+      );
     } finally {
       delete imds.data.ipv6;
     }
   });
 
   it('turns the placement into locality region/zone and the instance ID into a label', async () => {
-    const found = await discover(config({ imds: { enabled: true, url: imds.url, timeoutMs: 1_000 } }), memoryLogger());
-    expect(found).toEqual({ ips: ['10.0.1.17'], locality: 'eu-west-1/eu-west-1b', labels: { [INSTANCE_ID_LABEL]: 'i-0abc123def4567890' }, region: 'eu-west-1' });
+    const found = await discover(
+      config({ imds: { enabled: true, url: imds.url, timeoutMs: 1_000 } }),
+      memoryLogger(),
+    );
+    expect(found).toEqual({
+      ips: ['10.0.1.17'],
+      locality: 'eu-west-1/eu-west-1b',
+      labels: { [INSTANCE_ID_LABEL]: 'i-0abc123def4567890' },
+      region: 'eu-west-1',
+    });
   });
 
   it('lets --ip and --locality override what IMDS says', async () => {
-    const found = await discover(config({ ips: ['192.168.0.9'], locality: 'r/z', imds: { enabled: true, url: imds.url, timeoutMs: 1_000 } }), memoryLogger());
+    const found = await discover(
+      config({
+        ips: ['192.168.0.9'],
+        locality: 'r/z',
+        imds: { enabled: true, url: imds.url, timeoutMs: 1_000 },
+      }),
+      memoryLogger(),
+    );
     expect(found).toMatchObject({ ips: ['192.168.0.9'], locality: 'r/z' });
   });
 });
@@ -72,9 +94,15 @@ describe('discovery off EC2', () => {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
     try {
-      await expect(discoverInstance({ baseUrl: url, timeoutMs: 200 })).rejects.toBeInstanceOf(ImdsUnavailableError);
-      await expect(discover(config({ imds: { enabled: true, url, timeoutMs: 200 } }), memoryLogger())).rejects.toThrow(
-        new DiscoveryError(`cannot discover this VM's address: the EC2 instance metadata service at ${url} did not answer within 200 ms (timed out); not running on EC2? pass --ip <address> (and --locality <region/zone>) to run elsewhere`),
+      await expect(discoverInstance({ baseUrl: url, timeoutMs: 200 })).rejects.toBeInstanceOf(
+        ImdsUnavailableError,
+      );
+      await expect(
+        discover(config({ imds: { enabled: true, url, timeoutMs: 200 } }), memoryLogger()),
+      ).rejects.toThrow(
+        new DiscoveryError(
+          `cannot discover this VM's address: the EC2 instance metadata service at ${url} did not answer within 200 ms (timed out); not running on EC2? pass --ip <address> (and --locality <region/zone>) to run elsewhere`,
+        ),
       );
     } finally {
       silent.close();
@@ -88,10 +116,17 @@ describe('discovery off EC2', () => {
 
   it('does not ask IMDS at all with --no-imds', async () => {
     let asked = false;
-    await discover(config({ ips: ['10.9.9.9'], imds: { enabled: false, url: 'http://127.0.0.1:1', timeoutMs: 200 } }), memoryLogger(), async () => {
-      asked = true;
-      throw new Error('unexpected');
-    });
+    await discover(
+      config({
+        ips: ['10.9.9.9'],
+        imds: { enabled: false, url: 'http://127.0.0.1:1', timeoutMs: 200 },
+      }),
+      memoryLogger(),
+      async () => {
+        asked = true;
+        throw new Error('unexpected');
+      },
+    );
     expect(asked).toBe(false);
   });
 });

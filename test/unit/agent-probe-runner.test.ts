@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { ProbeResult } from '../../agent/probes/probe-result.ts';
-import { type HealthState, ProbeRunner, type ProbeSettings, probeSettings } from '../../agent/probes/probe-runner.ts';
+import {
+  type HealthState,
+  ProbeRunner,
+  type ProbeSettings,
+  probeSettings,
+} from '../../agent/probes/probe-runner.ts';
 import { ManualClock } from '../fixtures/agent-manual-clock.ts';
 
 const ok: ProbeResult = { ok: true, message: 'ok' };
@@ -36,23 +41,36 @@ describe('probe settings', () => {
   });
 
   it('replaces zero or negative values with the defaults instead of probing in a loop', () => {
-    expect(probeSettings({ periodSeconds: 0, timeoutSeconds: -1, failureThreshold: 0 })).toMatchObject({ periodMs: 10_000, timeoutMs: 1_000, failureThreshold: 3 });
+    expect(
+      probeSettings({ periodSeconds: 0, timeoutSeconds: -1, failureThreshold: 0 }),
+    ).toMatchObject({ periodMs: 10_000, timeoutMs: 1_000, failureThreshold: 3 });
   });
 
   it('scales seconds for tests', () => {
-    expect(probeSettings({ periodSeconds: 2, initialDelaySeconds: 1 }, 0.01)).toMatchObject({ periodMs: 20, initialDelayMs: 10 });
+    expect(probeSettings({ periodSeconds: 2, initialDelaySeconds: 1 }, 0.01)).toMatchObject({
+      periodMs: 20,
+      initialDelayMs: 10,
+    });
   });
 });
 
 describe('probe runner', () => {
   it('reports healthy, unhealthy, healthy for 200, 500, 200 with thresholds 1/1', async () => {
-    const { states } = await run([ok, fail, ok], { successThreshold: 1, failureThreshold: 1, periodMs: 1_000 }, 10_000);
+    const { states } = await run(
+      [ok, fail, ok],
+      { successThreshold: 1, failureThreshold: 1, periodMs: 1_000 },
+      10_000,
+    );
     expect(states.map((s) => s.healthy)).toEqual([true, false, true]);
     expect(states[1]?.message).toBe(fail.message);
   });
 
   it('needs three failures in a row to turn unhealthy with failureThreshold 3', async () => {
-    const { states } = await run([ok, fail, fail, ok, fail, fail, fail, ok], { successThreshold: 1, failureThreshold: 3, periodMs: 1_000 }, 20_000);
+    const { states } = await run(
+      [ok, fail, fail, ok, fail, fail, fail, ok],
+      { successThreshold: 1, failureThreshold: 3, periodMs: 1_000 },
+      20_000,
+    );
     expect(states.map((s) => s.healthy)).toEqual([true, false, true]);
   });
 
@@ -65,12 +83,20 @@ describe('probe runner', () => {
   });
 
   it('reports nothing until a threshold is reached', async () => {
-    const { states } = await run([fail, fail, ok], { successThreshold: 2, failureThreshold: 3, periodMs: 1_000 }, 2_500);
+    const { states } = await run(
+      [fail, fail, ok],
+      { successThreshold: 2, failureThreshold: 3, periodMs: 1_000 },
+      2_500,
+    );
     expect(states).toEqual([]);
   });
 
   it('waits initialDelaySeconds before the first attempt and then probes every period', async () => {
-    const { attempts, clock } = await run([ok], { initialDelayMs: 5_000, periodMs: 10_000 }, 30_000);
+    const { attempts, clock } = await run(
+      [ok],
+      { initialDelayMs: 5_000, periodMs: 10_000 },
+      30_000,
+    );
     const start = clock.now() - 30_000;
     expect(attempts.map((at) => at - start)).toEqual([5_000, 15_000, 25_000]);
   });

@@ -8,7 +8,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execProbe } from '../../agent/probes/exec-probe.ts';
 import { httpProbe } from '../../agent/probes/http-probe.ts';
 import { tcpProbe } from '../../agent/probes/tcp-probe.ts';
-import { type HttpTarget, startHttpTarget, startTcpTarget, type TcpTarget } from '../fixtures/agent-targets.ts';
+import {
+  type HttpTarget,
+  startHttpTarget,
+  startTcpTarget,
+  type TcpTarget,
+} from '../fixtures/agent-targets.ts';
 
 describe('httpGet probe', () => {
   let target: HttpTarget;
@@ -19,18 +24,27 @@ describe('httpGet probe', () => {
 
   it.each([200, 204, 302, 399])('is healthy for status %i', async (status) => {
     target.status = status;
-    expect((await httpProbe({ port: target.port, path: '/healthz' }, '127.0.0.1', 1_000)).ok).toBe(true);
+    expect((await httpProbe({ port: target.port, path: '/healthz' }, '127.0.0.1', 1_000)).ok).toBe(
+      true,
+    );
   });
 
   it.each([400, 404, 500, 503])('is unhealthy for status %i, naming it', async (status) => {
     target.status = status;
     const result = await httpProbe({ port: target.port, path: '/healthz' }, '127.0.0.1', 1_000);
-    expect(result).toEqual({ ok: false, message: `HTTP probe of http://127.0.0.1:${target.port}/healthz failed with status code ${status}` });
+    expect(result).toEqual({
+      ok: false,
+      message: `HTTP probe of http://127.0.0.1:${target.port}/healthz failed with status code ${status}`,
+    });
   });
 
   it('sends the custom headers of the probe', async () => {
     target.status = 200;
-    await httpProbe({ port: target.port, httpHeaders: [{ name: 'X-Probe', value: 'mesh' }] }, '127.0.0.1', 1_000);
+    await httpProbe(
+      { port: target.port, httpHeaders: [{ name: 'X-Probe', value: 'mesh' }] },
+      '127.0.0.1',
+      1_000,
+    );
     expect(target.lastHeaders['x-probe']).toBe('mesh');
   });
 
@@ -49,13 +63,37 @@ describe('httpGet probe', () => {
     const port = (silent.address() as AddressInfo).port;
     const result = await httpProbe({ port }, '127.0.0.1', 200);
     silent.close();
-    expect(result).toEqual({ ok: false, message: `HTTP probe of http://127.0.0.1:${port}/ timed out after 0.2s` });
+    expect(result).toEqual({
+      ok: false,
+      message: `HTTP probe of http://127.0.0.1:${port}/ timed out after 0.2s`,
+    });
   });
 
   it('probes HTTPS without verifying the certificate, as the kubelet does', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'agent-tls-'));
-    execFileSync('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-keyout', join(dir, 'key.pem'), '-out', join(dir, 'cert.pem'), '-days', '1', '-subj', '/CN=localhost'], { stdio: 'ignore' });
-    const server = createServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (_req, res) => res.writeHead(200).end());
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-keyout',
+        join(dir, 'key.pem'),
+        '-out',
+        join(dir, 'cert.pem'),
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+      ],
+      { stdio: 'ignore' },
+    );
+    const server = createServer(
+      { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) },
+      (_req, res) => res.writeHead(200).end(),
+    );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as AddressInfo).port;
     const result = await httpProbe({ port, scheme: 'HTTPS' }, '127.0.0.1', 2_000);
@@ -82,7 +120,10 @@ describe('tcpSocket probe', () => {
 
 describe('exec probe', () => {
   it('is healthy when the command exits 0', async () => {
-    expect(await execProbe({ command: ['true'] }, 2_000)).toEqual({ ok: true, message: 'exec probe true exited 0' });
+    expect(await execProbe({ command: ['true'] }, 2_000)).toEqual({
+      ok: true,
+      message: 'exec probe true exited 0',
+    });
   });
 
   it('is unhealthy when the command exits non-zero, with its output', async () => {
@@ -99,6 +140,9 @@ describe('exec probe', () => {
 
   it('is unhealthy when the command does not exist', async () => {
     const result = await execProbe({ command: ['/nonexistent/check'] }, 1_000);
-    expect(result).toEqual({ ok: false, message: 'exec probe /nonexistent/check could not start: ENOENT' });
+    expect(result).toEqual({
+      ok: false,
+      message: 'exec probe /nonexistent/check could not start: ENOENT',
+    });
   });
 });

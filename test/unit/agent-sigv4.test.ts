@@ -6,8 +6,8 @@ import { SignatureV4 } from '@smithy/signature-v4';
 import { describe, expect, it } from 'vitest';
 import { iamAuthenticator } from '../../agent/auth.ts';
 import { systemClock } from '../../agent/clock.ts';
-import { openLink, RefusedError } from '../../agent/connection.ts';
 import { buildConnectUrl } from '../../agent/connect-url.ts';
+import { openLink, RefusedError } from '../../agent/connection.ts';
 import { presignConnectUrl, regionFromUrl } from '../../agent/sigv4.ts';
 
 const CREDENTIALS = {
@@ -16,7 +16,13 @@ const CREDENTIALS = {
   sessionToken: 'session-token-example',
 };
 const NOW = new Date('2030-01-01T00:00:00Z');
-const PARAMS = { group: 'web', namespace: 'shop', ips: ['10.0.1.17', 'fd00::17'], locality: 'eu-west-1/eu-west-1b', labels: { app: 'web', 'ec2.amazonaws.com/instance-id': 'i-0abc' } };
+const PARAMS = {
+  group: 'web',
+  namespace: 'shop',
+  ips: ['10.0.1.17', 'fd00::17'],
+  locality: 'eu-west-1/eu-west-1b',
+  labels: { app: 'web', 'ec2.amazonaws.com/instance-id': 'i-0abc' },
+};
 
 /**
  * Verifies a received request the way API Gateway does: recompute the signature with the
@@ -27,16 +33,30 @@ async function verify(host: string, target: string, region: string): Promise<boo
   const url = new URL(target, `http://${host}`);
   const presented = url.searchParams.get('X-Amz-Signature');
   const amzDate = url.searchParams.get('X-Amz-Date') ?? '';
-  const signingDate = new Date(amzDate.replace(/^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/, '$1-$2-$3T$4:$5:$6Z'));
+  const signingDate = new Date(
+    amzDate.replace(/^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/, '$1-$2-$3T$4:$5:$6Z'),
+  );
   const query: Record<string, string | string[]> = {};
   for (const key of new Set(url.searchParams.keys())) {
-    if (key.startsWith('X-Amz-') ) continue;
+    if (key.startsWith('X-Amz-')) continue;
     const values = url.searchParams.getAll(key);
     query[key] = values.length === 1 ? (values[0] as string) : values;
   }
-  const signer = new SignatureV4({ credentials: CREDENTIALS, region, service: 'execute-api', sha256: Sha256 });
+  const signer = new SignatureV4({
+    credentials: CREDENTIALS,
+    region,
+    service: 'execute-api',
+    sha256: Sha256,
+  });
   const expected = await signer.presign(
-    new HttpRequest({ method: 'GET', protocol: 'https:', hostname: url.hostname, path: url.pathname, query, headers: { host } }),
+    new HttpRequest({
+      method: 'GET',
+      protocol: 'https:',
+      hostname: url.hostname,
+      path: url.pathname,
+      query,
+      headers: { host },
+    }),
     { signingDate, expiresIn: Number(url.searchParams.get('X-Amz-Expires')) },
   );
   return presented !== null && expected.query?.['X-Amz-Signature'] === presented;
@@ -45,9 +65,13 @@ async function verify(host: string, target: string, region: string): Promise<boo
 describe('IAM mode signing', () => {
   it('presigns the connect URL for execute-api with the credentials, region and time given', async () => {
     const url = buildConnectUrl('wss://abc123.execute-api.eu-west-1.amazonaws.com/prod', PARAMS);
-    const signed = new URL(await presignConnectUrl(url, { region: 'eu-west-1', credentials: CREDENTIALS, now: NOW }));
+    const signed = new URL(
+      await presignConnectUrl(url, { region: 'eu-west-1', credentials: CREDENTIALS, now: NOW }),
+    );
     expect(signed.searchParams.get('X-Amz-Algorithm')).toBe('AWS4-HMAC-SHA256');
-    expect(signed.searchParams.get('X-Amz-Credential')).toBe('AKIDEXAMPLE/20300101/eu-west-1/execute-api/aws4_request');
+    expect(signed.searchParams.get('X-Amz-Credential')).toBe(
+      'AKIDEXAMPLE/20300101/eu-west-1/execute-api/aws4_request',
+    );
     expect(signed.searchParams.get('X-Amz-Date')).toBe('20300101T000000Z');
     expect(signed.searchParams.get('X-Amz-SignedHeaders')).toBe('host');
     expect(signed.searchParams.get('X-Amz-Security-Token')).toBe('session-token-example');
@@ -57,9 +81,13 @@ describe('IAM mode signing', () => {
 
   it('a signature does not verify once a parameter is changed', async () => {
     const url = buildConnectUrl('wss://abc123.execute-api.eu-west-1.amazonaws.com/prod', PARAMS);
-    const signed = new URL(await presignConnectUrl(url, { region: 'eu-west-1', credentials: CREDENTIALS, now: NOW }));
+    const signed = new URL(
+      await presignConnectUrl(url, { region: 'eu-west-1', credentials: CREDENTIALS, now: NOW }),
+    );
     signed.searchParams.set('group', 'admin');
-    expect(await verify(signed.host, `${signed.pathname}${signed.search}`, 'eu-west-1')).toBe(false);
+    expect(await verify(signed.host, `${signed.pathname}${signed.search}`, 'eu-west-1')).toBe(
+      false,
+    );
   });
 
   it('the upgrade request on the wire carries a signature valid for its Host header', async () => {
@@ -72,17 +100,29 @@ describe('IAM mode signing', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const base = `ws://127.0.0.1:${(server.address() as AddressInfo).port}/prod`;
     try {
-      const prepared = await iamAuthenticator('eu-west-1', async () => CREDENTIALS).prepare(buildConnectUrl(base, PARAMS));
-      await expect(openLink(prepared.url, prepared.headers, { clock: systemClock, connectTimeoutMs: 2_000, replyTimeoutMs: 1_000 })).rejects.toBeInstanceOf(RefusedError);
+      const prepared = await iamAuthenticator('eu-west-1', async () => CREDENTIALS).prepare(
+        buildConnectUrl(base, PARAMS),
+      );
+      await expect(
+        openLink(prepared.url, prepared.headers, {
+          clock: systemClock,
+          connectTimeoutMs: 2_000,
+          replyTimeoutMs: 1_000,
+        }),
+      ).rejects.toBeInstanceOf(RefusedError);
       expect(received?.headers.authorization).toBeUndefined();
-      expect(await verify(received?.headers.host ?? '', received?.url ?? '', 'eu-west-1')).toBe(true);
+      expect(await verify(received?.headers.host ?? '', received?.url ?? '', 'eu-west-1')).toBe(
+        true,
+      );
     } finally {
       server.close();
     }
   });
 
   it('reads the region from an execute-api host name and not from a custom domain', () => {
-    expect(regionFromUrl('wss://abc123.execute-api.ap-southeast-2.amazonaws.com/prod')).toBe('ap-southeast-2');
+    expect(regionFromUrl('wss://abc123.execute-api.ap-southeast-2.amazonaws.com/prod')).toBe(
+      'ap-southeast-2',
+    );
     expect(regionFromUrl('wss://registrar.example.com/')).toBeUndefined();
   });
 });

@@ -9,7 +9,12 @@ import type { Probe } from '../../lib/domain/model.ts';
 import { FakeLink } from '../fixtures/agent-fake-link.ts';
 import { ManualClock } from '../fixtures/agent-manual-clock.ts';
 
-const HTTP_PROBE: Probe = { httpGet: { port: 8080, path: '/healthz' }, periodSeconds: 10, successThreshold: 1, failureThreshold: 1 };
+const HTTP_PROBE: Probe = {
+  httpGet: { port: 8080, path: '/healthz' },
+  periodSeconds: 10,
+  successThreshold: 1,
+  failureThreshold: 1,
+};
 
 interface Harness {
   clock: ManualClock;
@@ -22,16 +27,26 @@ interface Harness {
   results: ProbeResult[];
 }
 
-function harness(options: {
-  probe?: Probe | null;
-  timing?: Partial<AgentTiming>;
-  /** Outcome of each open() in turn: 'link', an error, or a promise the test resolves. */
-  outcomes?: (() => 'link' | Error | Promise<AgentLink>)[];
-  onLink?: (link: FakeLink) => void;
-} = {}): Harness {
+function harness(
+  options: {
+    probe?: Probe | null;
+    timing?: Partial<AgentTiming>;
+    /** Outcome of each open() in turn: 'link', an error, or a promise the test resolves. */
+    outcomes?: (() => 'link' | Error | Promise<AgentLink>)[];
+    onLink?: (link: FakeLink) => void;
+  } = {},
+): Harness {
   const clock = new ManualClock();
   const logger = memoryLogger();
-  const h: Harness = { clock, links: [], opens: [], events: [], logs: logger.lines, results: [{ ok: true, message: 'ok' }], supervisor: undefined as never };
+  const h: Harness = {
+    clock,
+    links: [],
+    opens: [],
+    events: [],
+    logs: logger.lines,
+    results: [{ ok: true, message: 'ok' }],
+    supervisor: undefined as never,
+  };
   const outcomes = options.outcomes ?? [];
   h.supervisor = new Supervisor({
     clock,
@@ -47,14 +62,21 @@ function harness(options: {
       h.links.push(link);
       return link;
     },
-    createCheck: () => async () => (h.results.length > 1 ? (h.results.shift() as ProbeResult) : (h.results[0] as ProbeResult)),
+    createCheck: () => async () =>
+      h.results.length > 1 ? (h.results.shift() as ProbeResult) : (h.results[0] as ProbeResult),
     onEvent: (event) => h.events.push(event),
   });
   return h;
 }
 
-const refused = (status: number) => new RefusedError(status, 'Unauthenticated', 'unknown join token; create one with registrar token create');
-const network = () => Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
+const refused = (status: number) =>
+  new RefusedError(
+    status,
+    'Unauthenticated',
+    'unknown join token; create one with registrar token create',
+  );
+const network = () =>
+  Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' });
 
 describe('agent supervisor', () => {
   it('opens the replacement before the maximum age and closes the old connection only after it is registered', async () => {
@@ -62,7 +84,10 @@ describe('agent supervisor', () => {
     const second = new Promise<AgentLink>((resolve) => {
       resolveSecond = resolve;
     });
-    const h = harness({ timing: { maxConnectionAgeMs: 100_000 }, outcomes: [() => 'link', () => second] });
+    const h = harness({
+      timing: { maxConnectionAgeMs: 100_000 },
+      outcomes: [() => 'link', () => second],
+    });
     h.clock.randoms.push(0); // rotation at 75 % of the maximum age
     h.supervisor.start();
     await h.clock.advance(0);
@@ -85,7 +110,8 @@ describe('agent supervisor', () => {
     h.supervisor.start();
     await h.clock.advance(400_000);
     expect(h.links.length).toBeGreaterThanOrEqual(4);
-    for (const [i, at] of h.opens.slice(1).entries()) expect(at - (h.opens[i] as number)).toBeLessThan(100_000);
+    for (const [i, at] of h.opens.slice(1).entries())
+      expect(at - (h.opens[i] as number)).toBeLessThan(100_000);
     expect(h.links.slice(0, -1).every((link) => link.closedBy === 'agent')).toBe(true);
   });
 
@@ -112,7 +138,9 @@ describe('agent supervisor', () => {
     h.clock.fallbackRandom = 0;
     h.supervisor.start();
     await h.clock.advance(0);
-    expect(h.logs.some((line) => line.includes('refused (401 Unauthenticated): unknown join token'))).toBe(true);
+    expect(
+      h.logs.some((line) => line.includes('refused (401 Unauthenticated): unknown join token')),
+    ).toBe(true);
     await h.clock.advance(14_999);
     expect(h.opens).toHaveLength(1);
     await h.clock.advance(60_000);
@@ -125,7 +153,10 @@ describe('agent supervisor', () => {
     h.clock.fallbackRandom = 0.5;
     h.supervisor.start();
     await h.clock.advance(0);
-    const retry = h.events.find((e) => e.type === 'retry-scheduled') as { delayMs: number; refused: boolean };
+    const retry = h.events.find((e) => e.type === 'retry-scheduled') as {
+      delayMs: number;
+      refused: boolean;
+    };
     expect(retry).toMatchObject({ delayMs: 500, refused: false });
   });
 
@@ -138,7 +169,9 @@ describe('agent supervisor', () => {
       (h.links.at(-1) as FakeLink).serverClose(1006);
       await h.clock.advance(10_000);
     }
-    const delays = h.events.filter((e) => e.type === 'retry-scheduled').map((e) => (e as { delayMs: number }).delayMs);
+    const delays = h.events
+      .filter((e) => e.type === 'retry-scheduled')
+      .map((e) => (e as { delayMs: number }).delayMs);
     expect(delays).toEqual([990, 1980, 3960, 7920]);
   });
 
@@ -155,7 +188,9 @@ describe('agent supervisor', () => {
     await h.clock.advance(60_000);
     const link = h.links[0] as FakeLink;
     expect(link.health()).toEqual([true, false, true]);
-    expect(link.sent.find((s) => s.action === 'health' && s.body.healthy === false)?.body.message).toBe('HTTP probe failed with status code 500');
+    expect(
+      link.sent.find((s) => s.action === 'health' && s.body.healthy === false)?.body.message,
+    ).toBe('HTTP probe failed with status code 500');
   });
 
   it('re-sends the last health state first after reconnecting', async () => {
@@ -175,7 +210,8 @@ describe('agent supervisor', () => {
       timing: { ackTimeoutMs: 10_000 },
       onLink: (link) => {
         const respond = link.respond;
-        link.respond = (action, body) => (action === 'health' && dropped++ === 0 ? 'drop' : respond(action, body));
+        link.respond = (action, body) =>
+          action === 'health' && dropped++ === 0 ? 'drop' : respond(action, body);
       },
     });
     h.supervisor.start();
