@@ -1,7 +1,8 @@
-import { App, Stack } from 'aws-cdk-lib';
+import { App, Stack, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AttributeType, BillingMode, StreamViewType, Table } from 'aws-cdk-lib/aws-dynamodb';
 import { Topic } from 'aws-cdk-lib/aws-sns';
+import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Projector, resolveProjectorOptions } from '../../infra/constructs/projector.ts';
 
@@ -14,9 +15,10 @@ function synth(props: { stream?: boolean; context?: Record<string, unknown> } = 
     partitionKey: { name: 'pk', type: AttributeType.STRING },
     sortKey: { name: 'sk', type: AttributeType.STRING },
     billingMode: BillingMode.PAY_PER_REQUEST,
+    pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
     ...(props.stream === false ? {} : { stream: StreamViewType.KEYS_ONLY }),
   });
-  const topic = new Topic(stack, 'Alarms');
+  const topic = new Topic(stack, 'Alarms', { enforceSSL: true });
   const projector = () =>
     new Projector(stack, 'Projector', {
       table,
@@ -113,6 +115,14 @@ describe('Projector construct', () => {
       Threshold: 1,
       AlarmActions: [{ Ref: Match.stringLikeRegexp('^Alarms') }],
     });
+  });
+
+  it('passes the AwsSolutions checks that cdk synth runs', () => {
+    const { stack, projector } = synth();
+    projector();
+    const app = stack.node.root as App;
+    Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
+    expect(() => app.synth({ force: true })).not.toThrow();
   });
 
   it('refuses a table without a stream', () => {
