@@ -151,8 +151,11 @@ export class Monitoring extends Construct {
   }
 
   private buildDashboard(props: MonitoringProps): Dashboard {
+    const stack = Stack.of(this);
     const dashboard = new Dashboard(this, 'Dashboard', {
-      dashboardName: `${Stack.of(this).stackName}-registrar`,
+      // Dashboard names are unique per account, not per region: the same stack deployed in
+      // two regions must not collide.
+      dashboardName: `${stack.stackName}-${stack.region}`,
     });
     const graph = (title: string, metrics: IMetric[]) =>
       new GraphWidget({ title, left: metrics, width: 8, height: 6 });
