@@ -4,7 +4,7 @@ import { Sha256 } from '@aws-crypto/sha256-js';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { describe, expect, it } from 'vitest';
-import { iamAuthenticator } from '../../agent/auth.ts';
+import { AuthSetupError, createAuthenticator, iamAuthenticator } from '../../agent/auth.ts';
 import { systemClock } from '../../agent/clock.ts';
 import { buildConnectUrl } from '../../agent/connect-url.ts';
 import { openLink, RefusedError } from '../../agent/connection.ts';
@@ -124,5 +124,37 @@ describe('IAM mode signing', () => {
       'ap-southeast-2',
     );
     expect(regionFromUrl('wss://registrar.example.com/')).toBeUndefined();
+  });
+
+  it('IAM mode signs with the default credential chain and the region of the execute-api host', async () => {
+    // The chain's environment step stands in for the instance profile (no IMDS here).
+    process.env.AWS_ACCESS_KEY_ID = 'AKIDFROMCHAIN';
+    process.env.AWS_SECRET_ACCESS_KEY = 'secret-from-chain';
+    try {
+      const auth = await createAuthenticator(
+        { mode: 'iam' },
+        'wss://abc123.execute-api.ca-central-1.amazonaws.com/prod',
+        'eu-west-1',
+      );
+      const prepared = await auth.prepare(
+        'wss://abc123.execute-api.ca-central-1.amazonaws.com/prod?group=web',
+      );
+      const credential = new URL(prepared.url).searchParams.get('X-Amz-Credential');
+      expect(credential).toMatch(/^AKIDFROMCHAIN\/\d{8}\/ca-central-1\/execute-api\/aws4_request$/);
+      expect(prepared.headers).toEqual({});
+    } finally {
+      delete process.env.AWS_ACCESS_KEY_ID;
+      delete process.env.AWS_SECRET_ACCESS_KEY;
+    }
+  });
+
+  it('IAM mode refuses to start when no region can be told for a custom domain', async () => {
+    await expect(
+      createAuthenticator({ mode: 'iam' }, 'wss://registrar.example.com/', undefined),
+    ).rejects.toThrow(
+      new AuthSetupError(
+        'cannot tell the AWS region for IAM signing from registrar.example.com; pass --region <region>',
+      ),
+    );
   });
 });
