@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { ConfigError } from '../config.ts';
 import { TARGETS, type Target } from './report.ts';
 
