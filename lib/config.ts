@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { formatDuration, parseDuration } from './domain/duration.ts';
 import type { SweepPolicy } from './domain/sweep-policy.ts';
 
@@ -86,7 +86,10 @@ const schema = z.object({
     .transform((text, ctx) => {
       const ms = parseDuration(text);
       if (ms === undefined) {
-        ctx.addIssue({ code: 'custom', message: `must be a duration such as 0s or 10s, got '${text}'` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `must be a duration such as 0s or 10s, got '${text}'`,
+        });
         return z.NEVER;
       }
       return ms;

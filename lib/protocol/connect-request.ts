@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import * as z from 'zod';
 import { InvalidRequestError } from '../domain/errors.ts';
 import type { ConnectRequest, StringMap } from '../domain/model.ts';
 import {

@@ -101,7 +101,9 @@ export interface RegistryStore {
 /** What the operator CLI needs: groups and entries as documents. */
 export interface CatalogStore {
   /** Creates or updates a group; `generation` goes up only when its spec changes. */
-  applyGroup(group: WorkloadGroup): Promise<{ outcome: 'created' | 'updated' | 'unchanged'; group: WorkloadGroup }>;
+  applyGroup(
+    group: WorkloadGroup,
+  ): Promise<{ outcome: 'created' | 'updated' | 'unchanged'; group: WorkloadGroup }>;
   listGroups(namespace?: string): Promise<StoredGroup[]>;
   deleteGroup(ref: ObjectRef): Promise<boolean>;
   /** Creates or updates a hand-made entry; refuses ('conflict') to overwrite an auto-registered one. */
