@@ -56,7 +56,10 @@ export class Supervisor {
   readonly #probe: ProbeWatcher;
   readonly #links = new Set<AgentLink>();
   #current: Current | undefined;
-  #connecting: Promise<void> | undefined;
+  /** An upgrade is under way (only the upgrade: describe and probing run after it). */
+  #opening = false;
+  /** Settles once the current attempt's outcome was handled; `stop` waits for it. */
+  #attemptDone: Promise<void> = Promise.resolve();
   #retryTimer: Timer | undefined;
   #rotateTimer: Timer | undefined;
   #pingTimer: Timer | undefined;
@@ -91,7 +94,7 @@ export class Supervisor {
   }
 
   start(): void {
-    void this.#attempt('start');
+    this.#attempt('start');
   }
 
   /** Closes every connection cleanly (the registrar runs $disconnect) and stops all timers. */
@@ -100,27 +103,32 @@ export class Supervisor {
     for (const timer of [this.#retryTimer, this.#rotateTimer, this.#pingTimer]) timer?.cancel();
     this.#probe.stop();
     this.#health.stop();
-    await this.#connecting;
+    await this.#attemptDone;
     await Promise.all([...this.#links].map((link) => link.close()));
   }
 
-  #attempt(kind: AttemptKind): Promise<void> {
-    if (this.#stopped || this.#connecting) return this.#connecting ?? Promise.resolve();
+  #attempt(kind: AttemptKind): void {
+    if (this.#stopped || this.#opening) return;
+    this.#opening = true;
     this.#emit({ type: 'connecting', kind });
-    const attempt = this.#o.open().then(
-      (link) => this.#adopt(link, kind),
-      (error: unknown) => this.#onConnectFailure(error, kind),
+    // `#opening` is cleared before the outcome is handled, so that a close or failure seen
+    // while handling it can schedule the next attempt.
+    this.#attemptDone = this.#o.open().then(
+      (link) => {
+        this.#opening = false;
+        this.#adopt(link, kind);
+      },
+      (error: unknown) => {
+        this.#opening = false;
+        this.#onConnectFailure(error, kind);
+      },
     );
-    this.#connecting = attempt.finally(() => {
-      this.#connecting = undefined;
-    });
-    return this.#connecting;
   }
 
-  async #adopt(link: AgentLink, kind: AttemptKind): Promise<void> {
+  #adopt(link: AgentLink, kind: AttemptKind): void {
     this.#links.add(link);
     if (this.#stopped) {
-      await link.close();
+      // Opened while stopping: `stop` closes every link in #links.
       return;
     }
     const previous = this.#current;
@@ -144,7 +152,8 @@ export class Supervisor {
     // Make before break: the new connection is registered (the upgrade succeeds only after
     // $connect did), so closing the old one cannot leave the entry disconnected.
     if (previous) void previous.link.close();
-    await this.#describe(current);
+    // In the background: a slow describe must not hold up reconnects or rotations.
+    void this.#describe(current);
   }
 
   /** Learns the entry's name and the group's probe; retried while the connection lives. */
@@ -221,7 +230,7 @@ export class Supervisor {
     this.#failures += 1;
     const delay = failureDelay(this.#failures, timing, clock.random());
     const why = `the connection closed (${code}${reason ? ` ${reason}` : ''})`;
-    if (this.#connecting) {
+    if (this.#opening) {
       // A rotation already under way becomes the reconnect; it schedules its own retry if it fails.
       logger.warn(`${why}; a new connection is already being opened`);
       return;
@@ -233,13 +242,13 @@ export class Supervisor {
   #scheduleRetry(delayMs: number, reason: string, refused: boolean, kind: AttemptKind): void {
     this.#retryTimer?.cancel();
     this.#emit({ type: 'retry-scheduled', delayMs, reason, refused });
-    this.#retryTimer = this.#o.clock.setTimer(delayMs, () => void this.#attempt(kind));
+    this.#retryTimer = this.#o.clock.setTimer(delayMs, () => this.#attempt(kind));
   }
 
   #scheduleRotation(): void {
     this.#rotateTimer?.cancel();
     const delay = rotationDelay(this.#o.timing, this.#o.clock.random());
-    this.#rotateTimer = this.#o.clock.setTimer(delay, () => void this.#attempt('rotate'));
+    this.#rotateTimer = this.#o.clock.setTimer(delay, () => this.#attempt('rotate'));
   }
 
   #schedulePing(current: Current): void {

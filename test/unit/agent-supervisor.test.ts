@@ -252,4 +252,37 @@ describe('agent supervisor', () => {
     await h.clock.advance(3 * 3_600_000);
     expect(h.opens).toHaveLength(1);
   });
+
+  it('reconnects when the connection closes while describe still waits for its reply', async () => {
+    let first = true;
+    const h = harness({
+      onLink: (link) => {
+        if (!first) return;
+        first = false;
+        link.respond = () => 'drop';
+      },
+    });
+    h.supervisor.start();
+    await h.clock.advance(1_000);
+    (h.links[0] as FakeLink).serverClose(1006);
+    await h.clock.advance(2_000);
+    expect(h.links).toHaveLength(2);
+    expect(h.supervisor.entryName).toBe('ns/web-10-0-0-1');
+  });
+
+  it('reconnects when a connection closes before it could be used', async () => {
+    const h = harness({
+      outcomes: [
+        () => {
+          const link = new FakeLink(h.clock, HTTP_PROBE);
+          link.serverClose(1006);
+          return Promise.resolve(link);
+        },
+      ],
+    });
+    h.supervisor.start();
+    await h.clock.advance(2_000);
+    expect(h.opens).toHaveLength(2);
+    expect(h.links).toHaveLength(1);
+  });
 });
