@@ -2,6 +2,7 @@ import { WebSocket } from 'ws';
 import { startDynalite } from '../infra/local/dynalite-server.ts';
 import { startLocalRuntime } from '../infra/local/runtime.ts';
 import { createJoinToken } from '../lib/auth/join-token.ts';
+import { REPLACED_CLOSE_REASON } from '../lib/protocol/agent-messages.ts';
 import { createDocumentClient } from '../lib/store/dynamodb-client.ts';
 import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../lib/store/dynamodb-token-store.ts';
@@ -77,8 +78,8 @@ export async function measureRequestCounts(): Promise<EventCost[]> {
     await measure('connect (make-before-break reconnect, group cached)', async () => {
       second = await open(url, headers);
     });
-    await measure('disconnect (old connection, entry still held)', async () => {
-      await close(first);
+    await measure('disconnect (rotation: old connection closed as replaced)', async () => {
+      await close(first, REPLACED_CLOSE_REASON);
     });
     await measure('disconnect (last connection)', async () => {
       await close(second);
@@ -144,10 +145,10 @@ function exchange(socket: WebSocket | undefined, message: object): Promise<unkno
   });
 }
 
-function close(socket: WebSocket | undefined): Promise<void> {
+function close(socket: WebSocket | undefined, reason?: string): Promise<void> {
   if (!socket) throw new Error('not connected');
   return new Promise((resolve) => {
     socket.once('close', () => resolve());
-    socket.close(1000);
+    socket.close(1000, reason);
   });
 }

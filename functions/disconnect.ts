@@ -4,6 +4,7 @@ import middy from '@middy/core';
 import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
 import { formatRef } from '../lib/domain/model.ts';
 import { countMetric, logger, METRIC, metrics } from '../lib/observability.ts';
+import { REPLACED_CLOSE_REASON } from '../lib/protocol/agent-messages.ts';
 import { errorsToResponses } from '../lib/protocol/error-response.ts';
 import type {
   WebSocketDisconnectEvent,
@@ -19,11 +20,12 @@ export function createDisconnectHandler(
   deps: Dependencies,
 ): FunctionHandler<WebSocketDisconnectEvent, WebSocketResult> {
   async function onDisconnect(event: WebSocketDisconnectEvent): Promise<WebSocketResult> {
-    const { connectionId, requestTimeEpoch } = event.requestContext;
+    const { connectionId, requestTimeEpoch, disconnectReason } = event.requestContext;
     logger.appendKeys({ connectionId });
     const result = await unregisterWorkload(deps.store, {
       connectionId,
       at: requestTimeEpoch ?? deps.now(),
+      replaced: disconnectReason === REPLACED_CLOSE_REASON,
     });
     if (result.outcome !== 'unknown-connection')
       logger.appendKeys({ entry: formatRef(result.entry) });

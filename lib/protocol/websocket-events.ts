@@ -33,6 +33,9 @@ export interface WebSocketRequestContext {
   apiId?: string;
   /** Present on `$connect` behind an authorizer. */
   authorizer?: AuthorizerContext | null;
+  /** On `$disconnect`: the close frame's code and reason, as the client (or the gateway) sent them. */
+  disconnectStatusCode?: number | null;
+  disconnectReason?: string | null;
   /** The caller as API Gateway saw it; `userArn` is set for SigV4 (IAM) callers. */
   identity?: { sourceIp?: string; userArn?: string | null; userAgent?: string | null };
 }

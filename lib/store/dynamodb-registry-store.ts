@@ -120,16 +120,23 @@ export class DynamoDbRegistryStore implements RegistryStore, CatalogStore {
     ref: ObjectRef,
     change: DisconnectChange,
   ): Promise<'disconnected' | 'still-held' | 'unchanged'> {
+    const sole = async () =>
+      (await this.#tryUpdate(
+        disconnectSoleUpdate(this.#table, ref, change.connectionId, change.at),
+      ))
+        ? ('disconnected' as const)
+        : undefined;
+    const oneOfMany = async () =>
+      (await this.#tryUpdate(disconnectOneOfManyUpdate(this.#table, ref, change.connectionId)))
+        ? ('still-held' as const)
+        : undefined;
+    // Every rotation ends with the old connection's $disconnect while the new one holds the
+    // entry; trying "one of many" first there keeps that common case at one write.
+    const attempts = change.replaced ? [oneOfMany, sole] : [sole, oneOfMany];
     for (let round = 0; round < DISCONNECT_ROUNDS; round++) {
-      if (
-        await this.#tryUpdate(
-          disconnectSoleUpdate(this.#table, ref, change.connectionId, change.at),
-        )
-      ) {
-        return 'disconnected';
-      }
-      if (await this.#tryUpdate(disconnectOneOfManyUpdate(this.#table, ref, change.connectionId))) {
-        return 'still-held';
+      for (const attempt of attempts) {
+        const outcome = await attempt();
+        if (outcome) return outcome;
       }
       // Neither held: either the connection is no longer listed (the sweeper or an operator
       // deleted the entry), or another connection joined or left between the two writes.

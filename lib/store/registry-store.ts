@@ -43,6 +43,12 @@ export interface DisconnectChange {
   connectionId: string;
   /** Server time of the disconnect event. */
   at: EpochMillis;
+  /**
+   * The agent said it closed this connection because a newer one replaced it (make before
+   * break). Only a hint for the order of the conditional writes, never for the outcome: it comes
+   * from the client, so a wrong hint costs one extra write and changes nothing else.
+   */
+  replaced?: boolean;
 }
 
 export type DisconnectResult =

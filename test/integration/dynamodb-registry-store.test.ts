@@ -353,6 +353,36 @@ describe('disconnect', () => {
       },
     });
   });
+
+  it('keeps a rotation disconnect at one write when the agent says the connection was replaced', async () => {
+    const name = vm();
+    await store.connect(connectChange(name, 'pin-rotated-old', T0));
+    await store.connect(connectChange(name, 'pin-rotated-new', T0 + 1));
+    requests.reset();
+
+    const result = await store.disconnect({
+      connectionId: 'pin-rotated-old',
+      at: T0 + 5,
+      replaced: true,
+    });
+
+    expect(result.outcome).toBe('still-held');
+    expect(requests.counts()).toEqual({ GetItem: 1, UpdateItem: 1, DeleteItem: 1 });
+  });
+
+  it('still marks the entry disconnected when a replaced hint is wrong', async () => {
+    const name = vm();
+    await store.connect(connectChange(name, `${name}-only`, T0));
+
+    const result = await store.disconnect({
+      connectionId: `${name}-only`,
+      at: T0 + 5,
+      replaced: true,
+    });
+
+    expect(result.outcome).toBe('disconnected');
+    expect((await entryOf(name))?.connection?.disconnectedAt).toBe(T0 + 5);
+  });
 });
 
 describe('health', () => {
