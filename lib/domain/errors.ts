@@ -27,7 +27,9 @@ export class InvalidRequestError extends RegistrarError {
 
 /** 401: the caller did not prove who it is. */
 export class UnauthenticatedError extends RegistrarError {
-  constructor(message = 'missing or invalid credentials; connect with Authorization: Bearer <join token>') {
+  constructor(
+    message = 'missing or invalid credentials; connect with Authorization: Bearer <join token>',
+  ) {
     super(message, 401, 'Unauthenticated');
   }
 }
