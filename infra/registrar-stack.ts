@@ -2,6 +2,7 @@ import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import { ApiGatewayLogsRole } from './constructs/api-gateway-logs-role.ts';
 import { Monitoring } from './constructs/monitoring.ts';
+import { Projector, resolveProjectorOptions } from './constructs/projector.ts';
 import { RegistrarFunctions } from './constructs/registrar-functions.ts';
 import { RegistryTable } from './constructs/registry-table.ts';
 import { SweeperSchedule } from './constructs/sweeper-schedule.ts';
@@ -42,6 +43,15 @@ export class RegistrarStack extends Stack {
       stage: websocket.stage,
       alarmEmail: options.alarmEmail,
     });
+    // The Kubernetes projection is opt-in: -c projectorClusterName=... (docs/kubernetes.md).
+    const projector = resolveProjectorOptions(this.node);
+    if (projector) {
+      new Projector(this, 'Projector', {
+        table: registry.table,
+        ...projector,
+        alarmTopic: monitoring.topic,
+      });
+    }
 
     new CfnOutput(this, 'WebSocketUrl', {
       description: 'Agents connect here (registrar-agent --url)',

@@ -5,6 +5,7 @@ import {
   BillingMode,
   type CfnTable,
   ProjectionType,
+  StreamViewType,
   Table,
 } from 'aws-cdk-lib/aws-dynamodb';
 import type { IGrantable } from 'aws-cdk-lib/aws-iam';
@@ -26,6 +27,9 @@ export class RegistryTable extends Construct {
       sortKey: attribute(REGISTRY_TABLE.sortKey),
       // Traffic follows VM connects and sweeps: spiky and usually small.
       billingMode: BillingMode.PAY_PER_REQUEST,
+      // Keys only: the Kubernetes projector re-reads what changed (level-triggered). Always on,
+      // so enabling the projector later never touches the table; unread streams cost nothing.
+      stream: StreamViewType.KEYS_ONLY,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       // The registry (groups, tokens, IAM policies, entries the mesh routes to) is the state
       // of the system: neither `cdk destroy` nor a replaced resource may delete it.
