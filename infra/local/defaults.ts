@@ -8,4 +8,5 @@ export const LOCAL_DEFAULTS = {
   dataDir: '.registrar',
   tableName: 'workload-registrar',
   sweepIntervalMs: 60_000,
+  projectionIntervalMs: 10_000,
 } as const;

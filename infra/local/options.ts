@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { parseDuration } from '../../lib/domain/duration.ts';
+import { parseTargets } from '../../lib/projection/projector-config.ts';
 import { LOCAL_DEFAULTS } from './defaults.ts';
 import type { LocalRuntimeOptions } from './runtime.ts';
 
@@ -18,6 +19,7 @@ const DURATIONS = {
   'max-connection-age': { env: 'REGISTRAR_MAX_CONNECTION_AGE', key: 'maxConnectionAgeMs' },
   'sweep-interval': { env: 'REGISTRAR_SWEEP_INTERVAL', key: 'sweepIntervalMs' },
   'idle-timeout': { env: 'REGISTRAR_IDLE_TIMEOUT', key: 'idleTimeoutMs' },
+  'projection-interval': { env: 'REGISTRAR_PROJECTION_INTERVAL', key: 'projectionIntervalMs' },
 } as const;
 
 export const USAGE = `Usage: npm start -- [options]
@@ -33,6 +35,9 @@ Options (a flag wins over its environment variable):
   --idle-timeout <d>          REGISTRAR_IDLE_TIMEOUT        idle connections are closed after this (default 10m)
   --data-dir <path>           REGISTRAR_DATA_DIR            where the registry and local.json are kept (default ${LOCAL_DEFAULTS.dataDir})
   --memory                                                  keep the registry in memory only
+  --kubeconfig <path>         REGISTRAR_KUBECONFIG          project the registry into this cluster (docs/kubernetes.md)
+  --projection-targets <l>    REGISTRAR_PROJECTION_TARGETS  istio, linkerd, endpointslices, comma-separated (default istio)
+  --projection-interval <d>   REGISTRAR_PROJECTION_INTERVAL how often the projector reconciles (default 10s)
   --help                                                    show this help
 
 Durations: 500ms, 10s, 5m, 2h (or combined, 1h30m).
@@ -56,6 +61,9 @@ export function parseLocalOptions(
         'idle-timeout': { type: 'string' },
         'data-dir': { type: 'string' },
         memory: { type: 'boolean' },
+        kubeconfig: { type: 'string' },
+        'projection-targets': { type: 'string' },
+        'projection-interval': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -83,6 +91,18 @@ export function parseLocalOptions(
   const dataDir = pick('data-dir', 'REGISTRAR_DATA_DIR');
   if (dataDir) options.dataDir = dataDir.value;
   if (values.memory) options.memory = true;
+  const kubeconfig = pick('kubeconfig', 'REGISTRAR_KUBECONFIG');
+  if (kubeconfig) options.kubeconfig = kubeconfig.value;
+  const targets = pick('projection-targets', 'REGISTRAR_PROJECTION_TARGETS');
+  if (targets) {
+    try {
+      options.projectionTargets = parseTargets(targets.value);
+    } catch (error) {
+      throw new OptionsError(
+        `invalid ${targets.source} '${targets.value}': ${(error as Error).message}`,
+      );
+    }
+  }
   return { kind: 'run', options };
 }
 

@@ -9,6 +9,7 @@ import { createSweeperHandler, type SweeperSummary } from '../../functions/sweep
 import { type Config, DEFAULTS, ENV } from '../../lib/config.ts';
 import { dependenciesFromEnv } from '../../lib/dependencies.ts';
 import { logger } from '../../lib/observability.ts';
+import type { Target } from '../../lib/projection/report.ts';
 import { pongReply } from '../../lib/protocol/replies.ts';
 import { createDynamoDbClient } from '../../lib/store/dynamodb-client.ts';
 import { ensureTable } from '../../lib/store/ensure-table.ts';
@@ -42,6 +43,12 @@ export interface LocalRuntimeOptions {
   writeLocalJson?: boolean;
   /** The functions' log level (Powertools). */
   logLevel?: LogLevel;
+  /** Project the registry into the cluster of this kubeconfig (dynalite has no streams: a loop). */
+  kubeconfig?: string;
+  /** Default istio. */
+  projectionTargets?: readonly Target[];
+  /** Default 10 s. */
+  projectionIntervalMs?: number;
   /** More function configuration, by variable (REGISTRAR_GROUP_CACHE_TTL, ...). */
   functionEnv?: Record<string, string>;
 }
@@ -126,6 +133,25 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       logger.error('sweep failed', { error: String(error) }),
     );
     cleanup.unshift(() => timer.stop());
+
+    if (options.kubeconfig) {
+      // Loaded only when asked for: the Kubernetes client is large and most runs do not need it.
+      const { startProjectorLoop } = await import('./projector-loop.ts');
+      const { describeReport } = await import('../../lib/projection/report.ts');
+      const projector = startProjectorLoop({
+        kubeconfigPath: options.kubeconfig,
+        store: deps.store,
+        intervalMs: options.projectionIntervalMs ?? LOCAL_DEFAULTS.projectionIntervalMs,
+        targets: options.projectionTargets ?? ['istio'],
+        onReport: (report) => {
+          if (report.changes.length + report.errors.length + report.problems.length > 0) {
+            logger.info(`projector: ${describeReport(report)}`);
+          }
+        },
+        onError: (error) => logger.error('projector: reconcile failed', { error: String(error) }),
+      });
+      cleanup.unshift(() => projector.stop());
+    }
 
     const runtime = {
       url: gateway.url,
