@@ -49,7 +49,8 @@ let sharedEndpoint: string | undefined;
 let stopShared: (() => Promise<void>) | undefined;
 
 beforeAll(async () => {
-  if (testBackend() === 'dynamodb-local') {
+  sharedEndpoint = process.env.REGISTRAR_TEST_DYNAMODB_ENDPOINT;
+  if (!sharedEndpoint && testBackend() === 'dynamodb-local') {
     const server = await startDynamoDbLocal();
     sharedEndpoint = server.endpoint;
     stopShared = () => server.close();
