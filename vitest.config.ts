@@ -9,5 +9,8 @@ export default defineConfig({
     pool: 'forks',
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
     reporters: ['default'],
+    // The functions run inside the test processes: keep their JSON logs and EMF metrics out of
+    // the test output. A test about logging sets its own level.
+    env: { POWERTOOLS_LOG_LEVEL: 'SILENT', POWERTOOLS_METRICS_DISABLED: 'true' },
   },
 });
