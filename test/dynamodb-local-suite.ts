@@ -13,7 +13,9 @@ const DYNAMODB_SUITES = ['test/integration', 'test/property'];
 const javaPresent = spawnSync('java', ['-version'], { stdio: 'ignore' }).status === 0;
 if (!javaPresent) {
   if (process.env.CI === 'true') {
-    console.error('DynamoDB Local suite: java not found, and CI=true requires it (install Java 17)');
+    console.error(
+      'DynamoDB Local suite: java not found, and CI=true requires it (install Java 17)',
+    );
     process.exit(1);
   }
   console.log('DynamoDB Local suite skipped: java not found (it runs in CI)');
