@@ -151,7 +151,9 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
     rssEndMb: round(samples.at(-1) ?? 0),
     rssMaxMb: round(Math.max(...samples)),
     rssGrowthMb: round(mean(samples.slice(-quarter)) - mean(samples.slice(quarter, 2 * quarter))),
-    rssByQuarterMb: [0, 1, 2, 3].map((q) => round(mean(samples.slice(q * quarter, (q + 1) * quarter)))),
+    rssByQuarterMb: [0, 1, 2, 3].map((q) =>
+      round(mean(samples.slice(q * quarter, (q + 1) * quarter))),
+    ),
     heapAfterGcFirstMb: round(heap[0] ?? 0),
     heapAfterGcWarmupMb: round(heap[Math.floor(heap.length / 4)] ?? 0),
     heapAfterGcEndMb: round(heap.at(-1) ?? 0),
