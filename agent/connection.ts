@@ -1,4 +1,5 @@
 import WebSocket from 'ws';
+import { AGENT_CLOSE_REASON } from '../lib/protocol/close-reasons.ts';
 import type { Clock, Timer } from './clock.ts';
 
 /** A reply of protocol v1: `{"action":...,"ok":true,...}`, `{"action":"pong"}` or an error. */
@@ -37,8 +38,11 @@ export class RequestError extends Error {
 export interface AgentLink {
   /** Sends `{"action":...}` and resolves with its reply; one outstanding request per action. */
   request(action: RequestAction, body?: Record<string, unknown>): Promise<Reply>;
-  /** Closes with 1000 so the server runs $disconnect; resolves when closed (or after a grace). */
-  close(): Promise<void>;
+  /**
+   * Closes with 1000 so the server runs $disconnect; resolves when closed (or after a grace).
+   * `reason` tells the registrar why (REPLACED_CLOSE_REASON after a rotation).
+   */
+  close(reason?: string): Promise<void>;
   onClose(listener: (code: number, reason: string) => void): void;
   readonly closed: boolean;
 }
@@ -176,7 +180,7 @@ function createLink(socket: WebSocket, options: LinkOptions): AgentLink {
         socket.send(JSON.stringify({ action, ...body }));
       });
     },
-    close() {
+    close(reason = AGENT_CLOSE_REASON) {
       if (closed) return Promise.resolve();
       return new Promise<void>((resolve) => {
         const grace = options.clock.setTimer(CLOSE_GRACE_MS, () => {
@@ -187,7 +191,7 @@ function createLink(socket: WebSocket, options: LinkOptions): AgentLink {
           grace.cancel();
           resolve();
         });
-        socket.close(1000, 'agent closing');
+        socket.close(1000, reason);
       });
     },
     onClose(listener) {

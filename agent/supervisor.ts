@@ -1,4 +1,5 @@
 import { formatRef, type Probe } from '../lib/domain/model.ts';
+import { REPLACED_CLOSE_REASON } from '../lib/protocol/close-reasons.ts';
 import { AuthSetupError } from './auth.ts';
 import { failureDelay, REFUSAL_STATUSES, refusalDelay, rotationDelay } from './backoff.ts';
 import type { Clock, Timer } from './clock.ts';
@@ -151,7 +152,8 @@ export class Supervisor {
     this.#health.resend();
     // Make before break: the new connection is registered (the upgrade succeeds only after
     // $connect did), so closing the old one cannot leave the entry disconnected.
-    if (previous) void previous.link.close();
+    // The reason lets $disconnect expect another connection to hold the entry: one write.
+    if (previous) void previous.link.close(REPLACED_CLOSE_REASON);
     // In the background: a slow describe must not hold up reconnects or rotations.
     void this.#describe(current);
   }

@@ -2,7 +2,7 @@ import { WebSocket } from 'ws';
 import { startDynalite } from '../infra/local/dynalite-server.ts';
 import { startLocalRuntime } from '../infra/local/runtime.ts';
 import { createJoinToken } from '../lib/auth/join-token.ts';
-import { REPLACED_CLOSE_REASON } from '../lib/protocol/agent-messages.ts';
+import { REPLACED_CLOSE_REASON } from '../lib/protocol/close-reasons.ts';
 import { createDocumentClient } from '../lib/store/dynamodb-client.ts';
 import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../lib/store/dynamodb-token-store.ts';

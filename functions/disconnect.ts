@@ -4,7 +4,7 @@ import middy from '@middy/core';
 import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
 import { formatRef } from '../lib/domain/model.ts';
 import { countMetric, logger, METRIC, metrics } from '../lib/observability.ts';
-import { REPLACED_CLOSE_REASON } from '../lib/protocol/agent-messages.ts';
+import { REPLACED_CLOSE_REASON } from '../lib/protocol/close-reasons.ts';
 import { errorsToResponses } from '../lib/protocol/error-response.ts';
 import type {
   WebSocketDisconnectEvent,

@@ -9,12 +9,6 @@ import { InvalidRequestError } from '../domain/errors.ts';
 
 /** 32 KB: API Gateway's WebSocket frame size; a health report is a few hundred bytes. */
 export const MAX_MESSAGE_BYTES = 32 * 1024;
-
-/**
- * The close reason an agent sends when it closes a connection a newer one has replaced
- * (rotation before API Gateway's 2 h limit). `$disconnect` reads it as a hint only.
- */
-export const REPLACED_CLOSE_REASON = 'rotated';
 /** A health message is a short reason; the condition message must stay readable. */
 export const MAX_HEALTH_MESSAGE_LENGTH = 1024;
 

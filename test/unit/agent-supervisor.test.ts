@@ -6,6 +6,7 @@ import { memoryLogger } from '../../agent/logger.ts';
 import type { ProbeResult } from '../../agent/probes/probe-result.ts';
 import { type AgentEvent, Supervisor } from '../../agent/supervisor.ts';
 import type { Probe } from '../../lib/domain/model.ts';
+import { REPLACED_CLOSE_REASON } from '../../lib/protocol/close-reasons.ts';
 import { FakeLink } from '../fixtures/agent-fake-link.ts';
 import { ManualClock } from '../fixtures/agent-manual-clock.ts';
 
@@ -102,6 +103,18 @@ describe('agent supervisor', () => {
     await h.clock.advance(0);
     expect(first.closedBy).toBe('agent');
     expect(replacement.closed).toBe(false);
+  });
+
+  it('tells the registrar the old connection was replaced when it closes it after a rotation', async () => {
+    const h = harness({ timing: { maxConnectionAgeMs: 100_000 } });
+    h.clock.randoms.push(0);
+    h.supervisor.start();
+    await h.clock.advance(0);
+    const first = h.links[0] as FakeLink;
+
+    await h.clock.advance(75_000);
+
+    expect(first.closeReason).toBe(REPLACED_CLOSE_REASON);
   });
 
   it('rotates again on every new connection, each before the maximum age', async () => {
