@@ -1,23 +1,14 @@
-import { join } from 'node:path';
-import { Duration, RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { Duration, Stack, Validations } from 'aws-cdk-lib';
 import { Alarm, ComparisonOperator, Metric, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import { CfnTable, type ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { ISecurityGroup, IVpc, SubnetSelection } from 'aws-cdk-lib/aws-ec2';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
-import {
-  Architecture,
-  FilterCriteria,
-  FilterRule,
-  LoggingFormat,
-  Runtime,
-  StartingPosition,
-} from 'aws-cdk-lib/aws-lambda';
+import type { Role } from 'aws-cdk-lib/aws-iam';
+import { FilterCriteria, FilterRule, StartingPosition } from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
-import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
-import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -26,7 +17,7 @@ import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lib/observability.ts';
 import { PROJECTION_METRIC } from '../../lib/projection/projection-metrics.ts';
 import { PROJECTOR_ENV, parseTargets } from '../../lib/projection/projector-config.ts';
 import type { Target } from '../../lib/projection/report.ts';
-import { BUNDLE, REPO_ROOT } from './bundling.ts';
+import { RegistrarFunction } from './registrar-function.ts';
 
 export interface ProjectorProps {
   /** The registry table; it must have a stream (KEYS_ONLY is enough: the projector re-reads). */
@@ -68,61 +59,29 @@ export class Projector extends Construct {
       throw new Error('the registry table has no stream; enable one (KEYS_ONLY) for the projector');
     }
     const targets = parseTargets(props.targets.join(','));
-    const logGroup = new LogGroup(this, 'Logs', {
-      retention: RetentionDays.ONE_MONTH,
-      removalPolicy: RemovalPolicy.DESTROY,
-    });
-    const role = new Role(this, 'Role', {
-      assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
+    const projector = new RegistrarFunction(this, 'Function', {
+      name: 'project',
+      entry: 'functions/project.ts',
       description:
         'workload-registrar projector: reads the registry, writes the cluster (EKS access entry)',
-    });
-    logGroup.grantWrite(role);
-    this.function = new NodejsFunction(this, 'Function', {
-      entry: join(REPO_ROOT, 'functions/project.ts'),
-      handler: 'handler',
-      projectRoot: REPO_ROOT,
-      depsLockFilePath: join(REPO_ROOT, 'package-lock.json'),
-      runtime: Runtime.NODEJS_22_X,
-      architecture: Architecture.ARM_64,
       // A full reconcile of 10,000 entries is ~25 list pages and diffing in memory; 1 GB buys
       // the CPU for it. The timeout covers an initial sync (every object written once).
       memorySize: 1024,
       timeout: Duration.minutes(5),
-      logGroup,
-      role,
-      loggingFormat: LoggingFormat.JSON,
       vpc: props.vpc,
       vpcSubnets: props.vpcSubnets,
       securityGroups: props.securityGroups,
+      // @kubernetes/client-node is bundled: it is not in the Lambda runtime.
       environment: {
-        POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
-        POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
-        POWERTOOLS_LOG_LEVEL: 'INFO',
-        NODE_OPTIONS: '--enable-source-maps',
         [ENV.tableName]: props.table.tableName,
         [PROJECTOR_ENV.targets]: targets.join(','),
         [PROJECTOR_ENV.clusterName]: props.clusterName,
         [PROJECTOR_ENV.endpoint]: props.endpoint,
         [PROJECTOR_ENV.certificateAuthority]: props.certificateAuthority,
       },
-      // Same esbuild settings as every function; @kubernetes/client-node is bundled (it is
-      // not in the Lambda runtime), the AWS SDK is not.
-      bundling: {
-        format: OutputFormat.ESM,
-        target: BUNDLE.target,
-        minify: BUNDLE.minify,
-        sourceMap: BUNDLE.sourceMap,
-        externalModules: [...BUNDLE.externalModules],
-        mainFields: [...BUNDLE.mainFields],
-        banner: BUNDLE.banner,
-        forceDockerBundling: false,
-      },
     });
-    Validations.of(this.function).acknowledge({
-      id: 'AwsSolutions-L1',
-      reason: 'The runtime is pinned to nodejs22.x on purpose, like every function of the project.',
-    });
+    this.function = projector.function;
+    const role = projector.role;
     props.table.grantReadData(role);
     acknowledgeGrantWildcards(role, props.table);
 

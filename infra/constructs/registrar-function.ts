@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { Duration, RemovalPolicy, Validations } from 'aws-cdk-lib';
+import type { ISecurityGroup, IVpc, SubnetSelection } from 'aws-cdk-lib/aws-ec2';
 import { Role, ServicePrincipal } from 'aws-cdk-lib/aws-iam';
 import { Architecture, LoggingFormat, Runtime } from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -9,11 +10,20 @@ import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lib/observability.ts';
 import { BUNDLE, FUNCTION_ENTRIES, type FunctionName, REPO_ROOT } from './bundling.ts';
 
 export interface RegistrarFunctionProps {
-  name: FunctionName;
+  /** One of the registrar's own functions, or `entry` for another one (the projector). */
+  name: FunctionName | 'project';
+  /** Source file, relative to the repository; default FUNCTION_ENTRIES[name]. */
+  entry?: string;
+  /** What the role is for, as IAM shows it. */
+  description?: string;
   environment: Record<string, string>;
   timeout?: Duration;
   memorySize?: number;
   reservedConcurrentExecutions?: number;
+  /** For a function that must reach a private endpoint (an EKS API server). */
+  vpc?: IVpc;
+  vpcSubnets?: SubnetSelection;
+  securityGroups?: ISecurityGroup[];
 }
 
 /**
@@ -23,6 +33,8 @@ export interface RegistrarFunctionProps {
  */
 export class RegistrarFunction extends Construct {
   readonly function: NodejsFunction;
+  /** The function's own role: grants go here. */
+  readonly role: Role;
 
   constructor(scope: Construct, id: string, props: RegistrarFunctionProps) {
     super(scope, id);
@@ -35,11 +47,12 @@ export class RegistrarFunction extends Construct {
     // log group in the account: this one may write to its own log group only.
     const role = new Role(this, 'Role', {
       assumedBy: new ServicePrincipal('lambda.amazonaws.com'),
-      description: `workload-registrar ${props.name} function`,
+      description: props.description ?? `workload-registrar ${props.name} function`,
     });
+    this.role = role;
     logGroup.grantWrite(role);
     this.function = new NodejsFunction(this, 'Function', {
-      entry: join(REPO_ROOT, FUNCTION_ENTRIES[props.name]),
+      entry: join(REPO_ROOT, props.entry ?? FUNCTION_ENTRIES[props.name as FunctionName]),
       handler: 'handler',
       projectRoot: REPO_ROOT,
       depsLockFilePath: join(REPO_ROOT, 'package-lock.json'),
@@ -50,6 +63,9 @@ export class RegistrarFunction extends Construct {
       reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       logGroup,
       role,
+      vpc: props.vpc,
+      vpcSubnets: props.vpcSubnets,
+      securityGroups: props.securityGroups,
       // Powertools Logger already writes JSON; JSON format also lets Lambda's own platform
       // lines be queried the same way.
       loggingFormat: LoggingFormat.JSON,
