@@ -1,5 +1,8 @@
 import { defineConfig } from 'vitest/config';
 
+// .ci/run asks for a JSON copy of the results to print one plain summary line at the end.
+const resultsFile = process.env.REGISTRAR_TEST_RESULTS;
+
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
@@ -8,7 +11,7 @@ export default defineConfig({
     // Integration suites start servers on random ports; two cores are enough for two forks.
     pool: 'forks',
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
-    reporters: ['default'],
+    reporters: resultsFile ? ['default', ['json', { outputFile: resultsFile }]] : ['default'],
     // The functions run inside the test processes: keep their JSON logs and EMF metrics out of
     // the test output. A test about logging sets its own level.
     env: { POWERTOOLS_LOG_LEVEL: 'SILENT', POWERTOOLS_METRICS_DISABLED: 'true' },

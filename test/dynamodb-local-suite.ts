@@ -34,6 +34,14 @@ const vitest = spawn(
       ...process.env,
       REGISTRAR_TEST_BACKEND: 'dynamodb-local',
       REGISTRAR_TEST_DYNAMODB_ENDPOINT: server.endpoint,
+      ...(process.env.REGISTRAR_TEST_RESULTS
+        ? {
+            REGISTRAR_TEST_RESULTS: process.env.REGISTRAR_TEST_RESULTS.replace(
+              /\.json$/,
+              '.dynamodb-local.json',
+            ),
+          }
+        : {}),
     },
   },
 );
