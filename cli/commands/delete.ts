@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import type { CommandRegistration } from './context.ts';
 import {
   namespaceOf,
@@ -16,21 +16,47 @@ export const registerDelete: CommandRegistration = (program, context) => {
     .argument('<resource>', RESOURCE_HELP)
     .argument('<name>', 'the object')
     .addOption(namespaceOption())
+    .addOption(
+      new Option(
+        '--cascade <mode>',
+        "for a group: 'background' also deletes the entries it auto-registered, as Kubernetes garbage-collects them through their ownerReference; 'orphan' keeps them",
+      )
+        .choices(['background', 'orphan'])
+        .default('background'),
+    )
     .addHelpText(
       'after',
       '\nDeleting an auto-registered entry of a connected VM is temporary: it registers again on its next connect.',
     )
     .action(
-      async (resource: string, name: string, options: { namespace?: string }, command: Command) => {
+      async (
+        resource: string,
+        name: string,
+        options: { namespace?: string; cascade: 'background' | 'orphan' },
+        command: Command,
+      ) => {
         const kind = resourceKind(resource);
         const ref = { namespace: namespaceOf(options), name };
         const { catalog } = await context.stores(command);
-        const deleted =
-          kind === 'WorkloadGroup'
-            ? await catalog.deleteGroup(ref)
-            : await catalog.deleteEntry(ref);
-        if (!deleted) throw notFound(kind, ref);
+        if (kind === 'WorkloadEntry') {
+          if (!(await catalog.deleteEntry(ref))) throw notFound(kind, ref);
+          context.out(`${QUALIFIED[kind]} "${name}" deleted\n`);
+          return;
+        }
+        // The group goes first: from then on a connect is refused (404) and cannot add an
+        // entry behind the cascade (except through a $connect that read the group just before).
+        if (!(await catalog.deleteGroup(ref))) throw notFound(kind, ref);
         context.out(`${QUALIFIED[kind]} "${name}" deleted\n`);
+        if (options.cascade === 'orphan') return;
+        const owned = (await catalog.listEntries(ref.namespace)).filter(
+          (record) => record.autoRegistrationGroup === name,
+        );
+        for (const record of owned) {
+          const entryName = record.entry.metadata.name;
+          if (await catalog.deleteEntry({ namespace: ref.namespace, name: entryName })) {
+            context.out(`${QUALIFIED.WorkloadEntry} "${entryName}" deleted (owned by the group)\n`);
+          }
+        }
       },
     );
 };

@@ -226,6 +226,81 @@ describe('registrar apply, get, describe, delete', () => {
   });
 });
 
+describe('registrar delete wg cascades like Kubernetes garbage collection', () => {
+  const GROUP = (namespace: string) => `apiVersion: networking.istio.io/v1
+kind: WorkloadGroup
+metadata: { name: web, namespace: ${namespace} }
+spec: { template: { ports: { http: 8080 } } }
+---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: { name: by-hand, namespace: ${namespace} }
+spec: { address: 10.9.9.9 }
+`;
+
+  async function registerIn(namespace: string, name: string): Promise<void> {
+    const outcome = await store.connect({
+      entry: {
+        apiVersion: 'networking.istio.io/v1',
+        kind: 'WorkloadEntry',
+        metadata: { name, namespace },
+        spec: { address: '10.0.0.1' },
+      },
+      autoRegistrationGroup: 'web',
+      healthChecksEnabled: false,
+      groupGeneration: 1,
+      connectionId: `${namespace}-${name}`,
+      connectedAt: NOW,
+      controller: 'workload-registrar',
+      identity: { principal: 'token:abc123', namespace },
+    });
+    expect(outcome).toBe('created');
+  }
+
+  async function entryNames(namespace: string): Promise<string[]> {
+    return (await store.listEntries(namespace)).map((record) => record.entry.metadata.name).sort();
+  }
+
+  it('deletes the entries a group auto-registered along with it, and leaves hand-made ones', async () => {
+    await registrar(['apply', '-f', '-'], { stdin: GROUP('cascade') });
+    await registerIn('cascade', 'web-10.0.0.1');
+    await registerIn('cascade', 'web-10.0.0.2');
+
+    const run = await registrar(['delete', 'wg', 'web', '-n', 'cascade']);
+
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe(
+      'workloadgroup.networking.istio.io "web" deleted\n' +
+        'workloadentry.networking.istio.io "web-10.0.0.1" deleted (owned by the group)\n' +
+        'workloadentry.networking.istio.io "web-10.0.0.2" deleted (owned by the group)\n',
+    );
+    expect(await entryNames('cascade')).toEqual(['by-hand']);
+  });
+
+  it('keeps the entries with --cascade orphan', async () => {
+    await registrar(['apply', '-f', '-'], { stdin: GROUP('orphans') });
+    await registerIn('orphans', 'web-10.0.0.1');
+
+    const run = await registrar(['delete', 'wg', 'web', '-n', 'orphans', '--cascade', 'orphan']);
+
+    expect(run.stdout).toBe('workloadgroup.networking.istio.io "web" deleted\n');
+    expect(await entryNames('orphans')).toEqual(['by-hand', 'web-10.0.0.1']);
+  });
+
+  it('refuses an unknown cascade mode as a usage error', async () => {
+    const run = await registrar([
+      'delete',
+      'wg',
+      'web',
+      '-n',
+      'orphans',
+      '--cascade',
+      'foreground',
+    ]);
+    expect(run.code).toBe(2);
+  });
+});
+
 describe('registrar apply refusals', () => {
   it('refuses an invalid document by name and field, and writes none of the others', async () => {
     const input = `${GROUP_AND_ENTRY.replaceAll('web', 'cart').replaceAll('db-1', 'db-9')}---
