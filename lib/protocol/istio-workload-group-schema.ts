@@ -1,0 +1,70 @@
+import * as z from 'zod';
+import {
+  annotations,
+  check,
+  entrySpecFields,
+  isInteger,
+  isString,
+  labels,
+  metadataFields,
+  port,
+  text,
+} from './istio-field-schemas.ts';
+
+/** A WorkloadGroup document as an operator writes it: the template and probe its VMs share. */
+
+const seconds = check<number>(
+  (v) => isInteger(v, 0, 2 ** 31 - 1),
+  'must be a whole number of seconds, 0 or more',
+);
+
+const probe = z
+  .strictObject({
+    initialDelaySeconds: seconds.optional(),
+    timeoutSeconds: seconds.optional(),
+    periodSeconds: seconds.optional(),
+    successThreshold: seconds.optional(),
+    failureThreshold: seconds.optional(),
+    httpGet: z
+      .strictObject({
+        path: check<string>(
+          (v) => isString(v) && v.startsWith('/'),
+          "must be a path starting with '/'",
+        ).optional(),
+        port,
+        host: text.optional(),
+        scheme: z.enum(['HTTP', 'HTTPS']).optional(),
+        httpHeaders: z.array(z.strictObject({ name: text, value: text })).optional(),
+      })
+      .optional(),
+    tcpSocket: z.strictObject({ host: text.optional(), port }).optional(),
+    exec: z.strictObject({ command: z.array(text).min(1) }).optional(),
+  })
+  .superRefine((value, ctx) => {
+    const handlers = ['httpGet', 'tcpSocket', 'exec'].filter((key) => key in value);
+    if (handlers.length !== 1) {
+      const found = handlers.length === 0 ? 'none' : handlers.join(', ');
+      ctx.addIssue({
+        code: 'custom',
+        message: `must set exactly one of httpGet, tcpSocket, exec, got ${found}`,
+      });
+    }
+  });
+
+export const workloadGroupSchema = z.object({
+  metadata: z.looseObject(metadataFields),
+  spec: z.strictObject({
+    metadata: z
+      .strictObject({ labels: labels.optional(), annotations: annotations.optional() })
+      .optional(),
+    template: z.strictObject({
+      // Each entry takes the address its VM connects with; Istio refuses one here too.
+      address: check<never>(
+        () => false,
+        'must not be set in a WorkloadGroup template: each VM registers its own address',
+      ).optional(),
+      ...entrySpecFields,
+    }),
+    probe: probe.optional(),
+  }),
+});
