@@ -34,7 +34,8 @@ function workloadEntryObject(record: EntryRecord, groupUids: Map<string, string>
       name,
       namespace,
       labels: { ...(rendered.metadata.labels ?? {}), [MANAGED_BY_LABEL]: MANAGER },
-      annotations: rendered.metadata.annotations ?? {},
+      // Istio's shape: no `annotations: {}` on an entry that has none (a hand-made one).
+      ...(rendered.metadata.annotations ? { annotations: rendered.metadata.annotations } : {}),
     },
     spec: rendered.spec,
   };
