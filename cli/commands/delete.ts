@@ -43,8 +43,9 @@ export const registerDelete: CommandRegistration = (program, context) => {
           context.out(`${QUALIFIED[kind]} "${name}" deleted\n`);
           return;
         }
-        // The group goes first: from then on a connect is refused (404) and cannot add an
-        // entry behind the cascade (except through a $connect that read the group just before).
+        // The group goes first, so connects are refused (404) from then on. A $connect function
+        // that cached the group (REGISTRAR_GROUP_CACHE_TTL, 10 s) can still register a VM
+        // behind the cascade; that entry is an ordinary one and is swept once it disconnects.
         if (!(await catalog.deleteGroup(ref))) throw notFound(kind, ref);
         context.out(`${QUALIFIED[kind]} "${name}" deleted\n`);
         if (options.cascade === 'orphan') return;
