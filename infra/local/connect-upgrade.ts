@@ -15,6 +15,7 @@ import {
   invokeIntegration,
   invokeProxyIntegration,
 } from './integration-calls.ts';
+import type { IamIdentity, SigV4Verifier } from './sigv4-verifier.ts';
 import {
   handshakeProblem,
   hasIdentitySources,
@@ -23,8 +24,9 @@ import {
 } from './upgrade-request.ts';
 
 /**
- * The way into a connection, as API Gateway runs it: the handshake check, the REQUEST
- * authorizer, then the $connect integration, whose answer accepts or refuses the upgrade.
+ * The way into a connection, as API Gateway runs it: the handshake check, the route's
+ * authorization (the REQUEST authorizer, or IAM: the SigV4 check), then the $connect
+ * integration, whose answer accepts or refuses the upgrade.
  */
 
 /** What is known of a connection between a successful $connect and the 101 response. */
@@ -54,8 +56,12 @@ export type AcceptUpgrade = (
 type ContextBase = Omit<Parameters<typeof requestContext>[0], 'eventType' | 'at'>;
 
 type Authorization =
-  | { allow: true; context: AuthorizerContext | undefined }
-  | { allow: false; refusal: { statusCode: number; message: string; reason: string } };
+  | { allow: true; context: AuthorizerContext | undefined; iamIdentity?: IamIdentity }
+  | {
+      allow: false;
+      refusal: { statusCode: number; message: string; reason: string };
+      headers?: Record<string, string>;
+    };
 
 export async function connectUpgrade(
   gateway: ConnectingGateway,
@@ -83,7 +89,7 @@ export async function connectUpgrade(
       ...authorizer.refusal,
     });
     const { statusCode, message } = authorizer.refusal;
-    return refuseUpgrade(socket, statusCode, JSON.stringify({ message }));
+    return refuseUpgrade(socket, statusCode, JSON.stringify({ message }), authorizer.headers);
   }
 
   const context = requestContext({
@@ -91,6 +97,7 @@ export async function connectUpgrade(
     eventType: 'CONNECT',
     at: settings.now(),
     authorizer: authorizer.context,
+    iamIdentity: authorizer.iamIdentity,
   });
   const outcome = await invokeProxyIntegration(
     settings,
@@ -120,6 +127,7 @@ async function authorize(
   request: UpgradeRequest,
   base: ContextBase,
 ): Promise<Authorization> {
+  if (settings.sigv4) return verifySignature(settings.sigv4, request);
   const authorize = settings.handlers.authorize;
   if (!authorize) return { allow: true, context: undefined };
   if (!hasIdentitySources(request, settings.identitySource)) {
@@ -143,4 +151,29 @@ async function authorize(
     integrationLatency: Date.now() - started,
   };
   return { allow: true, context };
+}
+
+/**
+ * IAM authorization: API Gateway checks the SigV4 signature itself, before any function runs,
+ * and answers a failure 403 with its message and error type; the caller it verified becomes
+ * `requestContext.identity` of $connect. (There is no IAM here to evaluate the caller's
+ * `execute-api:Invoke` permission: every configured caller may invoke.)
+ */
+async function verifySignature(
+  verifier: SigV4Verifier,
+  request: UpgradeRequest,
+): Promise<Authorization> {
+  const verdict = await verifier.verify({
+    method: request.method,
+    path: request.path,
+    headers: request.headers,
+    query: request.multiValueQuery,
+  });
+  if (verdict.ok) return { allow: true, context: undefined, iamIdentity: verdict.identity };
+  const { statusCode, message, errorType } = verdict;
+  return {
+    allow: false,
+    refusal: { statusCode, message, reason: `SigV4: ${message}` },
+    headers: { 'x-amzn-ErrorType': errorType },
+  };
 }

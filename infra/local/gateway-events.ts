@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Context } from 'aws-lambda';
+import type { IamIdentity } from './sigv4-verifier.ts';
 
 /**
  * The events API Gateway (WebSocket API, Lambda proxy integration) hands to Lambda, built
@@ -32,7 +33,8 @@ export interface WebSocketRequestContext {
   domainName: string;
   connectionId: string;
   apiId: string;
-  identity: { sourceIp: string; userAgent?: string };
+  /** The caller; on an IAM-authorized $connect also who signed it (userArn, caller, ...). */
+  identity: { sourceIp: string; userAgent?: string } & Partial<IamIdentity>;
   authorizer?: AuthorizerContext;
   disconnectStatusCode?: number | null;
   disconnectReason?: string | null;
@@ -61,6 +63,9 @@ export interface AuthorizerEvent {
 
 /** What the gateway knows about the HTTP upgrade request, collected once. */
 export interface UpgradeRequest {
+  method: string;
+  /** The path as it arrived, still percent-encoded (a SigV4 signature covers it). */
+  path: string;
   headers: Record<string, string>;
   multiValueHeaders: Record<string, string[]>;
   query: Record<string, string>;
@@ -108,11 +113,16 @@ interface ContextInput {
   request: Pick<UpgradeRequest, 'sourceIp' | 'userAgent' | 'domainName'>;
   /** API Gateway repeats the authorizer's output on every event of the connection. */
   authorizer?: AuthorizerContext | undefined;
+  /** The SigV4-verified caller of an IAM-authorized $connect. */
+  iamIdentity?: IamIdentity | undefined;
 }
 
 export function requestContext(input: ContextInput): WebSocketRequestContext {
   const requestId = gatewayId();
-  const identity: WebSocketRequestContext['identity'] = { sourceIp: input.request.sourceIp };
+  const identity: WebSocketRequestContext['identity'] = {
+    ...input.iamIdentity,
+    sourceIp: input.request.sourceIp,
+  };
   if (input.request.userAgent !== undefined) identity.userAgent = input.request.userAgent;
   const context: WebSocketRequestContext = {
     routeKey: input.routeKey,

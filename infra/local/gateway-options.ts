@@ -1,5 +1,6 @@
 import type { ApiIdentity } from './gateway-events.ts';
 import type { RouteTarget } from './lambda-invoke.ts';
+import type { IamCallerCredentials } from './sigv4-verifier.ts';
 
 /**
  * A local stand-in for an API Gateway WebSocket API with Lambda proxy integrations: the same
@@ -57,6 +58,11 @@ export interface GatewayOptions {
   api?: Partial<ApiIdentity>;
   /** Required request parts, e.g. `route.request.header.Authorization`: missing means 401. */
   identitySource?: readonly string[];
+  /**
+   * $connect's authorization type is AWS_IAM: the upgrade must be presigned with SigV4 by one
+   * of these callers (API Gateway's IAM), or it is refused 403 before any function runs.
+   */
+  iamAuthorization?: { callers: readonly IamCallerCredentials[] };
   /** The gateway's clock (connectedAt, requestTimeEpoch). */
   now?: () => number;
   log?: GatewayLog;

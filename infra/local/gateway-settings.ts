@@ -6,6 +6,7 @@ import {
   type GatewayLog,
   type GatewayOptions,
 } from './gateway-options.ts';
+import { SigV4Verifier } from './sigv4-verifier.ts';
 
 /** The gateway's options with every default filled in, as each part of it reads them. */
 export interface GatewaySettings {
@@ -13,18 +14,28 @@ export interface GatewaySettings {
   readonly limits: GatewayLimits;
   readonly api: ApiIdentity;
   readonly identitySource: readonly string[];
+  /** Set when $connect uses IAM authorization. */
+  readonly sigv4: SigV4Verifier | undefined;
   /** The gateway's clock (connectedAt, requestTimeEpoch). */
   readonly now: () => number;
   readonly log: GatewayLog;
 }
 
 export function resolveGatewaySettings(options: GatewayOptions): GatewaySettings {
+  const api = { apiId: 'local', stage: 'local', region: 'us-east-1', ...options.api };
+  const now = options.now ?? Date.now;
+  const iam = options.iamAuthorization;
+  if (iam && options.handlers.authorize) {
+    // A route has one authorization type on API Gateway: AWS_IAM or CUSTOM, never both.
+    throw new Error('$connect cannot have both IAM authorization and a Lambda authorizer');
+  }
   return {
     handlers: options.handlers,
     limits: { ...API_GATEWAY_LIMITS, ...options.limits },
-    api: { apiId: 'local', stage: 'local', region: 'us-east-1', ...options.api },
+    api,
     identitySource: options.identitySource ?? [],
-    now: options.now ?? Date.now,
+    sigv4: iam ? new SigV4Verifier({ callers: iam.callers, region: api.region, now }) : undefined,
+    now,
     log: options.log ?? (() => {}),
   };
 }

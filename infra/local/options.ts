@@ -1,8 +1,11 @@
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { parse as parseYaml } from 'yaml';
 import { parseDuration } from '../../lib/domain/duration.ts';
 import { parseTargets } from '../../lib/projection/projector-config.ts';
 import { LOCAL_DEFAULTS } from './defaults.ts';
 import type { LocalRuntimeOptions } from './runtime.ts';
+import { type IamCallerCredentials, validateCallers } from './sigv4-verifier.ts';
 
 /**
  * `npm start` flags and their environment variables; a flag wins over its variable. A bad value
@@ -38,6 +41,8 @@ Options (a flag wins over its environment variable):
   --kubeconfig <path>         REGISTRAR_KUBECONFIG          project the registry into this cluster (docs/kubernetes.md)
   --projection-targets <l>    REGISTRAR_PROJECTION_TARGETS  istio, linkerd, endpointslices, comma-separated (default istio)
   --projection-interval <d>   REGISTRAR_PROJECTION_INTERVAL how often the projector reconciles (default 10s)
+  --auth-mode <m>             REGISTRAR_AUTH_MODE           token (join tokens, default) or iam (SigV4, as the stack's authMode=iam)
+  --iam-callers <path>        REGISTRAR_IAM_CALLERS         iam mode: JSON/YAML list of {accessKeyId, secretAccessKey, arn} that may sign
   --help                                                    show this help
 
 Durations: 500ms, 10s, 5m, 2h (or combined, 1h30m).
@@ -64,6 +69,8 @@ export function parseLocalOptions(
         kubeconfig: { type: 'string' },
         'projection-targets': { type: 'string' },
         'projection-interval': { type: 'string' },
+        'auth-mode': { type: 'string' },
+        'iam-callers': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -103,7 +110,49 @@ export function parseLocalOptions(
       );
     }
   }
+  const authMode = pick('auth-mode', 'REGISTRAR_AUTH_MODE');
+  if (authMode) {
+    if (authMode.value !== 'token' && authMode.value !== 'iam') {
+      throw new OptionsError(
+        `invalid ${authMode.source} '${authMode.value}': must be token or iam`,
+      );
+    }
+    options.authMode = authMode.value;
+  }
+  const callers = pick('iam-callers', 'REGISTRAR_IAM_CALLERS');
+  if (options.authMode === 'iam' && !callers) {
+    throw new OptionsError(
+      '--auth-mode iam needs --iam-callers <path> (REGISTRAR_IAM_CALLERS): the local gateway verifies SigV4 against those keys',
+    );
+  }
+  if (callers) {
+    if (options.authMode !== 'iam') {
+      throw new OptionsError(`${callers.source} is used only with --auth-mode iam`);
+    }
+    options.iamCallers = readIamCallers(callers.value, callers.source);
+  }
   return { kind: 'run', options };
+}
+
+/** The callers file: a JSON or YAML list (YAML is a superset of JSON, so one parser reads both). */
+function readIamCallers(path: string, source: string): IamCallerCredentials[] {
+  let parsed: unknown;
+  try {
+    parsed = parseYaml(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new OptionsError(`invalid ${source} '${path}': ${(error as Error).message}`);
+  }
+  if (!Array.isArray(parsed) || parsed.length === 0) {
+    throw new OptionsError(
+      `invalid ${source} '${path}': must list at least one caller: [{accessKeyId, secretAccessKey, arn}]`,
+    );
+  }
+  try {
+    validateCallers(parsed as IamCallerCredentials[]);
+  } catch (error) {
+    throw new OptionsError(`invalid ${source} '${path}': ${(error as Error).message}`);
+  }
+  return parsed as IamCallerCredentials[];
 }
 
 function parsePort(text: string, source: string): number {

@@ -7,7 +7,7 @@ import { createDisconnectHandler } from '../../functions/disconnect.ts';
 import { createMessageHandler } from '../../functions/message.ts';
 import { createSweeperHandler, type SweeperSummary } from '../../functions/sweeper.ts';
 import { type Config, DEFAULTS, ENV } from '../../lib/config.ts';
-import { dependenciesFromEnv } from '../../lib/dependencies.ts';
+import { type Dependencies, dependenciesFromEnv } from '../../lib/dependencies.ts';
 import { logger } from '../../lib/observability.ts';
 import type { Target } from '../../lib/projection/report.ts';
 import { pongReply } from '../../lib/protocol/replies.ts';
@@ -15,8 +15,14 @@ import { createDynamoDbClient } from '../../lib/store/dynamodb-client.ts';
 import { ensureTable } from '../../lib/store/ensure-table.ts';
 import { LOCAL_DEFAULTS } from './defaults.ts';
 import { type RunningDynamo, startDynalite } from './dynalite-server.ts';
-import { type GatewayLog, type LocalGateway, startGateway } from './gateway.ts';
+import {
+  type GatewayLog,
+  type GatewayOptions,
+  type LocalGateway,
+  startGateway,
+} from './gateway.ts';
 import { lambdaContext } from './gateway-events.ts';
+import type { IamCallerCredentials } from './sigv4-verifier.ts';
 import { startSweepTimer } from './sweep-timer.ts';
 
 export { LOCAL_DEFAULTS } from './defaults.ts';
@@ -51,6 +57,14 @@ export interface LocalRuntimeOptions {
   projectionIntervalMs?: number;
   /** More function configuration, by variable (REGISTRAR_GROUP_CACHE_TTL, ...). */
   functionEnv?: Record<string, string>;
+  /**
+   * How $connect is authorized, as the stack's `authMode`: `token` (default) runs the join-token
+   * authorizer; `iam` has no authorizer: the gateway verifies the SigV4-presigned upgrade
+   * against `iamCallers` (403 otherwise) and $connect allows the caller by a stored policy.
+   */
+  authMode?: 'token' | 'iam';
+  /** IAM mode's local principals: who may sign, with which keys (no IAM runs locally). */
+  iamCallers?: readonly IamCallerCredentials[];
 }
 
 export interface LocalRuntime {
@@ -92,11 +106,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   const cleanup: (() => Promise<void>)[] = [() => dynamo.close()];
   try {
     const deps = dependenciesFromEnv(functionEnv(options, dynamo.endpoint, tableName, region));
-    if (deps.config.authMode !== 'token') {
-      throw new Error(
-        `${ENV.authMode}=${deps.config.authMode} is not supported locally: the local gateway cannot verify SigV4; use token mode`,
-      );
-    }
+    const authorization = connectAuthorization(deps, options.iamCallers);
     const raw = createDynamoDbClient({ region, endpoint: dynamo.endpoint });
     await ensureTable(raw, tableName).finally(() => raw.destroy());
 
@@ -105,14 +115,13 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       port: options.port ?? LOCAL_DEFAULTS.port,
       host: options.host ?? LOCAL_DEFAULTS.host,
       api: { region },
-      // As the CDK stack configures the token authorizer.
-      identitySource: ['route.request.header.Authorization'],
+      ...authorization.gateway,
       limits: {
         maxConnectionAgeMs: deps.config.sweep.maxConnectionAgeMs,
         ...(options.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: options.idleTimeoutMs }),
       },
       handlers: {
-        authorize: { functionName: 'registrar-authorize', handler: createAuthorizeHandler(deps) },
+        ...authorization.handlers,
         connect: { functionName: 'registrar-connect', handler: createConnectHandler(deps) },
         disconnect: {
           functionName: 'registrar-disconnect',
@@ -173,6 +182,34 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   }
 }
 
+/**
+ * $connect's authorization as the CDK stack sets it up for the functions' auth mode: the token
+ * authorizer with its identity source, or IAM (the gateway's SigV4 check, no authorizer).
+ */
+function connectAuthorization(
+  deps: Dependencies,
+  iamCallers: readonly IamCallerCredentials[] | undefined,
+): {
+  gateway: Pick<GatewayOptions, 'identitySource' | 'iamAuthorization'>;
+  handlers: Pick<GatewayOptions['handlers'], 'authorize'>;
+} {
+  if (deps.config.authMode === 'iam') {
+    if (!iamCallers || iamCallers.length === 0) {
+      throw new Error(
+        `${ENV.authMode}=iam needs iamCallers (npm start --iam-callers <file>): the local gateway verifies SigV4 signatures against their keys`,
+      );
+    }
+    return { gateway: { iamAuthorization: { callers: iamCallers } }, handlers: {} };
+  }
+  return {
+    // As the CDK stack configures the token authorizer.
+    gateway: { identitySource: ['route.request.header.Authorization'] },
+    handlers: {
+      authorize: { functionName: 'registrar-authorize', handler: createAuthorizeHandler(deps) },
+    },
+  };
+}
+
 /** The environment the functions would get from the CDK stack, built from the options. */
 function functionEnv(
   options: LocalRuntimeOptions,
@@ -186,6 +223,7 @@ function functionEnv(
     [ENV.dynamoDbEndpoint]: endpoint,
     [ENV.region]: region,
   };
+  if (options.authMode !== undefined) env[ENV.authMode] = options.authMode;
   // Milliseconds pass through readConfig's validation like any configured duration.
   if (options.gracePeriodMs !== undefined) env[ENV.gracePeriod] = `${options.gracePeriodMs}ms`;
   if (options.maxConnectionAgeMs !== undefined) {

@@ -40,6 +40,8 @@ export function readUpgradeRequest(req: IncomingMessage): UpgradeRequest {
   }
 
   return {
+    method: req.method ?? 'GET',
+    path: (req.url ?? '/').split('?')[0] || '/',
     headers,
     multiValueHeaders,
     query: lastValues(multiValueQuery),
