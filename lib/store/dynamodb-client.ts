@@ -71,6 +71,23 @@ export async function* queryItems(
   } while (startKey);
 }
 
+/** Every item of one partition, decoded: the token and policy lists. */
+export async function readPartition<T>(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  partitionKey: string,
+  decode: (item: Record<string, unknown>) => T,
+): Promise<T[]> {
+  const decoded: T[] = [];
+  const items = queryItems(client, {
+    TableName: tableName,
+    KeyConditionExpression: 'pk = :pk',
+    ExpressionAttributeValues: { ':pk': partitionKey },
+  });
+  for await (const item of items) decoded.push(decode(item));
+  return decoded;
+}
+
 /** Every item of a Scan, following `LastEvaluatedKey`. Operator paths only: it reads the table. */
 export async function* scanItems(
   client: DynamoDBDocumentClient,

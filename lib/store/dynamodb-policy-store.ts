@@ -4,7 +4,7 @@ import {
   GetCommand,
   PutCommand,
 } from '@aws-sdk/lib-dynamodb';
-import { isConditionFailed, queryItems } from './dynamodb-client.ts';
+import { isConditionFailed, readPartition } from './dynamodb-client.ts';
 import type { IamPolicy, PolicyStore } from './policy-store.ts';
 
 /** The partition of the IAM-mode allow rules (`POLICY` / `<roleArn>#<namespace>`). */
@@ -46,15 +46,8 @@ export class DynamoDbPolicyStore implements PolicyStore {
     return Item ? decodePolicy(Item) : undefined;
   }
 
-  async listPolicies(): Promise<IamPolicy[]> {
-    const policies: IamPolicy[] = [];
-    const items = queryItems(this.#client, {
-      TableName: this.#table,
-      KeyConditionExpression: 'pk = :pk',
-      ExpressionAttributeValues: { ':pk': POLICY_PARTITION },
-    });
-    for await (const item of items) policies.push(decodePolicy(item));
-    return policies;
+  listPolicies(): Promise<IamPolicy[]> {
+    return readPartition(this.#client, this.#table, POLICY_PARTITION, decodePolicy);
   }
 
   async deletePolicy(roleArn: string, namespace: string): Promise<boolean> {

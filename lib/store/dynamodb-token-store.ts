@@ -5,7 +5,7 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { EpochMillis } from '../domain/model.ts';
-import { isConditionFailed, queryItems } from './dynamodb-client.ts';
+import { isConditionFailed, readPartition } from './dynamodb-client.ts';
 import { decodeToken, encodeToken, TOKEN_PARTITION, tokenKey } from './item-codec.ts';
 import type { StoredToken, TokenStore } from './token-store.ts';
 
@@ -46,15 +46,8 @@ export class DynamoDbTokenStore implements TokenStore {
     return Item ? decodeToken(Item) : undefined;
   }
 
-  async listTokens(): Promise<StoredToken[]> {
-    const tokens: StoredToken[] = [];
-    const items = queryItems(this.#client, {
-      TableName: this.#table,
-      KeyConditionExpression: 'pk = :pk',
-      ExpressionAttributeValues: { ':pk': TOKEN_PARTITION },
-    });
-    for await (const item of items) tokens.push(decodeToken(item));
-    return tokens;
+  listTokens(): Promise<StoredToken[]> {
+    return readPartition(this.#client, this.#table, TOKEN_PARTITION, decodeToken);
   }
 
   /** Keeps the first revocation time when revoked twice. */
