@@ -6,6 +6,8 @@ import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dep
 import { countError, logger, metrics } from '../lib/observability.ts';
 import { bearerToken } from '../lib/protocol/bearer-token.ts';
 import { errorsLoggedAndRethrown } from '../lib/protocol/error-response.ts';
+import { carriedEntryContext, requestedEntry } from '../lib/protocol/carried-entry.ts';
+import { parseConnectRequest } from '../lib/protocol/connect-request.ts';
 import { authorizerContext, tokenPrincipal } from '../lib/protocol/identity.ts';
 import type {
   AuthorizerResult,
@@ -17,7 +19,9 @@ import type {
  * status of the failed upgrade:
  * - no, malformed, unknown, revoked or expired token: `Error('Unauthorized')` -> 401;
  * - a valid token for another namespace than `?namespace=`: a Deny policy -> 403;
- * - otherwise Allow, with the verified identity as context for `$connect`.
+ * - otherwise Allow, with the verified identity as context for `$connect`, and the entry the
+ *   connect registers: API Gateway repeats the context on every later event of the
+ *   connection, so `$disconnect` and messages find the entry without a read.
  * Any other failure (the table unreachable) propagates and API Gateway answers 500.
  */
 export function createAuthorizeHandler(
@@ -41,7 +45,7 @@ export function createAuthorizeHandler(
     logger.info('join token accepted', { namespace: token.namespace });
     return {
       ...policy(tokenPrincipal(token), 'Allow', event.methodArn),
-      context: authorizerContext(token),
+      context: { ...authorizerContext(token), ...entryContext(event) },
     };
   }
 
@@ -55,6 +59,19 @@ export function createAuthorizeHandler(
       ),
     )
     .handler(onAuthorize);
+}
+
+/**
+ * The entry of a valid connect request. An invalid one is allowed through without it: the
+ * authorizer can only answer 401, 403 or 500, and `$connect` refuses it with a 400 that names
+ * the field.
+ */
+function entryContext(event: WebSocketAuthorizerEvent): Record<string, string> {
+  try {
+    return carriedEntryContext(requestedEntry(parseConnectRequest(event)));
+  } catch {
+    return {};
+  }
 }
 
 function requestedNamespace(event: WebSocketAuthorizerEvent): string | undefined {

@@ -4,6 +4,7 @@ import middy from '@middy/core';
 import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
 import { formatRef } from '../lib/domain/model.ts';
 import { countMetric, logger, METRIC, metrics } from '../lib/observability.ts';
+import { carriedEntry } from '../lib/protocol/carried-entry.ts';
 import { REPLACED_CLOSE_REASON } from '../lib/protocol/close-reasons.ts';
 import { errorsToResponses } from '../lib/protocol/error-response.ts';
 import type {
@@ -13,24 +14,38 @@ import type {
 import { unregisterWorkload } from '../lib/registration/unregister-workload.ts';
 
 /**
- * `$disconnect`: marks the entry disconnected. API Gateway delivers this event best-effort
- * (it may be late, repeated or missing; the sweeper covers the missing case).
+ * `$disconnect`: the connection stops holding its entry. API Gateway delivers this event
+ * best-effort (it may be late, repeated or missing; liveness checks cover the missing case).
  */
 export function createDisconnectHandler(
   deps: Dependencies,
 ): FunctionHandler<WebSocketDisconnectEvent, WebSocketResult> {
   async function onDisconnect(event: WebSocketDisconnectEvent): Promise<WebSocketResult> {
-    const { connectionId, requestTimeEpoch, disconnectReason } = event.requestContext;
+    const { connectionId, requestTimeEpoch, disconnectReason, authorizer } = event.requestContext;
     logger.appendKeys({ connectionId });
-    const result = await unregisterWorkload(deps.store, {
-      connectionId,
-      at: requestTimeEpoch ?? deps.now(),
-      replaced: disconnectReason === REPLACED_CLOSE_REASON,
-    });
-    if (result.outcome !== 'unknown-connection')
+    const result = await unregisterWorkload(
+      {
+        store: deps.store,
+        liveness: deps.liveness,
+        connectSettleMs: deps.config.connectSettleMs,
+      },
+      {
+        connectionId,
+        carried: carriedEntry(authorizer),
+        at: requestTimeEpoch ?? deps.now(),
+        replaced: disconnectReason === REPLACED_CLOSE_REASON,
+      },
+    );
+    if (result.outcome !== 'unknown-connection') {
       logger.appendKeys({ entry: formatRef(result.entry) });
+    }
     if (result.outcome === 'disconnected') countMetric(METRIC.unregistered);
-    logger.info('workload disconnected', { outcome: result.outcome });
+    const dropped = 'dropped' in result ? result.dropped : [];
+    if (dropped.length > 0) countMetric(METRIC.phantomHolders, dropped.length);
+    logger.info('workload disconnected', {
+      outcome: result.outcome,
+      ...(dropped.length > 0 ? { phantomHoldersDropped: dropped } : {}),
+    });
     return { statusCode: 200 };
   }
 

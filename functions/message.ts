@@ -2,15 +2,15 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
-import type { EpochMillis } from '../lib/domain/model.ts';
+import type { EpochMillis, ObjectRef } from '../lib/domain/model.ts';
 import { formatRef } from '../lib/domain/model.ts';
 import { countMetric, logger, METRIC, metrics } from '../lib/observability.ts';
 import { type AgentMessage, parseAgentMessage } from '../lib/protocol/agent-messages.ts';
+import { carriedEntry } from '../lib/protocol/carried-entry.ts';
 import { errorsToResponses } from '../lib/protocol/error-response.ts';
 import { type AgentReply, describeReply, healthAck, pongReply } from '../lib/protocol/replies.ts';
 import type { WebSocketMessageEvent, WebSocketResult } from '../lib/protocol/websocket-events.ts';
 import { describeConnection } from '../lib/registration/describe-connection.ts';
-import { createGroupCache, type GroupReader } from '../lib/registration/group-cache.ts';
 import { reportHealth } from '../lib/registration/report-health.ts';
 
 /**
@@ -22,13 +22,12 @@ import { reportHealth } from '../lib/registration/report-health.ts';
 export function createMessageHandler(
   deps: Dependencies,
 ): FunctionHandler<WebSocketMessageEvent, WebSocketResult> {
-  const groups = createGroupCache(deps.store, deps.config.groupCacheTtlMs, deps.now);
-
   async function onMessage(event: WebSocketMessageEvent): Promise<WebSocketResult> {
-    const { connectionId, routeKey, requestTimeEpoch } = event.requestContext;
+    const { connectionId, routeKey, requestTimeEpoch, authorizer } = event.requestContext;
     logger.appendKeys({ connectionId, routeKey });
     const message = parseAgentMessage(event.body, event.isBase64Encoded);
-    const reply = await answer(deps, groups, message, connectionId, requestTimeEpoch ?? deps.now());
+    const connection = { connectionId, carried: carriedEntry(authorizer) };
+    const reply = await answer(deps, message, connection, requestTimeEpoch ?? deps.now());
     return { statusCode: 200, body: JSON.stringify(reply) };
   }
 
@@ -41,25 +40,33 @@ export function createMessageHandler(
 
 async function answer(
   deps: Dependencies,
-  groups: GroupReader,
   message: AgentMessage,
-  connectionId: string,
+  connection: { connectionId: string; carried: ObjectRef | undefined },
   receivedAt: EpochMillis,
 ): Promise<AgentReply> {
   switch (message.action) {
     case 'health': {
-      const report = { connectionId, healthy: message.healthy, at: receivedAt };
-      const result = await reportHealth(
-        deps.store,
-        message.message === undefined ? report : { ...report, message: message.message },
-      );
+      const result = await reportHealth(deps.store, {
+        ...connection,
+        healthy: message.healthy,
+        at: receivedAt,
+        ...(message.message === undefined ? {} : { message: message.message }),
+      });
       logger.appendKeys({ entry: formatRef(result.entry) });
       if (result.outcome === 'transitioned') countMetric(METRIC.healthTransitions);
-      logger.info('health reported', { outcome: result.outcome, healthy: message.healthy });
+      logger.info('health reported', {
+        outcome: result.outcome,
+        healthy: message.healthy,
+        ...(message.healthy || message.message === undefined ? {} : { message: message.message }),
+      });
       return healthAck();
     }
     case 'describe': {
-      const described = await describeConnection({ store: deps.store, groups }, connectionId);
+      const described = await describeConnection(
+        deps.store,
+        connection.connectionId,
+        connection.carried,
+      );
       logger.appendKeys({ entry: formatRef(described.entry.metadata) });
       return describeReply(described.entry, described.probe);
     }

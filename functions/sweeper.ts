@@ -1,47 +1,74 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
-import type { ScheduledEvent } from 'aws-lambda';
+import type { Context, ScheduledEvent } from 'aws-lambda';
 import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
-import { countMetric, logger, METRIC, metrics } from '../lib/observability.ts';
+import { logger, METRIC, metrics, recordCount } from '../lib/observability.ts';
 import { errorsLoggedAndRethrown } from '../lib/protocol/error-response.ts';
-import { runSweep } from '../lib/registration/sweep.ts';
+import { runSweep, type SweepResult } from '../lib/registration/sweep.ts';
 
 export interface SweeperSummary {
   deleted: number;
   conflicts: number;
   candidatesRead: number;
+  livenessChecked: number;
+  phantomsDropped: number;
+  stoppedEarly: boolean;
 }
 
 /**
- * The EventBridge schedule: deletes entries disconnected past the grace period, and those
- * whose `$disconnect` never arrived. A failure propagates so the invocation fails and the
- * sweeper alarm sees it; the next run (a minute later) picks up where this one stopped.
+ * Time kept back from the invocation's deadline: one paced delete or one liveness check (a few
+ * requests, each retried by the SDK) fits well inside it, and the metrics still flush.
+ */
+export const DEADLINE_MARGIN_MS = 5_000;
+
+/**
+ * The EventBridge schedule: deletes entries disconnected past the grace period and stale
+ * ones, and checks the holders of connected entries with API Gateway. A failure propagates so
+ * the invocation fails and the sweeper alarm sees it; the next run (a minute later) picks up
+ * where this one stopped. Each run stops before its deadline, whatever is still due.
  */
 export function createSweeperHandler(
   deps: Dependencies,
 ): FunctionHandler<ScheduledEvent | Record<string, never>, SweeperSummary> {
-  async function onSchedule(): Promise<SweeperSummary> {
+  async function onSchedule(
+    _event: ScheduledEvent | Record<string, never>,
+    context: Context,
+  ): Promise<SweeperSummary> {
     const { sweep } = deps.config;
-    const result = await runSweep(deps.store, {
-      now: deps.now(),
-      policy: { gracePeriodMs: sweep.gracePeriodMs, maxConnectionAgeMs: sweep.maxConnectionAgeMs },
-      maxDeletes: sweep.maxDeletesPerRun,
-      deletesPerSecond: sweep.deletesPerSecond,
-    });
+    let result: SweepResult | undefined;
+    try {
+      result = await runSweep(deps.store, {
+        now: deps.now(),
+        policy: sweep,
+        maxDeletes: sweep.maxDeletesPerRun,
+        deletesPerSecond: sweep.deletesPerSecond,
+        outOfTime: () => context.getRemainingTimeInMillis() < DEADLINE_MARGIN_MS,
+        liveness: deps.liveness,
+        connectSettleMs: deps.config.connectSettleMs,
+      });
+    } finally {
+      // Every run emits Swept, zero included, so a dashboard or alarm sees the sweeper alive.
+      recordCount(METRIC.swept, result?.deleted.length ?? 0);
+    }
     for (const entry of result.deleted) {
       logger.info('entry swept', {
         entry: `${entry.namespace}/${entry.name}`,
         reason: entry.reason,
       });
     }
-    countMetric(METRIC.swept, result.deleted.length);
-    const summary = {
+    recordCount(METRIC.livenessChecks, result.livenessChecked);
+    recordCount(METRIC.phantomHolders, result.phantomsDropped);
+    const summary: SweeperSummary = {
       deleted: result.deleted.length,
       conflicts: result.conflicts,
       candidatesRead: result.candidatesRead,
+      livenessChecked: result.livenessChecked,
+      phantomsDropped: result.phantomsDropped,
+      stoppedEarly: result.stoppedEarly,
     };
-    logger.info('sweep finished', { ...summary });
+    if (result.stoppedEarly) logger.warn('sweep stopped at its deadline; the next run goes on', { ...summary });
+    else logger.info('sweep finished', { ...summary });
     return summary;
   }
 

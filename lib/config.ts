@@ -1,6 +1,6 @@
 import * as z from 'zod';
 import { formatDuration, parseDuration } from './domain/duration.ts';
-import type { SweepPolicy } from './domain/sweep-policy.ts';
+import type { LivenessPolicy, SweepPolicy } from './domain/sweep-policy.ts';
 
 /**
  * Configuration, read once from the environment at start. A bad value fails here, naming the
@@ -12,14 +12,24 @@ export interface Config {
   /** Set for the local runtime and tests (dynalite, DynamoDB Local); unset on AWS. */
   dynamoDbEndpoint: string | undefined;
   region: string;
-  sweep: SweepPolicy & {
-    /** Most entries one sweeper run deletes. */
-    maxDeletesPerRun: number;
-    /** Deletions per second, so a mass expiry does not flood the mesh with removals. */
-    deletesPerSecond: number;
-  };
-  /** How long a handler reuses a WorkloadGroup it read. */
-  groupCacheTtlMs: number;
+  sweep: SweepPolicy &
+    LivenessPolicy & {
+      /** Most entries one sweeper run deletes. */
+      maxDeletesPerRun: number;
+      /** Deletions per second, so a mass expiry does not flood the mesh with removals. */
+      deletesPerSecond: number;
+    };
+  /**
+   * API Gateway's management endpoint (`https://{api}.execute-api.{region}.amazonaws.com/
+   * {stage}`), where liveness checks ask whether a holder connection still exists. Unset: no
+   * liveness checks, and a lost `$disconnect` is caught only by the stale rule.
+   */
+  connectionsUrl: string | undefined;
+  /**
+   * A holder younger than this is never dropped by a liveness check: API Gateway answers 410
+   * for a connection whose `$connect` has not returned yet (its integration timeout is 29 s).
+   */
+  connectSettleMs: number;
   /** The `istio.io/workloadController` value written on connect. */
   controller: string;
   authMode: 'token' | 'iam';
@@ -33,7 +43,10 @@ export const ENV = {
   maxConnectionAge: 'REGISTRAR_MAX_CONNECTION_AGE',
   sweepMaxDeletes: 'REGISTRAR_SWEEP_MAX_DELETES',
   sweepDeletesPerSecond: 'REGISTRAR_SWEEP_DELETES_PER_SECOND',
-  groupCacheTtl: 'REGISTRAR_GROUP_CACHE_TTL',
+  sweepInterval: 'REGISTRAR_SWEEP_INTERVAL',
+  livenessInterval: 'REGISTRAR_LIVENESS_INTERVAL',
+  connectionsUrl: 'REGISTRAR_CONNECTIONS_URL',
+  connectSettle: 'REGISTRAR_CONNECT_SETTLE',
   controller: 'REGISTRAR_CONTROLLER',
   authMode: 'REGISTRAR_AUTH_MODE',
 } as const;
@@ -44,7 +57,12 @@ export const DEFAULTS = {
   maxConnectionAge: '2h',
   sweepMaxDeletes: 1000,
   sweepDeletesPerSecond: 50,
-  groupCacheTtl: '10s',
+  // The EventBridge schedule's default rate.
+  sweepInterval: '1m',
+  // At most a quarter of the max connection age when that is shorter (local runs, tests).
+  livenessInterval: '5m',
+  // API Gateway's 29 s integration timeout, rounded up.
+  connectSettle: '30s',
   controller: 'workload-registrar',
   region: 'us-east-1',
 } as const;
@@ -81,20 +99,10 @@ const schema = z.object({
   [ENV.maxConnectionAge]: positiveDuration.prefault(DEFAULTS.maxConnectionAge),
   [ENV.sweepMaxDeletes]: positiveInteger.prefault(String(DEFAULTS.sweepMaxDeletes)),
   [ENV.sweepDeletesPerSecond]: positiveInteger.prefault(String(DEFAULTS.sweepDeletesPerSecond)),
-  [ENV.groupCacheTtl]: z
-    .string()
-    .transform((text, ctx) => {
-      const ms = parseDuration(text);
-      if (ms === undefined) {
-        ctx.addIssue({
-          code: 'custom',
-          message: `must be a duration such as 0s or 10s, got '${text}'`,
-        });
-        return z.NEVER;
-      }
-      return ms;
-    })
-    .prefault(DEFAULTS.groupCacheTtl),
+  [ENV.sweepInterval]: positiveDuration.prefault(DEFAULTS.sweepInterval),
+  [ENV.livenessInterval]: positiveDuration.optional(),
+  [ENV.connectionsUrl]: z.url().optional(),
+  [ENV.connectSettle]: positiveDuration.prefault(DEFAULTS.connectSettle),
   [ENV.controller]: z.string().min(1).default(DEFAULTS.controller),
   [ENV.authMode]: z.enum(['token', 'iam']).default('token'),
 });
@@ -115,17 +123,34 @@ export function readConfig(env: Record<string, string | undefined>): Readonly<Co
     throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
   }
   const v = parsed.data;
+  const maxConnectionAgeMs = v[ENV.maxConnectionAge];
+  const sweepIntervalMs = v[ENV.sweepInterval];
+  const livenessIntervalMs =
+    v[ENV.livenessInterval] ??
+    Math.max(
+      sweepIntervalMs,
+      Math.min(parseDuration(DEFAULTS.livenessInterval) ?? 0, maxConnectionAgeMs / 4),
+    );
+  // The sweeper checks liveness at most once per run: a shorter interval cannot be kept.
+  if (livenessIntervalMs < sweepIntervalMs) {
+    throw new ConfigError(
+      `invalid configuration: ${ENV.livenessInterval} (value '${env[ENV.livenessInterval]}'): must be at least ${ENV.sweepInterval} (${formatDuration(sweepIntervalMs)}): the sweeper checks liveness once per run`,
+    );
+  }
   return Object.freeze({
     tableName: v[ENV.tableName],
     dynamoDbEndpoint: v[ENV.dynamoDbEndpoint],
     region: v[ENV.region],
     sweep: Object.freeze({
       gracePeriodMs: v[ENV.gracePeriod],
-      maxConnectionAgeMs: v[ENV.maxConnectionAge],
+      maxConnectionAgeMs,
+      sweepIntervalMs,
+      livenessIntervalMs,
       maxDeletesPerRun: v[ENV.sweepMaxDeletes],
       deletesPerSecond: v[ENV.sweepDeletesPerSecond],
     }),
-    groupCacheTtlMs: v[ENV.groupCacheTtl],
+    connectionsUrl: v[ENV.connectionsUrl],
+    connectSettleMs: v[ENV.connectSettle],
     controller: v[ENV.controller],
     authMode: v[ENV.authMode],
   });
@@ -133,5 +158,6 @@ export function readConfig(env: Record<string, string | undefined>): Readonly<Co
 
 /** For logs at start: the effective policy in the form it is configured. */
 export function describeSweepPolicy(config: Config): string {
-  return `grace period ${formatDuration(config.sweep.gracePeriodMs)}, max connection age ${formatDuration(config.sweep.maxConnectionAgeMs)}`;
+  const { sweep } = config;
+  return `grace period ${formatDuration(sweep.gracePeriodMs)}, max connection age ${formatDuration(sweep.maxConnectionAgeMs)}, liveness checks every ${formatDuration(sweep.livenessIntervalMs)}`;
 }

@@ -1,6 +1,8 @@
 import type { Context } from 'aws-lambda';
 import { type Config, readConfig } from './config.ts';
 import type { EpochMillis } from './domain/model.ts';
+import { ManagementApiLiveness } from './gateway/management-api-liveness.ts';
+import type { ConnectionLiveness } from './registration/liveness.ts';
 import { createDocumentClient } from './store/dynamodb-client.ts';
 import { DynamoDbPolicyStore } from './store/dynamodb-policy-store.ts';
 import { DynamoDbRegistryStore } from './store/dynamodb-registry-store.ts';
@@ -19,6 +21,8 @@ export interface Dependencies {
   tokens: TokenStore;
   /** IAM mode's allow rules (role -> namespace), read on connect; absent, none is allowed. */
   policies?: PolicyReader;
+  /** API Gateway's word on whether a connection still exists; absent, no liveness checks. */
+  liveness?: ConnectionLiveness;
   now: () => EpochMillis;
 }
 
@@ -40,6 +44,16 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
     store: new DynamoDbRegistryStore(client, config.tableName),
     tokens: new DynamoDbTokenStore(client, config.tableName),
     policies: new DynamoDbPolicyStore(client, config.tableName),
+    ...(config.connectionsUrl === undefined
+      ? {}
+      : {
+          liveness: new ManagementApiLiveness({
+            endpoint: config.connectionsUrl,
+            region: config.region,
+            // Only a local gateway speaks plain HTTP; it checks no signature.
+            local: config.connectionsUrl.startsWith('http:'),
+          }),
+        }),
     now: () => Date.now(),
   };
 }

@@ -20,6 +20,10 @@ export const METRIC = {
   unregistered: 'Unregistered',
   healthTransitions: 'HealthTransitions',
   swept: 'Swept',
+  /** Holders API Gateway said were gone (their `$disconnect` was lost), dropped. */
+  phantomHolders: 'PhantomHoldersDropped',
+  /** Connected entries whose holders the sweeper checked with API Gateway. */
+  livenessChecks: 'LivenessChecks',
   errors: 'Errors',
 } as const;
 
@@ -44,6 +48,11 @@ export const metrics = new Metrics({
 
 export function countMetric(name: MetricName, value = 1): void {
   if (value > 0) metrics.addMetric(name, MetricUnit.Count, value);
+}
+
+/** A count emitted even when zero: a run that swept nothing is a data point, not a gap. */
+export function recordCount(name: MetricName, value: number): void {
+  metrics.addMetric(name, MetricUnit.Count, value);
 }
 
 /**

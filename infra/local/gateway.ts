@@ -5,6 +5,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { type Accepted, connectUpgrade } from './connect-upgrade.ts';
 import { type ConnectionOwner, GatewayConnection } from './gateway-connection.ts';
 import type { GatewayOptions, LocalGateway } from './gateway-options.ts';
+import { refuseUpgrade } from './upgrade-request.ts';
 import { type GatewaySettings, resolveGatewaySettings } from './gateway-settings.ts';
 import { handleManagementRequest, type ManagedConnections } from './management-api.ts';
 
@@ -118,12 +119,23 @@ class WebSocketGateway implements ManagedConnections {
 
   // --- connecting ---
 
-  #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+  async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const gateway = { settings: this.#settings, isClosing: () => this.#closing };
-    return connectUpgrade(gateway, req, socket, (connectionId, accepted, connectHeaders) => {
-      this.#connectHeaders.set(req, connectHeaders);
-      this.#wss.handleUpgrade(req, socket, head, (ws) => this.#open(ws, connectionId, accepted));
-    });
+    try {
+      await connectUpgrade(gateway, req, socket, (connectionId, accepted, connectHeaders) => {
+        this.#connectHeaders.set(req, connectHeaders);
+        this.#wss.handleUpgrade(req, socket, head, (ws) => this.#open(ws, connectionId, accepted));
+      });
+    } catch (error) {
+      // A request the gateway could not even read (a malformed URL) is answered, never left
+      // hanging; a fault of the gateway itself is a 500, as API Gateway would answer.
+      if ((error as NodeJS.ErrnoException).code === 'ERR_INVALID_URL') {
+        refuseUpgrade(socket, 400, JSON.stringify({ message: 'Bad Request: malformed URL' }));
+        return;
+      }
+      refuseUpgrade(socket, 500, JSON.stringify({ message: 'Internal server error' }));
+      throw error;
+    }
   }
 
   #open(ws: WebSocket, id: string, accepted: Accepted): void {

@@ -37,7 +37,12 @@ export function handleManagementRequest(
     reply(res, 426, { message: 'Upgrade Required: connect with a WebSocket client' });
     return;
   }
-  const connectionId = decodeURIComponent(match[1]);
+  const connectionId = decodedId(match[1]);
+  if (connectionId === undefined) {
+    // `%ZZ` is no percent-encoding: a client's mistake, never a reason to stop the gateway.
+    error(res, 400, 'BadRequestException', 'invalid connection id: malformed percent-encoding');
+    return;
+  }
   switch (req.method) {
     case 'GET': {
       const info = connections.describe(connectionId);
@@ -70,6 +75,14 @@ export function handleManagementRequest(
       return;
     default:
       error(res, 405, 'MethodNotAllowedException', `method ${req.method} is not supported`);
+  }
+}
+
+function decodedId(raw: string): string | undefined {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return undefined;
   }
 }
 

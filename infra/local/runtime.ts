@@ -8,6 +8,7 @@ import { createMessageHandler } from '../../functions/message.ts';
 import { createSweeperHandler, type SweeperSummary } from '../../functions/sweeper.ts';
 import { type Config, DEFAULTS, ENV } from '../../lib/config.ts';
 import { type Dependencies, dependenciesFromEnv } from '../../lib/dependencies.ts';
+import { ManagementApiLiveness } from '../../lib/gateway/management-api-liveness.ts';
 import { logger } from '../../lib/observability.ts';
 import type { Target } from '../../lib/projection/report.ts';
 import { pongReply } from '../../lib/protocol/replies.ts';
@@ -40,6 +41,11 @@ export interface LocalRuntimeOptions {
   maxConnectionAgeMs?: number;
   /** How often the sweeper runs (it also runs once at start). Default 1 min. */
   sweepIntervalMs?: number;
+  /**
+   * How often the sweeper checks that each connected entry's holders still exist. Default
+   * 5 min, or a quarter of the max connection age when that is shorter.
+   */
+  livenessIntervalMs?: number;
   idleTimeoutMs?: number;
   /** Use this DynamoDB (DynamoDB Local in CI) instead of starting dynalite. */
   dynamoDbEndpoint?: string;
@@ -105,7 +111,19 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     : await startDynalite(options.memory ? {} : { dataDir: join(dataDir, 'dynalite') });
   const cleanup: (() => Promise<void>)[] = [() => dynamo.close()];
   try {
-    const deps = dependenciesFromEnv(functionEnv(options, dynamo.endpoint, tableName, region));
+    const deps = dependenciesFromEnv({
+      ...functionEnv(options, dynamo.endpoint, tableName, region),
+      // The sweeper's liveness windows are as wide as the timer's period.
+      [ENV.sweepInterval]: `${sweepIntervalMs}ms`,
+    });
+    // Liveness checks ask this gateway's own @connections, whose port is known once it
+    // listens: the client is built on the first check.
+    let managementUrl: string | undefined;
+    deps.liveness = new ManagementApiLiveness({
+      endpoint: () => managementUrl ?? 'http://127.0.0.1:1',
+      region,
+      local: true,
+    });
     const authorization = connectAuthorization(deps, options.iamCallers);
     const raw = createDynamoDbClient({ region, endpoint: dynamo.endpoint });
     await ensureTable(raw, tableName).finally(() => raw.destroy());
@@ -135,6 +153,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       log: gatewayLog,
     });
     cleanup.unshift(() => gateway.close());
+    managementUrl = gateway.managementUrl;
 
     const sweeper = createSweeperHandler(deps);
     const sweepNow = () => sweeper({}, lambdaContext('registrar-sweeper', region, 15 * 60_000));
@@ -228,6 +247,9 @@ function functionEnv(
   if (options.gracePeriodMs !== undefined) env[ENV.gracePeriod] = `${options.gracePeriodMs}ms`;
   if (options.maxConnectionAgeMs !== undefined) {
     env[ENV.maxConnectionAge] = `${options.maxConnectionAgeMs}ms`;
+  }
+  if (options.livenessIntervalMs !== undefined) {
+    env[ENV.livenessInterval] = `${options.livenessIntervalMs}ms`;
   }
   return env;
 }

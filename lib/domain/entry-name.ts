@@ -42,3 +42,13 @@ function toDns1123Subdomain(text: string): string {
 function shortHash(text: string): string {
   return createHash('sha256').update(text, 'utf8').digest('hex').slice(0, HASH_LENGTH);
 }
+
+/**
+ * What an auto-registered entry's name was made from. The name is not injective (`a_b`, `a-b`
+ * and `A-B` all become `a-b`; group `api-10.0.0.1` with ip `10.0.0.2` spells the same name as
+ * group `api` with ip `10.0.0.1` and network `10.0.0.2`), so the entry records its origin and a
+ * connect whose origin differs is a collision (rule 4), never a reconnect of another VM's entry.
+ */
+export function entryOrigin(group: string, firstIp: string, network?: string): string {
+  return JSON.stringify([group, firstIp, network ?? '']);
+}

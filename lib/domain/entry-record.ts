@@ -21,9 +21,11 @@ export interface ConnectionState {
   connectedAt?: EpochMillis;
   /** Set while disconnected: when the last live connection went away. */
   disconnectedAt?: EpochMillis;
-  /** Live connections holding the entry (more than one during a make-before-break rotation). */
+  /** The connections holding the entry (more than one during a make-before-break rotation). */
   connectionIds: string[];
-  /** The newest connection: the only one whose health reports count. */
+  /** When each holder connected (API Gateway's `connectedAt`), where it was recorded. */
+  holderSince?: Record<string, EpochMillis>;
+  /** The newest connect's connection. */
   newestConnectionId?: string;
 }
 

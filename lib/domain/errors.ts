@@ -54,3 +54,15 @@ export class ConflictError extends RegistrarError {
     super(message, 409, 'Conflict');
   }
 }
+
+/**
+ * 404 with its own code: the connection holds no WorkloadEntry (it was swept, deleted, or
+ * the connection's registration did not land). The agent reconnects when it reads this code.
+ */
+export class NotRegisteredError extends RegistrarError {
+  static readonly CODE = 'NotRegistered';
+
+  constructor(message = 'this connection holds no WorkloadEntry; reconnect to register') {
+    super(message, 404, NotRegisteredError.CODE);
+  }
+}

@@ -8,8 +8,23 @@ export interface SweepPolicy {
   maxConnectionAgeMs: number;
 }
 
+/** When the sweeper checks that a connected entry's holders still exist. */
+export interface LivenessPolicy {
+  /** Each connected entry is checked once per interval. Default 5 min. */
+  livenessIntervalMs: number;
+  /** How often the sweeper runs (its schedule): a first run covers this much. */
+  sweepIntervalMs: number;
+  maxConnectionAgeMs: number;
+}
+
+/** Connected entries whose newest connect is in `[from, to)` are due for a liveness check. */
+export interface LivenessWindow {
+  from: EpochMillis;
+  to: EpochMillis;
+}
+
 /** 1.5 x the maximum connection age: 1.5 x 2 h = 3 h by default. */
-export function staleAfterMs(policy: SweepPolicy): number {
+export function staleAfterMs(policy: Pick<SweepPolicy, 'maxConnectionAgeMs'>): number {
   return policy.maxConnectionAgeMs * 1.5;
 }
 
@@ -54,4 +69,33 @@ export function isDueForSweep(record: EntryRecord, now: EpochMillis, policy: Swe
 /** Why an entry is due, for logs and the CLI's `sweep` output. */
 export function sweepReason(record: EntryRecord): 'disconnected' | 'stale' {
   return record.connection?.connectedAt !== undefined ? 'stale' : 'disconnected';
+}
+
+/**
+ * The liveness windows of a sweeper run that covers the time `[from, to)` since the previous
+ * run's `to`. An entry whose newest connect was at `c` is due at `c + k x interval` (k = 1, 2, ...):
+ * the run whose span holds that time checks it. Consecutive runs' spans tile time, so each
+ * connected entry is checked once per interval, and no write happens while its holders are
+ * alive. Checks go on until the entry would be stale (1.5 x the maximum age), after which the
+ * stale rule takes over.
+ */
+export function livenessWindows(
+  span: { from: EpochMillis; to: EpochMillis },
+  policy: Pick<LivenessPolicy, 'livenessIntervalMs' | 'maxConnectionAgeMs'>,
+): LivenessWindow[] {
+  const interval = policy.livenessIntervalMs;
+  // A sweeper that was down for longer than an interval checks one interval's worth: every
+  // connected entry once.
+  const from = Math.max(span.from, span.to - interval);
+  if (from >= span.to) return [];
+  const checks = Math.ceil(staleAfterMs(policy) / interval);
+  const windows: LivenessWindow[] = [];
+  for (let k = 1; k <= checks; k++) {
+    const window = { from: from - k * interval, to: span.to - k * interval };
+    const previous = windows[windows.length - 1];
+    // With a span as long as the interval the windows touch: one range, one query per shard.
+    if (previous && previous.from <= window.to) previous.from = window.from;
+    else windows.push(window);
+  }
+  return windows;
 }

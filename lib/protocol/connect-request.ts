@@ -1,10 +1,10 @@
 import * as z from 'zod';
 import { InvalidRequestError } from '../domain/errors.ts';
-import type { ConnectRequest, StringMap } from '../domain/model.ts';
+import { canonicalAddress } from '../domain/address.ts';
+import { type ConnectRequest, LOCALITY_LABEL, type StringMap } from '../domain/model.ts';
 import {
   isDns1123Label,
   isDns1123Subdomain,
-  isIpAddress,
   isLabelKey,
   isLabelValue,
   isLocality,
@@ -21,12 +21,11 @@ const RULES = {
   group:
     'must be a DNS-1123 subdomain (lower case letters, digits, - and ., at most 253 characters)',
   namespace: 'must be a DNS-1123 label (lower case letters, digits and -, at most 63 characters)',
-  ip: 'must be an IPv4 or IPv6 address',
   network: 'must be letters, digits, -, _ and ., at most 63 characters',
   locality: 'must be region[/zone[/subzone]], each part letters, digits, -, _ and .',
 } as const;
 
-type Field = keyof typeof RULES | 'label';
+type Field = keyof typeof RULES | 'label' | 'ip';
 
 /**
  * Reads protocol v1's query string (`?group=&namespace=&ip=[&ip=][&network=][&locality=]
@@ -43,7 +42,9 @@ export function parseConnectRequest(
     ip: values('ip'),
     network: values('network'),
     locality: values('locality'),
-    label: values('label'),
+    // Istio drops an agent's `istio-locality` label instead of refusing the VM: locality comes
+    // from the locality field. Dropped before validation, so its value cannot fail the connect.
+    label: values('label').filter((label) => !label.startsWith(`${LOCALITY_LABEL}=`)),
   });
   if (!parsed.success) {
     const [first] = parsed.error.issues;
@@ -118,19 +119,38 @@ function optional(field: keyof typeof RULES, valid: (value: string) => boolean) 
   return once(field, valid).transform((values) => values[0]);
 }
 
-const ips = z.array(z.string()).superRefine((values, ctx) => {
-  if (values.length === 0) {
-    ctx.addIssue({ code: 'custom', message: `missing query parameter 'ip'; ${USAGE}` });
-  } else if (values.length > MAX_IPS) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `too many ip parameters (${values.length}); give at most ${MAX_IPS}`,
+/**
+ * One or more addresses, each canonical (rule 1: an IPv4-mapped IPv6 address is the IPv4
+ * address, IPv6 in RFC 5952 form) and reachable: no loopback, link-local, multicast,
+ * broadcast or unspecified address. The first one names the entry, so it must be spelled one
+ * way only, or one VM would get two entries.
+ */
+const ips = z
+  .array(z.string())
+  .superRefine((values, ctx) => {
+    if (values.length === 0) {
+      ctx.addIssue({ code: 'custom', message: `missing query parameter 'ip'; ${USAGE}` });
+    } else if (values.length > MAX_IPS) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `too many ip parameters (${values.length}); give at most ${MAX_IPS}`,
+      });
+    }
+    for (const value of values) {
+      const checked = canonicalAddress(value);
+      if (!checked.ok) {
+        ctx.addIssue({ code: 'custom', message: `invalid ip '${shown(value)}': ${checked.problem}` });
+      }
+    }
+  })
+  .transform((values) => {
+    const canonical = values.map((value) => {
+      const checked = canonicalAddress(value);
+      return checked.ok ? checked.address : value;
     });
-  }
-  for (const value of values.filter((ip) => !isIpAddress(ip))) {
-    ctx.addIssue({ code: 'custom', message: `invalid ip '${shown(value)}': ${RULES.ip}` });
-  }
-});
+    // `ip=10.0.0.1&ip=::ffff:10.0.0.1` is one address given twice.
+    return [...new Set(canonical)];
+  });
 
 const labels = z
   .array(z.string())

@@ -1,9 +1,9 @@
 import { renderWorkloadEntry } from '../domain/entry-record.ts';
-import { NotFoundError } from '../domain/errors.ts';
-import type { Probe, WorkloadEntry } from '../domain/model.ts';
+import { NotRegisteredError } from '../domain/errors.ts';
+import type { ObjectRef, Probe, WorkloadEntry } from '../domain/model.ts';
 import { formatRef } from '../domain/model.ts';
 import type { RegistryStore } from '../store/registry-store.ts';
-import type { GroupReader } from './group-cache.ts';
+import { holderOf } from './holder.ts';
 
 export interface ConnectionDescription {
   /** The entry as Istio would show it, system annotations and `Healthy` included. */
@@ -12,25 +12,27 @@ export interface ConnectionDescription {
   probe: Probe | undefined;
 }
 
-/** `describe`: the entry this connection registered and its group's probe. */
+/**
+ * `describe`: the entry this connection holds and its group's probe. A connection that holds
+ * nothing (its entry was swept or deleted, or its registration did not land) is told so with
+ * NotRegistered, and the agent reconnects.
+ */
 export async function describeConnection(
-  deps: { store: Pick<RegistryStore, 'getConnection' | 'getEntry'>; groups: GroupReader },
+  store: Pick<RegistryStore, 'getConnection' | 'getEntry' | 'getGroup'>,
   connectionId: string,
+  carried: ObjectRef | undefined,
 ): Promise<ConnectionDescription> {
-  const connection = await deps.store.getConnection(connectionId);
-  if (!connection) {
-    throw new NotFoundError('this connection registered no WorkloadEntry; reconnect to register');
-  }
-  const record = await deps.store.getEntry(connection.entry);
-  // The sweeper or an operator deleted the entry while the connection stayed open.
-  if (!record) {
-    throw new NotFoundError(
-      `WorkloadEntry ${formatRef(connection.entry)} no longer exists; reconnect to register again`,
+  const holder = await holderOf(store, connectionId, carried);
+  if (!holder) throw new NotRegisteredError();
+  const record = await store.getEntry(holder.entry);
+  if (!record?.connection?.connectionIds.includes(connectionId)) {
+    throw new NotRegisteredError(
+      `this connection holds no WorkloadEntry (${formatRef(holder.entry)} ${record ? 'is held by other connections' : 'does not exist'}); reconnect to register`,
     );
   }
   const groupName = record.autoRegistrationGroup;
   const group = groupName
-    ? await deps.groups.getGroup({ namespace: connection.entry.namespace, name: groupName })
+    ? await store.getGroup({ namespace: holder.entry.namespace, name: groupName })
     : undefined;
   return { entry: renderWorkloadEntry(record), probe: group?.group.spec.probe };
 }

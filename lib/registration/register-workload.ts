@@ -1,4 +1,5 @@
 import { buildRegistration } from '../domain/build-entry.ts';
+import { entryOrigin } from '../domain/entry-name.ts';
 import { ConflictError, ForbiddenError, NotFoundError } from '../domain/errors.ts';
 import {
   type ConnectRequest,
@@ -9,8 +10,7 @@ import {
   type WorkloadGroup,
 } from '../domain/model.ts';
 import { isTokenPrincipal } from '../protocol/identity.ts';
-import type { ConnectChange, RegistryStore } from '../store/registry-store.ts';
-import type { GroupReader } from './group-cache.ts';
+import type { ConnectChange, ConnectOutcome, RegistryStore } from '../store/registry-store.ts';
 
 export interface RegisterWorkloadInput {
   request: ConnectRequest;
@@ -19,24 +19,24 @@ export interface RegisterWorkloadInput {
   connectionId: string;
   /** Server time of the connect (API Gateway's `connectedAt`). */
   connectedAt: EpochMillis;
+  /** The entry the authorizer named for this connection (token mode); see carried-entry.ts. */
+  carried: ObjectRef | undefined;
 }
 
 export interface RegisterWorkloadDeps {
-  store: Pick<RegistryStore, 'connect'>;
-  /** The store itself, or a short-lived cache in front of it (createGroupCache). */
-  groups: GroupReader;
+  store: Pick<RegistryStore, 'getGroup' | 'connect' | 'withdrawCreated'>;
   /** The `istio.io/workloadController` value. */
   controller: string;
 }
 
 export interface RegisterWorkloadResult {
-  outcome: 'created' | 'reconnected' | 'stale';
+  outcome: 'created' | 'reconnected' | 'joined';
   entry: ObjectRef;
 }
 
 /**
- * `$connect`: creates the VM's WorkloadEntry from its group, or marks the existing one
- * connected again (DESIGN lifecycle rules 2-7). Refusals happen before any write.
+ * `$connect`: creates the VM's WorkloadEntry from its group, or makes this connection one of
+ * the existing entry's holders (DESIGN lifecycle rules 1-8). Refusals write no entry.
  */
 export async function registerWorkload(
   deps: RegisterWorkloadDeps,
@@ -44,28 +44,91 @@ export async function registerWorkload(
 ): Promise<RegisterWorkloadResult> {
   const { request, identity } = input;
   checkNamespace(identity, request.namespace);
-  const ref = { namespace: request.namespace, name: request.group };
-  const stored = await deps.groups.getGroup(ref);
-  if (!stored) throw new NotFoundError(`cannot find WorkloadGroup ${formatRef(ref)}`);
-  checkServiceAccount(identity, stored.group);
+  const groupRef = { namespace: request.namespace, name: request.group };
+  // Read every time, consistently: once `apply` or `delete wg` returns, connects see it.
+  const stored = await deps.store.getGroup(groupRef);
+  if (!stored) throw new NotFoundError(`cannot find WorkloadGroup ${formatRef(groupRef)}`);
 
+  const built = buildRegistration(stored.group, request, input.connectedAt);
+  const entry = { namespace: request.namespace, name: built.entry.metadata.name };
+  if (input.carried && formatRef(input.carried) !== formatRef(entry)) {
+    // Only an authorizer of another release names another entry (a deploy in progress):
+    // registering here would leave $disconnect looking at the wrong entry. A 500; the agent
+    // retries once the deploy settled.
+    throw new Error(
+      `the authorizer named ${formatRef(input.carried)} but the connect registers ${formatRef(entry)}`,
+    );
+  }
+  const templateRefusal = serviceAccountRefusal(identity, stored.group);
   const change: ConnectChange = {
-    ...buildRegistration(stored.group, request, input.connectedAt),
+    ...built,
+    origin: entryOrigin(request.group, built.entry.spec.address ?? '', request.network),
     groupGeneration: stored.generation,
     connectionId: input.connectionId,
     connectedAt: input.connectedAt,
     controller: deps.controller,
     identity,
+    // Rule 6: who may control an existing entry depends on that entry, not on the template:
+    // a caller the template refuses may still hold an entry built from an older template.
+    mayCreate: templateRefusal === undefined,
+    recordConnection: input.carried === undefined,
   };
-  const entry = { namespace: request.namespace, name: change.entry.metadata.name };
   const outcome = await deps.store.connect(change);
-  if (outcome === 'conflict') {
-    // Rule 7: an entry someone wrote by hand is theirs; registering over it would hijack it.
-    throw new ConflictError(
-      `WorkloadEntry ${formatRef(entry)} exists and was not auto-registered; it is never overwritten: delete it or connect with another ip or network`,
-    );
+  refuse(outcome, entry, templateRefusal);
+  if (outcome === 'created') await ensureGroupStillExists(deps, stored.group, change);
+  return { outcome: outcome as RegisterWorkloadResult['outcome'], entry };
+}
+
+function refuse(
+  outcome: ConnectOutcome,
+  entry: ObjectRef,
+  templateRefusal: ForbiddenError | undefined,
+): void {
+  const name = formatRef(entry);
+  switch (outcome) {
+    case 'conflict':
+      // Rule 7: an entry someone wrote by hand is theirs; registering over it would hijack it.
+      throw new ConflictError(
+        `WorkloadEntry ${name} exists and was not auto-registered; it is never overwritten: delete it or connect with another ip or network`,
+      );
+    case 'collision':
+      // Rule 4: names are not injective; two VMs must never share one entry.
+      throw new ConflictError(
+        `WorkloadEntry ${name} belongs to another group, address or network whose name is spelled the same; connect with a distinct network, or rename the group`,
+      );
+    case 'forbidden':
+      throw (
+        templateRefusal ??
+        new ForbiddenError(
+          `the caller may not control WorkloadEntry ${name}: it runs as another service account; use a token or role for that service account`,
+        )
+      );
+    case 'departed':
+      throw new ConflictError(
+        'this connection was already disconnected before its connect was processed; reconnect',
+      );
   }
-  return { outcome, entry };
+}
+
+/**
+ * `delete wg` deletes the group, then the entries it auto-registered. A connect that read the
+ * group before the delete and created its entry after the cascade listed the entries would
+ * leave an entry owned by a deleted group. Reading the group again after creating closes that
+ * gap: either the cascade saw the entry, or this read sees the group gone (or replaced by a
+ * new one with another uid) and takes the entry back. Only on 'created', so a reconnect costs
+ * no extra read.
+ */
+async function ensureGroupStillExists(
+  deps: RegisterWorkloadDeps,
+  group: WorkloadGroup,
+  change: ConnectChange,
+): Promise<void> {
+  const now = await deps.store.getGroup(group.metadata);
+  if (now && now.group.metadata.uid === group.metadata.uid) return;
+  await deps.store.withdrawCreated(change.entry.metadata, change.origin);
+  throw new NotFoundError(
+    `cannot find WorkloadGroup ${formatRef(group.metadata)}: it was deleted while this VM registered`,
+  );
 }
 
 /** A join token is scoped to one namespace; 403 before anything is read for another one. */
@@ -78,23 +141,26 @@ function checkNamespace(identity: VerifiedIdentity, namespace: string): void {
 }
 
 /**
- * A group whose template names a service account gives its VMs that mesh identity, so only a
+ * A group whose template names a service account gives new VMs that mesh identity, so only a
  * token issued for exactly that service account, or in IAM mode a role allowed for exactly
- * that service account, may register into it. A template without one accepts any caller of
- * its namespace.
+ * that service account, may create an entry from it. A template without one lets any caller
+ * of its namespace create.
  */
-function checkServiceAccount(identity: VerifiedIdentity, group: WorkloadGroup): void {
-  const required = group.spec.template.serviceAccount;
-  if (!required || identity.serviceAccount === required) return;
+function serviceAccountRefusal(
+  identity: VerifiedIdentity,
+  group: WorkloadGroup,
+): ForbiddenError | undefined {
+  const required = group.spec.template.serviceAccount || undefined;
+  if (!required || identity.serviceAccount === required) return undefined;
   const has = identity.serviceAccount
     ? `service account '${identity.serviceAccount}'`
     : 'no service account';
   if (!isTokenPrincipal(identity)) {
-    throw new ForbiddenError(
+    return new ForbiddenError(
       `caller '${identity.principal}' is allowed ${has} but WorkloadGroup ${formatRef(group.metadata)} runs as '${required}'; allow its role with registrar policy allow --service-account ${required}`,
     );
   }
-  throw new ForbiddenError(
+  return new ForbiddenError(
     `join token has ${has} but WorkloadGroup ${formatRef(group.metadata)} runs as '${required}'; create a token for service account '${required}'`,
   );
 }

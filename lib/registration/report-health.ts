@@ -1,24 +1,42 @@
-import { NotFoundError } from '../domain/errors.ts';
-import type { HealthReport, HealthResult, RegistryStore } from '../store/registry-store.ts';
+import { NotRegisteredError } from '../domain/errors.ts';
+import type { EpochMillis, ObjectRef } from '../domain/model.ts';
+import type { RegistryStore } from '../store/registry-store.ts';
+import { holderOf } from './holder.ts';
 
-export type ReportHealthResult = Exclude<HealthResult, { outcome: 'unknown-connection' }>;
+export interface HealthInput {
+  connectionId: string;
+  carried: ObjectRef | undefined;
+  healthy: boolean;
+  message?: string;
+  /** When the report was received. */
+  at: EpochMillis;
+}
+
+export interface ReportHealthResult {
+  /** 'superseded': a newer report of the same VM landed first; the agent's report counts. */
+  outcome: 'transitioned' | 'refreshed' | 'superseded';
+  entry: ObjectRef;
+}
 
 /**
- * Sets the entry's `Healthy` condition from an agent's report. The store ignores a report
- * from any connection but the entry's newest (after a make-before-break reconnect the old
- * connection's last words must not win) and one older than the stored `lastProbeTime`.
+ * Sets the entry's `Healthy` condition from an agent's report. Any connection that holds the
+ * entry reports for it (after a rotation, the surviving connection's reports count); a report
+ * older than the stored `lastProbeTime` changes nothing but still counts as delivered. A
+ * connection that holds nothing gets NotRegistered: the report did not land, and the agent
+ * must reconnect to register again.
  */
 export async function reportHealth(
-  store: Pick<RegistryStore, 'reportHealth'>,
-  report: HealthReport,
+  store: Pick<RegistryStore, 'getConnection' | 'reportHealth'>,
+  input: HealthInput,
 ): Promise<ReportHealthResult> {
+  const holder = await holderOf(store, input.connectionId, input.carried);
+  if (!holder) throw new NotRegisteredError();
+  const report = { ...holder, healthy: input.healthy, at: input.at };
   // The condition carries a message only while unhealthy: a stale failure reason on a
   // healthy entry would mislead whoever reads it.
-  const { message: _message, ...rest } = report;
-  const effective: HealthReport = report.healthy ? rest : report;
-  const result = await store.reportHealth(effective);
-  if (result.outcome === 'unknown-connection') {
-    throw new NotFoundError('this connection registered no WorkloadEntry; reconnect to register');
-  }
-  return result;
+  const outcome = await store.reportHealth(
+    !input.healthy && input.message !== undefined ? { ...report, message: input.message } : report,
+  );
+  if (outcome === 'not-holder') throw new NotRegisteredError();
+  return { outcome, entry: holder.entry };
 }

@@ -2,15 +2,18 @@ import type { EntryRecord } from '../domain/entry-record.ts';
 import type { EpochMillis } from '../domain/model.ts';
 import {
   isDueForSweep,
+  type LivenessPolicy,
+  livenessWindows,
   type SweepPolicy,
   sweepCutoffs,
   sweepReason,
 } from '../domain/sweep-policy.ts';
-import type { RegistryStore } from '../store/registry-store.ts';
+import type { Holder, RegistryStore } from '../store/registry-store.ts';
+import { type ConnectionLiveness, goneHolders } from './liveness.ts';
 
 export interface SweepOptions {
   now: EpochMillis;
-  policy: SweepPolicy;
+  policy: SweepPolicy & Partial<LivenessPolicy>;
   /** Most deletions one run attempts; the next run (a minute later) continues. */
   maxDeletes: number;
   /** Deletions per second, so a mass expiry does not flood the mesh with endpoint removals. */
@@ -19,6 +22,16 @@ export interface SweepOptions {
   dryRun?: boolean;
   /** Injected so tests pace deletions without waiting; real timers by default. */
   sleep?: (ms: number) => Promise<void>;
+  /**
+   * True once the run must stop (its invocation is near its deadline). Checked before every
+   * delete and every liveness check, so a mass expiry ends the run early, never in a timeout;
+   * what is left is due again on the next run.
+   */
+  outOfTime?: () => boolean;
+  /** With a liveness policy: check connected entries' holders; absent, no checks. */
+  liveness?: ConnectionLiveness;
+  /** A holder younger than this may still be in its `$connect` (see goneHolders). */
+  connectSettleMs?: number;
 }
 
 export interface SweptEntry {
@@ -33,26 +46,61 @@ export interface SweepResult {
   /** Deletes that lost to a write landing after the read (a reconnect): the entry stays. */
   conflicts: number;
   candidatesRead: number;
+  /** Connected entries whose holders were checked with API Gateway. */
+  livenessChecked: number;
+  /** Holders API Gateway said were gone, dropped (in a dry run: found). */
+  phantomsDropped: number;
+  /** Entries marked disconnected because every holder was gone. */
+  livenessDisconnected: number;
+  /** The run stopped at its deadline with work left. */
+  stoppedEarly: boolean;
   dryRun: boolean;
 }
 
 /** What the sweep needs from storage; any RegistryStore will do. */
-export type SweepStore = Pick<RegistryStore, 'sweepCandidates' | 'deleteSwept'>;
+export type SweepStore = Pick<
+  RegistryStore,
+  | 'sweepCandidates'
+  | 'deleteSwept'
+  | 'connectedIn'
+  | 'dropHolders'
+  | 'livenessMark'
+  | 'setLivenessMark'
+>;
 
 const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
- * Deletes auto-registered entries that stayed disconnected past the grace period, or still look
- * connected long after API Gateway must have closed them (a `$disconnect` that never arrived).
- * Reads only candidates from the sweep index and re-checks each with the pure policy, so the
- * index only narrows the search and never decides; hand-made entries are never touched.
+ * One sweeper run, in two parts:
+ * 1. Deletes auto-registered entries that stayed disconnected past the grace period, or still
+ *    look connected long after API Gateway must have closed them (the stale backstop). Reads
+ *    only candidates from the sweep index and re-checks each with the pure policy, so the
+ *    index only narrows the search and never decides; hand-made entries are never touched.
+ * 2. Checks the holders of the connected entries due for a liveness check (each once per
+ *    interval) and drops those API Gateway says are gone: a VM whose `$disconnect` was lost
+ *    is marked disconnected within the interval, and deleted after the grace period.
  */
 export async function runSweep(store: SweepStore, options: SweepOptions): Promise<SweepResult> {
+  const result: SweepResult = {
+    deleted: [],
+    conflicts: 0,
+    candidatesRead: 0,
+    livenessChecked: 0,
+    phantomsDropped: 0,
+    livenessDisconnected: 0,
+    stoppedEarly: false,
+    dryRun: options.dryRun ?? false,
+  };
+  await deleteDue(store, options, result);
+  if (!result.stoppedEarly) await checkLiveness(store, options, result);
+  return result;
+}
+
+async function deleteDue(store: SweepStore, options: SweepOptions, result: SweepResult) {
   const sleep = options.sleep ?? realSleep;
-  const dryRun = options.dryRun ?? false;
+  const outOfTime = options.outOfTime ?? (() => false);
   // Spacing deletions evenly: 1000 ms / 50 per second = one every 20 ms.
   const intervalMs = 1000 / options.deletesPerSecond;
-  const result: SweepResult = { deleted: [], conflicts: 0, candidatesRead: 0, dryRun };
   let attempts = 0;
   const candidates = store.sweepCandidates(
     sweepCutoffs(options.now, options.policy),
@@ -61,7 +109,11 @@ export async function runSweep(store: SweepStore, options: SweepOptions): Promis
   for await (const record of candidates) {
     result.candidatesRead += 1;
     if (!isDueForSweep(record, options.now, options.policy)) continue;
-    if (dryRun) {
+    if (outOfTime()) {
+      result.stoppedEarly = true;
+      return;
+    }
+    if (result.dryRun) {
       result.deleted.push(swept(record));
     } else {
       if (attempts > 0) await sleep(intervalMs);
@@ -69,9 +121,44 @@ export async function runSweep(store: SweepStore, options: SweepOptions): Promis
       else result.conflicts += 1;
     }
     attempts += 1;
-    if (attempts >= options.maxDeletes) break;
+    if (attempts >= options.maxDeletes) return;
   }
-  return result;
+}
+
+async function checkLiveness(store: SweepStore, options: SweepOptions, result: SweepResult) {
+  const { liveness, policy, now } = options;
+  if (!liveness || policy.livenessIntervalMs === undefined || !policy.sweepIntervalMs) return;
+  const outOfTime = options.outOfTime ?? (() => false);
+  // Each run covers the time since the previous one: a schedule that fires late, early or
+  // twice neither skips an entry nor checks it twice.
+  const from = (await store.livenessMark()) ?? now - policy.sweepIntervalMs;
+  const windows = livenessWindows({ from, to: now }, policy as LivenessPolicy);
+  for await (const record of store.connectedIn(windows, Number.POSITIVE_INFINITY)) {
+    if (outOfTime()) {
+      result.stoppedEarly = true;
+      return;
+    }
+    result.livenessChecked += 1;
+    const gone = await goneHolders(liveness, holders(record), now, options.connectSettleMs ?? 0);
+    if (gone.length === 0) continue;
+    if (result.dryRun) {
+      result.phantomsDropped += gone.length;
+      continue;
+    }
+    const outcome = await store.dropHolders(record.entry.metadata, gone, now);
+    if (outcome !== 'unchanged') result.phantomsDropped += gone.length;
+    if (outcome === 'disconnected') result.livenessDisconnected += 1;
+  }
+  // Only a run that checked every due entry moves the mark; one cut short is redone.
+  if (!result.dryRun) await store.setLivenessMark(now);
+}
+
+function holders(record: EntryRecord): Holder[] {
+  const connection = record.connection;
+  return (connection?.connectionIds ?? []).map((connectionId) => ({
+    connectionId,
+    since: connection?.holderSince?.[connectionId],
+  }));
 }
 
 function swept(record: EntryRecord): SweptEntry {

@@ -2,44 +2,96 @@
  * The conditional writes of the lifecycle, as request inputs. Each condition is the rule it
  * enforces; the store sends them and turns a failed condition into an outcome. Kept apart from
  * the store so tests can pin the exact request (ConditionExpression included).
+ *
+ * Holders: `conns` is the string set of connections holding an auto-registered entry; an
+ * entry is connected while it has one. Beside it, `held:<connection id>` records when each
+ * holder connected, so a liveness check can tell a connection still in its `$connect` (which
+ * API Gateway also answers 410 for) from one that is gone. Both change in the same write.
+ * `departed` lists connections whose `$disconnect` was processed before their `$connect`
+ * wrote (API Gateway runs them in any order): their connect must not make them holders.
  */
 import type { UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
-import type { ObjectRef } from '../domain/model.ts';
-import { entryKey, sweepShard, sweepState } from './item-codec.ts';
+import type { ObjectRef, VerifiedIdentity } from '../domain/model.ts';
+import { entryKey, heldAttribute, sweepShard, sweepState } from './item-codec.ts';
 import type { ConnectChange, HealthReport } from './registry-store.ts';
 
+const NAMES = {
+  '#entry': 'entry',
+  '#spec': 'spec',
+  '#sa': 'serviceAccount',
+};
+
 /**
- * Connect: create the entry from the template, or refresh only its connection state.
+ * Who may control an existing auto-registered entry (rule 6, Istio's
+ * `ensureProxyCanControlEntry`): its namespace is the key, so only the service account is left
+ * to check. An entry with one is controlled only by a caller with exactly that one; a caller
+ * without one (a namespace-wide token) controls only entries without one. Checked in the
+ * write itself, not against the group the caller names: the group's template may have
+ * changed since the entry was built.
+ */
+function mayControl(identity: VerifiedIdentity): { condition: string; values: object } {
+  const unset = 'attribute_not_exists(#entry.#spec.#sa) OR #entry.#spec.#sa = :noAccount';
+  if (identity.serviceAccount === undefined) {
+    return { condition: `(${unset})`, values: { ':noAccount': '' } };
+  }
+  return {
+    condition: `(${unset} OR #entry.#spec.#sa = :account)`,
+    values: { ':noAccount': '', ':account': identity.serviceAccount },
+  };
+}
+
+/** What every connect to an existing entry must satisfy, whatever its order. */
+function joinable(change: ConnectChange): { condition: string; values: object } {
+  const control = mayControl(change.identity);
+  return {
+    condition:
+      'attribute_exists(autoRegistrationGroup)' +
+      ' AND (attribute_not_exists(origin) OR origin = :origin)' +
+      ` AND ${control.condition}` +
+      ' AND NOT contains(departed, :connection)',
+    values: { ':origin': change.origin, ':connection': change.connectionId, ...control.values },
+  };
+}
+
+/**
+ * Connect as the newest connect: create the entry from the template (when the caller may),
+ * or add this connection to its holders and record it as the newest connect.
  * - Template fields use `if_not_exists`: a reconnect never rewrites spec, labels or status.
- * - `ADD conns`: during a make-before-break rotation the old connection stays listed, so its
- *   late `$disconnect` cannot mark the entry disconnected while the new one holds it.
- * - Condition `attribute_not_exists(pk)`: a new entry; otherwise it must be auto-registered
- *   (a hand-made entry is never overwritten) and this connect newer than both the recorded
- *   connect and disconnect: API Gateway may run an older `$connect` Lambda after a newer event
- *   (retries, cold starts), and an older connect must change nothing.
+ * - `ADD conns`: every accepted connect holds the entry (rule 8); during a make-before-break
+ *   rotation the old connection stays listed until its own `$disconnect`.
+ * - `connectedAt <= :at`: only the newest connect sets the connect time (and the sweep index
+ *   key): an older one processed late must not make the entry look older than it is. Equal
+ *   times (two connects in one millisecond) both pass, and so does the SDK's retry of this
+ *   very write after a lost response.
  * - UPDATED_OLD returns the old `revision` only when the entry existed: created vs reconnected.
  */
-export function connectUpdate(tableName: string, change: ConnectChange): UpdateCommandInput {
+export function connectAsNewest(tableName: string, change: ConnectChange): UpdateCommandInput {
   const ref: ObjectRef = change.entry.metadata;
+  const join = joinable(change);
   return {
     TableName: tableName,
     Key: entryKey(ref),
     UpdateExpression: [
       'SET #entry = if_not_exists(#entry, :entry)',
       'autoRegistrationGroup = if_not_exists(autoRegistrationGroup, :group)',
+      'origin = if_not_exists(origin, :origin)',
       'healthChecksEnabled = if_not_exists(healthChecksEnabled, :healthChecksEnabled)',
       'groupGeneration = if_not_exists(groupGeneration, :groupGeneration)',
       '#identity = :identity, controller = :controller, connectedAt = :at',
-      'newestConnectionId = :connection, sweepState = :sweepState, sweepAt = :at',
+      'newestConnectionId = :connection, sweepState = :sweepState, sweepAt = :at, #held = :at',
     ]
       .join(', ')
       .concat(' REMOVE disconnectedAt ADD conns :connections, revision :one'),
     ConditionExpression:
-      'attribute_not_exists(pk) OR (attribute_exists(autoRegistrationGroup)' +
-      ' AND (attribute_not_exists(connectedAt) OR connectedAt < :at)' +
-      ' AND (attribute_not_exists(disconnectedAt) OR disconnectedAt < :at))',
-    ExpressionAttributeNames: { '#entry': 'entry', '#identity': 'identity' },
+      `${change.mayCreate ? 'attribute_not_exists(pk) OR ' : 'attribute_exists(pk) AND '}` +
+      `(${join.condition} AND (attribute_not_exists(connectedAt) OR connectedAt <= :at))`,
+    ExpressionAttributeNames: {
+      ...NAMES,
+      '#identity': 'identity',
+      '#held': heldAttribute(change.connectionId),
+    },
     ExpressionAttributeValues: {
+      ...join.values,
       ':entry': change.entry,
       ':group': change.autoRegistrationGroup,
       ':healthChecksEnabled': change.healthChecksEnabled,
@@ -47,7 +99,6 @@ export function connectUpdate(tableName: string, change: ConnectChange): UpdateC
       ':identity': change.identity,
       ':controller': change.controller,
       ':at': change.connectedAt,
-      ':connection': change.connectionId,
       ':sweepState': sweepState('C', sweepShard(ref)),
       ':connections': new Set([change.connectionId]),
       ':one': 1,
@@ -57,40 +108,109 @@ export function connectUpdate(tableName: string, change: ConnectChange): UpdateC
 }
 
 /**
- * Disconnect of the entry's only live connection: mark it disconnected (keeping
- * `workloadController`) and move it to the disconnected sweep shard, keyed by the time.
- * Condition: this connection is the only one listed. While another holds the entry (make before
- * break) it fails and `disconnectOneOfMany` runs instead.
+ * Connect older than the entry's newest connect (API Gateway ran it late, or a retry): the
+ * connection is live all the same, so it becomes a holder; the connect time, identity and
+ * sweep key stay the newer connect's. Only an entry that is connected can have a newer
+ * connect, so nothing else changes.
  */
-export function disconnectSoleUpdate(
+export function connectAsOlder(tableName: string, change: ConnectChange): UpdateCommandInput {
+  const join = joinable(change);
+  return {
+    TableName: tableName,
+    Key: entryKey(change.entry.metadata),
+    UpdateExpression: 'SET #held = :at ADD conns :connections, revision :one',
+    ConditionExpression: `${join.condition} AND connectedAt > :at`,
+    ExpressionAttributeNames: { ...NAMES, '#held': heldAttribute(change.connectionId) },
+    ExpressionAttributeValues: {
+      ...join.values,
+      ':at': change.connectedAt,
+      ':connections': new Set([change.connectionId]),
+      ':one': 1,
+    },
+  };
+}
+
+/**
+ * The last holders leave: mark the entry disconnected (keeping `workloadController`) and move
+ * it to the disconnected sweep shard keyed by the time. Condition: exactly these connections
+ * are the holders. Used by `$disconnect` (one connection) and by a liveness check that found
+ * every remaining holder gone. Tombstones stay: they live as long as the entry.
+ */
+export function leaveAsLast(
   tableName: string,
   ref: ObjectRef,
-  connectionId: string,
+  connectionIds: readonly string[],
   at: number,
 ): UpdateCommandInput {
+  const values: Record<string, unknown> = {
+    ':at': at,
+    ':sweepState': sweepState('D', sweepShard(ref)),
+    ':connections': new Set(connectionIds),
+    ':count': connectionIds.length,
+    ':one': 1,
+  };
+  const holders = leavingHolders(connectionIds, values);
   return {
     TableName: tableName,
     Key: entryKey(ref),
     UpdateExpression:
       'SET disconnectedAt = :at, sweepState = :sweepState, sweepAt = :at' +
-      ' REMOVE connectedAt DELETE conns :connections ADD revision :one',
-    ConditionExpression: 'size(conns) = :one AND contains(conns, :connection)',
-    ExpressionAttributeValues: {
-      ':at': at,
-      ':sweepState': sweepState('D', sweepShard(ref)),
-      ':connections': new Set([connectionId]),
-      ':connection': connectionId,
-      ':one': 1,
-    },
+      ` REMOVE connectedAt, newestConnectionId, ${holders.remove}` +
+      ' DELETE conns :connections ADD revision :one',
+    ConditionExpression: `size(conns) = :count AND ${holders.condition}`,
+    ExpressionAttributeNames: holders.names,
+    ExpressionAttributeValues: values,
   };
 }
 
 /**
- * Disconnect of one of several live connections: only forget this one; the entry stays
- * connected. `size(conns) > 1` guards the race of two connections closing at once: without it
- * both could take this path and leave an entry that no connection holds still marked connected.
+ * Some holders leave and at least one stays: forget only them; the entry stays connected.
+ * `size(conns) > :count` guards two connections closing at once: without it both could take
+ * this path and leave an entry that nobody holds still marked connected. ALL_NEW returns the
+ * holders left, for the liveness check of the phantom holders among them.
  */
-export function disconnectOneOfManyUpdate(
+export function leaveAsOneOfMany(
+  tableName: string,
+  ref: ObjectRef,
+  connectionIds: readonly string[],
+): UpdateCommandInput {
+  const values: Record<string, unknown> = {
+    ':connections': new Set(connectionIds),
+    ':count': connectionIds.length,
+    ':one': 1,
+  };
+  const holders = leavingHolders(connectionIds, values);
+  return {
+    TableName: tableName,
+    Key: entryKey(ref),
+    UpdateExpression: `REMOVE ${holders.remove} DELETE conns :connections ADD revision :one`,
+    ConditionExpression: `size(conns) > :count AND ${holders.condition}`,
+    ExpressionAttributeNames: holders.names,
+    ExpressionAttributeValues: values,
+    ReturnValues: 'ALL_NEW',
+  };
+}
+
+/** Each leaving connection must be a holder; its `held:` time goes with it. */
+function leavingHolders(connectionIds: readonly string[], values: Record<string, unknown>) {
+  const names: Record<string, string> = {};
+  const conditions: string[] = [];
+  const removes: string[] = [];
+  connectionIds.forEach((id, i) => {
+    values[`:c${i}`] = id;
+    names[`#h${i}`] = heldAttribute(id);
+    conditions.push(`contains(conns, :c${i})`);
+    removes.push(`#h${i}`);
+  });
+  return { names, condition: conditions.join(' AND '), remove: removes.join(', ') };
+}
+
+/**
+ * A `$disconnect` found its connection among no holders: remember it, so that its `$connect`,
+ * if API Gateway runs it after this, holds nothing (rule 8). Without the revision bump: a
+ * tombstone changes nothing anyone sees, and must not make the sweeper's delete lose.
+ */
+export function tombstone(
   tableName: string,
   ref: ObjectRef,
   connectionId: string,
@@ -98,31 +218,24 @@ export function disconnectOneOfManyUpdate(
   return {
     TableName: tableName,
     Key: entryKey(ref),
-    UpdateExpression: 'DELETE conns :connections ADD revision :one',
-    ConditionExpression: 'size(conns) > :one AND contains(conns, :connection)',
-    ExpressionAttributeValues: {
-      ':connections': new Set([connectionId]),
-      ':connection': connectionId,
-      ':one': 1,
-    },
+    UpdateExpression: 'ADD departed :connections',
+    ConditionExpression: 'attribute_exists(autoRegistrationGroup) AND NOT contains(conns, :c)',
+    ExpressionAttributeValues: { ':connections': new Set([connectionId]), ':c': connectionId },
   };
 }
 
 /**
  * Health: set the `Healthy` condition without reading the entry first.
- * - Condition `newestConnectionId = :connection`: after a make-before-break reconnect the old
- *   connection's last reports must not win over the new one's.
- * - Condition `lastProbeTime < :at`: reports can arrive out of order (separate Lambda
- *   invocations); an older one never overwrites a newer one.
+ * - `contains(conns, :connection)`: any connection that holds the entry reports for it (after
+ *   a rotation or a reconnect, the surviving connection's reports count), and one that holds
+ *   nothing controls nothing.
+ * - `lastProbeTime < :at`: reports can arrive out of order (separate Lambda invocations); an
+ *   older one never overwrites a newer one.
  * - `healthy<Status>Since = if_not_exists(...)` and REMOVE of the other status's one keep the
  *   transition time unchanged while the status stays, and reset it when the status changes.
  * - UPDATED_OLD returns the previous `healthStatus`: transitioned vs refreshed.
  */
-export function healthUpdate(
-  tableName: string,
-  ref: ObjectRef,
-  report: HealthReport,
-): UpdateCommandInput {
+export function healthUpdate(tableName: string, report: HealthReport): UpdateCommandInput {
   const since = report.healthy ? 'healthyTrueSince' : 'healthyFalseSince';
   const other = report.healthy ? 'healthyFalseSince' : 'healthyTrueSince';
   // The message describes a failure: it is kept only while unhealthy.
@@ -136,13 +249,13 @@ export function healthUpdate(
   if (message) values[':message'] = report.message;
   return {
     TableName: tableName,
-    Key: entryKey(ref),
+    Key: entryKey(report.entry),
     UpdateExpression:
       `SET healthStatus = :status, lastProbeTime = :at, ${since} = if_not_exists(${since}, :at)` +
       (message ? ', healthMessage = :message' : '') +
       ` REMOVE ${other}${message ? '' : ', healthMessage'} ADD revision :one`,
     ConditionExpression:
-      'newestConnectionId = :connection AND (attribute_not_exists(lastProbeTime) OR lastProbeTime < :at)',
+      'contains(conns, :connection) AND (attribute_not_exists(lastProbeTime) OR lastProbeTime < :at)',
     ExpressionAttributeValues: values,
     ReturnValues: 'UPDATED_OLD',
   };

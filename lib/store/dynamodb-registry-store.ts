@@ -4,24 +4,32 @@ import {
   GetCommand,
   PutCommand,
   UpdateCommand,
+  type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import type { EntryRecord } from '../domain/entry-record.ts';
-import type { ObjectRef, WorkloadEntry, WorkloadGroup } from '../domain/model.ts';
-import type { SweepCutoffs } from '../domain/sweep-policy.ts';
+import type { EpochMillis, ObjectRef, WorkloadEntry, WorkloadGroup } from '../domain/model.ts';
+import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
 import { DynamoDbCatalog } from './dynamodb-catalog.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import {
-  connectUpdate,
-  disconnectOneOfManyUpdate,
-  disconnectSoleUpdate,
+  connectAsNewest,
+  connectAsOlder,
   healthUpdate,
+  leaveAsLast,
+  leaveAsOneOfMany,
+  tombstone,
 } from './dynamodb-entry-writes.ts';
 import {
   connectionKey,
   decodeConnectionRecord,
   decodeEntry,
+  decodeGroup,
+  type EntryItem,
   encodeConnectionRecord,
   entryKey,
+  groupKey,
+  holderTimes,
+  type Item,
   sweepState,
 } from './item-codec.ts';
 import type {
@@ -29,21 +37,29 @@ import type {
   ConnectChange,
   ConnectionRecord,
   ConnectOutcome,
-  DisconnectChange,
-  DisconnectResult,
+  HealthOutcome,
   HealthReport,
-  HealthResult,
+  Holder,
+  LeaveChange,
+  LeaveResult,
   RegistryStore,
   StoredGroup,
 } from './registry-store.ts';
 import { SWEEP_INDEX, SWEEP_SHARDS } from './table-definition.ts';
 
-/** Rounds of the two disconnect writes before giving up; only concurrent churn needs a second. */
-const DISCONNECT_ROUNDS = 3;
+/**
+ * Rounds of conditional writes before a connect or disconnect gives up. Each round re-reads
+ * the entry; only a racing delete or another connection's write in between needs a second.
+ */
+const ROUNDS = 3;
+
+/** The sweeper's own state: how far its liveness checks have covered time. */
+const LIVENESS_MARK_KEY = { pk: 'SWEEPER', sk: 'liveness' };
 
 /**
  * The registry on one DynamoDB table (docs/architecture.md). Each lifecycle event is one
- * conditional write on the entry, plus the connection record; a lost condition is an outcome.
+ * conditional write on the entry in the common case; a lost condition is an outcome, and the
+ * entry is read only to tell which outcome.
  */
 export class DynamoDbRegistryStore implements RegistryStore, CatalogStore {
   readonly #client: DynamoDBDocumentClient;
@@ -56,129 +72,148 @@ export class DynamoDbRegistryStore implements RegistryStore, CatalogStore {
     this.#catalog = new DynamoDbCatalog(client, tableName);
   }
 
-  getGroup(ref: ObjectRef): Promise<StoredGroup | undefined> {
-    return this.#catalog.getGroup(ref);
+  async getGroup(ref: ObjectRef): Promise<StoredGroup | undefined> {
+    const item = await this.#get(groupKey(ref));
+    return item ? decodeGroup(item) : undefined;
   }
 
   /**
-   * One upsert (see `connectUpdate`), then the connection record. The record is written second:
-   * API Gateway delivers `$disconnect` only after `$connect` returned, so no disconnect can look
-   * for it in between, and a refused connect leaves nothing to clean up.
+   * Makes the connection a holder of its entry (rule 8), creating the entry on the first
+   * connect. The newest connect is one write; an older one processed late is two; a refusal
+   * reads the entry once to say which rule refused. Every write here is idempotent, so the
+   * SDK's retry after a lost response lands on the same state.
    */
   async connect(change: ConnectChange): Promise<ConnectOutcome> {
-    const ref = { namespace: change.entry.metadata.namespace, name: change.entry.metadata.name };
-    const outcome = await this.#upsertEntry(change, ref);
-    if (outcome === 'created' || outcome === 'reconnected') {
-      const record: ConnectionRecord = {
-        connectionId: change.connectionId,
-        entry: ref,
-        connectedAt: change.connectedAt,
-      };
+    const ref = change.entry.metadata;
+    if (change.recordConnection) {
+      // First, so no holder ever lacks its record. A refused connect leaves a record of a
+      // connection that never opened; it points at nothing it holds and expires.
+      const record = { connectionId: change.connectionId, entry: ref, connectedAt: change.connectedAt };
       await this.#client.send(
         new PutCommand({ TableName: this.#table, Item: encodeConnectionRecord(record) }),
       );
     }
-    return outcome;
+    for (let round = 0; round < ROUNDS; round++) {
+      const newest = await this.#tryUpdate(connectAsNewest(this.#table, change));
+      if (newest) return newest.Attributes?.revision === undefined ? 'created' : 'reconnected';
+      if (await this.#tryUpdate(connectAsOlder(this.#table, change))) return 'joined';
+      const existing = await this.#getEntryItem(ref);
+      // None to join, and the template does not let this caller create one.
+      if (!existing && !change.mayCreate) return 'forbidden';
+      // Deleted by the sweeper between the writes and the read: the next round creates it.
+      if (!existing) continue;
+      const refusal = connectRefusal(existing, change);
+      if (refusal) return refusal;
+      // Another connect or disconnect changed the entry between the two writes: again.
+    }
+    throw new Error(`connect to ${ref.namespace}/${ref.name} kept racing with other writes`);
   }
 
-  async #upsertEntry(change: ConnectChange, ref: ObjectRef): Promise<ConnectOutcome> {
-    // A second attempt only when the entry the condition saw is gone by the classifying read
-    // (the sweeper deleted it in between): the connect then creates it afresh.
-    for (let attempt = 0; attempt < 2; attempt++) {
-      try {
-        const { Attributes } = await this.#client.send(
-          new UpdateCommand(connectUpdate(this.#table, change)),
-        );
-        return Attributes?.revision === undefined ? 'created' : 'reconnected';
-      } catch (error) {
-        if (!isConditionFailed(error)) throw error;
-        const existing = await this.#readEntry(ref);
-        if (existing) return existing.autoRegistrationGroup === undefined ? 'conflict' : 'stale';
-      }
+  async withdrawCreated(ref: ObjectRef, origin: string): Promise<void> {
+    try {
+      await this.#client.send(
+        new DeleteCommand({
+          TableName: this.#table,
+          Key: entryKey(ref),
+          ConditionExpression: 'origin = :origin',
+          ExpressionAttributeValues: { ':origin': origin },
+        }),
+      );
+    } catch (error) {
+      if (!isConditionFailed(error)) throw error;
     }
-    throw new Error(`connect to ${ref.namespace}/${ref.name} kept racing with deletes`);
   }
 
   /**
-   * Marks the entry disconnected when this was its only live connection; while another holds it
-   * (make before break) only forgets this one. API Gateway may deliver a replaced connection's
-   * `$disconnect` after the agent reconnected: it then changes nothing but `conns`.
+   * The connection stops holding its entry. The last holder marks it disconnected; with others
+   * left only this one is forgotten. Which write goes first is a guess (the `replaced` hint);
+   * the conditions decide. A connection that holds nothing leaves a tombstone, so that its own
+   * `$connect`, should API Gateway run it after this, does not make it a holder.
    */
-  async disconnect(change: DisconnectChange): Promise<DisconnectResult> {
-    const connection = await this.getConnection(change.connectionId);
-    // A connection whose connect was refused, or a repeated $disconnect: nothing to write.
-    if (!connection) return { outcome: 'unknown-connection' };
-    const ref = connection.entry;
-    const outcome = await this.#leaveEntry(ref, change);
-    await this.#client.send(
-      new DeleteCommand({ TableName: this.#table, Key: connectionKey(change.connectionId) }),
-    );
-    return { outcome, entry: ref };
-  }
-
-  async #leaveEntry(
-    ref: ObjectRef,
-    change: DisconnectChange,
-  ): Promise<'disconnected' | 'still-held' | 'unchanged'> {
-    const sole = async () =>
-      (await this.#tryUpdate(
-        disconnectSoleUpdate(this.#table, ref, change.connectionId, change.at),
-      ))
-        ? ('disconnected' as const)
+  async leave(change: LeaveChange): Promise<LeaveResult> {
+    const { entry, connectionId, at } = change;
+    const last = async (): Promise<LeaveResult | undefined> =>
+      (await this.#tryUpdate(leaveAsLast(this.#table, entry, [connectionId], at)))
+        ? { outcome: 'disconnected' }
         : undefined;
-    const oneOfMany = async () =>
-      (await this.#tryUpdate(disconnectOneOfManyUpdate(this.#table, ref, change.connectionId)))
-        ? ('still-held' as const)
-        : undefined;
+    const oneOfMany = async (): Promise<LeaveResult | undefined> => {
+      const output = await this.#tryUpdate(leaveAsOneOfMany(this.#table, entry, [connectionId]));
+      if (!output) return undefined;
+      return { outcome: 'still-held', holders: holdersOf(output.Attributes) };
+    };
     // Every rotation ends with the old connection's $disconnect while the new one holds the
     // entry; trying "one of many" first there keeps that common case at one write.
-    const attempts = change.replaced ? [oneOfMany, sole] : [sole, oneOfMany];
-    for (let round = 0; round < DISCONNECT_ROUNDS; round++) {
+    const attempts = change.replaced ? [oneOfMany, last] : [last, oneOfMany];
+    for (let round = 0; round < ROUNDS; round++) {
       for (const attempt of attempts) {
-        const outcome = await attempt();
-        if (outcome) return outcome;
+        const result = await attempt();
+        if (result) return result;
       }
-      // Neither held: either the connection is no longer listed (the sweeper or an operator
-      // deleted the entry), or another connection joined or left between the two writes.
-      const entry = await this.#readEntry(ref);
-      if (!entry?.connection?.connectionIds.includes(change.connectionId)) return 'unchanged';
+      // Not a holder, or a holder joined or left between the two writes.
+      try {
+        await this.#client.send(new UpdateCommand(tombstone(this.#table, entry, connectionId)));
+        return { outcome: 'not-holder' };
+      } catch (error) {
+        if (!isConditionFailed(error)) throw error;
+      }
+      const existing = await this.#getEntryItem(entry);
+      if (!existing?.autoRegistrationGroup) return { outcome: 'not-holder' };
     }
     throw new Error(
-      `disconnect of ${change.connectionId} kept racing on ${ref.namespace}/${ref.name}`,
+      `disconnect of ${connectionId} kept racing on ${entry.namespace}/${entry.name}`,
     );
   }
 
-  async reportHealth(report: HealthReport): Promise<HealthResult> {
-    const connection = await this.getConnection(report.connectionId);
-    if (!connection) return { outcome: 'unknown-connection' };
-    const ref = connection.entry;
-    try {
-      const { Attributes } = await this.#client.send(
-        new UpdateCommand(healthUpdate(this.#table, ref, report)),
-      );
-      const status = report.healthy ? 'True' : 'False';
-      const outcome = Attributes?.healthStatus === status ? 'refreshed' : 'transitioned';
-      return { outcome, entry: ref, healthy: report.healthy };
-    } catch (error) {
-      if (!isConditionFailed(error)) throw error;
-      return { outcome: 'ignored', entry: ref };
+  async dropHolders(
+    entry: ObjectRef,
+    gone: readonly string[],
+    at: EpochMillis,
+  ): Promise<'disconnected' | 'still-held' | 'unchanged'> {
+    for (let round = 0; round < ROUNDS; round++) {
+      const item = await this.#getEntryItem(entry);
+      const holders = [...(item?.conns ?? [])];
+      const dropping = gone.filter((id) => holders.includes(id));
+      if (dropping.length === 0) return 'unchanged';
+      const write =
+        dropping.length === holders.length
+          ? leaveAsLast(this.#table, entry, dropping, at)
+          : leaveAsOneOfMany(this.#table, entry, dropping);
+      if (await this.#tryUpdate(write)) {
+        return dropping.length === holders.length ? 'disconnected' : 'still-held';
+      }
     }
+    return 'unchanged';
+  }
+
+  /**
+   * One conditional write. Read only when it fails, to tell a report that a newer one
+   * superseded (the agent is fine) from a connection that holds nothing (it must reconnect).
+   */
+  async reportHealth(report: HealthReport): Promise<HealthOutcome> {
+    const output = await this.#tryUpdate(healthUpdate(this.#table, report));
+    if (output) {
+      const status = report.healthy ? 'True' : 'False';
+      return output.Attributes?.healthStatus === status ? 'refreshed' : 'transitioned';
+    }
+    const item = await this.#getEntryItem(report.entry);
+    return item?.conns?.has(report.connectionId) ? 'superseded' : 'not-holder';
   }
 
   async getConnection(connectionId: string): Promise<ConnectionRecord | undefined> {
     // Consistent: a $disconnect or health report can follow its $connect by milliseconds.
-    const { Item } = await this.#client.send(
-      new GetCommand({
-        TableName: this.#table,
-        Key: connectionKey(connectionId),
-        ConsistentRead: true,
-      }),
-    );
-    return Item ? decodeConnectionRecord(Item) : undefined;
+    const item = await this.#get(connectionKey(connectionId));
+    return item ? decodeConnectionRecord(item) : undefined;
   }
 
-  getEntry(ref: ObjectRef): Promise<EntryRecord | undefined> {
-    return this.#readEntry(ref);
+  async forgetConnection(connectionId: string): Promise<void> {
+    await this.#client.send(
+      new DeleteCommand({ TableName: this.#table, Key: connectionKey(connectionId) }),
+    );
+  }
+
+  async getEntry(ref: ObjectRef): Promise<EntryRecord | undefined> {
+    const item = await this.#getEntryItem(ref);
+    return item ? decodeEntry(item) : undefined;
   }
 
   /**
@@ -188,43 +223,43 @@ export class DynamoDbRegistryStore implements RegistryStore, CatalogStore {
    * sweeper re-checks each record and its delete is conditional on the revision read.
    */
   async *sweepCandidates(cutoffs: SweepCutoffs, limit: number): AsyncIterable<EntryRecord> {
-    let remaining = limit;
     const ranges = [
-      {
-        state: 'D' as const,
-        condition: 'sweepAt <= :cutoff',
-        cutoff: cutoffs.disconnectedAtOrBefore,
-      },
-      { state: 'C' as const, condition: 'sweepAt < :cutoff', cutoff: cutoffs.connectedBefore },
+      { state: 'D' as const, condition: 'sweepAt <= :to', values: { ':to': cutoffs.disconnectedAtOrBefore } },
+      { state: 'C' as const, condition: 'sweepAt < :to', values: { ':to': cutoffs.connectedBefore } },
     ];
-    for (const range of ranges) {
-      for (let shard = 0; shard < SWEEP_SHARDS; shard++) {
-        const items = queryItems(
-          this.#client,
-          {
-            TableName: this.#table,
-            IndexName: SWEEP_INDEX.name,
-            KeyConditionExpression: `sweepState = :state AND ${range.condition}`,
-            ExpressionAttributeValues: {
-              ':state': sweepState(range.state, shard),
-              ':cutoff': range.cutoff,
-            },
-          },
-          remaining,
-        );
-        for await (const item of items) {
-          remaining -= 1;
-          yield decodeEntry(item);
-        }
-        if (remaining <= 0) return;
-      }
-    }
+    yield* this.#queryIndex(ranges, limit);
+  }
+
+  /** Connected entries (state C, keyed by their newest connect) in the liveness windows. */
+  async *connectedIn(
+    windows: readonly LivenessWindow[],
+    limit: number,
+  ): AsyncIterable<EntryRecord> {
+    const ranges = windows.map((window) => ({
+      state: 'C' as const,
+      // BETWEEN is inclusive; the windows are half-open [from, to).
+      condition: 'sweepAt BETWEEN :from AND :to',
+      values: { ':from': window.from, ':to': window.to - 1 },
+    }));
+    yield* this.#queryIndex(ranges, limit);
+  }
+
+  async livenessMark(): Promise<EpochMillis | undefined> {
+    const item = await this.#get(LIVENESS_MARK_KEY);
+    return typeof item?.checkedUpTo === 'number' ? item.checkedUpTo : undefined;
+  }
+
+  async setLivenessMark(at: EpochMillis): Promise<void> {
+    await this.#client.send(
+      new PutCommand({ TableName: this.#table, Item: { ...LIVENESS_MARK_KEY, checkedUpTo: at } }),
+    );
   }
 
   /**
    * Deletes the entry only at the revision the sweeper read: a reconnect (or a health report)
-   * that landed after the read bumped it, and the entry stays. Then forgets the connections it
-   * still listed (a stale entry's lost `$disconnect` left their records behind).
+   * that landed after the read bumped it, and the entry stays. A condition that fails because
+   * the entry is gone is the SDK retrying this delete after a lost response (or an operator
+   * deleting it too): the entry is deleted either way.
    */
   async deleteSwept(record: EntryRecord): Promise<'deleted' | 'conflict'> {
     try {
@@ -236,12 +271,11 @@ export class DynamoDbRegistryStore implements RegistryStore, CatalogStore {
           ExpressionAttributeValues: { ':revision': record.revision },
         }),
       );
+      return 'deleted';
     } catch (error) {
-      if (isConditionFailed(error)) return 'conflict';
-      throw error;
+      if (!isConditionFailed(error)) throw error;
     }
-    await this.#catalog.deleteConnectionRecords(record.connection?.connectionIds ?? []);
-    return 'deleted';
+    return (await this.#getEntryItem(record.entry.metadata)) ? 'conflict' : 'deleted';
   }
 
   applyGroup(group: WorkloadGroup) {
@@ -263,20 +297,71 @@ export class DynamoDbRegistryStore implements RegistryStore, CatalogStore {
     return this.#catalog.deleteEntry(ref);
   }
 
-  async #readEntry(ref: ObjectRef): Promise<EntryRecord | undefined> {
-    const { Item } = await this.#client.send(
-      new GetCommand({ TableName: this.#table, Key: entryKey(ref), ConsistentRead: true }),
-    );
-    return Item ? decodeEntry(Item) : undefined;
+  async *#queryIndex(
+    ranges: { state: 'C' | 'D'; condition: string; values: Record<string, number> }[],
+    limit: number,
+  ): AsyncIterable<EntryRecord> {
+    let remaining = limit;
+    for (const range of ranges) {
+      for (let shard = 0; shard < SWEEP_SHARDS; shard++) {
+        const items = queryItems(
+          this.#client,
+          {
+            TableName: this.#table,
+            IndexName: SWEEP_INDEX.name,
+            KeyConditionExpression: `sweepState = :state AND ${range.condition}`,
+            ExpressionAttributeValues: { ':state': sweepState(range.state, shard), ...range.values },
+          },
+          remaining,
+        );
+        for await (const item of items) {
+          remaining -= 1;
+          yield decodeEntry(item);
+        }
+        if (remaining <= 0) return;
+      }
+    }
   }
 
-  async #tryUpdate(input: ConstructorParameters<typeof UpdateCommand>[0]): Promise<boolean> {
+  #getEntryItem(ref: ObjectRef): Promise<EntryItem | undefined> {
+    return this.#get(entryKey(ref)) as Promise<EntryItem | undefined>;
+  }
+
+  async #get(key: Record<string, string>): Promise<Item | undefined> {
+    const { Item } = await this.#client.send(
+      new GetCommand({ TableName: this.#table, Key: key, ConsistentRead: true }),
+    );
+    return Item;
+  }
+
+  /** The write's output, or undefined when its condition failed. */
+  async #tryUpdate(input: UpdateCommandInput) {
     try {
-      await this.#client.send(new UpdateCommand(input));
-      return true;
+      return await this.#client.send(new UpdateCommand(input));
     } catch (error) {
-      if (isConditionFailed(error)) return false;
+      if (isConditionFailed(error)) return undefined;
       throw error;
     }
   }
+}
+
+/** Which rule refused a connect, read from the entry it would join; undefined: none did. */
+function connectRefusal(item: EntryItem, change: ConnectChange): ConnectOutcome | undefined {
+  // Rule 7: an entry someone wrote by hand is theirs.
+  if (item.autoRegistrationGroup === undefined) return 'conflict';
+  if (item.origin !== undefined && item.origin !== change.origin) return 'collision';
+  const account = item.entry.spec.serviceAccount || undefined;
+  if (account !== undefined && account !== change.identity.serviceAccount) return 'forbidden';
+  if (item.departed?.has(change.connectionId)) return 'departed';
+  return undefined;
+}
+
+function holdersOf(attributes: Record<string, unknown> | undefined): Holder[] {
+  const conns = attributes?.conns;
+  if (!(conns instanceof Set) || !attributes) return [];
+  const since = holderTimes(attributes);
+  return [...(conns as Set<string>)].sort().map((connectionId) => ({
+    connectionId,
+    since: since[connectionId],
+  }));
 }

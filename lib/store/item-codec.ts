@@ -39,6 +39,24 @@ export function groupKey(ref: ObjectRef): ItemKey {
 export function connectionKey(connectionId: string): ItemKey {
   return { pk: `${CONNECTION_PREFIX}${connectionId}`, sk: CONNECTION_SORT_KEY };
 }
+const HELD_PREFIX = 'held:';
+
+/** The attribute that records when a holder connected: `held:<connection id>`. */
+export function heldAttribute(connectionId: string): string {
+  return `${HELD_PREFIX}${connectionId}`;
+}
+
+/** Each holder's connect time, from the `held:` attributes of an entry item. */
+export function holderTimes(item: Record<string, unknown>): Record<string, EpochMillis> {
+  const times: Record<string, EpochMillis> = {};
+  for (const [name, value] of Object.entries(item)) {
+    if (name.startsWith(HELD_PREFIX) && typeof value === 'number') {
+      times[name.slice(HELD_PREFIX.length)] = value;
+    }
+  }
+  return times;
+}
+
 export function tokenKey(id: string): ItemKey {
   return { pk: TOKEN_PARTITION, sk: id };
 }
@@ -66,14 +84,18 @@ export type EntryItem = ItemKey & {
   entry: WorkloadEntry;
   revision: number;
   autoRegistrationGroup?: string;
+  /** What the name was made from (entryOrigin); a connect with another origin collides. */
+  origin?: string;
   healthChecksEnabled?: boolean;
   groupGeneration?: number;
   identity?: VerifiedIdentity;
   controller?: string;
   connectedAt?: EpochMillis;
   disconnectedAt?: EpochMillis;
-  /** Live connections (a string set; DynamoDB removes it when the last one leaves). */
+  /** The holders (a string set; DynamoDB removes it when the last one leaves). */
   conns?: Set<string>;
+  /** Connections whose `$disconnect` came before their `$connect` wrote: they hold nothing. */
+  departed?: Set<string>;
   newestConnectionId?: string;
   healthStatus?: 'True' | 'False';
   healthMessage?: string;
@@ -118,6 +140,9 @@ function encodeConnection(connection: ConnectionState | undefined): Partial<Entr
   if (connection.disconnectedAt !== undefined) fields.disconnectedAt = connection.disconnectedAt;
   // DynamoDB has no empty sets: no live connection is an absent attribute.
   if (connection.connectionIds.length > 0) fields.conns = new Set(connection.connectionIds);
+  for (const [id, since] of Object.entries(connection.holderSince ?? {})) {
+    (fields as Record<string, unknown>)[heldAttribute(id)] = since;
+  }
   if (connection.newestConnectionId !== undefined) {
     fields.newestConnectionId = connection.newestConnectionId;
   }
@@ -146,9 +171,14 @@ export function decodeEntry(raw: Item): EntryRecord {
   if (item.groupGeneration !== undefined) record.groupGeneration = item.groupGeneration;
   if (item.identity !== undefined) record.identity = item.identity;
   if (item.controller !== undefined) {
+    const connectionIds = [...(item.conns ?? [])].sort();
+    const times = holderTimes(raw);
     const connection: ConnectionState = {
       controller: item.controller,
-      connectionIds: [...(item.conns ?? [])].sort(),
+      connectionIds,
+      holderSince: Object.fromEntries(
+        connectionIds.flatMap((id) => (times[id] === undefined ? [] : [[id, times[id]]])),
+      ),
     };
     if (item.connectedAt !== undefined) connection.connectedAt = item.connectedAt;
     if (item.disconnectedAt !== undefined) connection.disconnectedAt = item.disconnectedAt;
@@ -198,7 +228,18 @@ export type ConnectionItem = ItemKey & {
   namespace: string;
   name: string;
   connectedAt: EpochMillis;
+  /** Epoch seconds: the table's TTL attribute removes records of connections long gone. */
+  expiresAt: number;
 };
+
+/** The TTL attribute of the registry table (connection records only). */
+export const EXPIRES_AT_ATTRIBUTE = 'expiresAt';
+
+/**
+ * A connection lives at most API Gateway's 2 h; its record is kept a day, so a `$disconnect`
+ * delivered late still finds it, and then expires (a lost `$disconnect` never deletes it).
+ */
+const CONNECTION_RECORD_TTL_MS = 24 * 3_600_000;
 
 export function encodeConnectionRecord(record: ConnectionRecord): ConnectionItem {
   return {
@@ -206,6 +247,7 @@ export function encodeConnectionRecord(record: ConnectionRecord): ConnectionItem
     namespace: record.entry.namespace,
     name: record.entry.name,
     connectedAt: record.connectedAt,
+    expiresAt: Math.ceil((record.connectedAt + CONNECTION_RECORD_TTL_MS) / 1000),
   };
 }
 

@@ -6,7 +6,7 @@ import type {
   WorkloadEntry,
   WorkloadGroup,
 } from '../domain/model.ts';
-import type { SweepCutoffs } from '../domain/sweep-policy.ts';
+import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
 
 /** A WorkloadGroup as stored: the Istio object, with `metadata.uid` and `metadata.generation`. */
 export interface StoredGroup {
@@ -20,6 +20,8 @@ export interface ConnectChange {
   /** The entry built from the group template; used only when no entry exists yet. */
   entry: WorkloadEntry;
   autoRegistrationGroup: string;
+  /** What the name was made from (entryOrigin): another origin with the same name collides. */
+  origin: string;
   healthChecksEnabled: boolean;
   groupGeneration: number;
   connectionId: string;
@@ -27,60 +29,91 @@ export interface ConnectChange {
   connectedAt: EpochMillis;
   controller: string;
   identity: VerifiedIdentity;
+  /**
+   * Whether this caller may create the entry (the group template's service account). When
+   * not, it may still join an existing entry it may control (rule 6); otherwise 'forbidden'.
+   */
+  mayCreate: boolean;
+  /**
+   * Write the connection -> entry record before the entry: the connection does not carry its
+   * entry in the authorizer context (IAM mode has no Lambda authorizer), so `$disconnect` and
+   * messages find it through the record. Written first, so no holder exists without a record.
+   */
+  recordConnection: boolean;
 }
 
 export type ConnectOutcome =
-  /** No entry existed; it was created from the template. */
+  /** No entry existed; it was created from the template, held by this connection. */
   | 'created'
-  /** The entry existed; only its connection state changed. */
+  /** The entry existed; this connection holds it and is its newest connect. */
   | 'reconnected'
-  /** The connect is older than the recorded connect or disconnect: nothing written. */
-  | 'stale'
-  /** An entry with that name exists and was made by hand: never overwritten. */
-  | 'conflict';
+  /**
+   * The entry is held by a newer connect already (events processed out of order): this
+   * connection holds it too, and the recorded connect time stays the newer one.
+   */
+  | 'joined'
+  /** An entry with that name exists and was made by hand: never overwritten (rule 7). */
+  | 'conflict'
+  /** The name belongs to another (group, address, network): never merged (rule 4). */
+  | 'collision'
+  /** The caller may not control the existing entry (its service account; rule 6). */
+  | 'forbidden'
+  /** This connection's `$disconnect` was processed first: it holds nothing (rule 8). */
+  | 'departed';
 
-export interface DisconnectChange {
+/** Where a connection's entry is: carried by the connection, or looked up by its record. */
+export interface HolderRef {
   connectionId: string;
+  entry: ObjectRef;
+}
+
+export interface LeaveChange extends HolderRef {
   /** Server time of the disconnect event. */
   at: EpochMillis;
   /**
    * The agent said it closed this connection because a newer one replaced it (make before
-   * break). Only a hint for the order of the conditional writes, never for the outcome: it comes
-   * from the client, so a wrong hint costs one extra write and changes nothing else.
+   * break). Only a hint for the order of the conditional writes, never for the outcome: it
+   * comes from the client, so a wrong hint costs one extra write and changes nothing else.
    */
   replaced?: boolean;
 }
 
-export type DisconnectResult =
-  | { outcome: 'disconnected'; entry: ObjectRef }
-  /** Another live connection still holds the entry (make before break). */
-  | { outcome: 'still-held'; entry: ObjectRef }
-  /** The connection was already gone from the entry (a late or repeated `$disconnect`). */
-  | { outcome: 'unchanged'; entry: ObjectRef }
-  /** The connection registered nothing: nothing written. */
-  | { outcome: 'unknown-connection' };
-
-export interface HealthReport {
+/** A connection holding an entry, and when it connected (absent in records of old entries). */
+export interface Holder {
   connectionId: string;
+  since: EpochMillis | undefined;
+}
+
+export type LeaveResult =
+  /** This was the last holder: the entry is marked disconnected. */
+  | { outcome: 'disconnected' }
+  /** Other connections still hold the entry; they are listed for a liveness check. */
+  | { outcome: 'still-held'; holders: Holder[] }
+  /**
+   * The connection holds nothing: a repeated or late `$disconnect`, or one that overtook its
+   * own `$connect` (a tombstone now refuses that connect), or the entry is gone.
+   */
+  | { outcome: 'not-holder' };
+
+export interface HealthReport extends HolderRef {
   healthy: boolean;
   message?: string;
   /** When the report was received. */
   at: EpochMillis;
 }
 
-export type HealthResult =
+export type HealthOutcome =
   /** The `Healthy` status changed. */
-  | { outcome: 'transitioned'; entry: ObjectRef; healthy: boolean }
+  | 'transitioned'
   /** Same status; `lastProbeTime` (and message) refreshed. */
-  | { outcome: 'refreshed'; entry: ObjectRef; healthy: boolean }
-  /** From a connection that is not the entry's newest, or older than the stored probe time. */
-  | { outcome: 'ignored'; entry: ObjectRef }
-  | { outcome: 'unknown-connection' };
+  | 'refreshed'
+  /** A newer report is stored already (reports of one VM can land out of order). */
+  | 'superseded'
+  /** The connection holds no entry: the agent must reconnect to register. */
+  | 'not-holder';
 
-/** The entry a live connection registered, for `describe`. */
-export interface ConnectionRecord {
-  connectionId: string;
-  entry: ObjectRef;
+/** The entry a connection registered, for connections that do not carry it (IAM mode). */
+export interface ConnectionRecord extends HolderRef {
   connectedAt: EpochMillis;
 }
 
@@ -89,17 +122,39 @@ export interface ConnectionRecord {
  * Every state change is one conditional write; losing a race is an outcome, not an error.
  */
 export interface RegistryStore {
+  /** Consistent: `registrar apply` and `delete wg` are read-your-writes for connects. */
   getGroup(ref: ObjectRef): Promise<StoredGroup | undefined>;
   connect(change: ConnectChange): Promise<ConnectOutcome>;
-  disconnect(change: DisconnectChange): Promise<DisconnectResult>;
-  reportHealth(report: HealthReport): Promise<HealthResult>;
+  /**
+   * Takes back an entry this connect just created, when its group was deleted meanwhile
+   * (`delete wg` cascades; an entry created after the cascade read would outlive its group).
+   */
+  withdrawCreated(ref: ObjectRef, origin: string): Promise<void>;
+  /** The connection stops holding its entry (its `$disconnect`). */
+  leave(change: LeaveChange): Promise<LeaveResult>;
+  /**
+   * Drops holders a liveness check proved gone (API Gateway answered 410). Marks the entry
+   * disconnected at `at` when no holder is left. Only holders still listed are dropped.
+   */
+  dropHolders(
+    entry: ObjectRef,
+    gone: readonly string[],
+    at: EpochMillis,
+  ): Promise<'disconnected' | 'still-held' | 'unchanged'>;
+  reportHealth(report: HealthReport): Promise<HealthOutcome>;
   getConnection(connectionId: string): Promise<ConnectionRecord | undefined>;
+  forgetConnection(connectionId: string): Promise<void>;
   getEntry(ref: ObjectRef): Promise<EntryRecord | undefined>;
   /** Entries that may be due, read from the sparse sweep index (never a table scan). */
   sweepCandidates(cutoffs: SweepCutoffs, limit: number): AsyncIterable<EntryRecord>;
+  /** Connected entries whose newest connect falls in one of the windows (liveness checks). */
+  connectedIn(windows: readonly LivenessWindow[], limit: number): AsyncIterable<EntryRecord>;
+  /** Up to when the sweeper's liveness checks have covered time; undefined before the first. */
+  livenessMark(): Promise<EpochMillis | undefined>;
+  setLivenessMark(at: EpochMillis): Promise<void>;
   /**
-   * Deletes a swept entry if it is still at the revision the sweeper read, and the records of
-   * connections that still point at it. A reconnect that landed in between wins: 'conflict'.
+   * Deletes a swept entry if it is still at the revision the sweeper read. A reconnect that
+   * landed in between wins: 'conflict'. Safe to retry: an entry already gone is 'deleted'.
    */
   deleteSwept(record: EntryRecord): Promise<'deleted' | 'conflict'>;
 }

@@ -1,0 +1,17 @@
+import type { ObjectRef } from '../domain/model.ts';
+import type { HolderRef, RegistryStore } from '../store/registry-store.ts';
+
+/**
+ * The entry a connection registered. In token mode the authorizer put it into the context,
+ * which API Gateway hands to every later event of the connection (`$disconnect` included): no
+ * read. Without it (IAM mode has no Lambda authorizer) the connection record says.
+ */
+export async function holderOf(
+  store: Pick<RegistryStore, 'getConnection'>,
+  connectionId: string,
+  carried: ObjectRef | undefined,
+): Promise<HolderRef | undefined> {
+  if (carried) return { connectionId, entry: carried };
+  const record = await store.getConnection(connectionId);
+  return record ? { connectionId, entry: record.entry } : undefined;
+}
