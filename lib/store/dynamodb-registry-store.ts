@@ -93,6 +93,8 @@ export class DynamoDbRegistryStore implements RegistryStore, CatalogStore {
         new PutCommand({ TableName: this.#table, Item: encodeConnectionRecord(record) }),
       );
     }
+    // A caller the template refuses may only join an entry that exists: no entry, no write.
+    if (!change.mayCreate && !(await this.#getEntryItem(ref))) return 'forbidden';
     for (let round = 0; round < ROUNDS; round++) {
       const newest = await this.#tryUpdate(connectAsNewest(this.#table, change));
       if (newest) return newest.Attributes?.revision === undefined ? 'created' : 'reconnected';

@@ -4,6 +4,7 @@ import { type EntryRecord, renderWorkloadEntry } from '../../lib/domain/entry-re
 import { ISTIO_API_VERSION, type WorkloadEntry } from '../../lib/domain/model.ts';
 import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { entryKey, sweepShard } from '../../lib/store/item-codec.ts';
+import { entryOrigin } from '../../lib/domain/entry-name.ts';
 import type { ConnectChange } from '../../lib/store/registry-store.ts';
 import { countRequests, type RequestCounter } from '../../lib/store/request-counter.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
@@ -65,13 +66,34 @@ function connectChange(name: string, connectionId: string, connectedAt: number):
   return {
     entry: template(name),
     autoRegistrationGroup: 'web',
+    origin: entryOrigin('web', '10.0.0.1'),
     healthChecksEnabled: true,
     groupGeneration: 1,
     connectionId,
     connectedAt,
     controller: 'workload-registrar',
-    identity: { principal: 'token:t1', namespace: NS },
+    identity: { principal: 'token:t1', namespace: NS, serviceAccount: 'web' },
+    mayCreate: true,
+    recordConnection: false,
   };
+}
+
+function ref(name: string) {
+  return { namespace: NS, name };
+}
+
+function leave(name: string, connectionId: string, at: number, replaced?: boolean) {
+  return store.leave({ connectionId, entry: ref(name), at, ...(replaced ? { replaced } : {}) });
+}
+
+function health(name: string, connectionId: string, healthy: boolean, at: number, message?: string) {
+  return store.reportHealth({
+    connectionId,
+    entry: ref(name),
+    healthy,
+    at,
+    ...(message === undefined ? {} : { message }),
+  });
 }
 
 async function rawItem(name: string) {
@@ -90,7 +112,7 @@ async function entryOf(name: string) {
 }
 
 describe('connect', () => {
-  it('creates the entry from the template on the first connect', async () => {
+  it('creates the entry from the template on the first connect, held by the connection', async () => {
     const name = vm();
     expect(await store.connect(connectChange(name, 'c1', T0))).toBe('created');
     const record = await entryOf(name);
@@ -99,18 +121,29 @@ describe('connect', () => {
       autoRegistrationGroup: 'web',
       healthChecksEnabled: true,
       groupGeneration: 1,
-      identity: { principal: 'token:t1', namespace: NS },
+      identity: { principal: 'token:t1', namespace: NS, serviceAccount: 'web' },
       connection: {
         controller: 'workload-registrar',
         connectedAt: T0,
         connectionIds: ['c1'],
+        holderSince: { c1: T0 },
         newestConnectionId: 'c1',
       },
       revision: 1,
     });
-    expect(await store.getConnection('c1')).toEqual({
-      connectionId: 'c1',
-      entry: { namespace: NS, name },
+    // Token mode: the connection carries its entry; no record is written.
+    expect(await store.getConnection('c1')).toBeUndefined();
+  });
+
+  it('writes the connection record first when the connection cannot carry its entry (IAM mode)', async () => {
+    const name = vm();
+    requests.reset();
+    await store.connect({ ...connectChange(name, `${name}-iam`, T0), recordConnection: true });
+
+    expect(requests.requests().map((r) => r.command)).toEqual(['PutItem', 'UpdateItem']);
+    expect(await store.getConnection(`${name}-iam`)).toEqual({
+      connectionId: `${name}-iam`,
+      entry: ref(name),
       connectedAt: T0,
     });
   });
@@ -118,7 +151,7 @@ describe('connect', () => {
   it('changes only the connection state on a reconnect, never spec, labels or status', async () => {
     const name = vm();
     await store.connect(connectChange(name, `${name}-a`, T0));
-    await store.disconnect({ connectionId: `${name}-a`, at: T0 + 10 });
+    await leave(name, `${name}-a`, T0 + 10);
     const changed = connectChange(name, `${name}-b`, T0 + 20);
     changed.entry.metadata.labels = { app: 'other' };
     changed.entry.spec.address = '10.9.9.9';
@@ -133,29 +166,58 @@ describe('connect', () => {
       controller: 'workload-registrar',
       connectedAt: T0 + 20,
       connectionIds: [`${name}-b`],
+      holderSince: { [`${name}-b`]: T0 + 20 },
       newestConnectionId: `${name}-b`,
     });
   });
 
-  it('refuses a connect older than the recorded connect and writes nothing', async () => {
+  it('makes a connect processed after a newer one a holder too, keeping the newer connect time', async () => {
     const name = vm();
     await store.connect(connectChange(name, `${name}-new`, T0 + 100));
-    requests.reset();
 
-    expect(await store.connect(connectChange(name, `${name}-old`, T0 + 50))).toBe('stale');
+    expect(await store.connect(connectChange(name, `${name}-old`, T0 + 50))).toBe('joined');
 
-    expect(requests.counts()).toEqual({ UpdateItem: 1, GetItem: 1 });
-    expect((await entryOf(name))?.revision).toBe(1);
-    expect(await store.getConnection(`${name}-old`)).toBeUndefined();
+    const connection = (await entryOf(name))?.connection;
+    expect(connection?.connectionIds).toEqual([`${name}-new`, `${name}-old`]);
+    expect(connection?.connectedAt).toBe(T0 + 100);
+    expect(connection?.newestConnectionId).toBe(`${name}-new`);
+    expect((await rawItem(name))?.sweepAt).toBe(T0 + 100);
   });
 
-  it('refuses a connect older than the recorded disconnect', async () => {
+  it('makes a connect hold the entry after a later disconnect of another connection was processed', async () => {
+    // An old socket ends while the new one is in its $connect: the old $disconnect is
+    // processed first, with a later time than the new connect's.
+    const name = vm();
+    await store.connect(connectChange(name, `${name}-old`, T0));
+    await leave(name, `${name}-old`, T0 + 100);
+
+    expect(await store.connect(connectChange(name, `${name}-new`, T0 + 50))).toBe('reconnected');
+
+    const connection = (await entryOf(name))?.connection;
+    expect(connection?.connectionIds).toEqual([`${name}-new`]);
+    expect(connection?.connectedAt).toBe(T0 + 50);
+    expect(connection?.disconnectedAt).toBeUndefined();
+  });
+
+  it('makes every one of ten connects in one millisecond a holder', async () => {
+    const name = vm();
+    const ids = Array.from({ length: 10 }, (_, i) => `${name}-same-ms-${i}`);
+
+    const outcomes = await Promise.all(ids.map((id) => store.connect(connectChange(name, id, T0))));
+
+    expect(outcomes.filter((o) => o === 'created')).toHaveLength(1);
+    expect(outcomes.every((o) => o === 'created' || o === 'reconnected')).toBe(true);
+    expect((await entryOf(name))?.connection?.connectionIds).toEqual([...ids].sort());
+  });
+
+  it('lands on the same state when the SDK resends an applied connect after a lost response', async () => {
     const name = vm();
     await store.connect(connectChange(name, `${name}-a`, T0));
-    await store.disconnect({ connectionId: `${name}-a`, at: T0 + 100 });
+    await store.connect(connectChange(name, `${name}-a`, T0));
 
-    expect(await store.connect(connectChange(name, `${name}-b`, T0 + 50))).toBe('stale');
-    expect((await entryOf(name))?.connection?.disconnectedAt).toBe(T0 + 100);
+    const connection = (await entryOf(name))?.connection;
+    expect(connection?.connectionIds).toEqual([`${name}-a`]);
+    expect(connection?.connectedAt).toBe(T0);
   });
 
   it('never overwrites a hand-made entry', async () => {
@@ -168,127 +230,172 @@ describe('connect', () => {
     const record = await entryOf(name);
     expect(record?.autoRegistrationGroup).toBeUndefined();
     expect(record?.entry.spec).toEqual({ address: '192.168.0.9' });
-    expect(await store.getConnection(`${name}-a`)).toBeUndefined();
+    expect(record?.connection).toBeUndefined();
   });
 
-  it('sends one conditional upsert and one connection record put', async () => {
+  it('refuses a connect whose (group, address, network) only spells the same name', async () => {
+    const name = vm();
+    await store.connect(connectChange(name, `${name}-api`, T0));
+    const other = connectChange(name, `${name}-other`, T0 + 10);
+    other.origin = entryOrigin('web-10.0.0.1', '10.0.0.2');
+
+    expect(await store.connect(other)).toBe('collision');
+    expect((await entryOf(name))?.connection?.connectionIds).toEqual([`${name}-api`]);
+  });
+
+  it('refuses a caller that may not control the existing entry (its service account)', async () => {
+    const name = vm();
+    await store.connect(connectChange(name, `${name}-a`, T0));
+    const namespaceWide = connectChange(name, `${name}-b`, T0 + 10);
+    namespaceWide.identity = { principal: 'token:t2', namespace: NS };
+    const otherAccount = connectChange(name, `${name}-c`, T0 + 20);
+    otherAccount.identity = { principal: 'token:t3', namespace: NS, serviceAccount: 'api' };
+
+    expect(await store.connect(namespaceWide)).toBe('forbidden');
+    expect(await store.connect(otherAccount)).toBe('forbidden');
+
+    const record = await entryOf(name);
+    expect(record?.connection?.connectionIds).toEqual([`${name}-a`]);
+    expect(record?.identity?.principal).toBe('token:t1');
+  });
+
+  it('lets a caller the template refuses join an entry it may control, and writes nothing otherwise', async () => {
+    const name = vm();
+    const refusedByTemplate = { ...connectChange(name, `${name}-a`, T0), mayCreate: false };
+    requests.reset();
+
+    expect(await store.connect(refusedByTemplate)).toBe('forbidden');
+    expect(requests.counts()).toEqual({ GetItem: 1 });
+
+    await store.connect(connectChange(name, `${name}-b`, T0 + 10));
+    expect(await store.connect({ ...refusedByTemplate, connectedAt: T0 + 20 })).toBe('reconnected');
+  });
+
+  it('refuses the connect of a connection whose $disconnect was processed first', async () => {
+    const name = vm();
+    await store.connect(connectChange(name, `${name}-a`, T0));
+
+    expect(await leave(name, `${name}-late`, T0 + 5)).toEqual({ outcome: 'not-holder' });
+    expect(await store.connect(connectChange(name, `${name}-late`, T0 + 1))).toBe('departed');
+
+    expect((await entryOf(name))?.connection?.connectionIds).toEqual([`${name}-a`]);
+  });
+
+  it('sends one conditional update for a connect', async () => {
     const name = vm();
     requests.reset();
     await store.connect(connectChange(name, 'pin-connect', T0));
 
-    expect(requests.counts()).toEqual({ UpdateItem: 1, PutItem: 1 });
+    expect(requests.counts()).toEqual({ UpdateItem: 1 });
     expect(requests.itemsRead()).toBe(0);
-    const [update, put] = requests.requests();
-    expect(update?.input).toEqual({
+    expect(requests.requests()[0]?.input).toEqual({
       TableName: dynamo.tableName,
       Key: { pk: `NS#${NS}`, sk: `WE#${name}` },
       UpdateExpression:
         'SET #entry = if_not_exists(#entry, :entry), ' +
         'autoRegistrationGroup = if_not_exists(autoRegistrationGroup, :group), ' +
+        'origin = if_not_exists(origin, :origin), ' +
         'healthChecksEnabled = if_not_exists(healthChecksEnabled, :healthChecksEnabled), ' +
         'groupGeneration = if_not_exists(groupGeneration, :groupGeneration), ' +
         '#identity = :identity, controller = :controller, connectedAt = :at, ' +
-        'newestConnectionId = :connection, sweepState = :sweepState, sweepAt = :at ' +
+        'newestConnectionId = :connection, sweepState = :sweepState, sweepAt = :at, #held = :at ' +
         'REMOVE disconnectedAt ADD conns :connections, revision :one',
       ConditionExpression:
         'attribute_not_exists(pk) OR (attribute_exists(autoRegistrationGroup) ' +
-        'AND (attribute_not_exists(connectedAt) OR connectedAt < :at) ' +
-        'AND (attribute_not_exists(disconnectedAt) OR disconnectedAt < :at))',
-      ExpressionAttributeNames: { '#entry': 'entry', '#identity': 'identity' },
+        'AND (attribute_not_exists(origin) OR origin = :origin) ' +
+        'AND (attribute_not_exists(#entry.#spec.#sa) OR #entry.#spec.#sa = :noAccount ' +
+        'OR #entry.#spec.#sa = :account) ' +
+        'AND NOT contains(departed, :connection) ' +
+        'AND (attribute_not_exists(connectedAt) OR connectedAt <= :at))',
+      ExpressionAttributeNames: {
+        '#entry': 'entry',
+        '#spec': 'spec',
+        '#sa': 'serviceAccount',
+        '#identity': 'identity',
+        '#held': 'held:pin-connect',
+      },
       ExpressionAttributeValues: {
+        ':origin': entryOrigin('web', '10.0.0.1'),
+        ':connection': 'pin-connect',
+        ':noAccount': '',
+        ':account': 'web',
         ':entry': template(name),
         ':group': 'web',
         ':healthChecksEnabled': true,
         ':groupGeneration': 1,
-        ':identity': { principal: 'token:t1', namespace: NS },
+        ':identity': { principal: 'token:t1', namespace: NS, serviceAccount: 'web' },
         ':controller': 'workload-registrar',
         ':at': T0,
-        ':connection': 'pin-connect',
-        ':sweepState': `C#${sweepShard({ namespace: NS, name })}`,
+        ':sweepState': `C#${sweepShard(ref(name))}`,
         ':connections': new Set(['pin-connect']),
         ':one': 1,
       },
       ReturnValues: 'UPDATED_OLD',
     });
-    expect(put?.input).toEqual({
-      TableName: dynamo.tableName,
-      Item: { pk: 'CONN#pin-connect', sk: 'CONN', namespace: NS, name, connectedAt: T0 },
-    });
   });
 });
 
-describe('disconnect', () => {
-  it('marks the entry disconnected, keeps the controller and moves it to the disconnected sweep shard', async () => {
+describe('leave', () => {
+  it('marks the entry disconnected when its last holder leaves, and moves it to the disconnected shard', async () => {
     const name = vm();
     await store.connect(connectChange(name, `${name}-a`, T0));
 
-    expect(await store.disconnect({ connectionId: `${name}-a`, at: T0 + 60_000 })).toEqual({
-      outcome: 'disconnected',
-      entry: { namespace: NS, name },
-    });
+    expect(await leave(name, `${name}-a`, T0 + 60_000)).toEqual({ outcome: 'disconnected' });
 
     expect((await entryOf(name))?.connection).toEqual({
       controller: 'workload-registrar',
       disconnectedAt: T0 + 60_000,
       connectionIds: [],
-      newestConnectionId: `${name}-a`,
+      holderSince: {},
     });
     const item = await rawItem(name);
-    expect(item?.sweepState).toBe(`D#${sweepShard({ namespace: NS, name })}`);
+    expect(item?.sweepState).toBe(`D#${sweepShard(ref(name))}`);
     expect(item?.sweepAt).toBe(T0 + 60_000);
-    expect(await store.getConnection(`${name}-a`)).toBeUndefined();
+    expect(item?.[`held:${name}-a`]).toBeUndefined();
   });
 
-  it('keeps the entry connected while a newer connection holds it (make before break)', async () => {
+  it('keeps the entry connected while another connection holds it, and names the holders left', async () => {
     const name = vm();
     await store.connect(connectChange(name, `${name}-old`, T0));
     await store.connect(connectChange(name, `${name}-new`, T0 + 1000));
 
-    const result = await store.disconnect({ connectionId: `${name}-old`, at: T0 + 2000 });
-
-    expect(result.outcome).toBe('still-held');
-    expect((await entryOf(name))?.connection).toEqual({
-      controller: 'workload-registrar',
+    expect(await leave(name, `${name}-old`, T0 + 2000)).toEqual({
+      outcome: 'still-held',
+      holders: [{ connectionId: `${name}-new`, since: T0 + 1000 }],
+    });
+    expect((await entryOf(name))?.connection).toMatchObject({
       connectedAt: T0 + 1000,
       connectionIds: [`${name}-new`],
-      newestConnectionId: `${name}-new`,
     });
   });
 
-  it('ignores a late disconnect from a replaced connection', async () => {
+  it('changes nothing for a repeated or late $disconnect', async () => {
     const name = vm();
     await store.connect(connectChange(name, `${name}-old`, T0));
     await store.connect(connectChange(name, `${name}-new`, T0 + 1000));
+    await leave(name, `${name}-old`, T0 + 2000);
     const before = await entryOf(name);
 
-    await store.disconnect({ connectionId: `${name}-old`, at: T0 + 7_200_000 });
+    expect(await leave(name, `${name}-old`, T0 + 7_200_000)).toEqual({ outcome: 'not-holder' });
 
     const after = await entryOf(name);
-    expect(after?.connection?.connectedAt).toBe(before?.connection?.connectedAt);
-    expect(after?.connection?.disconnectedAt).toBeUndefined();
-    expect(after?.connection?.newestConnectionId).toBe(`${name}-new`);
-    expect(await store.disconnect({ connectionId: `${name}-old`, at: T0 + 7_200_001 })).toEqual({
-      outcome: 'unknown-connection',
-    });
+    expect(after?.connection).toEqual(before?.connection);
+    expect(after?.revision).toBe(before?.revision);
   });
 
-  it('writes nothing for a connection that registered nothing', async () => {
-    requests.reset();
-
-    expect(await store.disconnect({ connectionId: 'never-connected', at: T0 })).toEqual({
-      outcome: 'unknown-connection',
-    });
-    expect(requests.counts()).toEqual({ GetItem: 1 });
+  it('changes nothing for an entry that does not exist', async () => {
+    expect(await leave('never-registered', 'nobody', T0)).toEqual({ outcome: 'not-holder' });
+    expect(await entryOf('never-registered')).toBeUndefined();
   });
 
-  it('leaves the entry disconnected when its two connections close at once', async () => {
+  it('leaves the entry disconnected when its two holders close at once', async () => {
     const name = vm();
     await store.connect(connectChange(name, `${name}-a`, T0));
     await store.connect(connectChange(name, `${name}-b`, T0 + 1));
 
     const outcomes = await Promise.all([
-      store.disconnect({ connectionId: `${name}-a`, at: T0 + 10 }),
-      store.disconnect({ connectionId: `${name}-b`, at: T0 + 10 }),
+      leave(name, `${name}-a`, T0 + 10),
+      leave(name, `${name}-b`, T0 + 10),
     ]);
 
     expect(outcomes.map((result) => result.outcome).sort()).toEqual(['disconnected', 'still-held']);
@@ -298,58 +405,30 @@ describe('disconnect', () => {
     expect(connection?.connectionIds).toEqual([]);
   });
 
-  it('reads the connection record, then sends one conditional update and one delete', async () => {
+  it('sends one conditional update and reads nothing', async () => {
     const name = vm();
-    await store.connect(connectChange(name, 'pin-disconnect', T0));
+    await store.connect(connectChange(name, 'pin-leave', T0));
     requests.reset();
 
-    await store.disconnect({ connectionId: 'pin-disconnect', at: T0 + 5 });
+    await leave(name, 'pin-leave', T0 + 5);
 
-    expect(requests.counts()).toEqual({ GetItem: 1, UpdateItem: 1, DeleteItem: 1 });
-    expect(requests.itemsRead()).toBe(1);
-    expect(requests.requests().map((request) => request.input)).toEqual([
-      {
-        TableName: dynamo.tableName,
-        Key: { pk: 'CONN#pin-disconnect', sk: 'CONN' },
-        ConsistentRead: true,
-      },
-      {
-        TableName: dynamo.tableName,
-        Key: { pk: `NS#${NS}`, sk: `WE#${name}` },
-        UpdateExpression:
-          'SET disconnectedAt = :at, sweepState = :sweepState, sweepAt = :at ' +
-          'REMOVE connectedAt DELETE conns :connections ADD revision :one',
-        ConditionExpression: 'size(conns) = :one AND contains(conns, :connection)',
-        ExpressionAttributeValues: {
-          ':at': T0 + 5,
-          ':sweepState': `D#${sweepShard({ namespace: NS, name })}`,
-          ':connections': new Set(['pin-disconnect']),
-          ':connection': 'pin-disconnect',
-          ':one': 1,
-        },
-      },
-      { TableName: dynamo.tableName, Key: { pk: 'CONN#pin-disconnect', sk: 'CONN' } },
-    ]);
-  });
-
-  it('sends a second update that only forgets the connection when another holds the entry', async () => {
-    const name = vm();
-    await store.connect(connectChange(name, 'pin-held-old', T0));
-    await store.connect(connectChange(name, 'pin-held-new', T0 + 1));
-    requests.reset();
-
-    await store.disconnect({ connectionId: 'pin-held-old', at: T0 + 5 });
-
-    expect(requests.counts()).toEqual({ GetItem: 1, UpdateItem: 2, DeleteItem: 1 });
-    expect(requests.requests()[2]?.input).toEqual({
+    expect(requests.counts()).toEqual({ UpdateItem: 1 });
+    expect(requests.itemsRead()).toBe(0);
+    expect(requests.requests()[0]?.input).toEqual({
       TableName: dynamo.tableName,
       Key: { pk: `NS#${NS}`, sk: `WE#${name}` },
-      UpdateExpression: 'DELETE conns :connections ADD revision :one',
-      ConditionExpression: 'size(conns) > :one AND contains(conns, :connection)',
+      UpdateExpression:
+        'SET disconnectedAt = :at, sweepState = :sweepState, sweepAt = :at ' +
+        'REMOVE connectedAt, newestConnectionId, #h0 DELETE conns :connections ADD revision :one',
+      ConditionExpression: 'size(conns) = :count AND contains(conns, :c0)',
+      ExpressionAttributeNames: { '#h0': 'held:pin-leave' },
       ExpressionAttributeValues: {
-        ':connections': new Set(['pin-held-old']),
-        ':connection': 'pin-held-old',
+        ':at': T0 + 5,
+        ':sweepState': `D#${sweepShard(ref(name))}`,
+        ':connections': new Set(['pin-leave']),
+        ':count': 1,
         ':one': 1,
+        ':c0': 'pin-leave',
       },
     });
   });
@@ -360,28 +439,41 @@ describe('disconnect', () => {
     await store.connect(connectChange(name, 'pin-rotated-new', T0 + 1));
     requests.reset();
 
-    const result = await store.disconnect({
-      connectionId: 'pin-rotated-old',
-      at: T0 + 5,
-      replaced: true,
-    });
+    const result = await leave(name, 'pin-rotated-old', T0 + 5, true);
 
     expect(result.outcome).toBe('still-held');
-    expect(requests.counts()).toEqual({ GetItem: 1, UpdateItem: 1, DeleteItem: 1 });
+    expect(requests.counts()).toEqual({ UpdateItem: 1 });
   });
 
   it('still marks the entry disconnected when a replaced hint is wrong', async () => {
     const name = vm();
     await store.connect(connectChange(name, `${name}-only`, T0));
 
-    const result = await store.disconnect({
-      connectionId: `${name}-only`,
-      at: T0 + 5,
-      replaced: true,
-    });
-
-    expect(result.outcome).toBe('disconnected');
+    expect((await leave(name, `${name}-only`, T0 + 5, true)).outcome).toBe('disconnected');
     expect((await entryOf(name))?.connection?.disconnectedAt).toBe(T0 + 5);
+  });
+});
+
+describe('dropping holders proved gone', () => {
+  it('drops only the holders named, and marks the entry disconnected when none is left', async () => {
+    const name = vm();
+    await store.connect(connectChange(name, `${name}-a`, T0));
+    await store.connect(connectChange(name, `${name}-b`, T0 + 1));
+    await store.connect(connectChange(name, `${name}-c`, T0 + 2));
+
+    expect(await store.dropHolders(ref(name), [`${name}-a`, `${name}-x`], T0 + 10)).toBe(
+      'still-held',
+    );
+    expect((await entryOf(name))?.connection?.connectionIds).toEqual([`${name}-b`, `${name}-c`]);
+
+    expect(await store.dropHolders(ref(name), [`${name}-b`, `${name}-c`], T0 + 20)).toBe(
+      'disconnected',
+    );
+    expect((await entryOf(name))?.connection).toMatchObject({
+      connectionIds: [],
+      disconnectedAt: T0 + 20,
+    });
+    expect(await store.dropHolders(ref(name), [`${name}-b`], T0 + 30)).toBe('unchanged');
   });
 });
 
@@ -395,17 +487,7 @@ describe('health', () => {
   it('sets the Healthy condition with the transition time of the first report', async () => {
     const name = await connected();
 
-    const result = await store.reportHealth({
-      connectionId: `${name}-a`,
-      healthy: true,
-      at: T0 + 10,
-    });
-
-    expect(result).toEqual({
-      outcome: 'transitioned',
-      entry: { namespace: NS, name },
-      healthy: true,
-    });
+    expect(await health(name, `${name}-a`, true, T0 + 10)).toBe('transitioned');
     expect((await entryOf(name))?.health).toEqual({
       status: 'True',
       lastProbeTime: T0 + 10,
@@ -415,15 +497,9 @@ describe('health', () => {
 
   it('refreshes the probe time but keeps the transition time while the status stays', async () => {
     const name = await connected();
-    await store.reportHealth({ connectionId: `${name}-a`, healthy: true, at: T0 + 10 });
+    await health(name, `${name}-a`, true, T0 + 10);
 
-    const result = await store.reportHealth({
-      connectionId: `${name}-a`,
-      healthy: true,
-      at: T0 + 20,
-    });
-
-    expect(result.outcome).toBe('refreshed');
+    expect(await health(name, `${name}-a`, true, T0 + 20)).toBe('refreshed');
     expect((await entryOf(name))?.health).toEqual({
       status: 'True',
       lastProbeTime: T0 + 20,
@@ -433,19 +509,9 @@ describe('health', () => {
 
   it('moves the transition time when the status changes, with a message only while unhealthy', async () => {
     const name = await connected();
-    const connectionId = `${name}-a`;
-    await store.reportHealth({ connectionId, healthy: true, at: T0 + 10 });
+    await health(name, `${name}-a`, true, T0 + 10);
 
-    expect(
-      (
-        await store.reportHealth({
-          connectionId,
-          healthy: false,
-          message: 'probe failed',
-          at: T0 + 20,
-        })
-      ).outcome,
-    ).toBe('transitioned');
+    expect(await health(name, `${name}-a`, false, T0 + 20, 'probe failed')).toBe('transitioned');
     expect((await entryOf(name))?.health).toEqual({
       status: 'False',
       message: 'probe failed',
@@ -453,12 +519,7 @@ describe('health', () => {
       lastTransitionTime: T0 + 20,
     });
 
-    await store.reportHealth({
-      connectionId,
-      healthy: true,
-      message: 'ignored when healthy',
-      at: T0 + 30,
-    });
+    await health(name, `${name}-a`, true, T0 + 30);
     expect((await entryOf(name))?.health).toEqual({
       status: 'True',
       lastProbeTime: T0 + 30,
@@ -466,39 +527,37 @@ describe('health', () => {
     });
   });
 
-  it('ignores a report from a connection that is not the newest', async () => {
+  it('lands a report from any holder, the newest report winning', async () => {
     const name = await connected();
     await store.connect(connectChange(name, `${name}-b`, T0 + 5));
-    await store.reportHealth({ connectionId: `${name}-b`, healthy: true, at: T0 + 10 });
+    await health(name, `${name}-b`, true, T0 + 10);
 
-    const result = await store.reportHealth({
-      connectionId: `${name}-a`,
-      healthy: false,
-      at: T0 + 20,
-    });
-
-    expect(result).toEqual({ outcome: 'ignored', entry: { namespace: NS, name } });
-    expect((await entryOf(name))?.health?.status).toBe('True');
+    expect(await health(name, `${name}-a`, false, T0 + 20)).toBe('transitioned');
+    expect((await entryOf(name))?.health?.status).toBe('False');
   });
 
-  it('ignores a report older than the stored probe time', async () => {
+  it('calls a report older than the stored probe time superseded and keeps the newer one', async () => {
     const name = await connected();
-    await store.reportHealth({ connectionId: `${name}-a`, healthy: true, at: T0 + 20 });
+    await health(name, `${name}-a`, true, T0 + 20);
 
-    const result = await store.reportHealth({
-      connectionId: `${name}-a`,
-      healthy: false,
-      at: T0 + 10,
-    });
-
-    expect(result.outcome).toBe('ignored');
+    expect(await health(name, `${name}-a`, false, T0 + 10)).toBe('superseded');
     expect((await entryOf(name))?.health?.lastProbeTime).toBe(T0 + 20);
+  });
+
+  it('refuses a report from a connection that holds nothing', async () => {
+    const name = await connected();
+    await store.connect(connectChange(name, `${name}-b`, T0 + 5));
+    await leave(name, `${name}-a`, T0 + 6);
+
+    expect(await health(name, `${name}-a`, false, T0 + 20)).toBe('not-holder');
+    expect(await health('no-such-entry', 'nobody', true, T0)).toBe('not-holder');
+    expect((await entryOf(name))?.health).toBeUndefined();
   });
 
   it('keeps the other conditions and their order', async () => {
     const name = await connected();
 
-    await store.reportHealth({ connectionId: `${name}-a`, healthy: true, at: T0 + 10 });
+    await health(name, `${name}-a`, true, T0 + 10);
 
     const record = await entryOf(name);
     expect(record && renderWorkloadEntry(record).status?.conditions?.map((c) => c.type)).toEqual([
@@ -507,29 +566,15 @@ describe('health', () => {
     ]);
   });
 
-  it('writes nothing for a connection that registered nothing', async () => {
-    requests.reset();
-
-    expect(await store.reportHealth({ connectionId: 'nobody', healthy: true, at: T0 })).toEqual({
-      outcome: 'unknown-connection',
-    });
-    expect(requests.counts()).toEqual({ GetItem: 1 });
-  });
-
-  it('reads the connection record and sends one conditional update', async () => {
+  it('sends one conditional update and reads nothing', async () => {
     const name = vm();
     await store.connect(connectChange(name, 'pin-health', T0));
     requests.reset();
 
-    await store.reportHealth({
-      connectionId: 'pin-health',
-      healthy: false,
-      message: 'down',
-      at: T0 + 1,
-    });
+    await health(name, 'pin-health', false, T0 + 1, 'down');
 
-    expect(requests.counts()).toEqual({ GetItem: 1, UpdateItem: 1 });
-    expect(requests.requests()[1]?.input).toEqual({
+    expect(requests.counts()).toEqual({ UpdateItem: 1 });
+    expect(requests.requests()[0]?.input).toEqual({
       TableName: dynamo.tableName,
       Key: { pk: `NS#${NS}`, sk: `WE#${name}` },
       UpdateExpression:
@@ -537,7 +582,7 @@ describe('health', () => {
         'healthyFalseSince = if_not_exists(healthyFalseSince, :at), healthMessage = :message ' +
         'REMOVE healthyTrueSince ADD revision :one',
       ConditionExpression:
-        'newestConnectionId = :connection AND (attribute_not_exists(lastProbeTime) OR lastProbeTime < :at)',
+        'contains(conns, :connection) AND (attribute_not_exists(lastProbeTime) OR lastProbeTime < :at)',
       ExpressionAttributeValues: {
         ':status': 'False',
         ':at': T0 + 1,
@@ -575,11 +620,15 @@ describe('sweep index', () => {
     return names.sort();
   }
 
+  function leaveOwn(name: string, connectionId: string, at: number) {
+    return sweepStore.leave({ connectionId, entry: ref(name), at });
+  }
+
   it('finds disconnected entries at the cutoff and connected ones strictly before it, with Query only', async () => {
     await sweepStore.connect(connectChange('gone-at-cutoff', 'g1', T0));
-    await sweepStore.disconnect({ connectionId: 'g1', at: T0 + 100 });
+    await leaveOwn('gone-at-cutoff', 'g1', T0 + 100);
     await sweepStore.connect(connectChange('gone-after-cutoff', 'g2', T0));
-    await sweepStore.disconnect({ connectionId: 'g2', at: T0 + 101 });
+    await leaveOwn('gone-after-cutoff', 'g2', T0 + 101);
     await sweepStore.connect(connectChange('connected-before', 'g3', T0 + 99));
     await sweepStore.connect(connectChange('connected-at-cutoff', 'g4', T0 + 100));
     await sweepStore.applyEntry({ ...template('hand-made'), spec: { address: '10.1.1.1' } });
@@ -606,9 +655,26 @@ describe('sweep index', () => {
     expect(counter.itemsRead()).toBe(1);
   });
 
+  it('finds connected entries whose newest connect is in a liveness window, half-open', async () => {
+    const base = T0 + 10_000_000;
+    await sweepStore.connect(connectChange('live-before', 'l1', base - 1));
+    await sweepStore.connect(connectChange('live-from', 'l2', base));
+    await sweepStore.connect(connectChange('live-inside', 'l3', base + 500));
+    await sweepStore.connect(connectChange('live-to', 'l4', base + 1000));
+    counter.reset();
+
+    const names: string[] = [];
+    for await (const record of sweepStore.connectedIn([{ from: base, to: base + 1000 }], 100)) {
+      names.push(record.entry.metadata.name);
+    }
+
+    expect(names.sort()).toEqual(['live-from', 'live-inside']);
+    expect(counter.counts()).toEqual({ Query: 4 });
+  });
+
   it('loses a conditional delete to a reconnect that landed after the read', async () => {
     await sweepStore.connect(connectChange('comes-back', 'r1', T0));
-    await sweepStore.disconnect({ connectionId: 'r1', at: T0 + 10 });
+    await leaveOwn('comes-back', 'r1', T0 + 10);
     let read: EntryRecord | undefined;
     for await (const record of sweepStore.sweepCandidates(
       { disconnectedAtOrBefore: T0 + 10, connectedBefore: 0 },
@@ -619,16 +685,16 @@ describe('sweep index', () => {
     await sweepStore.connect(connectChange('comes-back', 'r2', T0 + 20));
 
     expect(read && (await sweepStore.deleteSwept(read))).toBe('conflict');
-    expect(
-      (await sweepStore.getEntry({ namespace: NS, name: 'comes-back' }))?.connection?.connectedAt,
-    ).toBe(T0 + 20);
+    expect((await sweepStore.getEntry(ref('comes-back')))?.connection?.connectedAt).toBe(T0 + 20);
   });
 
-  it('deletes a stale entry at the revision read, with the records of its lost connections', async () => {
+  it('deletes a stale entry at the revision read, and calls a resent delete of it deleted', async () => {
     await sweepStore.connect(connectChange('lost-disconnect', 's1', T0 - 5));
-    const record = await sweepStore.getEntry({ namespace: NS, name: 'lost-disconnect' });
+    const record = await sweepStore.getEntry(ref('lost-disconnect'));
     counter.reset();
 
+    expect(record && (await sweepStore.deleteSwept(record))).toBe('deleted');
+    // The SDK resends a delete whose response was lost: the entry is gone, not in conflict.
     expect(record && (await sweepStore.deleteSwept(record))).toBe('deleted');
 
     expect(counter.requests()[0]?.input).toEqual({
@@ -637,7 +703,6 @@ describe('sweep index', () => {
       ConditionExpression: 'revision = :revision',
       ExpressionAttributeValues: { ':revision': 1 },
     });
-    expect(await sweepStore.getEntry({ namespace: NS, name: 'lost-disconnect' })).toBeUndefined();
-    expect(await sweepStore.getConnection('s1')).toBeUndefined();
+    expect(await sweepStore.getEntry(ref('lost-disconnect'))).toBeUndefined();
   });
 });

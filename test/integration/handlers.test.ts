@@ -45,6 +45,8 @@ let deps: Dependencies;
 let counter: RequestCounter;
 let clock = T0;
 let nextConnection = 0;
+/** What API Gateway keeps of each accepted connection and repeats on its later events. */
+const connections = new Map<string, { connectedAt: number; authorizer: AuthorizerContext }>();
 
 const webGroup: WorkloadGroup = {
   apiVersion: 'networking.istio.io/v1',
@@ -189,16 +191,24 @@ async function gatewayConnect(
   const allowed = decision.policyDocument.Statement.every((s) => s.Effect === 'Allow');
   if (!allowed) return { statusCode: 403, connectionId };
   const context = { ...decision.context, principalId: decision.principalId };
-  return { ...(await connectWithContext(connectionId, query, context)), connectionId };
+  const result = await connectWithContext(connectionId, query, context);
+  if (result.statusCode === 200) connections.set(connectionId, { connectedAt: clock, authorizer: context });
+  return { ...result, connectionId };
+}
+
+/** The connection's later events carry its connect time and the authorizer's context. */
+function laterContext(connectionId: string, routeKey: string) {
+  const known = connections.get(connectionId);
+  return {
+    ...requestContext(connectionId, routeKey, clock),
+    ...(known ? { connectedAt: known.connectedAt, authorizer: known.authorizer } : {}),
+  };
 }
 
 async function disconnect(connectionId: string): Promise<WebSocketResult> {
   return createDisconnectHandler(deps)(
     {
-      requestContext: {
-        ...requestContext(connectionId, '$disconnect', clock),
-        eventType: 'DISCONNECT',
-      },
+      requestContext: { ...laterContext(connectionId, '$disconnect'), eventType: 'DISCONNECT' },
     },
     lambdaContext('disconnect'),
   );
@@ -207,7 +217,7 @@ async function disconnect(connectionId: string): Promise<WebSocketResult> {
 async function send(connectionId: string, body: string, routeKey = '$default') {
   const result = await createMessageHandler(deps)(
     {
-      requestContext: { ...requestContext(connectionId, routeKey, clock), eventType: 'MESSAGE' },
+      requestContext: { ...laterContext(connectionId, routeKey), eventType: 'MESSAGE' },
       body,
       isBase64Encoded: false,
     },
@@ -468,17 +478,32 @@ describe('messages', () => {
     expect(health?.message).toBeUndefined();
   });
 
-  it("ignores the replaced connection's health report after a reconnect", async () => {
+  it('lands health from every connection that holds the entry, newest report first', async () => {
     const { token } = await issueToken({ serviceAccount: 'web-sa' });
-    const old = await gatewayConnect({ ...WEB, ip: '10.3.0.3' }, { token });
+    const first = await gatewayConnect({ ...WEB, ip: '10.3.0.3' }, { token });
     clock = T0 + 1000;
-    const fresh = await gatewayConnect({ ...WEB, ip: '10.3.0.3' }, { token });
+    const second = await gatewayConnect({ ...WEB, ip: '10.3.0.3' }, { token });
     clock = T0 + 2000;
+    await send(second.connectionId, '{"action":"health","healthy":true}', 'health');
+    clock = T0 + 3000;
+    // The first connection still holds the entry (its $disconnect has not run): it counts.
+    const later = await send(first.connectionId, '{"action":"health","healthy":false}', 'health');
+    expect(later.reply).toEqual({ action: 'health', ok: true });
+    expect((await entry('web-10.3.0.3'))?.health?.status).toBe('False');
+  });
+
+  it('tells a connection whose $disconnect ran that it holds nothing, and changes nothing', async () => {
+    const { token } = await issueToken({ serviceAccount: 'web-sa' });
+    const old = await gatewayConnect({ ...WEB, ip: '10.3.0.4' }, { token });
+    clock = T0 + 1000;
+    const fresh = await gatewayConnect({ ...WEB, ip: '10.3.0.4' }, { token });
     await send(fresh.connectionId, '{"action":"health","healthy":true}', 'health');
+    clock = T0 + 2000;
+    await disconnect(old.connectionId);
     clock = T0 + 3000;
     const late = await send(old.connectionId, '{"action":"health","healthy":false}', 'health');
-    expect(late.reply).toEqual({ action: 'health', ok: true });
-    expect((await entry('web-10.3.0.3'))?.health?.status).toBe('True');
+    expect(late.reply).toMatchObject({ ok: false, error: { code: 'NotRegistered' } });
+    expect((await entry('web-10.3.0.4'))?.health?.status).toBe('True');
   });
 
   it("describes the connection's entry with the group's probe", async () => {
@@ -520,7 +545,7 @@ describe('messages', () => {
   it('tells a connection that registered nothing to reconnect, and writes nothing', async () => {
     counter.reset();
     const { reply } = await send('stranger=', '{"action":"health","healthy":true}', 'health');
-    expect(reply).toMatchObject({ ok: false, error: { code: 'NotFound' } });
+    expect(reply).toMatchObject({ ok: false, error: { code: 'NotRegistered' } });
     expect(writes()).toBe(0);
   });
 });
