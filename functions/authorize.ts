@@ -3,11 +3,11 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import { verifyJoinToken } from '../lib/auth/join-token.ts';
 import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
-import { countError, logger, metrics } from '../lib/observability.ts';
+import { countRefusal, logger, metrics } from '../lib/observability.ts';
 import { bearerToken } from '../lib/protocol/bearer-token.ts';
-import { errorsLoggedAndRethrown } from '../lib/protocol/error-response.ts';
 import { carriedEntryContext, requestedEntry } from '../lib/protocol/carried-entry.ts';
 import { parseConnectRequest } from '../lib/protocol/connect-request.ts';
+import { errorsLoggedAndRethrown } from '../lib/protocol/error-response.ts';
 import { authorizerContext, tokenPrincipal } from '../lib/protocol/identity.ts';
 import type {
   AuthorizerResult,
@@ -39,7 +39,7 @@ export function createAuthorizeHandler(
         tokenNamespace: token.namespace,
         requestedNamespace: requested.slice(0, 63),
       });
-      countError('Forbidden');
+      countRefusal('Forbidden');
       return policy(tokenPrincipal(token), 'Deny', event.methodArn);
     }
     logger.info('join token accepted', { namespace: token.namespace });
@@ -49,8 +49,9 @@ export function createAuthorizeHandler(
     };
   }
 
+  // logEvent: false whatever POWERTOOLS_LOGGER_LOG_EVENT says: the event holds the token.
   return middy<WebSocketAuthorizerEvent, AuthorizerResult>()
-    .use(injectLambdaContext(logger, { resetKeys: true }))
+    .use(injectLambdaContext(logger, { resetKeys: true, logEvent: false }))
     .use(logMetrics(metrics))
     .use(
       errorsLoggedAndRethrown(logger, (_error, outcome) =>

@@ -41,8 +41,9 @@ export function createConnectHandler(
     return { statusCode: 200 };
   }
 
+  // Never log the event (POWERTOOLS_LOGGER_LOG_EVENT): its headers carry credentials.
   return middy<WebSocketConnectEvent, WebSocketResult>()
-    .use(injectLambdaContext(logger, { resetKeys: true }))
+    .use(injectLambdaContext(logger, { resetKeys: true, logEvent: false }))
     .use(logMetrics(metrics))
     .use(errorsToResponses(logger))
     .handler(onConnect);

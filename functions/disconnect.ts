@@ -49,8 +49,9 @@ export function createDisconnectHandler(
     return { statusCode: 200 };
   }
 
+  // Never log the event (POWERTOOLS_LOGGER_LOG_EVENT): its headers carry credentials.
   return middy<WebSocketDisconnectEvent, WebSocketResult>()
-    .use(injectLambdaContext(logger, { resetKeys: true }))
+    .use(injectLambdaContext(logger, { resetKeys: true, logEvent: false }))
     .use(logMetrics(metrics))
     .use(errorsToResponses(logger))
     .handler(onDisconnect);

@@ -31,8 +31,9 @@ export function createMessageHandler(
     return { statusCode: 200, body: JSON.stringify(reply) };
   }
 
+  // Never log the event (POWERTOOLS_LOGGER_LOG_EVENT): its headers carry credentials.
   return middy<WebSocketMessageEvent, WebSocketResult>()
-    .use(injectLambdaContext(logger, { resetKeys: true }))
+    .use(injectLambdaContext(logger, { resetKeys: true, logEvent: false }))
     .use(logMetrics(metrics))
     .use(errorsToResponses(logger, { refusalsAsReplies: true }))
     .handler(onMessage);

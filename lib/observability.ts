@@ -24,7 +24,13 @@ export const METRIC = {
   phantomHolders: 'PhantomHoldersDropped',
   /** Connected entries whose holders the sweeper checked with API Gateway. */
   livenessChecks: 'LivenessChecks',
-  errors: 'Errors',
+  /**
+   * A request the registrar refused because of the caller (bad token, invalid field, unknown
+   * group, conflict): an outcome, never a page. By `Reason` (the error code) and in total.
+   */
+  refused: 'Refused',
+  /** A failure of the registrar or a dependency (the table, the gateway): pages. */
+  faults: 'Faults',
 } as const;
 
 export type MetricName = (typeof METRIC)[keyof typeof METRIC];
@@ -56,11 +62,23 @@ export function recordCount(name: MetricName, value: number): void {
 }
 
 /**
- * Counts an error by reason. A single metric carries its own `Reason` dimension without
- * adding it to the outcome counters flushed at the end of the invocation.
+ * Counts a refusal: once with its `Reason` (the error code, e.g. `Unauthenticated`) for the
+ * dashboard, once in the service total that the refusal-spike alarm watches. A single metric
+ * carries its own `Reason` dimension without adding it to the outcome counters flushed at the
+ * end of the invocation.
  */
-export function countError(reason: string): void {
+export function countRefusal(reason: string): void {
+  countByReason(METRIC.refused, reason);
+}
+
+/** Counts a fault: by `Reason` (the error's name, e.g. `TimeoutError`) and in total. */
+export function countFault(reason: string): void {
+  countByReason(METRIC.faults, reason);
+}
+
+function countByReason(name: MetricName, reason: string): void {
   const single = metrics.singleMetric();
   single.addDimension('Reason', reason);
-  single.addMetric(METRIC.errors, MetricUnit.Count, 1);
+  single.addMetric(name, MetricUnit.Count, 1);
+  metrics.addMetric(name, MetricUnit.Count, 1);
 }

@@ -2,6 +2,7 @@ import { Duration, Stack } from 'aws-cdk-lib';
 import type { WebSocketApi, WebSocketStage } from 'aws-cdk-lib/aws-apigatewayv2';
 import {
   Alarm,
+  AnomalyDetectionAlarm,
   ComparisonOperator,
   Dashboard,
   GraphWidget,
@@ -34,8 +35,8 @@ export interface MonitoringProps {
 const FIVE_MINUTES = Duration.minutes(5);
 
 /**
- * The registrar's outcome counters (Powertools EMF, namespace WorkloadRegistrar). Outcomes
- * carry the `service` dimension Powertools adds; errors add `Reason`.
+ * The registrar's outcome counters (Powertools EMF, namespace WorkloadRegistrar) in their
+ * service total: the dimension Powertools adds to every metric.
  */
 export function registrarMetric(name: MetricName, label: string): Metric {
   return new Metric({
@@ -48,18 +49,49 @@ export function registrarMetric(name: MetricName, label: string): Metric {
   });
 }
 
-/**
- * Errors of every reason, summed. Each reason is its own metric (dimensions service + Reason)
- * and an alarm cannot SEARCH, so this is a Metrics Insights query, which alarms can evaluate.
- */
-export function registrationErrors(): MathExpression {
-  return new MathExpression({
-    expression: `SELECT SUM(${METRIC.errors}) FROM SCHEMA("${METRICS_NAMESPACE}", Reason, service)`,
-    usingMetrics: {},
+/** One reason of `Refused` or `Faults` (the error code or name), e.g. `Unauthenticated`. */
+export function registrarMetricByReason(name: MetricName, reason: string): Metric {
+  return new Metric({
+    namespace: METRICS_NAMESPACE,
+    metricName: name,
+    dimensionsMap: { service: SERVICE_NAME, Reason: reason },
+    statistic: 'Sum',
     period: FIVE_MINUTES,
-    label: 'Registrar errors (all reasons)',
+    label: `${name} ${reason}`,
   });
 }
+
+/** A metric by reason for the dashboard: a Metrics Insights query, one line per `Reason`. */
+function byReason(name: MetricName): MathExpression {
+  return new MathExpression({
+    expression: `SELECT SUM(${name}) FROM SCHEMA("${METRICS_NAMESPACE}", Reason, service) GROUP BY Reason`,
+    usingMetrics: {},
+    period: FIVE_MINUTES,
+    label: name,
+  });
+}
+
+/**
+ * The authorizer's failures that are not refused tokens. API Gateway answers 401 only when a
+ * REQUEST authorizer throws `Unauthorized`, so every bad, expired or revoked token is a Lambda
+ * error; the authorizer counts each as `Refused{Reason=Unauthenticated}` before it throws. In
+ * token mode no other function refuses with Unauthenticated (identity comes from the
+ * authorizer), so Lambda errors minus those refusals are the crashes, timeouts and faults.
+ */
+export function authorizerFailures(authorize: IFunction): MathExpression {
+  return new MathExpression({
+    expression: 'errors - FILL(refusedTokens, 0)',
+    usingMetrics: {
+      errors: authorize.metricErrors({ period: FIVE_MINUTES, statistic: 'Sum' }),
+      refusedTokens: registrarMetricByReason(METRIC.refused, 'Unauthenticated'),
+    },
+    period: FIVE_MINUTES,
+    label: 'Authorizer errors that are not refused tokens',
+  });
+}
+
+/** Faults that page: 3 in 5 minutes (the SDK already retried each request 3 times). */
+export const FAULT_THRESHOLD = 3;
 
 /** Alarms on everything that needs a person, an SNS topic for them, and one dashboard. */
 export class Monitoring extends Construct {
@@ -75,19 +107,25 @@ export class Monitoring extends Construct {
     });
     if (props.alarmEmail) this.topic.addSubscription(new EmailSubscription(props.alarmEmail));
 
-    // Errors the functions counted: failed registrations, disconnects, health writes, sweeps.
-    this.alarm('RegistrationErrors', registrationErrors(), {
-      threshold: 5,
-      description:
-        'The registrar counted 5 or more errors in 5 minutes (metric WorkloadRegistrar/Errors, all reasons). See docs/deploy.md#registrationerrors.',
+    // Faults the functions counted (the table or the gateway failed, a bug): never refusals,
+    // which anyone on the internet can cause and which are outcomes, not errors.
+    this.alarm('RegistrarFaults', registrarMetric(METRIC.faults, 'Faults (all reasons)'), {
+      threshold: FAULT_THRESHOLD,
+      description: `The registrar counted ${FAULT_THRESHOLD} or more faults in 5 minutes (metric ${METRICS_NAMESPACE}/${METRIC.faults}; refusals are not counted). See docs/deploy.md#registrarfaults.`,
     });
+    this.refusalSpikeAlarm();
 
     for (const { name, fn } of [...props.functions, { name: 'sweeper', fn: props.sweeper }]) {
       const title = name.charAt(0).toUpperCase() + name.slice(1);
-      // A handled refusal is a status code, not a Lambda error: any error is a crash.
-      this.alarm(`${title}Errors`, fn.metricErrors({ period: FIVE_MINUTES, statistic: 'Sum' }), {
+      // A handled refusal is a status code, not a Lambda error: any error is a crash. The
+      // authorizer is the exception: its 401 is a thrown error, subtracted here.
+      const errors =
+        name === 'authorize'
+          ? authorizerFailures(fn)
+          : fn.metricErrors({ period: FIVE_MINUTES, statistic: 'Sum' });
+      this.alarm(`${title}Errors`, errors, {
         threshold: 1,
-        description: `The ${name} function failed (uncaught error or timeout). See docs/deploy.md#function-errors.`,
+        description: `The ${name} function failed (uncaught error or timeout${name === 'authorize' ? ', refused tokens excluded' : ''}). See docs/deploy.md#function-errors.`,
       });
       this.alarm(
         `${title}Throttles`,
@@ -123,6 +161,27 @@ export class Monitoring extends Construct {
     });
 
     this.dashboard = this.buildDashboard(props);
+  }
+
+  /**
+   * Refusals far above their usual level for 15 minutes: not a fault of the registrar, but
+   * how an operator learns that a fleet cannot register (tokens expired, a group deleted, a
+   * bad agent rollout). Sustained and relative to the learned band, so one client's burst of
+   * bad requests does not page; it notifies the topic like the other alarms.
+   */
+  private refusalSpikeAlarm(): void {
+    const alarm = new AnomalyDetectionAlarm(this, 'RefusalSpike', {
+      metric: registrarMetric(METRIC.refused, 'Refused (all reasons)'),
+      stdDevs: 4,
+      evaluationPeriods: 3,
+      datapointsToAlarm: 3,
+      comparisonOperator: ComparisonOperator.GREATER_THAN_UPPER_THRESHOLD,
+      treatMissingData: TreatMissingData.NOT_BREACHING,
+      alarmDescription: `Refusals (metric ${METRICS_NAMESPACE}/${METRIC.refused}) stayed above their anomaly band for 15 minutes. See docs/deploy.md#refusalspike.`,
+    });
+    alarm.addAlarmAction(new SnsAction(this.topic));
+    alarm.addOkAction(new SnsAction(this.topic));
+    this.alarms.push(alarm);
   }
 
   private alarm(
@@ -172,14 +231,8 @@ export class Monitoring extends Construct {
     );
     dashboard.addWidgets(
       graph('Health transitions', [registrarMetric(METRIC.healthTransitions, 'Transitions')]),
-      graph('Errors by reason', [
-        new MathExpression({
-          expression: `SELECT SUM(${METRIC.errors}) FROM SCHEMA("${METRICS_NAMESPACE}", Reason, service) GROUP BY Reason`,
-          usingMetrics: {},
-          period: FIVE_MINUTES,
-          label: 'Errors',
-        }),
-      ]),
+      graph('Faults by reason', [byReason(METRIC.faults)]),
+      graph('Refusals by reason', [byReason(METRIC.refused)]),
       graph(
         'Function errors',
         [...props.functions, { name: 'sweeper', fn: props.sweeper }].map(({ name, fn }) =>

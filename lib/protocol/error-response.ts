@@ -1,7 +1,7 @@
 import type { Logger } from '@aws-lambda-powertools/logger';
 import type { MiddlewareObj } from '@middy/core';
 import { RegistrarError } from '../domain/errors.ts';
-import { countError } from '../observability.ts';
+import { countFault, countRefusal } from '../observability.ts';
 import { type ErrorReply, errorReply } from './replies.ts';
 import type { WebSocketResult } from './websocket-events.ts';
 
@@ -35,6 +35,23 @@ export function errorOutcome(error: unknown): ErrorOutcome {
   };
 }
 
+/**
+ * Counts an error as what it is: a refusal (the caller's mistake, `Refused` by code) or a
+ * fault (ours or a dependency's, `Faults` by error name). Only faults page: anyone on the
+ * internet can produce refusals.
+ */
+export function countOutcome(error: unknown, outcome: ErrorOutcome): void {
+  if (outcome.expected) countRefusal(outcome.reply.error.code);
+  else countFault(faultReason(error));
+}
+
+/** The error's name (`TimeoutError`, `ProvisionedThroughputExceededException`) as a metric dimension. */
+export function faultReason(error: unknown): string {
+  const name = error instanceof Error ? error.name : undefined;
+  // A dimension value is shown on dashboards and keys a metric: keep it short and plain.
+  return name !== undefined && /^[A-Za-z][A-Za-z0-9.]{0,63}$/.test(name) ? name : 'UnknownError';
+}
+
 /** Logs an error the way every function does: refusals as warnings, faults with their cause. */
 export function logError(logger: Logger, error: unknown, outcome: ErrorOutcome): void {
   if (outcome.expected) {
@@ -66,7 +83,7 @@ export function errorsToResponses(
     onError: (request) => {
       const outcome = errorOutcome(request.error);
       logError(logger, request.error, outcome);
-      countError(outcome.reply.error.code);
+      countOutcome(request.error, outcome);
       const statusCode = options.refusalsAsReplies && outcome.expected ? 200 : outcome.statusCode;
       // Setting the response (not returning it) lets the metrics and logger middlewares
       // registered before this one still flush and reset in their own onError.
@@ -89,7 +106,7 @@ export function errorsLoggedAndRethrown(
     onError: (request) => {
       const outcome = errorOutcome(request.error);
       logError(logger, request.error, outcome);
-      countError(outcome.reply.error.code);
+      countOutcome(request.error, outcome);
       const replacement = replace?.(request.error, outcome);
       if (replacement) request.error = replacement;
     },

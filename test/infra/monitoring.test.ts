@@ -1,5 +1,7 @@
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { FAULT_THRESHOLD } from '../../infra/constructs/monitoring.ts';
+import { METRIC, METRICS_NAMESPACE, SERVICE_NAME } from '../../lib/observability.ts';
 import { synthTemplate } from './synth-stack.ts';
 
 const TOPIC = { Ref: Match.stringLikeRegexp('^MonitoringAlarmTopic') };
@@ -10,39 +12,109 @@ describe('alarms and dashboard', () => {
     template = synthTemplate();
   });
 
-  it('alarms on 5 registrar errors of any reason in 5 minutes', () => {
+  it('pages on faults the functions counted, under the metric name the code emits', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Metrics: [
         Match.objectLike({
-          Expression: 'SELECT SUM(Errors) FROM SCHEMA("WorkloadRegistrar", Reason, service)',
-          Period: 300,
+          MetricStat: {
+            Metric: {
+              Namespace: METRICS_NAMESPACE,
+              MetricName: METRIC.faults,
+              Dimensions: [{ Name: 'service', Value: SERVICE_NAME }],
+            },
+            Period: 300,
+            Stat: 'Sum',
+          },
         }),
       ],
-      Threshold: 5,
+      Threshold: FAULT_THRESHOLD,
       ComparisonOperator: 'GreaterThanOrEqualToThreshold',
       AlarmActions: [TOPIC],
     });
   });
 
-  it.each(['Authorize', 'Connect', 'Disconnect', 'Message', 'Sweep'])(
-    'alarms on any error and any throttle of the %s function',
+  it('has no static alarm on refusals: a stranger with a bad token cannot page', () => {
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
+    const onRefusals = alarms.filter((alarm) =>
+      JSON.stringify(alarm.Properties).includes(`"MetricName":"${METRIC.refused}"`),
+    );
+    // Only two read it: the anomaly band of the refusal spike, and the authorizer alarm that
+    // subtracts refused tokens from its Lambda errors.
+    expect(onRefusals.map((a) => a.Properties.ComparisonOperator).sort()).toEqual([
+      'GreaterThanOrEqualToThreshold',
+      'GreaterThanUpperThreshold',
+    ]);
+  });
+
+  it('alarms on a sustained refusal spike against an anomaly band', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      ComparisonOperator: 'GreaterThanUpperThreshold',
+      EvaluationPeriods: 3,
+      DatapointsToAlarm: 3,
+      ThresholdMetricId: Match.anyValue(),
+      Metrics: Match.arrayWith([
+        Match.objectLike({ Expression: Match.stringLikeRegexp('^ANOMALY_DETECTION_BAND') }),
+        Match.objectLike({
+          MetricStat: Match.objectLike({
+            Metric: Match.objectLike({
+              Namespace: METRICS_NAMESPACE,
+              MetricName: METRIC.refused,
+              Dimensions: [{ Name: 'service', Value: SERVICE_NAME }],
+            }),
+          }),
+        }),
+      ]),
+      AlarmActions: [TOPIC],
+    });
+  });
+
+  it('alarms on authorizer errors minus the tokens it refused (its 401 is a thrown error)', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Threshold: 1,
+      Metrics: Match.arrayWith([
+        Match.objectLike({ Expression: 'errors - FILL(refusedTokens, 0)', ReturnData: true }),
+        Match.objectLike({
+          Id: 'errors',
+          MetricStat: Match.objectLike({
+            Metric: Match.objectLike({
+              Namespace: 'AWS/Lambda',
+              MetricName: 'Errors',
+              Dimensions: [
+                {
+                  Name: 'FunctionName',
+                  Value: { Ref: Match.stringLikeRegexp('^FunctionsAuthorize') },
+                },
+              ],
+            }),
+          }),
+        }),
+        Match.objectLike({
+          Id: 'refusedTokens',
+          MetricStat: Match.objectLike({
+            Metric: Match.objectLike({
+              Namespace: METRICS_NAMESPACE,
+              MetricName: METRIC.refused,
+              Dimensions: Match.arrayWith([{ Name: 'Reason', Value: 'Unauthenticated' }]),
+            }),
+          }),
+        }),
+      ]),
+      AlarmActions: [TOPIC],
+    });
+  });
+
+  it.each(['Connect', 'Disconnect', 'Message', 'Sweep'])(
+    'alarms on any Lambda error of the %s function (its refusals are responses, not errors)',
     (name) => {
-      for (const metricName of ['Errors', 'Throttles']) {
-        template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-          Namespace: 'AWS/Lambda',
-          MetricName: metricName,
-          Dimensions: [
-            {
-              Name: 'FunctionName',
-              Value: { Ref: Match.stringLikeRegexp(`^(Functions)?${name}`) },
-            },
-          ],
-          Statistic: 'Sum',
-          Threshold: 1,
-          ComparisonOperator: 'GreaterThanOrEqualToThreshold',
-          AlarmActions: [TOPIC],
-        });
-      }
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        Namespace: 'AWS/Lambda',
+        MetricName: 'Errors',
+        Dimensions: [
+          { Name: 'FunctionName', Value: { Ref: Match.stringLikeRegexp(`^(Functions)?${name}`) } },
+        ],
+        Threshold: 1,
+        AlarmActions: [TOPIC],
+      });
     },
   );
 
@@ -88,8 +160,8 @@ describe('alarms and dashboard', () => {
 
   it('sends every alarm, and its recovery, to the alarm topic', () => {
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
-    // registrar errors + 5 functions x (errors, throttles) + missed sweeps + $connect errors
-    expect(alarms.length).toBe(1 + 5 * 2 + 1 + 1);
+    // faults + refusal spike + 5 functions x (errors, throttles) + missed sweeps + $connect
+    expect(alarms.length).toBe(1 + 1 + 5 * 2 + 1 + 1);
     for (const alarm of alarms) {
       expect(alarm.Properties.AlarmActions).toEqual([expect.objectContaining(TOPIC_SHAPE)]);
       expect(alarm.Properties.OKActions).toEqual([expect.objectContaining(TOPIC_SHAPE)]);
@@ -117,16 +189,17 @@ describe('alarms and dashboard', () => {
       'Disconnects',
       'Sweeps',
       'Health transitions',
-      'Errors by reason',
+      'Faults by reason',
+      'Refusals by reason',
     ]) {
       expect(body).toContain(`\\"title\\":\\"${title}\\"`);
     }
     for (const metric of [
-      'Registered',
-      'Reconnected',
-      'Unregistered',
-      'Swept',
-      'HealthTransitions',
+      METRIC.registered,
+      METRIC.reconnected,
+      METRIC.unregistered,
+      METRIC.swept,
+      METRIC.healthTransitions,
     ]) {
       expect(body).toContain(`\\"WorkloadRegistrar\\",\\"${metric}\\"`);
     }
