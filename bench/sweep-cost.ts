@@ -1,4 +1,5 @@
 import { startDynalite } from '../infra/local/dynalite-server.ts';
+import { entryOrigin } from '../lib/domain/entry-name.ts';
 import { buildRegistration } from '../lib/domain/build-entry.ts';
 import type { WorkloadGroup } from '../lib/domain/model.ts';
 import { runSweep } from '../lib/registration/sweep.ts';
@@ -51,21 +52,26 @@ export async function measureSweepCost(entries = 10_000, due = 100): Promise<Swe
           ? now - 60 * MINUTE
           : now - 30 * MINUTE;
       const connectionId = `c${i}`;
+      const built = buildRegistration(
+        group,
+        { group: 'bench', namespace: 'bench', ips: [ip], labels: {} },
+        connectedAt,
+      );
       await store.connect({
-        ...buildRegistration(
-          group,
-          { group: 'bench', namespace: 'bench', ips: [ip], labels: {} },
-          connectedAt,
-        ),
+        ...built,
+        origin: entryOrigin('bench', ip),
+        mayCreate: true,
+        recordConnection: false,
         groupGeneration: 1,
         connectionId,
         connectedAt,
         controller: 'bench',
         identity: { principal: 'token:bench', namespace: 'bench' },
       });
-      if (isDue && !stale) await store.disconnect({ connectionId, at: now - 10 * MINUTE });
+      const entry = built.entry.metadata;
+      if (isDue && !stale) await store.leave({ connectionId, entry, at: now - 10 * MINUTE });
       else if (!isDue && i < due + recentlyDisconnected) {
-        await store.disconnect({ connectionId, at: now - 1 * MINUTE });
+        await store.leave({ connectionId, entry, at: now - 1 * MINUTE });
       }
     });
     const counter = countRequests(raw);

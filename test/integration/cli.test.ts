@@ -84,6 +84,9 @@ async function registerVm(name: string, connectedAt: number, connectionId: strin
       },
     },
     autoRegistrationGroup: 'web',
+    origin: 'test-origin',
+    mayCreate: true,
+    recordConnection: false,
     healthChecksEnabled: true,
     groupGeneration: 1,
     connectionId,
@@ -247,6 +250,9 @@ spec: { address: 10.9.9.9 }
         spec: { address: '10.0.0.1' },
       },
       autoRegistrationGroup: 'web',
+      origin: 'test-origin',
+      mayCreate: true,
+      recordConnection: false,
       healthChecksEnabled: false,
       groupGeneration: 1,
       connectionId: `${namespace}-${name}`,
@@ -379,7 +385,7 @@ spec: {address: 10.9.9.9}
 
   it('sweeps a long-disconnected entry and never the hand-made one', async () => {
     await registerVm('web-10-0-0-8', NOW - 60 * MINUTE, 'conn-2');
-    await store.disconnect({ connectionId: 'conn-2', at: NOW - 59 * MINUTE });
+    await store.leave({ connectionId: 'conn-2', entry: { namespace: 'shop', name: 'web-10-0-0-8' }, at: NOW - 59 * MINUTE });
 
     const dryRun = await registrar(['sweep', '--dry-run']);
     expect(dryRun.code).toBe(0);
@@ -399,7 +405,7 @@ spec: {address: 10.9.9.9}
 
   it('uses the grace period given on the command line', async () => {
     await registerVm('web-10-0-0-9', NOW - 10 * MINUTE, 'conn-3');
-    await store.disconnect({ connectionId: 'conn-3', at: NOW - 2 * MINUTE });
+    await store.leave({ connectionId: 'conn-3', entry: { namespace: 'shop', name: 'web-10-0-0-9' }, at: NOW - 2 * MINUTE });
     expect((await registrar(['sweep', '--dry-run'])).stdout).toBe('');
     expect((await registrar(['sweep', '--dry-run', '--grace-period', '1m'])).stdout).toMatch(
       /"web-10-0-0-9" would be deleted/,

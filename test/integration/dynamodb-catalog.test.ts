@@ -114,6 +114,9 @@ describe('hand-made entries', () => {
     await store.connect({
       entry: entry('e2', 'vm'),
       autoRegistrationGroup: 'web',
+      origin: 'test-origin',
+      mayCreate: true,
+      recordConnection: false,
       healthChecksEnabled: false,
       groupGeneration: 1,
       connectionId: 'e2-c',
@@ -149,6 +152,9 @@ describe('hand-made entries', () => {
     await store.connect({
       entry: entry('e4', 'vm'),
       autoRegistrationGroup: 'web',
+      origin: 'test-origin',
+      mayCreate: true,
+      recordConnection: false,
       healthChecksEnabled: false,
       groupGeneration: 1,
       connectionId: 'e4-c',

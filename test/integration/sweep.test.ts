@@ -50,6 +50,9 @@ function connectChange(name: string, connectionId: string, connectedAt: number):
   return {
     entry: template(name),
     autoRegistrationGroup: 'web',
+    origin: 'test-origin',
+    mayCreate: true,
+    recordConnection: false,
     healthChecksEnabled: false,
     groupGeneration: 1,
     connectionId,
@@ -61,8 +64,19 @@ function connectChange(name: string, connectionId: string, connectedAt: number):
 
 async function disconnected(store: RegistryStore, name: string, at: number) {
   await store.connect(connectChange(name, `${name}-c`, at - HOUR));
-  await store.disconnect({ connectionId: `${name}-c`, at });
+  await store.leave({ connectionId: `${name}-c`, entry: { namespace: NS, name }, at });
 }
+
+/** For stand-in stores in runs without a liveness check: these are never called. */
+const NO_LIVENESS_STORE: Pick<
+  SweepStore,
+  'connectedIn' | 'dropHolders' | 'livenessMark' | 'setLivenessMark'
+> = {
+  async *connectedIn() {},
+  dropHolders: async () => 'unchanged',
+  livenessMark: async () => undefined,
+  setLivenessMark: async () => {},
+};
 
 function options(overrides: Partial<SweepOptions> = {}): SweepOptions {
   return {
@@ -129,6 +143,7 @@ describe('runSweep', () => {
         deletes.push(record);
         return 'deleted';
       },
+      ...NO_LIVENESS_STORE,
     };
 
     const result = await runSweep(store, options());
@@ -185,6 +200,7 @@ describe('runSweep', () => {
     await disconnected(store, 'returns', NOW - HOUR);
     // The VM reconnects after the sweeper read the entry and before its delete.
     const racing: SweepStore = {
+      ...NO_LIVENESS_STORE,
       sweepCandidates: (cutoffs, limit) => store.sweepCandidates(cutoffs, limit),
       deleteSwept: async (record) => {
         await store.connect(connectChange('returns', 'returns-2', NOW));

@@ -4,7 +4,6 @@
  * the store.
  */
 import type { SweepPolicy } from '../../lib/domain/sweep-policy.ts';
-import type { HealthReport } from '../../lib/store/registry-store.ts';
 
 interface ModelHealth {
   status: 'True' | 'False';
@@ -16,57 +15,76 @@ interface ModelHealth {
 interface ModelEntry {
   connectedAt?: number;
   disconnectedAt?: number;
-  connections: Set<string>;
-  newest: string;
+  /** Holder -> when it connected. */
+  holders: Map<string, number>;
+  newest?: string;
+  /** Connections whose disconnect came while they held nothing. */
+  departed: Set<string>;
   health?: ModelHealth;
+}
+
+export interface ModelReport {
+  connectionId: string;
+  healthy: boolean;
+  message?: string;
+  at: number;
 }
 
 export class LifecycleModel {
   readonly #policy: SweepPolicy;
   #entry: ModelEntry | undefined;
-  /** Connections whose record the store keeps (accepted, not yet disconnected or swept). */
-  readonly #records = new Set<string>();
 
   constructor(policy: SweepPolicy) {
     this.#policy = policy;
   }
 
-  connect(id: string, at: number): 'created' | 'reconnected' | 'stale' {
+  /** Rule 8: every accepted connect holds the entry, unless its own disconnect came first. */
+  connect(id: string, at: number): 'created' | 'reconnected' | 'joined' | 'departed' {
     const entry = this.#entry;
     if (!entry) {
-      this.#entry = { connectedAt: at, connections: new Set([id]), newest: id };
-      this.#records.add(id);
+      this.#entry = {
+        connectedAt: at,
+        holders: new Map([[id, at]]),
+        newest: id,
+        departed: new Set(),
+      };
       return 'created';
     }
-    if ((entry.connectedAt ?? -Infinity) >= at || (entry.disconnectedAt ?? -Infinity) >= at)
-      return 'stale';
+    if (entry.departed.has(id)) return 'departed';
+    entry.holders.set(id, at);
+    if (entry.connectedAt !== undefined && entry.connectedAt > at) return 'joined';
     entry.connectedAt = at;
     entry.disconnectedAt = undefined;
-    entry.connections.add(id);
     entry.newest = id;
-    this.#records.add(id);
     return 'reconnected';
   }
 
-  disconnect(
-    id: string,
-    at: number,
-  ): 'disconnected' | 'still-held' | 'unchanged' | 'unknown-connection' {
-    if (!this.#records.delete(id)) return 'unknown-connection';
+  disconnect(id: string, at: number): 'disconnected' | 'still-held' | 'not-holder' {
     const entry = this.#entry;
-    if (!entry?.connections.has(id)) return 'unchanged';
-    entry.connections.delete(id);
-    if (entry.connections.size > 0) return 'still-held';
+    if (!entry) return 'not-holder';
+    if (!entry.holders.has(id)) {
+      entry.departed.add(id);
+      return 'not-holder';
+    }
+    return this.drop([id], at);
+  }
+
+  /** Holders proved gone (a liveness check), or one that disconnected. */
+  drop(ids: string[], at: number): 'disconnected' | 'still-held' | 'not-holder' {
+    const entry = this.#entry;
+    if (!entry) return 'not-holder';
+    for (const id of ids) entry.holders.delete(id);
+    if (entry.holders.size > 0) return 'still-held';
     entry.connectedAt = undefined;
+    entry.newest = undefined;
     entry.disconnectedAt = at;
     return 'disconnected';
   }
 
-  health(report: HealthReport): 'transitioned' | 'refreshed' | 'ignored' | 'unknown-connection' {
-    if (!this.#records.has(report.connectionId)) return 'unknown-connection';
+  health(report: ModelReport): 'transitioned' | 'refreshed' | 'superseded' | 'not-holder' {
     const entry = this.#entry;
-    if (!entry || entry.newest !== report.connectionId) return 'ignored';
-    if (entry.health && entry.health.lastProbeTime >= report.at) return 'ignored';
+    if (!entry?.holders.has(report.connectionId)) return 'not-holder';
+    if (entry.health && entry.health.lastProbeTime >= report.at) return 'superseded';
     const status = report.healthy ? 'True' : 'False';
     const transitioned = entry.health?.status !== status;
     const health: ModelHealth = {
@@ -90,9 +108,11 @@ export class LifecycleModel {
       entry.connectedAt === undefined &&
       entry.disconnectedAt !== undefined &&
       now - entry.disconnectedAt >= this.#policy.gracePeriodMs;
-    if (!stale && !gone) return;
-    for (const id of entry.connections) this.#records.delete(id);
-    this.#entry = undefined;
+    if (stale || gone) this.#entry = undefined;
+  }
+
+  holders(): string[] {
+    return [...(this.#entry?.holders.keys() ?? [])].sort();
   }
 
   /** The entry as `summarize` shows a stored one; undefined when there is none. */
@@ -102,7 +122,8 @@ export class LifecycleModel {
     return {
       connectedAt: entry.connectedAt,
       disconnectedAt: entry.disconnectedAt,
-      connectionIds: [...entry.connections].sort(),
+      connectionIds: [...entry.holders.keys()].sort(),
+      holderSince: Object.fromEntries(entry.holders),
       newestConnectionId: entry.newest,
       health: entry.health,
     };

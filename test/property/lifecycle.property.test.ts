@@ -1,9 +1,11 @@
 /**
  * The lifecycle told as random stories of one VM: several connections open and close (make
- * before break), `$disconnect` events arrive late or never, health reports arrive out of order,
- * the sweeper runs and time jumps by minutes or hours. Each story runs against the real store on
- * dynalite and against a small reference model of the rules; after every event the stored entry
- * must equal the model's, and the product's promises must hold.
+ * before break), `$connect`s are processed after newer events, `$disconnect` events arrive
+ * late, twice, never, or before their own `$connect`; health reports arrive out of order,
+ * liveness checks drop holders API Gateway calls gone, the sweeper runs and time jumps by
+ * minutes or hours. Each story runs against the real store on dynalite and against a small
+ * reference model of the rules; after every event the stored entry must equal the model's,
+ * and the product's promises must hold.
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -23,7 +25,9 @@ const NS = 'prop';
 type Op =
   | { kind: 'connect'; delay: number; loseDisconnect: boolean }
   | { kind: 'close'; pick: number }
-  | { kind: 'deliver'; pick: number }
+  | { kind: 'deliver'; pick: number; duplicate: boolean }
+  | { kind: 'overtaken' }
+  | { kind: 'liveness' }
   | { kind: 'health'; pick: number; healthy: boolean; delay: number }
   | { kind: 'sweep' }
   | { kind: 'advance'; ms: number };
@@ -33,7 +37,7 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     weight: 4,
     arbitrary: fc.record({
       kind: fc.constant('connect' as const),
-      // Mostly on time; sometimes a connect processed after newer events (it must change nothing).
+      // Mostly on time; sometimes a connect processed after newer events (it still holds).
       delay: fc.oneof(
         { weight: 4, arbitrary: fc.constant(0) },
         { weight: 1, arbitrary: fc.integer({ min: 1, max: 4 }) },
@@ -42,7 +46,18 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     }),
   },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('close' as const), pick: fc.nat() }) },
-  { weight: 3, arbitrary: fc.record({ kind: fc.constant('deliver' as const), pick: fc.nat() }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({
+      kind: fc.constant('deliver' as const),
+      pick: fc.nat(),
+      // API Gateway may deliver a $disconnect twice.
+      duplicate: fc.boolean(),
+    }),
+  },
+  // A connection whose $disconnect is processed before its own $connect.
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('overtaken' as const) }) },
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('liveness' as const) }) },
   {
     weight: 4,
     arbitrary: fc.record({
@@ -76,6 +91,8 @@ interface Connection {
   closedAt?: number;
   /** Its `$disconnect` reached the store. */
   delivered: boolean;
+  /** A liveness check ran after it closed (API Gateway then answers 410 for it). */
+  checkedGone: boolean;
 }
 
 let dynamo: TestDynamo;
@@ -108,6 +125,7 @@ async function tellStory(story: number, ops: Op[]): Promise<void> {
   const connections: Connection[] = [];
   const pending: Connection[] = [];
   let lastProbeTime: number | undefined;
+  let lastLiveness: number | undefined;
 
   const close = (connection: Connection, at: number) => {
     connection.live = false;
@@ -128,10 +146,43 @@ async function tellStory(story: number, ops: Op[]): Promise<void> {
           id,
           connectedAt: at,
           live: true,
-          holds: outcome === 'created' || outcome === 'reconnected',
+          holds: outcome !== 'departed',
           loseDisconnect: step.loseDisconnect,
           delivered: false,
+          checkedGone: false,
         });
+        break;
+      }
+      case 'overtaken': {
+        const id = `s${story}-c${connections.length}`;
+        const left = await store.leave({ connectionId: id, entry: ref, at: now });
+        expect(left.outcome).toBe(model.disconnect(id, now));
+        const outcome = await store.connect(connectChange(ref, id, now - 1));
+        expect(outcome).toBe(model.connect(id, now - 1));
+        // Its connection is gone already; if the entry did not exist, it holds as a phantom.
+        connections.push({
+          id,
+          connectedAt: now - 1,
+          live: false,
+          holds: outcome !== 'departed',
+          loseDisconnect: true,
+          closedAt: now,
+          // Its $disconnect came first, so it did not end the holding.
+          delivered: false,
+          checkedGone: false,
+        });
+        break;
+      }
+      case 'liveness': {
+        // What a liveness check does for this entry: API Gateway answers 410 for every holder
+        // that is not open. (The windows that decide when are tested in sweep.test.ts.)
+        lastLiveness = now;
+        const gone = model.holders().filter((id) => !connections.find((c) => c.id === id)?.live);
+        for (const connection of connections) if (!connection.live) connection.checkedGone = true;
+        if (gone.length === 0) break;
+        const outcome = await store.dropHolders(ref, gone, now);
+        const expected = model.drop(gone, now);
+        expect(outcome).toBe(expected === 'not-holder' ? 'unchanged' : expected);
         break;
       }
       case 'close': {
@@ -140,11 +191,13 @@ async function tellStory(story: number, ops: Op[]): Promise<void> {
         break;
       }
       case 'deliver': {
-        const [connection] = pending.splice(step.pick % Math.max(pending.length, 1), 1);
+        const index = step.pick % Math.max(pending.length, 1);
+        const connection = pending[index];
         if (!connection) break;
+        if (!step.duplicate) pending.splice(index, 1);
         const at = connection.closedAt ?? now;
         connection.delivered = true;
-        const result = await store.disconnect({ connectionId: connection.id, at });
+        const result = await store.leave({ connectionId: connection.id, entry: ref, at });
         expect(result.outcome).toBe(model.disconnect(connection.id, at));
         break;
       }
@@ -155,8 +208,10 @@ async function tellStory(story: number, ops: Op[]): Promise<void> {
         const report = step.healthy
           ? { connectionId: connection.id, healthy: true, at }
           : { connectionId: connection.id, healthy: false, message: `probe failed at ${at}`, at };
-        const result = await store.reportHealth(report);
-        expect(result.outcome).toBe(model.health(report));
+        const outcome = await store.reportHealth({ ...report, entry: ref });
+        expect(outcome).toBe(model.health(report));
+        // A live connection that holds the entry always lands its report (or a newer one did).
+        if (connection.holds) expect(outcome).not.toBe('not-holder');
         break;
       }
       case 'sweep': {
@@ -168,7 +223,12 @@ async function tellStory(story: number, ops: Op[]): Promise<void> {
           sleep: async () => {},
         });
         model.sweep(now);
-        assertSweptWhenAbandoned(connections, now, (await store.getEntry(ref)) !== undefined);
+        assertSweptWhenAbandoned(
+          connections,
+          now,
+          lastLiveness,
+          (await store.getEntry(ref)) !== undefined,
+        );
         break;
       }
       case 'advance': {
@@ -185,8 +245,9 @@ async function tellStory(story: number, ops: Op[]): Promise<void> {
     const stored = await store.getEntry(ref);
     // The stored entry is exactly what the rules say.
     expect(stored && summarize(stored)).toEqual(model.summary());
-    // An entry exists and is connected whenever a live connection holds it.
-    if (connections.some((connection) => connection.live && connection.holds)) {
+    // Every live connection whose connect was accepted holds the entry, which is connected.
+    for (const connection of connections.filter((c) => c.live && c.holds)) {
+      expect(stored?.connection?.connectionIds).toContain(connection.id);
       expect(stored?.connection?.connectedAt).toBeDefined();
     }
     // Health never goes backwards in time.
@@ -201,19 +262,29 @@ async function tellStory(story: number, ops: Op[]): Promise<void> {
 
 /**
  * Deleted once no connection has held the entry for the grace period and the sweeper ran. Every
- * holder is closed, and either all their disconnects landed and the grace period passed since
- * the last close, or the newest connect is older than 1.5 x the maximum age: a lost disconnect
- * is caught only by the stale rule.
+ * holder is closed, and each one's departure is known (its disconnect landed, or a liveness
+ * check found it gone) since the grace period; or the newest connect is older than 1.5 x the
+ * maximum age, the stale backstop for departures nobody saw.
  */
-function assertSweptWhenAbandoned(connections: Connection[], now: number, exists: boolean): void {
+function assertSweptWhenAbandoned(
+  connections: Connection[],
+  now: number,
+  lastLiveness: number | undefined,
+  exists: boolean,
+): void {
   const holders = connections.filter((connection) => connection.holds);
   if (holders.length === 0 || holders.some((connection) => connection.live)) return;
   const lastClose = Math.max(...holders.map((connection) => connection.closedAt ?? now));
   const newestConnect = Math.max(...holders.map((connection) => connection.connectedAt));
-  const graceOver = now - lastClose >= policy.gracePeriodMs;
   const staleOver = now - newestConnect > 1.5 * policy.maxConnectionAgeMs;
   const allLanded = holders.every((connection) => connection.delivered);
-  if ((allLanded && graceOver) || staleOver) expect(exists).toBe(false);
+  const seenBy = allLanded
+    ? lastClose
+    : holders.every((c) => c.delivered || c.checkedGone) && lastLiveness !== undefined
+      ? Math.max(lastClose, lastLiveness)
+      : undefined;
+  const graceOver = seenBy !== undefined && now - seenBy >= policy.gracePeriodMs;
+  if (graceOver || staleOver) expect(exists).toBe(false);
 }
 
 function connectChange(
@@ -229,6 +300,9 @@ function connectChange(
       spec: { address: '10.0.0.1' },
     },
     autoRegistrationGroup: 'web',
+    origin: 'test-origin',
+    mayCreate: true,
+    recordConnection: false,
     healthChecksEnabled: true,
     groupGeneration: 1,
     connectionId,
@@ -243,6 +317,7 @@ function summarize(record: NonNullable<Awaited<ReturnType<DynamoDbRegistryStore[
     connectedAt: record.connection?.connectedAt,
     disconnectedAt: record.connection?.disconnectedAt,
     connectionIds: record.connection?.connectionIds ?? [],
+    holderSince: record.connection?.holderSince ?? {},
     newestConnectionId: record.connection?.newestConnectionId,
     health: record.health,
   };
