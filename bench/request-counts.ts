@@ -63,7 +63,7 @@ export async function measureRequestCounts(): Promise<EventCost[]> {
 
     let first: WebSocket | undefined;
     let second: WebSocket | undefined;
-    await measure('connect (new entry, group not cached)', async () => {
+    await measure('connect (new entry)', async () => {
       first = await open(url, headers);
     });
     await measure('health (transition)', async () => {
@@ -75,7 +75,7 @@ export async function measureRequestCounts(): Promise<EventCost[]> {
     await measure('ping', async () => {
       await exchange(first, { action: 'ping' });
     });
-    await measure('connect (make-before-break reconnect, group cached)', async () => {
+    await measure('connect (make-before-break reconnect)', async () => {
       second = await open(url, headers);
     });
     await measure('disconnect (rotation: old connection closed as replaced)', async () => {

@@ -1,0 +1,37 @@
+import { expect, it, vi } from 'vitest';
+
+vi.hoisted(() => {
+  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
+});
+
+import { type EventCost, measureRequestCounts } from '../../bench/request-counts.ts';
+
+/**
+ * DESIGN's budget per event in token mode, counted on the wire between the local runtime and
+ * its store while real WebSocket clients drive the gateway, authorizer and handlers (the same
+ * measurement `npm run bench` prints).
+ */
+it('keeps every agent event within its DynamoDB request budget', async () => {
+  const costs = await measureRequestCounts();
+  const of = (event: string): EventCost => {
+    const cost = costs.find((c) => c.event === event);
+    if (!cost) throw new Error(`no measurement for ${event}`);
+    return cost;
+  };
+
+  // 1 token read (authorizer) + 1 group read + 1 write; a new entry reads its group once more,
+  // after the write, so an entry never outlives a group deleted meanwhile.
+  expect(of('connect (new entry)').requests).toEqual({ GetItem: 3, UpdateItem: 1 });
+  expect(of('connect (make-before-break reconnect)').requests).toEqual({
+    GetItem: 2,
+    UpdateItem: 1,
+  });
+  expect(of('health (transition)').requests).toEqual({ UpdateItem: 1 });
+  expect(of('health (same status)').requests).toEqual({ UpdateItem: 1 });
+  expect(of('ping').requests).toEqual({});
+  expect(of('disconnect (rotation: old connection closed as replaced)').requests).toEqual({
+    UpdateItem: 1,
+  });
+  expect(of('disconnect (last connection)').requests).toEqual({ UpdateItem: 1 });
+}, 60_000);
