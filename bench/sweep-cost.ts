@@ -1,6 +1,6 @@
 import { startDynalite } from '../infra/local/dynalite-server.ts';
-import { entryOrigin } from '../lib/domain/entry-name.ts';
 import { buildRegistration } from '../lib/domain/build-entry.ts';
+import { entryOrigin } from '../lib/domain/entry-name.ts';
 import type { WorkloadGroup } from '../lib/domain/model.ts';
 import { runSweep } from '../lib/registration/sweep.ts';
 import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-client.ts';

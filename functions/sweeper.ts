@@ -67,7 +67,8 @@ export function createSweeperHandler(
       phantomsDropped: result.phantomsDropped,
       stoppedEarly: result.stoppedEarly,
     };
-    if (result.stoppedEarly) logger.warn('sweep stopped at its deadline; the next run goes on', { ...summary });
+    if (result.stoppedEarly)
+      logger.warn('sweep stopped at its deadline; the next run goes on', { ...summary });
     else logger.info('sweep finished', { ...summary });
     return summary;
   }

@@ -5,9 +5,9 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { type Accepted, connectUpgrade } from './connect-upgrade.ts';
 import { type ConnectionOwner, GatewayConnection } from './gateway-connection.ts';
 import type { GatewayOptions, LocalGateway } from './gateway-options.ts';
-import { refuseUpgrade } from './upgrade-request.ts';
 import { type GatewaySettings, resolveGatewaySettings } from './gateway-settings.ts';
 import { handleManagementRequest, type ManagedConnections } from './management-api.ts';
+import { refuseUpgrade } from './upgrade-request.ts';
 
 export * from './gateway-options.ts';
 export type { LambdaFunction, RouteTarget } from './lambda-invoke.ts';

@@ -1,6 +1,6 @@
 import * as z from 'zod';
-import { InvalidRequestError } from '../domain/errors.ts';
 import { canonicalAddress } from '../domain/address.ts';
+import { InvalidRequestError } from '../domain/errors.ts';
 import { type ConnectRequest, LOCALITY_LABEL, type StringMap } from '../domain/model.ts';
 import {
   isDns1123Label,
@@ -139,7 +139,10 @@ const ips = z
     for (const value of values) {
       const checked = canonicalAddress(value);
       if (!checked.ok) {
-        ctx.addIssue({ code: 'custom', message: `invalid ip '${shown(value)}': ${checked.problem}` });
+        ctx.addIssue({
+          code: 'custom',
+          message: `invalid ip '${shown(value)}': ${checked.problem}`,
+        });
       }
     }
   })

@@ -88,7 +88,11 @@ export class DynamoDbRegistryStore implements RegistryStore, CatalogStore {
     if (change.recordConnection) {
       // First, so no holder ever lacks its record. A refused connect leaves a record of a
       // connection that never opened; it points at nothing it holds and expires.
-      const record = { connectionId: change.connectionId, entry: ref, connectedAt: change.connectedAt };
+      const record = {
+        connectionId: change.connectionId,
+        entry: ref,
+        connectedAt: change.connectedAt,
+      };
       await this.#client.send(
         new PutCommand({ TableName: this.#table, Item: encodeConnectionRecord(record) }),
       );
@@ -226,8 +230,16 @@ export class DynamoDbRegistryStore implements RegistryStore, CatalogStore {
    */
   async *sweepCandidates(cutoffs: SweepCutoffs, limit: number): AsyncIterable<EntryRecord> {
     const ranges = [
-      { state: 'D' as const, condition: 'sweepAt <= :to', values: { ':to': cutoffs.disconnectedAtOrBefore } },
-      { state: 'C' as const, condition: 'sweepAt < :to', values: { ':to': cutoffs.connectedBefore } },
+      {
+        state: 'D' as const,
+        condition: 'sweepAt <= :to',
+        values: { ':to': cutoffs.disconnectedAtOrBefore },
+      },
+      {
+        state: 'C' as const,
+        condition: 'sweepAt < :to',
+        values: { ':to': cutoffs.connectedBefore },
+      },
     ];
     yield* this.#queryIndex(ranges, limit);
   }
@@ -312,7 +324,10 @@ export class DynamoDbRegistryStore implements RegistryStore, CatalogStore {
             TableName: this.#table,
             IndexName: SWEEP_INDEX.name,
             KeyConditionExpression: `sweepState = :state AND ${range.condition}`,
-            ExpressionAttributeValues: { ':state': sweepState(range.state, shard), ...range.values },
+            ExpressionAttributeValues: {
+              ':state': sweepState(range.state, shard),
+              ...range.values,
+            },
           },
           remaining,
         );

@@ -385,7 +385,11 @@ spec: {address: 10.9.9.9}
 
   it('sweeps a long-disconnected entry and never the hand-made one', async () => {
     await registerVm('web-10-0-0-8', NOW - 60 * MINUTE, 'conn-2');
-    await store.leave({ connectionId: 'conn-2', entry: { namespace: 'shop', name: 'web-10-0-0-8' }, at: NOW - 59 * MINUTE });
+    await store.leave({
+      connectionId: 'conn-2',
+      entry: { namespace: 'shop', name: 'web-10-0-0-8' },
+      at: NOW - 59 * MINUTE,
+    });
 
     const dryRun = await registrar(['sweep', '--dry-run']);
     expect(dryRun.code).toBe(0);
@@ -405,7 +409,11 @@ spec: {address: 10.9.9.9}
 
   it('uses the grace period given on the command line', async () => {
     await registerVm('web-10-0-0-9', NOW - 10 * MINUTE, 'conn-3');
-    await store.leave({ connectionId: 'conn-3', entry: { namespace: 'shop', name: 'web-10-0-0-9' }, at: NOW - 2 * MINUTE });
+    await store.leave({
+      connectionId: 'conn-3',
+      entry: { namespace: 'shop', name: 'web-10-0-0-9' },
+      at: NOW - 2 * MINUTE,
+    });
     expect((await registrar(['sweep', '--dry-run'])).stdout).toBe('');
     expect((await registrar(['sweep', '--dry-run', '--grace-period', '1m'])).stdout).toMatch(
       /"web-10-0-0-9" would be deleted/,

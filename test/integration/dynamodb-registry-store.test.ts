@@ -1,10 +1,10 @@
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { entryOrigin } from '../../lib/domain/entry-name.ts';
 import { type EntryRecord, renderWorkloadEntry } from '../../lib/domain/entry-record.ts';
 import { ISTIO_API_VERSION, type WorkloadEntry } from '../../lib/domain/model.ts';
 import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { entryKey, sweepShard } from '../../lib/store/item-codec.ts';
-import { entryOrigin } from '../../lib/domain/entry-name.ts';
 import type { ConnectChange } from '../../lib/store/registry-store.ts';
 import { countRequests, type RequestCounter } from '../../lib/store/request-counter.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
@@ -86,7 +86,13 @@ function leave(name: string, connectionId: string, at: number, replaced?: boolea
   return store.leave({ connectionId, entry: ref(name), at, ...(replaced ? { replaced } : {}) });
 }
 
-function health(name: string, connectionId: string, healthy: boolean, at: number, message?: string) {
+function health(
+  name: string,
+  connectionId: string,
+  healthy: boolean,
+  at: number,
+  message?: string,
+) {
   return store.reportHealth({
     connectionId,
     entry: ref(name),

@@ -192,7 +192,8 @@ async function gatewayConnect(
   if (!allowed) return { statusCode: 403, connectionId };
   const context = { ...decision.context, principalId: decision.principalId };
   const result = await connectWithContext(connectionId, query, context);
-  if (result.statusCode === 200) connections.set(connectionId, { connectedAt: clock, authorizer: context });
+  if (result.statusCode === 200)
+    connections.set(connectionId, { connectedAt: clock, authorizer: context });
   return { ...result, connectionId };
 }
 
