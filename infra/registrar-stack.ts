@@ -1,5 +1,6 @@
 import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
+import { ENV } from '../lib/config.ts';
 import { ApiGatewayLogsRole } from './constructs/api-gateway-logs-role.ts';
 import { Monitoring } from './constructs/monitoring.ts';
 import { Projector, resolveProjectorOptions } from './constructs/projector.ts';
@@ -30,6 +31,14 @@ export class RegistrarStack extends Stack {
       message: functions.message,
       authorize: functions.authorize,
     });
+    // Liveness checks (GET @connections/{id}): disconnect asks about the entry's other holders,
+    // the sweeper about every holder once per liveness interval. Message only reads the URL
+    // (configuration is read the same way everywhere) and gets no grant.
+    for (const fn of [functions.disconnect, functions.message, sweep.sweeper]) {
+      fn.addEnvironment(ENV.connectionsUrl, websocket.connectionsUrl);
+    }
+    websocket.grantConnectionLookups(functions.disconnect);
+    websocket.grantConnectionLookups(sweep.sweeper);
     if (options.apiGatewayLogsRole) {
       // Access logging fails to deploy until the account names a logs role.
       const logsRole = new ApiGatewayLogsRole(this, 'ApiGatewayLogs');

@@ -1,6 +1,7 @@
 import type { Node } from 'constructs';
 import * as z from 'zod';
 import { DEFAULTS, positiveDuration } from '../lib/config.ts';
+import { formatDuration, parseDuration } from '../lib/domain/duration.ts';
 
 /**
  * The options a user may set at deploy time, through context (`cdk deploy -c gracePeriod=10m`,
@@ -10,10 +11,18 @@ import { DEFAULTS, positiveDuration } from '../lib/config.ts';
 export interface StackOptionsInput {
   /** How long an entry may stay disconnected before the sweeper deletes it. Default `5m`. */
   gracePeriod?: string;
-  /** The maximum connection age the sweeper assumes: at most `2h` (the default). */
+  /**
+   * The maximum connection age in the sweeper's stale rule (stale after 1.5 x this): at least
+   * `2h`, API Gateway's fixed connection limit, which is the default.
+   */
   maxConnectionAge?: string;
   /** How often the sweeper runs, in whole minutes from `1m` (the default) to `1h`. */
   sweepRate?: string;
+  /**
+   * How often the sweeper asks API Gateway whether each holder connection still exists
+   * (finds holders whose `$disconnect` was lost). Default `5m`; at least `sweepRate`.
+   */
+  livenessInterval?: string;
   /** `token` (default): join tokens checked by the REQUEST authorizer; `iam`: SigV4 connects. */
   authMode?: string;
   /** Subscribed to the alarm topic when set (the address must confirm the subscription). */
@@ -32,6 +41,7 @@ export interface StackOptions {
   gracePeriodMs: number;
   maxConnectionAgeMs: number;
   sweepRateMinutes: number;
+  livenessIntervalMs: number;
   authMode: 'token' | 'iam';
   alarmEmail: string | undefined;
   stageName: string;
@@ -43,6 +53,7 @@ export const OPTION_KEYS = [
   'gracePeriod',
   'maxConnectionAge',
   'sweepRate',
+  'livenessInterval',
   'authMode',
   'alarmEmail',
   'stageName',
@@ -51,9 +62,11 @@ export const OPTION_KEYS = [
 
 export class StackOptionsError extends Error {}
 
-// API Gateway closes every WebSocket after 2 h, so a longer "maximum age" would only delay
-// the cleanup of connections whose $disconnect never arrived.
+// API Gateway closes every WebSocket after 2 h, fixed. A shorter "maximum age" would call live
+// connections stale and sweep the entries of VMs that are still connected; a longer one only
+// delays the last backstop (liveness checks find lost $disconnects long before it).
 const API_GATEWAY_MAX_CONNECTION_MS = 2 * 3_600_000;
+const MAX_CONNECTION_AGE_CEILING_MS = 24 * 3_600_000;
 const MINUTE_MS = 60_000;
 
 // Context from the command line is always a string; from cdk.json it may be a boolean.
@@ -65,8 +78,12 @@ const booleanOption = z.union([
 const schema = z.object({
   gracePeriod: positiveDuration.prefault(DEFAULTS.gracePeriod),
   maxConnectionAge: positiveDuration
-    .refine((ms) => ms <= API_GATEWAY_MAX_CONNECTION_MS, {
-      message: "must be at most 2h, API Gateway's hard limit for a WebSocket connection",
+    .refine((ms) => ms >= API_GATEWAY_MAX_CONNECTION_MS, {
+      message:
+        "must be at least 2h, API Gateway's fixed limit for a WebSocket connection: a shorter age sweeps entries whose agents are still connected",
+    })
+    .refine((ms) => ms <= MAX_CONNECTION_AGE_CEILING_MS, {
+      message: 'must be at most 24h: it only delays the last backstop for lost disconnects',
     })
     .prefault(DEFAULTS.maxConnectionAge),
   sweepRate: positiveDuration
@@ -74,7 +91,8 @@ const schema = z.object({
       message:
         "must be whole minutes from 1m to 1h: EventBridge's smallest rate is 1 minute, and a slower sweep leaves departed VMs in the mesh",
     })
-    .prefault('1m'),
+    .prefault(DEFAULTS.sweepInterval),
+  livenessInterval: positiveDuration.optional(),
   authMode: z.enum(['token', 'iam'], { message: "must be 'token' or 'iam'" }).default('token'),
   alarmEmail: z.email({ message: 'must be an e-mail address' }).optional(),
   stageName: z
@@ -112,10 +130,20 @@ export function resolveStackOptions(
     );
   }
   const v = parsed.data;
+  // Default 5m, or the sweep rate when that is slower: the sweeper checks liveness at most once
+  // per run (lib/config.ts refuses less at start, so a set value below it fails here).
+  const livenessInterval =
+    v.livenessInterval ?? Math.max(parseDuration(DEFAULTS.livenessInterval) ?? 0, v.sweepRate);
+  if (livenessInterval < v.sweepRate) {
+    throw new StackOptionsError(
+      `invalid stack option livenessInterval (value '${String(raw.livenessInterval)}'): must be at least sweepRate (${formatDuration(v.sweepRate)}): the sweeper checks liveness once per run; set it with cdk deploy -c <option>=<value>`,
+    );
+  }
   return Object.freeze({
     gracePeriodMs: v.gracePeriod,
     maxConnectionAgeMs: v.maxConnectionAge,
     sweepRateMinutes: v.sweepRate / MINUTE_MS,
+    livenessIntervalMs: livenessInterval,
     authMode: v.authMode,
     alarmEmail: v.alarmEmail,
     stageName: v.stageName,

@@ -1,10 +1,11 @@
-import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import type { Function as LambdaFunction } from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
 import { ENV } from '../../lib/config.ts';
 import { formatDuration } from '../../lib/domain/duration.ts';
 import type { StackOptions } from '../stack-options.ts';
 import { RegistrarFunction } from './registrar-function.ts';
 import type { RegistryTable } from './registry-table.ts';
+import { tableAccess } from './table-access.ts';
 
 export interface RegistrarFunctionsProps {
   registry: RegistryTable;
@@ -20,22 +21,26 @@ export function registrarEnvironment(
     [ENV.tableName]: registry.table.tableName,
     [ENV.gracePeriod]: formatDuration(options.gracePeriodMs),
     [ENV.maxConnectionAge]: formatDuration(options.maxConnectionAgeMs),
+    [ENV.sweepInterval]: formatDuration(options.sweepRateMinutes * 60_000),
+    [ENV.livenessInterval]: formatDuration(options.livenessIntervalMs),
     [ENV.authMode]: options.authMode,
   };
 }
 
 /**
- * The functions behind the WebSocket routes. Each gets only the table access its route needs;
- * none gets the API Gateway management API, because replies travel back as route responses.
+ * The functions behind the WebSocket routes. Each gets only the table access its route needs
+ * (infra/constructs/table-access.ts). Replies travel back as route responses; only disconnect
+ * gets the management API (granted by the stack, which knows the stage), to check whether the
+ * entry's other holders still exist.
  */
 export class RegistrarFunctions extends Construct {
   /** The REQUEST authorizer; absent in IAM mode, where API Gateway verifies SigV4 itself. */
-  readonly authorize: IFunction | undefined;
-  readonly connect: IFunction;
-  readonly disconnect: IFunction;
-  readonly message: IFunction;
+  readonly authorize: LambdaFunction | undefined;
+  readonly connect: LambdaFunction;
+  readonly disconnect: LambdaFunction;
+  readonly message: LambdaFunction;
   /** Every function, for alarms and the dashboard. */
-  readonly all: { name: string; fn: IFunction }[];
+  readonly all: { name: string; fn: LambdaFunction }[];
 
   constructor(scope: Construct, id: string, props: RegistrarFunctionsProps) {
     super(scope, id);
@@ -46,16 +51,15 @@ export class RegistrarFunctions extends Construct {
     this.connect = build('connect', 'Connect');
     this.disconnect = build('disconnect', 'Disconnect');
     this.message = build('message', 'Message');
-    // Connect writes the entry and the connection record, and in IAM mode reads the policy;
-    // disconnect and health update both; all conditional writes, so read-write.
-    props.registry.grantReadWriteData(this.connect);
-    props.registry.grantReadWriteData(this.disconnect);
-    props.registry.grantReadWriteData(this.message);
+    const { authMode } = props.options;
+    props.registry.grantAccess(this.connect, tableAccess('connect', authMode));
+    props.registry.grantAccess(this.disconnect, tableAccess('disconnect', authMode));
+    props.registry.grantAccess(this.message, tableAccess('message', authMode));
 
-    if (props.options.authMode === 'token') {
+    if (authMode === 'token') {
       this.authorize = build('authorize', 'Authorize');
-      // The authorizer only looks a token up: it must not be able to change the registry.
-      props.registry.grantReadData(this.authorize);
+      // The authorizer only looks a token up: it can neither change nor list the registry.
+      props.registry.grantAccess(this.authorize, tableAccess('authorize', authMode));
     } else {
       this.authorize = undefined;
     }

@@ -1,16 +1,16 @@
-import { RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { RemovalPolicy } from 'aws-cdk-lib';
 import {
   type Attribute,
   AttributeType,
   BillingMode,
-  type CfnTable,
   ProjectionType,
   StreamViewType,
   Table,
 } from 'aws-cdk-lib/aws-dynamodb';
-import type { IGrantable } from 'aws-cdk-lib/aws-iam';
-import { Construct, type IConstruct } from 'constructs';
-import { REGISTRY_TABLE } from '../../lib/store/table-definition.ts';
+import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
+import { Construct } from 'constructs';
+import { REGISTRY_TABLE, SWEEP_INDEX } from '../../lib/store/table-definition.ts';
+import type { TableAccess } from './table-access.ts';
 
 /**
  * The registry table, built from the one table definition the local runtime also creates
@@ -46,32 +46,39 @@ export class RegistryTable extends Construct {
     }
   }
 
-  /** Read-write item access: conditional writes, deletes, and queries on the sweep index. */
-  grantReadWriteData(grantee: IGrantable): void {
-    this.table.grantReadWriteData(grantee);
-    this.acknowledgeIndexWildcard(grantee);
-  }
-
-  /** Read-only item access. */
-  grantReadData(grantee: IGrantable): void {
-    this.table.grantReadData(grantee);
-    this.acknowledgeIndexWildcard(grantee);
-  }
-
   /**
-   * DynamoDB's grants name the table and `<table ARN>/index/*`: the wildcard covers this
-   * table's own indexes (today only the sweep index), never another table.
+   * Exactly the item actions a function calls, each on the partitions it touches: a
+   * `dynamodb:LeadingKeys` condition per statement (GetItem, PutItem, UpdateItem and DeleteItem
+   * always name one partition key, so `ForAllValues` is never vacuously true for them). No
+   * Scan, no batch or transact actions: no function calls them, and a Scan carries no leading
+   * key a condition could check.
+   *
+   * Query on the sweep index is granted on the index ARN alone, without LeadingKeys: AWS
+   * documents the key as the table's partition key, not an index's, so a condition there
+   * would either deny every index query or mean nothing. The sparse index holds only
+   * auto-registered entries, which the sweeper may read anyway.
    */
-  private acknowledgeIndexWildcard(grantee: IGrantable): void {
-    // The finding is on the policy of the grantee's role, so the acknowledgement goes there.
+  grantAccess(grantee: IGrantable, access: TableAccess): void {
     const principal = grantee.grantPrincipal;
-    const target: IConstruct = Construct.isConstruct(principal) ? principal : this;
-    const logicalId = Stack.of(this).getLogicalId(this.table.node.defaultChild as CfnTable);
-    Validations.of(target).acknowledge({
-      id: `AwsSolutions-IAM5[Resource::<${logicalId}.Arn>/index/*]`,
-      reason:
-        "The grant is scoped to this table's own secondary indexes (<table ARN>/index/*), added by Table.grant*; it names no other table.",
-    });
+    for (const { actions, partitions } of access.items) {
+      principal.addToPrincipalPolicy(
+        new PolicyStatement({
+          actions: actions.map((action) => `dynamodb:${action}`),
+          resources: [this.table.tableArn],
+          conditions: {
+            'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...partitions] },
+          },
+        }),
+      );
+    }
+    if (access.querySweepIndex) {
+      principal.addToPrincipalPolicy(
+        new PolicyStatement({
+          actions: ['dynamodb:Query'],
+          resources: [`${this.table.tableArn}/index/${SWEEP_INDEX.name}`],
+        }),
+      );
+    }
   }
 }
 

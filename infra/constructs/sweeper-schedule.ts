@@ -1,13 +1,14 @@
 import { Duration } from 'aws-cdk-lib';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import type { IFunction } from 'aws-cdk-lib/aws-lambda';
+import type { Function as RegistrarLambda } from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
 import { DEFAULTS, ENV } from '../../lib/config.ts';
 import type { StackOptions } from '../stack-options.ts';
 import { RegistrarFunction } from './registrar-function.ts';
 import { registrarEnvironment } from './registrar-functions.ts';
 import type { RegistryTable } from './registry-table.ts';
+import { tableAccess } from './table-access.ts';
 
 export interface SweeperScheduleProps {
   registry: RegistryTable;
@@ -37,7 +38,7 @@ export function sweeperSizing(options: StackOptions): { timeoutS: number; maxDel
 
 /** The sweeper function and the EventBridge schedule that runs it. */
 export class SweeperSchedule extends Construct {
-  readonly sweeper: IFunction;
+  readonly sweeper: RegistrarLambda;
   readonly rule: Rule;
 
   constructor(scope: Construct, id: string, props: SweeperScheduleProps) {
@@ -60,8 +61,8 @@ export class SweeperSchedule extends Construct {
     // next tick sweeps everything that is due anyway, and a backlog of ticks would only run
     // back to back.
     sweeper.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.seconds(60) });
-    // Queries the sweep index and deletes conditionally.
-    props.registry.grantReadWriteData(sweeper);
+    // Queries the sweep index, deletes conditionally, keeps its own state and the policy item.
+    props.registry.grantAccess(sweeper, tableAccess('sweeper', props.options.authMode));
     this.sweeper = sweeper;
 
     this.rule = new Rule(this, 'Schedule', {

@@ -1,4 +1,4 @@
-import { RemovalPolicy, Stack, Validations } from 'aws-cdk-lib';
+import { type CfnElement, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import { AccessLogFormat } from 'aws-cdk-lib/aws-apigateway';
 import {
   CfnIntegrationResponse,
@@ -16,6 +16,7 @@ import {
   WebSocketLambdaIntegration,
   WebSocketMockIntegration,
 } from 'aws-cdk-lib/aws-apigatewayv2-integrations';
+import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct, type IConstruct } from 'constructs';
@@ -87,6 +88,48 @@ export class RegistrarWebSocketApi extends Construct {
         format: ACCESS_LOG_FORMAT,
       },
     });
+  }
+
+  /**
+   * The management endpoint (`https://{api}.execute-api.{region}.amazonaws.com/{stage}`) where
+   * `GET @connections/{id}` tells whether a connection still exists.
+   */
+  get connectionsUrl(): string {
+    return this.stage.callbackUrl;
+  }
+
+  /**
+   * Lets a function ask whether a connection still exists (`GET @connections/{id}`), and
+   * nothing else: not POST (send to an agent) nor DELETE (close its connection), which
+   * `WebSocketStage.grantManagementApiAccess` would also allow.
+   */
+  grantConnectionLookups(grantee: IGrantable): void {
+    const stack = Stack.of(this);
+    grantee.grantPrincipal.addToPrincipalPolicy(
+      new PolicyStatement({
+        actions: ['execute-api:ManageConnections'],
+        resources: [
+          stack.formatArn({
+            service: 'execute-api',
+            resource: this.api.apiId,
+            resourceName: `${this.stage.stageName}/GET/@connections/*`,
+          }),
+        ],
+      }),
+    );
+    // cdk-nag names the finding by the ARN as it renders it: pseudo parameters and references
+    // in angle brackets, literals (an environment-bound stack) as they are.
+    const shown = (value: string, pseudo: string) =>
+      Token.isUnresolved(value) ? `<${pseudo}>` : value;
+    const api = stack.getLogicalId(this.api.node.defaultChild as CfnElement);
+    const arn = `arn:${shown(stack.partition, 'AWS::Partition')}:execute-api:${shown(stack.region, 'AWS::Region')}:${shown(stack.account, 'AWS::AccountId')}:<${api}>/${this.stage.stageName}/GET/@connections/*`;
+    if (Construct.isConstruct(grantee.grantPrincipal)) {
+      Validations.of(grantee.grantPrincipal).acknowledge({
+        id: `AwsSolutions-IAM5[Resource::${arn}]`,
+        reason:
+          'Connection ids are chosen by API Gateway at connect time; the grant names this API, this stage and the GET method (a liveness lookup), never POST or DELETE.',
+      });
+    }
   }
 
   /**

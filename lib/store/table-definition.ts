@@ -17,6 +17,23 @@
  */
 export const TABLE_KEYS = { partitionKey: 'pk', sortKey: 'sk' } as const;
 
+/**
+ * The partitions, as IAM `dynamodb:LeadingKeys` patterns: the stack grants each function only
+ * the partitions it touches. A test checks the item codec's keys against these.
+ */
+export const PARTITIONS = {
+  /** Groups and entries of one namespace. */
+  namespaces: 'NS#*',
+  /** Connection records. */
+  connections: 'CONN#*',
+  tokens: 'TOKEN',
+  policies: 'POLICY',
+  /** The sweeper's own state (how far its liveness checks have covered). */
+  sweeper: 'SWEEPER',
+  /** The effective registrar configuration every client reads (the sweep policy). */
+  config: 'CONFIG',
+} as const;
+
 export const SWEEP_INDEX = {
   name: 'sweep',
   partitionKey: 'sweepState',

@@ -4,12 +4,6 @@ import { ENV } from '../../lib/config.ts';
 import { actionsOf, statementsOfRole } from './policy-statements.ts';
 import { synthTemplate } from './synth-stack.ts';
 
-const WRITE_ACTIONS = [
-  'dynamodb:PutItem',
-  'dynamodb:UpdateItem',
-  'dynamodb:DeleteItem',
-  'dynamodb:BatchWriteItem',
-];
 const ROLES = {
   authorize: 'Functions/Authorize/Role',
   connect: 'Functions/Connect/Role',
@@ -48,13 +42,13 @@ describe('functions', () => {
   });
 
   it('pass the configured grace period and maximum connection age to the functions', () => {
-    const template = synthTemplate({ context: { gracePeriod: '10m', maxConnectionAge: '90m' } });
+    const template = synthTemplate({ context: { gracePeriod: '10m', maxConnectionAge: '150m' } });
     const functions = template.findResources('AWS::Lambda::Function', {
       Properties: {
         Environment: {
           Variables: Match.objectLike({
             [ENV.gracePeriod]: '10m',
-            [ENV.maxConnectionAge]: '1h30m',
+            [ENV.maxConnectionAge]: '2h30m',
           }),
         },
       },
@@ -69,24 +63,122 @@ describe('functions', () => {
     });
   });
 
-  it('give the authorizer read access to the table and no write', () => {
-    const actions = actionsOf(statementsOfRole(template, ROLES.authorize));
-    expect(actions).toContain('dynamodb:GetItem');
-    for (const write of WRITE_ACTIONS) expect(actions).not.toContain(write);
+  /** The DynamoDB statements of a role: actions -> the partitions and resources they name. */
+  function dynamoGrants(rolePath: string, of: Template = template) {
+    return statementsOfRole(of, rolePath)
+      .filter((s) => actionsOf([s]).some((a) => a.startsWith('dynamodb:')))
+      .map((s) => ({
+        actions: actionsOf([s]),
+        partitions: (s as { Condition?: Record<string, Record<string, string[]>> }).Condition?.[
+          'ForAllValues:StringLike'
+        ]?.['dynamodb:LeadingKeys'],
+        resource: JSON.stringify(s.Resource),
+      }));
+  }
+
+  const TABLE = /"Fn::GetAtt":\["RegistryTable[0-9A-F]+","Arn"\]/;
+
+  it('the authorizer may only GetItem on the TOKEN partition', () => {
+    expect(dynamoGrants(ROLES.authorize)).toEqual([
+      {
+        actions: ['dynamodb:GetItem'],
+        partitions: ['TOKEN'],
+        resource: expect.stringMatching(TABLE),
+      },
+    ]);
   });
 
-  it.each(['connect', 'disconnect', 'message', 'sweeper'] as const)(
-    'give the %s function conditional writes on the table',
+  it('connect may read, update and delete entries and read groups, in namespace partitions only', () => {
+    expect(dynamoGrants(ROLES.connect)).toEqual([
+      {
+        actions: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        partitions: ['NS#*'],
+        resource: expect.stringMatching(TABLE),
+      },
+    ]);
+  });
+
+  it('connect in IAM mode also records connections and reads allow rules', () => {
+    const iam = synthTemplate({ context: { authMode: 'iam' } });
+    expect(dynamoGrants(ROLES.connect, iam)).toEqual([
+      expect.objectContaining({ partitions: ['NS#*'] }),
+      {
+        actions: ['dynamodb:PutItem'],
+        partitions: ['CONN#*'],
+        resource: expect.stringMatching(TABLE),
+      },
+      {
+        actions: ['dynamodb:GetItem'],
+        partitions: ['POLICY'],
+        resource: expect.stringMatching(TABLE),
+      },
+    ]);
+  });
+
+  it('disconnect may update entries and read and forget connection records', () => {
+    expect(dynamoGrants(ROLES.disconnect)).toEqual([
+      {
+        actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        partitions: ['NS#*'],
+        resource: expect.stringMatching(TABLE),
+      },
+      {
+        actions: ['dynamodb:DeleteItem', 'dynamodb:GetItem'],
+        partitions: ['CONN#*'],
+        resource: expect.stringMatching(TABLE),
+      },
+    ]);
+  });
+
+  it('message may update entries (health) and read connection records', () => {
+    expect(dynamoGrants(ROLES.message)).toEqual([
+      {
+        actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        partitions: ['NS#*'],
+        resource: expect.stringMatching(TABLE),
+      },
+      {
+        actions: ['dynamodb:GetItem'],
+        partitions: ['CONN#*'],
+        resource: expect.stringMatching(TABLE),
+      },
+    ]);
+  });
+
+  it('the sweeper may query the sweep index, delete entries and keep its own state', () => {
+    expect(dynamoGrants(ROLES.sweeper)).toEqual([
+      {
+        actions: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        partitions: ['NS#*'],
+        resource: expect.stringMatching(TABLE),
+      },
+      {
+        actions: ['dynamodb:DeleteItem'],
+        partitions: ['CONN#*'],
+        resource: expect.stringMatching(TABLE),
+      },
+      {
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem'],
+        partitions: ['SWEEPER', 'CONFIG'],
+        resource: expect.stringMatching(TABLE),
+      },
+      {
+        actions: ['dynamodb:Query'],
+        partitions: undefined,
+        resource: expect.stringMatching(/RegistryTable[0-9A-F]+","Arn"\]},"\/index\/sweep"/),
+      },
+    ]);
+  });
+
+  it.each(Object.keys(ROLES) as (keyof typeof ROLES)[])(
+    'give the %s function no Scan, batch or transact action and no table-wide write',
     (name) => {
-      const actions = actionsOf(statementsOfRole(template, ROLES[name]));
-      expect(actions).toEqual(
-        expect.arrayContaining([
-          'dynamodb:GetItem',
-          'dynamodb:Query',
-          'dynamodb:UpdateItem',
-          'dynamodb:DeleteItem',
-        ]),
-      );
+      for (const grant of dynamoGrants(ROLES[name])) {
+        for (const action of grant.actions) {
+          expect(action).toMatch(/^dynamodb:(GetItem|PutItem|UpdateItem|DeleteItem|Query)$/);
+        }
+        if (!grant.actions.includes('dynamodb:Query')) expect(grant.partitions).toBeDefined();
+      }
     },
   );
 
@@ -122,11 +214,52 @@ describe('functions', () => {
     ]);
   });
 
-  it('do not get the connection management API: replies travel as route responses', () => {
-    for (const rolePath of Object.values(ROLES)) {
-      expect(actionsOf(statementsOfRole(template, rolePath))).not.toContain(
-        'execute-api:ManageConnections',
+  it('give exactly disconnect and the sweeper GET @connections, on this stage only', () => {
+    const lookups = (rolePath: string) =>
+      statementsOfRole(template, rolePath).filter((s) =>
+        actionsOf([s]).includes('execute-api:ManageConnections'),
       );
+    for (const name of ['authorize', 'connect', 'message'] as const) {
+      expect(lookups(ROLES[name]), name).toEqual([]);
     }
+    for (const name of ['disconnect', 'sweeper'] as const) {
+      const [statement, ...others] = lookups(ROLES[name]);
+      expect(others).toEqual([]);
+      expect(JSON.stringify(statement?.Resource)).toMatch(/\/v1\/GET\/@connections\/\*"\]\]\}$/);
+    }
+  });
+
+  it('tell disconnect, message and the sweeper where the management endpoint is', () => {
+    const withUrl = template.findResources('AWS::Lambda::Function', {
+      Properties: {
+        Environment: {
+          Variables: Match.objectLike({
+            [ENV.connectionsUrl]: {
+              'Fn::Join': [
+                '',
+                Match.arrayWith(['https://', { Ref: Match.stringLikeRegexp('^WebSocketApi') }]),
+              ],
+            },
+          }),
+        },
+      },
+    });
+    expect(Object.keys(withUrl).sort()).toEqual([
+      expect.stringMatching(/^FunctionsDisconnect/),
+      expect.stringMatching(/^FunctionsMessage/),
+      expect.stringMatching(/^SweepSweeper/),
+    ]);
+  });
+
+  it('pass the sweep and liveness intervals to every function', () => {
+    const template = synthTemplate({ context: { sweepRate: '2m', livenessInterval: '10m' } });
+    const functions = template.findResources('AWS::Lambda::Function', {
+      Properties: {
+        Environment: {
+          Variables: Match.objectLike({ [ENV.sweepInterval]: '2m', [ENV.livenessInterval]: '10m' }),
+        },
+      },
+    });
+    expect(Object.keys(functions)).toHaveLength(5);
   });
 });

@@ -5,7 +5,9 @@ describe('stack options', () => {
   it.each([
     ['gracePeriod', '0s', /gracePeriod \(value '0s'\): must be a positive duration/],
     ['gracePeriod', 'soon', /gracePeriod \(value 'soon'\): must be a positive duration/],
-    ['maxConnectionAge', '3h', /maxConnectionAge \(value '3h'\): must be at most 2h/],
+    ['maxConnectionAge', '90m', /maxConnectionAge \(value '90m'\): must be at least 2h/],
+    ['maxConnectionAge', '25h', /maxConnectionAge \(value '25h'\): must be at most 24h/],
+    ['livenessInterval', '0s', /livenessInterval \(value '0s'\): must be a positive duration/],
     ['sweepRate', '30s', /sweepRate \(value '30s'\): must be whole minutes/],
     ['sweepRate', '90s', /sweepRate \(value '90s'\): must be whole minutes/],
     ['authMode', 'oidc', /authMode \(value 'oidc'\): must be 'token' or 'iam'/],
@@ -14,6 +16,12 @@ describe('stack options', () => {
     ['apiGatewayLogsRole', 'yes', /apiGatewayLogsRole \(value 'yes'\)/],
   ])('refuses %s=%s at synth, naming the option and the value', (key, value, message) => {
     expect(() => createStack({ context: { [key]: value } })).toThrow(message);
+  });
+
+  it('refuses a liveness interval shorter than a slower sweep rate', () => {
+    expect(() => createStack({ context: { sweepRate: '10m', livenessInterval: '5m' } })).toThrow(
+      /livenessInterval \(value '5m'\): must be at least sweepRate \(10m\)/,
+    );
   });
 
   it('names every bad option at once', () => {
@@ -29,6 +37,7 @@ describe('stack options', () => {
           gracePeriod: '10m',
           maxConnectionAge: '2h',
           sweepRate: '2m',
+          livenessInterval: '4m',
           authMode: 'iam',
           alarmEmail: 'oncall@example.com',
           stageName: 'prod',

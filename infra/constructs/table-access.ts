@@ -1,0 +1,81 @@
+import { PARTITIONS } from '../../lib/store/table-definition.ts';
+
+/** The DynamoDB item actions the functions call (each is one SDK command in lib/store). */
+export type ItemAction = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem';
+
+/** Item actions on the partitions they may touch (`dynamodb:LeadingKeys`). */
+export interface PartitionAccess {
+  actions: readonly ItemAction[];
+  partitions: readonly string[];
+}
+
+/** What one function may do to the registry table. */
+export interface TableAccess {
+  items: readonly PartitionAccess[];
+  /** Query on the sparse sweep index (only auto-registered entries are in it). */
+  querySweepIndex?: boolean;
+}
+
+export type AccessingFunction = 'authorize' | 'connect' | 'disconnect' | 'message' | 'sweeper';
+
+/**
+ * Each function's access, read off the store calls it makes (lib/store/*.ts), so a new call
+ * without a grant fails loudly in the integration tests against AWS rather than quietly
+ * widening a role:
+ * - authorize: reads the presented token.
+ * - connect: reads the group and the entry, writes the entry conditionally (and deletes one
+ *   it created when the connect is withdrawn); in IAM mode also reads the caller's allow rule
+ *   and records the connection (no authorizer carries its entry).
+ * - disconnect: reads and updates the entry; reads and forgets the connection record.
+ * - message: reads and updates the entry (health); reads the connection record.
+ * - sweeper: queries the sweep index, reads/updates/deletes entries, forgets connection
+ *   records, keeps its liveness mark and writes the effective sweep policy.
+ */
+export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'): TableAccess {
+  const iam = authMode === 'iam';
+  switch (name) {
+    case 'authorize':
+      return { items: [{ actions: ['GetItem'], partitions: [PARTITIONS.tokens] }] };
+    case 'connect':
+      return {
+        items: [
+          {
+            actions: ['GetItem', 'UpdateItem', 'DeleteItem'],
+            partitions: [PARTITIONS.namespaces],
+          },
+          ...(iam
+            ? [
+                { actions: ['PutItem'], partitions: [PARTITIONS.connections] } as const,
+                { actions: ['GetItem'], partitions: [PARTITIONS.policies] } as const,
+              ]
+            : []),
+        ],
+      };
+    case 'disconnect':
+      return {
+        items: [
+          { actions: ['GetItem', 'UpdateItem'], partitions: [PARTITIONS.namespaces] },
+          { actions: ['GetItem', 'DeleteItem'], partitions: [PARTITIONS.connections] },
+        ],
+      };
+    case 'message':
+      return {
+        items: [
+          { actions: ['GetItem', 'UpdateItem'], partitions: [PARTITIONS.namespaces] },
+          { actions: ['GetItem'], partitions: [PARTITIONS.connections] },
+        ],
+      };
+    case 'sweeper':
+      return {
+        querySweepIndex: true,
+        items: [
+          {
+            actions: ['GetItem', 'UpdateItem', 'DeleteItem'],
+            partitions: [PARTITIONS.namespaces],
+          },
+          { actions: ['DeleteItem'], partitions: [PARTITIONS.connections] },
+          { actions: ['GetItem', 'PutItem'], partitions: [PARTITIONS.sweeper, PARTITIONS.config] },
+        ],
+      };
+  }
+}
