@@ -58,7 +58,7 @@ export function createProjectHandler(
     );
     recordProjectionMetrics(metrics, report);
     for (const change of report.changes) logger.info('projected', { ...change });
-    for (const problem of report.problems) logger.warn('entry not projected', { ...problem });
+    for (const problem of report.problems) logger.warn('entry not projected', logFields(problem));
     for (const unmanaged of report.unmanaged) {
       logger.warn('object exists without our managed-by label; left alone', { ...unmanaged });
     }
@@ -72,7 +72,7 @@ export function createProjectHandler(
     };
     logger.info('projection finished', { ...summary });
     if (report.errors.length > 0) {
-      for (const error of report.errors) logger.error('projection error', { ...error });
+      for (const error of report.errors) logger.error('projection error', logFields(error));
       throw new ProjectionFailedError(
         `projection failed: ${report.errors.map((e) => e.message).join('; ')}`,
       );
@@ -84,6 +84,17 @@ export function createProjectHandler(
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(logMetrics(metrics))
     .handler(onEvent);
+}
+
+/**
+ * A problem or error as log keys. Powertools keeps `message` for the log line's own text and
+ * drops a `message` key passed in the extra object, so the reason travels as `reason`.
+ */
+export function logFields<T extends { message: string }>(
+  record: T,
+): Omit<T, 'message'> & { reason: string } {
+  const { message, ...rest } = record;
+  return { ...rest, reason: message };
 }
 
 /** The Lambda wiring: the registry table, and the cluster from the stack options. */

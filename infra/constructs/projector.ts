@@ -121,8 +121,14 @@ export class Projector extends Construct {
       description: 'workload-registrar: reconcile the whole registry into the cluster',
       schedule: Schedule.rate(Duration.minutes(minutes)),
     });
-    // A failed full reconcile is not retried: the next tick is the retry.
+    // A failed full reconcile is not retried: the next tick is the retry. Both places: the
+    // rule's retry policy covers EventBridge failing to invoke, and Lambda's own async retries
+    // (two by default) cover the function failing once invoked.
     this.rule.addTarget(new LambdaFunction(this.function, { retryAttempts: 0 }));
+    this.function.configureAsyncInvoke({
+      retryAttempts: 0,
+      maxEventAge: Duration.minutes(minutes),
+    });
 
     this.alarm(
       'DeadLetters',
@@ -133,6 +139,16 @@ export class Projector extends Construct {
       {
         description:
           'Stream batches the projector failed on after retries are parked in the DLQ; the schedule repairs the cluster, but find out why.',
+      },
+      props.alarmTopic,
+    );
+    // A timeout, an out-of-memory or a crash before the report emits no ProjectionErrors.
+    this.alarm(
+      'FunctionErrors',
+      this.function.metricErrors({ period: Duration.minutes(5), statistic: 'Sum' }),
+      {
+        description:
+          'The projector function failed (uncaught error, timeout or out of memory); its logs say why.',
       },
       props.alarmTopic,
     );

@@ -5,6 +5,8 @@ import { Topic } from 'aws-cdk-lib/aws-sns';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Projector, resolveProjectorOptions } from '../../infra/constructs/projector.ts';
+import { METRICS_NAMESPACE } from '../../lib/observability.ts';
+import { PROJECTION_METRIC } from '../../lib/projection/projection-metrics.ts';
 
 // A bare stack with a test table that has a stream; bundling is skipped (bundle-contents and
 // `cdk synth` prove esbuild), so this only checks what the template says.
@@ -109,11 +111,35 @@ describe('Projector construct', () => {
       AlarmActions: [{ Ref: Match.stringLikeRegexp('^Alarms') }],
     });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      MetricName: 'ProjectionErrors',
-      Namespace: 'WorkloadRegistrar',
+      MetricName: PROJECTION_METRIC.errors,
+      Namespace: METRICS_NAMESPACE,
       Dimensions: [{ Name: 'service', Value: 'workload-registrar' }],
       Threshold: 1,
       AlarmActions: [{ Ref: Match.stringLikeRegexp('^Alarms') }],
+    });
+  });
+
+  it('alarms on any Lambda error of the function: a timeout or out-of-memory counts nothing', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Errors',
+      Dimensions: [
+        { Name: 'FunctionName', Value: { Ref: Match.stringLikeRegexp('^ProjectorFunction') } },
+      ],
+      Statistic: 'Sum',
+      Threshold: 1,
+      AlarmActions: [{ Ref: Match.stringLikeRegexp('^Alarms') }],
+    });
+  });
+
+  it('does not let Lambda retry a failed scheduled reconcile: the next tick is the retry', () => {
+    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: { Ref: Match.stringLikeRegexp('^ProjectorFunction') },
+      MaximumRetryAttempts: 0,
+      Qualifier: '$LATEST',
+    });
+    template.hasResourceProperties('AWS::Events::Rule', {
+      Targets: [Match.objectLike({ RetryPolicy: { MaximumRetryAttempts: 0 } })],
     });
   });
 
