@@ -9,7 +9,7 @@ import {
 
 /**
  * Bundles every Lambda function with the settings the CDK construct uses (minified ESM for
- * node22, AWS SDK external) and reports the size of the code Lambda loads, from esbuild's
+ * node22, the AWS SDK bundled) and reports the size of the code Lambda loads, from esbuild's
  * metafile. The source map is built too (it is deployed) but not counted: it is only read
  * when a stack trace is printed.
  */
@@ -20,18 +20,29 @@ export interface BundleSize {
   inputs: { source: string; bytes: number }[];
 }
 
-export async function bundleFunction(name: FunctionName): Promise<Metafile> {
+export interface BundleOptions {
+  /** Modules left out of the bundle; default the deployed setting (BUNDLE.externalModules). */
+  externalModules?: readonly string[];
+  /** Write the bundle here (index.mjs) instead of only measuring it. */
+  outdir?: string;
+}
+
+export async function bundleFunction(
+  name: FunctionName | 'project',
+  options: BundleOptions = {},
+): Promise<Metafile> {
+  const entry = name === 'project' ? 'functions/project.ts' : FUNCTION_ENTRIES[name];
   const result = await build({
-    entryPoints: [join(REPO_ROOT, FUNCTION_ENTRIES[name])],
+    entryPoints: [join(REPO_ROOT, entry)],
     bundle: true,
-    write: false,
-    outfile: join(REPO_ROOT, 'cdk.out', 'bundle-size', name, 'index.mjs'),
+    write: options.outdir !== undefined,
+    outfile: join(options.outdir ?? join(REPO_ROOT, 'cdk.out', 'bundle-size', name), 'index.mjs'),
     platform: 'node',
     format: 'esm',
     target: BUNDLE.target,
     minify: BUNDLE.minify,
     sourcemap: BUNDLE.sourceMap,
-    external: [...BUNDLE.externalModules],
+    external: [...(options.externalModules ?? BUNDLE.externalModules)],
     mainFields: [...BUNDLE.mainFields],
     banner: { js: BUNDLE.banner },
     metafile: true,
@@ -40,11 +51,11 @@ export async function bundleFunction(name: FunctionName): Promise<Metafile> {
   return result.metafile;
 }
 
-/** The size of each function's bundle, as deployed. */
-export async function measureBundleSizes(): Promise<BundleSize[]> {
+/** The size of each function's bundle, as deployed (or with other externals). */
+export async function measureBundleSizes(options: BundleOptions = {}): Promise<BundleSize[]> {
   const sizes: BundleSize[] = [];
   for (const name of Object.keys(FUNCTION_ENTRIES) as FunctionName[]) {
-    const metafile = await bundleFunction(name);
+    const metafile = await bundleFunction(name, options);
     const [, output] =
       Object.entries(metafile.outputs).find(([path]) => path.endsWith('.mjs')) ?? [];
     if (!output) throw new Error(`esbuild produced no .mjs output for ${name}`);

@@ -90,6 +90,23 @@ const sections: Record<string, Section> = {
       );
     },
   },
+  'cold-start': {
+    title:
+      'Cold-start proxy: median import time of each bundle in a fresh process, SDK external vs bundled',
+    run: async () => {
+      const { measureColdStarts } = await import('./cold-start.ts');
+      const rows = await measureColdStarts();
+      table(
+        ['function', 'variant', 'bundle KB', 'import ms (median of 9)'],
+        rows.map((r) => [
+          r.name,
+          r.variant,
+          (r.bundleBytes / 1024).toFixed(1),
+          r.medianImportMs.toFixed(1),
+        ]),
+      );
+    },
+  },
   agent: {
     title: 'Agent memory over an hour-equivalent of probes and rotations',
     run: async () => {

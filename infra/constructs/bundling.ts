@@ -31,9 +31,12 @@ export const BUNDLE = {
   target: 'node22',
   minify: true,
   sourceMap: true,
-  // The runtime ships AWS SDK v3: bundling it again would add ~1 MB per function and slow
-  // every cold start. Everything else (Powertools, middy, zod) is bundled.
-  externalModules: ['@aws-sdk/*'],
+  // Nothing is left to the runtime, the AWS SDK included: production runs the SDK version the
+  // tests ran (package-lock.json), not whatever the nodejs22.x runtime ships that month, and
+  // the projector's @aws-sdk/credential-providers is there for sure. Measured (`node
+  // bench/cold-start.ts`, docs/benchmarks.md): the minified bundle imports faster than the
+  // same code loading the SDK's many files from node_modules.
+  externalModules: [],
   // Prefer ES module builds so esbuild can drop what a handler never imports.
   mainFields: ['module', 'main'],
   // ESM output may still contain CommonJS dependencies that call require('node:crypto');
