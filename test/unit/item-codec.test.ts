@@ -44,7 +44,7 @@ describe('keys', () => {
 });
 
 describe('entries', () => {
-  it('round-trips a connected, healthy auto-registered entry with epoch-ms times and a string set', () => {
+  it('round-trips a connected auto-registered entry with epoch-ms times, its holders and their connect times', () => {
     const record: EntryRecord = {
       entry,
       autoRegistrationGroup: 'web',
@@ -55,6 +55,7 @@ describe('entries', () => {
         controller: 'workload-registrar',
         connectedAt: 1_000,
         connectionIds: ['a', 'b'],
+        holderSince: { a: 500, b: 1_000 },
         newestConnectionId: 'b',
       },
       health: { status: 'False', message: 'down', lastProbeTime: 3_000, lastTransitionTime: 2_000 },
@@ -65,6 +66,8 @@ describe('entries', () => {
     expect(item).toMatchObject({
       connectedAt: 1_000,
       conns: new Set(['a', 'b']),
+      'held:a': 500,
+      'held:b': 1_000,
       healthStatus: 'False',
       healthyFalseSince: 2_000,
       sweepState: `C#${sweepShard(ref)}`,
