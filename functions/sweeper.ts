@@ -36,6 +36,8 @@ export function createSweeperHandler(
     context: Context,
   ): Promise<SweeperSummary> {
     const { sweep } = deps.config;
+    // One policy, one place: clients (`registrar sweep`, describe) read what this run applies.
+    await deps.sweepPolicy?.record(sweep, deps.now());
     let result: SweepResult | undefined;
     try {
       result = await runSweep(deps.store, {

@@ -6,6 +6,10 @@ import type { ConnectionLiveness } from './registration/liveness.ts';
 import { createDocumentClient } from './store/dynamodb-client.ts';
 import { DynamoDbPolicyStore } from './store/dynamodb-policy-store.ts';
 import { DynamoDbRegistryStore } from './store/dynamodb-registry-store.ts';
+import {
+  DynamoDbSweepPolicyStore,
+  type SweepPolicyStore,
+} from './store/dynamodb-sweep-policy-store.ts';
 import { DynamoDbTokenStore } from './store/dynamodb-token-store.ts';
 import type { PolicyReader } from './store/policy-store.ts';
 import type { CatalogStore, RegistryStore } from './store/registry-store.ts';
@@ -23,6 +27,8 @@ export interface Dependencies {
   policies?: PolicyReader;
   /** API Gateway's word on whether a connection still exists; absent, no liveness checks. */
   liveness?: ConnectionLiveness;
+  /** Where the effective sweep policy is recorded for every client to read. */
+  sweepPolicy?: SweepPolicyStore;
   now: () => EpochMillis;
 }
 
@@ -44,6 +50,7 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
     store: new DynamoDbRegistryStore(client, config.tableName),
     tokens: new DynamoDbTokenStore(client, config.tableName),
     policies: new DynamoDbPolicyStore(client, config.tableName),
+    sweepPolicy: new DynamoDbSweepPolicyStore(client, config.tableName),
     ...(config.connectionsUrl === undefined
       ? {}
       : {

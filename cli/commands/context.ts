@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import type { SweepPolicyStore } from '../../lib/store/dynamodb-sweep-policy-store.ts';
 import type { CatalogStore, RegistryStore } from '../../lib/store/registry-store.ts';
 import type { TokenStore } from '../../lib/store/token-store.ts';
 import { resolveTarget, type Target, type TargetFlags } from '../target.ts';
@@ -18,6 +19,8 @@ export interface Stores {
   catalog: CatalogStore;
   registry: RegistryStore;
   tokens: TokenStore;
+  /** The sweep policy the registrar recorded (its deployed or running configuration). */
+  sweepPolicy: Pick<SweepPolicyStore, 'read'>;
 }
 
 /** What every command gets: its streams, the clock, and the registry on demand. */
@@ -69,12 +72,17 @@ export function createContext(io: CliIo): CliContext {
  * should not wait for it.
  */
 async function openStores(target: Target): Promise<{ stores: Stores; destroy: () => void }> {
-  const [{ createDocumentClient }, { DynamoDbRegistryStore }, { DynamoDbTokenStore }] =
-    await Promise.all([
-      import('../../lib/store/dynamodb-client.ts'),
-      import('../../lib/store/dynamodb-registry-store.ts'),
-      import('../../lib/store/dynamodb-token-store.ts'),
-    ]);
+  const [
+    { createDocumentClient },
+    { DynamoDbRegistryStore },
+    { DynamoDbTokenStore },
+    { DynamoDbSweepPolicyStore },
+  ] = await Promise.all([
+    import('../../lib/store/dynamodb-client.ts'),
+    import('../../lib/store/dynamodb-registry-store.ts'),
+    import('../../lib/store/dynamodb-token-store.ts'),
+    import('../../lib/store/dynamodb-sweep-policy-store.ts'),
+  ]);
   const options = target.endpoint
     ? { region: target.region, endpoint: target.endpoint }
     : { region: target.region };
@@ -85,6 +93,7 @@ async function openStores(target: Target): Promise<{ stores: Stores; destroy: ()
       catalog: registry,
       registry,
       tokens: new DynamoDbTokenStore(client, target.tableName),
+      sweepPolicy: new DynamoDbSweepPolicyStore(client, target.tableName),
     },
     destroy: () => client.destroy(),
   };

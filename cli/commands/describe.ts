@@ -1,6 +1,8 @@
 import type { Command } from 'commander';
+import { formatDuration } from '../../lib/domain/duration.ts';
 import { type EntryRecord, isAutoRegistered } from '../../lib/domain/entry-record.ts';
 import type { StringMap, VerifiedIdentity } from '../../lib/domain/model.ts';
+import type { RecordedSweepPolicy } from '../../lib/store/dynamodb-sweep-policy-store.ts';
 import type { StoredGroup } from '../../lib/store/registry-store.ts';
 import { formatAge, formatTable, formatTimestamp, parseTimestamp, toYaml } from '../output.ts';
 import type { CommandRegistration } from './context.ts';
@@ -26,7 +28,7 @@ export const registerDescribe: CommandRegistration = (program, context) => {
       async (resource: string, name: string, options: { namespace?: string }, command: Command) => {
         const kind = resourceKind(resource);
         const ref = { namespace: namespaceOf(options), name };
-        const { catalog, registry } = await context.stores(command);
+        const { catalog, registry, sweepPolicy } = await context.stores(command);
         if (kind === 'WorkloadGroup') {
           const stored = (await catalog.listGroups(ref.namespace)).find(
             (g) => g.group.metadata.name === name,
@@ -44,9 +46,20 @@ export const registerDescribe: CommandRegistration = (program, context) => {
             })
           : undefined;
         context.out(describeEntry(record, group, context.now()));
+        // Only auto-registered entries are swept; say by which policy (the registrar's own).
+        if (record.autoRegistrationGroup)
+          context.out(describeSweepPolicy(await sweepPolicy.read()));
       },
     );
 };
+
+/** The registrar's recorded sweep policy, as the last line of an auto-registered entry. */
+export function describeSweepPolicy(policy: RecordedSweepPolicy | undefined): string {
+  const text = policy
+    ? `grace period ${formatDuration(policy.gracePeriodMs)}, stale after 1.5 x ${formatDuration(policy.maxConnectionAgeMs)}, liveness checks every ${formatDuration(policy.livenessIntervalMs)} (recorded ${new Date(policy.recordedAt).toISOString()})`
+    : 'not recorded yet (the registrar has not swept this table)';
+  return `Sweep Policy:  ${text}\n`;
+}
 
 /** One value, or the lines of a map (see `labelLines`, `annotationLines`). */
 type FieldValue = string | string[] | undefined;

@@ -41,13 +41,13 @@ export const registerSweep: CommandRegistration = (program, context) => {
     .addOption(
       durationOption(
         '--grace-period <duration>',
-        `how long an entry may stay disconnected (default: ${ENV.gracePeriod} or ${DEFAULTS.gracePeriod})`,
+        "how long an entry may stay disconnected (default: the registrar's recorded policy)",
       ),
     )
     .addOption(
       durationOption(
         '--max-connection-age <duration>',
-        `API Gateway's connection limit; connected entries older than 1.5x this are stale (default: ${ENV.maxConnectionAge} or ${DEFAULTS.maxConnectionAge})`,
+        "connected entries older than 1.5x this are stale (default: the registrar's recorded policy)",
       ),
     )
     .addOption(
@@ -57,14 +57,34 @@ export const registerSweep: CommandRegistration = (program, context) => {
     )
     .option('--dry-run', 'show what would be deleted, delete nothing')
     .action(async (options: SweepOptions, command: Command) => {
+      const { registry, sweepPolicy } = await context.stores(command);
+      // The registrar's own policy, as its sweeper or local runtime recorded it: a manual sweep
+      // must never delete what the registrar still keeps. Flags override it on purpose.
+      const recorded = await sweepPolicy.read();
+      if (
+        !recorded &&
+        (options.gracePeriod === undefined || options.maxConnectionAge === undefined)
+      ) {
+        context.io.stderr.write(
+          `no sweep policy recorded in this table (the registrar's sweeper has not run yet); using ${ENV.gracePeriod}/${ENV.maxConnectionAge} or the defaults\n`,
+        );
+      }
       const policy = {
         gracePeriodMs:
-          options.gracePeriod ?? fromEnv(context.io.env, ENV.gracePeriod, DEFAULTS.gracePeriod),
+          options.gracePeriod ??
+          recorded?.gracePeriodMs ??
+          fromEnv(context.io.env, ENV.gracePeriod, DEFAULTS.gracePeriod),
         maxConnectionAgeMs:
           options.maxConnectionAge ??
+          recorded?.maxConnectionAgeMs ??
           fromEnv(context.io.env, ENV.maxConnectionAge, DEFAULTS.maxConnectionAge),
       };
-      const { registry } = await context.stores(command);
+      const source =
+        options.gracePeriod !== undefined || options.maxConnectionAge !== undefined
+          ? 'set by flags'
+          : recorded
+            ? `the registrar's, recorded ${new Date(recorded.recordedAt).toISOString()}`
+            : 'defaults';
       const result = await runSweep(registry, {
         now: context.now(),
         policy,
@@ -82,14 +102,14 @@ export const registerSweep: CommandRegistration = (program, context) => {
         `${result.deleted.length} ${verb}`,
         `${result.candidatesRead} candidates read`,
         result.conflicts > 0 ? `${result.conflicts} kept: reconnected after they were read` : '',
-        `grace period ${formatDuration(policy.gracePeriodMs)}, max connection age ${formatDuration(policy.maxConnectionAgeMs)}`,
+        `grace period ${formatDuration(policy.gracePeriodMs)}, max connection age ${formatDuration(policy.maxConnectionAgeMs)} (${source})`,
       ];
       // The summary goes to stderr so stdout lists only entries, one per line.
       context.io.stderr.write(`${summary.filter(Boolean).join('; ')}\n`);
     });
 };
 
-/** The sweeper's own variables apply here too, so a manual sweep uses the deployed policy. */
+/** Without a recorded policy, the sweeper's own variables, then the defaults. */
 function fromEnv(
   env: Record<string, string | undefined>,
   variable: string,
