@@ -192,20 +192,29 @@ export class DynamoDbCatalog {
     return Item;
   }
 
+  /**
+   * One conditional put, retry-safe: when the SDK retries a put whose first attempt was
+   * applied but answered with an error (a 500, a lost response), the retry fails the condition
+   * the first attempt changed. The item carries this write's id, so reading it back tells our
+   * own applied write (true) from someone else's (false): `apply` then reports 'created', not
+   * 'unchanged', for the group it just created.
+   */
   async #put(item: Item, condition: string, values: Record<string, unknown>): Promise<boolean> {
+    const writeId = randomUUID();
     try {
       await this.#client.send(
         new PutCommand({
           TableName: this.#table,
-          Item: item,
+          Item: { ...item, writeId },
           ConditionExpression: condition,
           ...(Object.keys(values).length > 0 ? { ExpressionAttributeValues: values } : {}),
         }),
       );
       return true;
     } catch (error) {
-      if (isConditionFailed(error)) return false;
-      throw error;
+      if (!isConditionFailed(error)) throw error;
+      const stored = await this.#get({ pk: String(item.pk), sk: String(item.sk) }, true);
+      return stored?.writeId === writeId;
     }
   }
 

@@ -21,7 +21,11 @@ export class DynamoDbTokenStore implements TokenStore {
 
   /**
    * Never overwrites: a colliding id would otherwise replace a token, and could silently undo a
-   * revocation. Ids are random, so a collision is a bug worth failing on.
+   * revocation. Ids are random, so a collision is a bug worth failing on. Retry-safe: when the
+   * SDK retries a put whose first attempt was applied but answered with an error, the retry
+   * fails the condition; the stored token then has our secret's hash (256 random bits, so no
+   * one else's), and the write succeeded: the operator gets the token instead of an error and
+   * an active token nobody saw.
    */
   async putToken(token: StoredToken): Promise<void> {
     try {
@@ -33,8 +37,10 @@ export class DynamoDbTokenStore implements TokenStore {
         }),
       );
     } catch (error) {
-      if (isConditionFailed(error)) throw new Error(`join token '${token.id}' already exists`);
-      throw error;
+      if (!isConditionFailed(error)) throw error;
+      const stored = await this.getToken(token.id);
+      if (stored?.secretHash === token.secretHash) return;
+      throw new Error(`join token '${token.id}' already exists`);
     }
   }
 
