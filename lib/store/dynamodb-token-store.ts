@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import {
   type DynamoDBDocumentClient,
   GetCommand,
@@ -23,8 +24,8 @@ export class DynamoDbTokenStore implements TokenStore {
    * Never overwrites: a colliding id would otherwise replace a token, and could silently undo a
    * revocation. Ids are random, so a collision is a bug worth failing on. Retry-safe: when the
    * SDK retries a put whose first attempt was applied but answered with an error, the retry
-   * fails the condition; the stored token then has our secret's hash (256 random bits, so no
-   * one else's), and the write succeeded: the operator gets the token instead of an error and
+   * fails the condition; a stored token equal to ours, secret hash included (256 random bits,
+   * so no one else's), means the write succeeded: the operator gets the token instead of an error and
    * an active token nobody saw.
    */
   async putToken(token: StoredToken): Promise<void> {
@@ -39,7 +40,7 @@ export class DynamoDbTokenStore implements TokenStore {
     } catch (error) {
       if (!isConditionFailed(error)) throw error;
       const stored = await this.getToken(token.id);
-      if (stored?.secretHash === token.secretHash) return;
+      if (stored && isDeepStrictEqual(stored, token)) return;
       throw new Error(`join token '${token.id}' already exists`);
     }
   }
