@@ -87,10 +87,7 @@ export class GatewayConnection implements ConnectionFacts {
         this.end(1009, 'Message too big', `frame of ${bytes} bytes over ${limits.frameBytes}`),
       ),
     );
-    const ageLeft = limits.maxConnectionAgeMs - (now() - this.connectedAt);
-    this.#timers.push(
-      setTimeout(() => this.end(1001, 'Going away', 'maximum connection age'), ageLeft),
-    );
+    this.#armAgeTimer();
     this.#armIdleTimer();
     log('info', 'connected', { connectionId: this.id, sourceIp: this.request.sourceIp });
   }
@@ -168,6 +165,21 @@ export class GatewayConnection implements ConnectionFacts {
           : 'Internal server error',
       );
     }
+  }
+
+  /** Node's timers may fire a millisecond early: the limit is re-checked against the clock. */
+  #armAgeTimer(): void {
+    const { limits, now } = this.#settings;
+    const ageLeft = limits.maxConnectionAgeMs - (now() - this.connectedAt);
+    this.#timers.push(
+      setTimeout(
+        () => {
+          if (now() - this.connectedAt < limits.maxConnectionAgeMs) this.#armAgeTimer();
+          else this.end(1001, 'Going away', 'maximum connection age');
+        },
+        Math.max(ageLeft, 1),
+      ),
+    );
   }
 
   #armIdleTimer(): void {

@@ -278,11 +278,11 @@ function assertSweptWhenAbandoned(
   const newestConnect = Math.max(...holders.map((connection) => connection.connectedAt));
   const staleOver = now - newestConnect > 1.5 * policy.maxConnectionAgeMs;
   const allLanded = holders.every((connection) => connection.delivered);
-  const seenBy = allLanded
-    ? lastClose
-    : holders.every((c) => c.delivered || c.checkedGone) && lastLiveness !== undefined
-      ? Math.max(lastClose, lastLiveness)
-      : undefined;
+  // When the departure was recorded, at the latest: a liveness check after the last close
+  // records it at its own time (a disconnect delivered later finds nothing left to do);
+  // otherwise the disconnects that landed record it at the last close.
+  const checkedAfterClose = lastLiveness !== undefined && lastLiveness >= lastClose;
+  const seenBy = checkedAfterClose ? lastLiveness : allLanded ? lastClose : undefined;
   const graceOver = seenBy !== undefined && now - seenBy >= policy.gracePeriodMs;
   // The stale rule applies to an entry still marked connected: one a liveness check already
   // marked disconnected waits out its grace period instead.
