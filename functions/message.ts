@@ -58,7 +58,8 @@ async function answer(
       logger.info('health reported', {
         outcome: result.outcome,
         healthy: message.healthy,
-        ...(message.healthy || message.message === undefined ? {} : { message: message.message }),
+        // Powertools drops a `message` key from the extra fields: the reason travels as `reason`.
+        ...(message.healthy || message.message === undefined ? {} : { reason: message.message }),
       });
       return healthAck();
     }
