@@ -37,6 +37,28 @@ const namespace = check<string>(
 export const port = check<number>((v) => isInteger(v, 1, 65535), 'must be a port number 1-65535');
 export const text = check<string>(isString, 'must be a string');
 
+/**
+ * `ports` of a template or entry: name -> number. Istio refuses a port name that is not a
+ * DNS-1123 label (its `ValidatePortName`), so an entry with one would be accepted here and
+ * then fail when projected into the mesh. Issues name the port, so the path reads
+ * `spec.ports.HTTP`.
+ */
+const ports = z
+  .record(z.string(), z.unknown())
+  .superRefine((map, ctx) => {
+    for (const [portName, value] of Object.entries(map)) {
+      if (!isDns1123Label(portName)) {
+        const message = `invalid port name: must be a DNS-1123 label (lower case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters), as Istio requires, got ${showValue(portName)}`;
+        ctx.addIssue({ code: 'custom', path: [portName], message });
+      }
+      if (!isInteger(value, 1, 65535)) {
+        const message = `must be a port number 1-65535, got ${showValue(value)}`;
+        ctx.addIssue({ code: 'custom', path: [portName], message });
+      }
+    }
+  })
+  .transform((map) => map as Record<string, number>);
+
 /** Labels or annotations: keys in Kubernetes syntax; label values too. Issues name the key. */
 function stringMap(kind: 'label' | 'annotation') {
   return z
@@ -71,7 +93,7 @@ const locality = check<string>(
 
 /** The fields a WorkloadGroup template and a WorkloadEntry spec have in common. */
 export const entrySpecFields = {
-  ports: z.record(z.string(), port).optional(),
+  ports: ports.optional(),
   labels: labels.optional(),
   network: check<string>(
     (v) => isString(v) && isNetworkName(v),
