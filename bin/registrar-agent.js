@@ -1,5 +1,14 @@
 #!/usr/bin/env node
-// Node 22 strips TypeScript types, so the agent runs from its sources without a build step.
-import { main } from '../agent/main.ts';
+// Node strips the TypeScript types, so the agent runs from its sources without a build step.
+// The Node.js version is checked first, before any TypeScript loads (an older Node would stop
+// with a loader stack trace). packaging/build-agent.sh bundles this file into
+// registrar-agent.mjs, already JavaScript, which needs only Node 22.
+import { exitUnlessSupportedNode } from '../scripts/node-version.js';
+
+exitUnlessSupportedNode({
+  program: 'registrar-agent',
+  bundled: !import.meta.url.endsWith('/bin/registrar-agent.js'),
+});
+const { main } = await import('../agent/main.ts');
 
 await main(process.argv.slice(2), process.env);

@@ -1,12 +1,16 @@
 #!/usr/bin/env node
 // The operator CLI. Node strips the TypeScript types itself, so there is no build step.
+// The Node.js version is checked first, before any TypeScript loads.
+import { exitUnlessSupportedNode } from '../scripts/node-version.js';
+
+exitUnlessSupportedNode({ program: 'registrar' });
 
 async function loadCli() {
   try {
     return await import('../cli/main.ts');
   } catch (error) {
-    // Node before 22.18 does not strip types by default, and no Node strips them inside
-    // node_modules: say so instead of printing a loader stack trace.
+    // No Node strips types inside node_modules (the version was checked above): say so
+    // instead of printing a loader stack trace.
     const code = error?.code;
     if (
       code !== 'ERR_UNKNOWN_FILE_EXTENSION' &&
@@ -15,9 +19,8 @@ async function loadCli() {
       throw error;
     }
     process.stderr.write(
-      `error: registrar runs its TypeScript sources directly: it needs Node 22.18 or newer ` +
-        `(or NODE_OPTIONS=--experimental-strip-types) and a checkout of the project, not an ` +
-        `installed package; this is Node ${process.version} (${code})\n`,
+      `error: registrar runs its TypeScript sources directly: it needs a checkout of the ` +
+        `project, not an installed package; this is Node ${process.version} (${code})\n`,
     );
     process.exit(1);
   }
