@@ -1,4 +1,5 @@
 import WebSocket from 'ws';
+import { NotRegisteredError } from '../lib/domain/errors.ts';
 import { AGENT_CLOSE_REASON } from '../lib/protocol/close-reasons.ts';
 import type { Clock, Timer } from './clock.ts';
 
@@ -27,11 +28,19 @@ export class RefusedError extends Error {
 /** A request that got no reply, an error reply, or lost its connection. */
 export class RequestError extends Error {
   readonly kind: 'timeout' | 'closed' | 'error';
+  /** The registrar's error code of an error reply (`NotRegistered`, `InvalidRequest`, ...). */
+  readonly code: string | undefined;
 
-  constructor(kind: 'timeout' | 'closed' | 'error', message: string) {
+  constructor(kind: 'timeout' | 'closed' | 'error', message: string, code?: string) {
     super(message);
     this.kind = kind;
+    this.code = code;
   }
+}
+
+/** The registrar answered that this connection holds no entry: only a new connection helps. */
+export function isNotRegistered(error: unknown): boolean {
+  return error instanceof RequestError && error.code === NotRegisteredError.CODE;
 }
 
 /** One open WebSocket to the registrar, speaking protocol v1. */
@@ -138,7 +147,7 @@ function createLink(socket: WebSocket, options: LinkOptions): AgentLink {
       // An error reply may name no action: it answers the oldest outstanding request.
       const target = action ?? pending.keys().next().value;
       const text = `${reply.error?.code ?? 'Error'}: ${reply.error?.message ?? 'request refused'}`;
-      if (target) settle(target, new RequestError('error', text));
+      if (target) settle(target, new RequestError('error', text, reply.error?.code));
       return;
     }
     // A late reply to a request that already timed out finds nothing pending: dropped.

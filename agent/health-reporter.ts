@@ -1,5 +1,5 @@
 import { type Clock, sleep } from './clock.ts';
-import { type AgentLink, RequestError } from './connection.ts';
+import { type AgentLink, isNotRegistered, RequestError } from './connection.ts';
 import type { Logger } from './logger.ts';
 import type { HealthState } from './probes/probe-runner.ts';
 
@@ -11,16 +11,27 @@ export interface HealthReporterOptions {
   /** The connection health goes through now (the newest one), if any. */
   currentLink: () => AgentLink | undefined;
   onEvent?: (event: { type: 'health-sent' | 'health-acked'; healthy: boolean }) => void;
+  /**
+   * The current connection cannot carry health: the registrar said it holds no entry, or
+   * reports went unacknowledged twice in a row. Only a new connection helps; the reporter
+   * waits for `resend` (the next connection) before sending again.
+   */
+  onStuck?: (link: AgentLink, reason: string) => void;
 }
 
+/** Unacknowledged reports in a row (timeouts or error replies) that make a connection suspect. */
+export const UNACKED_LIMIT = 2;
+
 /**
- * Delivers the latest health state until the registrar acknowledges it. The registrar only
- * counts reports from an entry's newest connection, so:
+ * Delivers the latest health state until the registrar acknowledges it:
  * - after every (re)connect the state is sent again on the new connection (`resend`), first;
- * - an ack counts only if it came through the connection that is still the newest: during a
- *   rotation an ack on the old connection may be for a report the registrar ignored;
+ * - an ack counts only if it came through the connection that is still the current one;
  * - no reply within the ack timeout: sent again at once (the timeout already spaced it out);
- *   an error reply: sent again after `retryDelayMs`.
+ *   an error reply: sent again after `retryDelayMs`;
+ * - `NotRegistered`, or {@link UNACKED_LIMIT} unacknowledged reports in a row on one
+ *   connection: that connection is given up on (`onStuck`) and nothing more is sent on it,
+ *   since a registrar that does not count this connection will not start to by being asked
+ *   again; the supervisor opens a new one, which `resend`s.
  * Only one report is in flight; a newer state simply replaces the one being retried.
  */
 export class HealthReporter {
@@ -29,6 +40,8 @@ export class HealthReporter {
   #acked = true;
   #sending = false;
   #stopped = false;
+  /** The connection given up on: nothing is sent on it again. */
+  #stuckOn: AgentLink | undefined;
 
   constructor(options: HealthReporterOptions) {
     this.#options = options;
@@ -45,8 +58,9 @@ export class HealthReporter {
     void this.#pump();
   }
 
-  /** A new connection became the newest: re-send the last known state on it. */
+  /** A new connection became the current one: re-send the last known state on it. */
   resend(): void {
+    this.#stuckOn = undefined;
     if (this.#state === undefined) return;
     this.#acked = false;
     void this.#pump();
@@ -65,6 +79,8 @@ export class HealthReporter {
   async #pump(): Promise<void> {
     if (this.#sending) return;
     this.#sending = true;
+    let unacked = 0;
+    let unackedOn: AgentLink | undefined;
     try {
       for (;;) {
         const link = this.#options.currentLink();
@@ -74,14 +90,20 @@ export class HealthReporter {
           this.#acked ||
           state === undefined ||
           link === undefined ||
-          link.closed
+          link.closed ||
+          link === this.#stuckOn
         )
           return;
+        if (link !== unackedOn) {
+          unacked = 0;
+          unackedOn = link;
+        }
         this.#options.onEvent?.({ type: 'health-sent', healthy: state.healthy });
         try {
           // The registrar accepts messages up to 1024 characters (MAX_HEALTH_MESSAGE_LENGTH).
           const message = state.message?.slice(0, 1000);
           await link.request('health', { healthy: state.healthy, ...(message ? { message } : {}) });
+          unacked = 0;
           if (state === this.#state && link === this.#options.currentLink()) {
             this.#acked = true;
             this.#options.onEvent?.({ type: 'health-acked', healthy: state.healthy });
@@ -90,8 +112,24 @@ export class HealthReporter {
           const kind = error instanceof RequestError ? error.kind : 'error';
           // Closed: the reconnect (or the rotation's new connection) sends it again.
           if (kind === 'closed') continue;
+          unacked += 1;
+          const reason = (error as Error).message;
+          if (isNotRegistered(error) || unacked >= UNACKED_LIMIT) {
+            this.#stuckOn = link;
+            this.#options.logger.warn('health report not acknowledged on this connection', {
+              reason,
+              unacknowledged: unacked,
+            });
+            this.#options.onStuck?.(
+              link,
+              isNotRegistered(error)
+                ? `the registrar says this connection holds no entry (${reason})`
+                : `${unacked} health reports in a row were not acknowledged (${reason})`,
+            );
+            return;
+          }
           this.#options.logger.warn('health report not acknowledged; sending it again', {
-            reason: (error as Error).message,
+            reason,
           });
           if (kind === 'error') await sleep(this.#options.clock, this.#options.retryDelayMs);
         }

@@ -4,7 +4,7 @@ import { AuthSetupError } from './auth.ts';
 import { failureDelay, REFUSAL_STATUSES, refusalDelay, rotationDelay } from './backoff.ts';
 import type { Clock, Timer } from './clock.ts';
 import type { AgentTiming } from './config.ts';
-import { type AgentLink, RefusedError, RequestError } from './connection.ts';
+import { type AgentLink, isNotRegistered, RefusedError, RequestError } from './connection.ts';
 import { HealthReporter } from './health-reporter.ts';
 import type { Logger } from './logger.ts';
 import { ProbeWatcher } from './probe-watcher.ts';
@@ -19,6 +19,7 @@ export type AgentEvent =
   | { type: 'registered'; name: string; linkId: number }
   | { type: 'retry-scheduled'; delayMs: number; reason: string; refused: boolean }
   | { type: 'closed'; linkId: number; code: number }
+  | { type: 'replacing'; linkId: number; delayMs: number; reason: string }
   | { type: 'health-sent' | 'health-acked'; healthy: boolean };
 
 type AttemptKind = 'start' | 'reconnect' | 'rotate';
@@ -49,7 +50,11 @@ interface Current {
  *   409) wait much longer and log the registrar's reason, since retrying cannot fix them;
  *   a connection that dies young does not reset the backoff, so no loop is ever tight;
  * - keepalive pings stay inside API Gateway's 10-minute idle timeout; a missing pong is
- *   treated as a dead connection.
+ *   treated as a dead connection;
+ * - a connection the registrar does not count (it answers `NotRegistered`, or two health
+ *   reports in a row go unacknowledged) is replaced, make before break: at once the first
+ *   time, then with the failure backoff, so a registrar that keeps answering so is not
+ *   hammered.
  */
 export class Supervisor {
   readonly #o: SupervisorOptions;
@@ -67,6 +72,9 @@ export class Supervisor {
   #failures = 0;
   #refusals = 0;
   #linkSeq = 0;
+  /** Connections replaced in a row because they held nothing; reset once one is proven. */
+  #replacements = 0;
+  #replacing: Current | undefined;
   #entryName: string | undefined;
   #stopped = false;
 
@@ -78,7 +86,14 @@ export class Supervisor {
       logger: options.logger,
       retryDelayMs: options.timing.ackTimeoutMs,
       currentLink: () => this.#current?.link,
-      onEvent: emit,
+      onEvent: (event) => {
+        // An acknowledged report proves the connection holds the entry.
+        if (event.type === 'health-acked') this.#replacements = 0;
+        emit(event);
+      },
+      onStuck: (link, reason) => {
+        if (this.#current?.link === link) this.#replace(this.#current, reason);
+      },
     });
     this.#probe = new ProbeWatcher({
       clock: options.clock,
@@ -172,11 +187,16 @@ export class Supervisor {
             : '?';
         if (name !== this.#entryName) this.#o.logger.info(`registered as ${name}`, { entry: name });
         this.#entryName = name;
+        this.#replacements = 0;
         this.#emit({ type: 'registered', name, linkId: current.id });
         this.#probe.apply((reply.probe as Probe | null | undefined) ?? null);
         return;
       } catch (error) {
         if (error instanceof RequestError && error.kind === 'closed') return;
+        if (isNotRegistered(error)) {
+          this.#replace(current, `the registrar says this connection holds no entry`);
+          return;
+        }
         this.#o.logger.warn('describe failed; asking again', { reason: (error as Error).message });
         await new Promise<void>((resolve) =>
           this.#o.clock.setTimer(this.#o.timing.ackTimeoutMs, resolve),
@@ -239,6 +259,25 @@ export class Supervisor {
     }
     logger.warn(`reconnecting in ${seconds(delay)} because ${why}`, { attempt: this.#failures });
     this.#scheduleRetry(delay, why, false, 'reconnect');
+  }
+
+  /** Opens a new connection in place of `stale`, which stays open until the new one holds. */
+  #replace(stale: Current, reason: string): void {
+    if (this.#stopped || this.#current !== stale || this.#replacing === stale) return;
+    this.#replacing = stale;
+    this.#replacements += 1;
+    const { clock, logger, timing } = this.#o;
+    const delay =
+      this.#replacements === 1 ? 0 : failureDelay(this.#replacements - 1, timing, clock.random());
+    this.#emit({ type: 'replacing', linkId: stale.id, delayMs: delay, reason });
+    if (this.#opening) {
+      logger.warn(`${reason}; a new connection is already being opened`);
+      return;
+    }
+    logger.warn(`opening a new connection in ${seconds(delay)} because ${reason}`, {
+      connection: stale.id,
+    });
+    this.#scheduleRetry(delay, reason, false, 'rotate');
   }
 
   #scheduleRetry(delayMs: number, reason: string, refused: boolean, kind: AttemptKind): void {
