@@ -334,7 +334,7 @@ describe('liveness checks', () => {
     // One GET @connections per check (one holder): 12 an hour at the 5 min interval.
     expect(api.calls).toHaveLength(12);
     expect((await store.getEntry({ namespace: NS, name: 'alive' }))?.revision).toBe(revision);
-  });
+  }, 120_000); // 63 sweeps: DynamoDB Local on a loaded 2-core machine needs more than 30 s
 
   it('never drops a holder younger than the connect settle time (its $connect may still run)', async () => {
     const { store } = await freshStore();
