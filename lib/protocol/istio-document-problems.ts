@@ -1,5 +1,8 @@
 import type * as z from 'zod';
 import { InvalidRequestError } from '../domain/errors.ts';
+import { formatPath } from '../domain/field-path.ts';
+
+export { formatPath };
 
 /** How a refused document is reported: where the problem is, what was expected, what was found. */
 
@@ -53,18 +56,6 @@ const EXPECTED: Record<string, string> = {
   string: 'a string',
   number: 'a number',
 };
-
-/** `spec.template.ports.http`, `metadata.labels["app.kubernetes.io/name"]`, `command[0]`. */
-export function formatPath(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const segment of path) {
-    if (typeof segment === 'number') out += `[${segment}]`;
-    else if (/^[A-Za-z_][A-Za-z0-9_-]*$/.test(String(segment)))
-      out += `${out ? '.' : ''}${String(segment)}`;
-    else out += `[${JSON.stringify(String(segment))}]`;
-  }
-  return out || '(document)';
-}
 
 function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   let at: unknown = root;

@@ -7,6 +7,11 @@ import {
   type WorkloadGroup,
 } from '../domain/model.ts';
 import {
+  entrySizeRefusal,
+  groupSizeRefusal,
+  type SizeRefusal,
+} from '../store/catalog-item-limits.ts';
+import {
   describeDocument,
   describeIssue,
   InvalidDocumentsError,
@@ -116,12 +121,21 @@ function parseDocument(
       metadata,
       spec: { ...pick(spec, 'metadata', 'probe'), template: spec.template },
     };
-    return { index, kind, group };
+    return fits(groupSizeRefusal(group), where, problems) ? { index, kind, group } : undefined;
   }
   const data = parsed.data as z.infer<typeof workloadEntrySchema>;
   const entry: WorkloadEntry = { apiVersion: ISTIO_API_VERSION, kind, metadata, spec: data.spec };
   if (data.status?.conditions) entry.status = { conditions: data.status.conditions as Condition[] };
-  return { index, kind, entry };
+  return fits(entrySizeRefusal(entry), where, problems) ? { index, kind, entry } : undefined;
+}
+
+/**
+ * An object over DynamoDB's item limit is refused here, with the rest of the input, so that
+ * `apply` writes none of it (the catalog checks again before its put).
+ */
+function fits(refusal: SizeRefusal | undefined, where: string, problems: string[]): boolean {
+  if (refusal) problems.push(`${where}: ${refusal.message}`);
+  return refusal === undefined;
 }
 
 function pick<T extends object, K extends keyof T>(value: T, ...keys: K[]): Partial<Pick<T, K>> {

@@ -9,13 +9,14 @@ import {
   PutCommand,
 } from '@aws-sdk/lib-dynamodb';
 import type { EntryRecord } from '../domain/entry-record.ts';
-import { ConflictError } from '../domain/errors.ts';
+import { ConflictError, InvalidRequestError } from '../domain/errors.ts';
 import {
   formatRef,
   type ObjectRef,
   type WorkloadEntry,
   type WorkloadGroup,
 } from '../domain/model.ts';
+import { entrySizeRefusal, groupSizeRefusal, type SizeRefusal } from './catalog-item-limits.ts';
 import { isConditionFailed, queryItems, scanItems } from './dynamodb-client.ts';
 import {
   connectionKey,
@@ -62,6 +63,7 @@ export class DynamoDbCatalog {
 
   /** `generation` goes up only when the spec changes; the uid is minted once, on create. */
   async applyGroup(group: WorkloadGroup): Promise<ApplyGroupResult> {
+    refuseOversized('workloadgroup', group, groupSizeRefusal(group));
     const wanted = normalized(group);
     for (let attempt = 0; attempt < APPLY_ATTEMPTS; attempt++) {
       const existing = (await this.#get(groupKey(group.metadata), true)) as GroupItem | undefined;
@@ -118,6 +120,7 @@ export class DynamoDbCatalog {
   async applyEntry(
     entry: WorkloadEntry,
   ): Promise<'created' | 'updated' | 'unchanged' | 'conflict'> {
+    refuseOversized('workloadentry', entry, entrySizeRefusal(entry));
     for (let attempt = 0; attempt < APPLY_ATTEMPTS; attempt++) {
       const existing = (await this.#get(entryKey(entry.metadata), true)) as EntryItem | undefined;
       if (existing?.autoRegistrationGroup !== undefined) return 'conflict';
@@ -224,6 +227,20 @@ export class DynamoDbCatalog {
     );
     return Attributes;
   }
+}
+
+/**
+ * An object over DynamoDB's 400 KB item limit: refused before any request, naming its largest
+ * fields, instead of DynamoDB's bare "Item size has exceeded the maximum allowed size".
+ */
+function refuseOversized(
+  kind: string,
+  object: WorkloadGroup | WorkloadEntry,
+  refusal: SizeRefusal | undefined,
+): void {
+  if (!refusal) return;
+  const message = `${kind} ${formatRef(object.metadata)}: ${refusal.message}`;
+  throw new InvalidRequestError(message, refusal.field);
 }
 
 /** Drops `undefined` members, as storing does, so a document compares equal to its stored self. */

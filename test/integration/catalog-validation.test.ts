@@ -74,3 +74,25 @@ spec:
     expect(run.stdout).toBe('workloadgroup.networking.istio.io/fine created\n');
   });
 });
+
+describe('registrar apply: DynamoDB item limit', () => {
+  it("refuses a group over 400 KB naming its largest field, instead of DynamoDB's bare message, and writes nothing", async () => {
+    const labels = Array.from({ length: 6500 }, (_, i) => `l${i}: ${'v'.repeat(60)}`).join(', ');
+    const before = await tableKeys();
+    const run = await apply(`${VALID_GROUP.replace('fine', 'also-fine')}---
+apiVersion: networking.istio.io/v1
+kind: WorkloadGroup
+metadata: {name: huge, namespace: shop}
+spec:
+  template:
+    labels: {${labels}}
+`);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(
+      /^error: document 2 \(WorkloadGroup huge\): spec\.template\.labels is 4\d\d(\.\d)? KB \(the whole WorkloadGroup 4\d\d(\.\d)? KB\); a WorkloadGroup is stored as one DynamoDB item, which must stay under 400 KB: make it smaller\nnothing was written\n$/,
+    );
+    expect(run.stderr).not.toContain('Item size has exceeded');
+    expect(await tableKeys()).toEqual(before);
+  });
+});

@@ -1,0 +1,15 @@
+/**
+ * How a field of a document is named in messages: `spec.template.ports.http`,
+ * `metadata.labels["app.kubernetes.io/name"]`, `command[0]`. Shared by the document parser and
+ * the store's size check, so both name a field the same way.
+ */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const segment of path) {
+    if (typeof segment === 'number') out += `[${segment}]`;
+    else if (/^[A-Za-z_][A-Za-z0-9_-]*$/.test(String(segment)))
+      out += `${out ? '.' : ''}${String(segment)}`;
+    else out += `[${JSON.stringify(String(segment))}]`;
+  }
+  return out || '(document)';
+}
