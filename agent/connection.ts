@@ -25,6 +25,26 @@ export class RefusedError extends Error {
   }
 }
 
+/**
+ * The upgrade was answered, but not by a registrar: a plain web page (`200 text/html`), a
+ * redirect, or any answer whose body is not JSON. API Gateway and the local runtime answer
+ * every refusal with a JSON body (`{"message":"Unauthorized"}`, the registrar's error), so
+ * such an answer means `--url` points at something else, and retrying soon cannot help.
+ */
+export class NotRegistrarError extends Error {
+  readonly status: number;
+  /** The media type as the server sent it (`text/html`), if it sent one. */
+  readonly contentType: string | undefined;
+
+  constructor(status: number, contentType: string | undefined) {
+    super(
+      `this URL answered HTTP ${status} with ${contentType ?? 'no content type'}; it is not a registrar WebSocket endpoint`,
+    );
+    this.status = status;
+    this.contentType = contentType;
+  }
+}
+
 /** A request that got no reply, an error reply, or lost its connection. */
 export class RequestError extends Error {
   readonly kind: 'timeout' | 'closed' | 'error';
@@ -80,7 +100,10 @@ const REPLY_ACTION: Record<string, RequestAction> = {
 // A server that does not answer a close frame is not waited for longer than this.
 const CLOSE_GRACE_MS = 2_000;
 
-/** Opens one connection; rejects with RefusedError on an HTTP refusal, Error otherwise. */
+/**
+ * Opens one connection; rejects with RefusedError on a registrar's HTTP refusal,
+ * NotRegistrarError on an answer no registrar gives, Error otherwise.
+ */
 export function openLink(
   url: string,
   headers: Record<string, string>,
@@ -104,7 +127,13 @@ export function openLink(
       const done = () => {
         request.destroy();
         const status = response.statusCode ?? 0;
-        const { code, message } = parseRefusal(Buffer.concat(chunks).toString('utf8'));
+        const body = Buffer.concat(chunks).toString('utf8');
+        const contentType = response.headers['content-type']?.split(';')[0]?.trim() || undefined;
+        if (!isRegistrarAnswer(status, contentType, body)) {
+          reject(new NotRegistrarError(status, contentType));
+          return;
+        }
+        const { code, message } = parseRefusal(body);
         reject(
           new RefusedError(status, code, message ?? response.statusMessage ?? `HTTP ${status}`),
         );
@@ -207,6 +236,25 @@ function createLink(socket: WebSocket, options: LinkOptions): AgentLink {
       listeners.push(listener);
     },
   };
+}
+
+/**
+ * A registrar refuses an upgrade with a 4xx or 5xx and a JSON body (possibly empty: a
+ * `$connect` Lambda may return a status alone). A 2xx or 3xx is an ordinary web server
+ * answering a page or a redirect; a body or content type that is not JSON (an HTML error page
+ * of a proxy or a web server) is not the registrar speaking either.
+ */
+function isRegistrarAnswer(status: number, contentType: string | undefined, body: string): boolean {
+  if (status < 400) return false;
+  if (contentType !== undefined && !/^application\/([\w.-]+\+)?json$/i.test(contentType))
+    return false;
+  if (body.trim() === '') return true;
+  try {
+    JSON.parse(body);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 function parseRefusal(body: string): { code?: string; message?: string } {

@@ -4,7 +4,13 @@ import { AuthSetupError } from './auth.ts';
 import { failureDelay, REFUSAL_STATUSES, refusalDelay, rotationDelay } from './backoff.ts';
 import type { Clock, Timer } from './clock.ts';
 import type { AgentTiming } from './config.ts';
-import { type AgentLink, isNotRegistered, RefusedError, RequestError } from './connection.ts';
+import {
+  type AgentLink,
+  isNotRegistered,
+  NotRegistrarError,
+  RefusedError,
+  RequestError,
+} from './connection.ts';
 import { HealthReporter } from './health-reporter.ts';
 import type { Logger } from './logger.ts';
 import { ProbeWatcher } from './probe-watcher.ts';
@@ -77,6 +83,11 @@ export class Supervisor {
   #replacing: Current | undefined;
   #entryName: string | undefined;
   #stopped = false;
+  /**
+   * The last "not a registrar" line logged: a URL that keeps answering a web page is said
+   * once, not on every retry (the page itself is never logged).
+   */
+  #notRegistrarSaid: string | undefined;
 
   constructor(options: SupervisorOptions) {
     this.#o = options;
@@ -151,6 +162,7 @@ export class Supervisor {
     const current: Current = { link, id: ++this.#linkSeq, openedAt: this.#o.clock.now() };
     this.#current = current;
     this.#refusals = 0;
+    this.#notRegistrarSaid = undefined;
     link.onClose((code, reason) => this.#onClosed(current, code, reason));
     if (link.closed) {
       // Closed between the upgrade and here: the listener above came too late to hear it.
@@ -208,6 +220,11 @@ export class Supervisor {
   #onConnectFailure(error: unknown, kind: AttemptKind): void {
     if (this.#stopped) return;
     const { clock, logger, timing } = this.#o;
+    if (error instanceof NotRegistrarError) {
+      this.#onNotRegistrar(error);
+      return;
+    }
+    this.#notRegistrarSaid = undefined;
     const refused =
       (error instanceof RefusedError && REFUSAL_STATUSES.has(error.status)) ||
       error instanceof AuthSetupError;
@@ -236,6 +253,30 @@ export class Supervisor {
       });
     }
     this.#scheduleRetry(delay, reason, refused, this.#current ? 'rotate' : 'reconnect');
+  }
+
+  /**
+   * `--url` answers, but not as a registrar (a web page, a redirect, a proxy's error page):
+   * only fixing the URL helps, so it waits as long as after a refusal, and says so once.
+   */
+  #onNotRegistrar(error: NotRegistrarError): void {
+    const { clock, logger, timing } = this.#o;
+    this.#refusals += 1;
+    const delay = refusalDelay(this.#refusals, timing, clock.random());
+    const line = `${error.message}; check --url (wss://<api>.execute-api.<region>.amazonaws.com/<stage>, or ws://127.0.0.1:8080 for npm start)`;
+    if (line !== this.#notRegistrarSaid) {
+      logger.error(
+        `${line}; retrying in ${seconds(delay)}, and saying this again only if the answer changes`,
+        {
+          status: error.status,
+          contentType: error.contentType,
+        },
+      );
+      this.#notRegistrarSaid = line;
+    } else {
+      logger.debug(`the URL still answers HTTP ${error.status}; retrying in ${seconds(delay)}`);
+    }
+    this.#scheduleRetry(delay, error.message, true, this.#current ? 'rotate' : 'reconnect');
   }
 
   #onClosed(closed: Current, code: number, reason: string): void {
