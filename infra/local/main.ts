@@ -3,6 +3,7 @@
  * connect and where the registry is, writes the same to `<dataDir>/local.json` for the CLI,
  * and stops cleanly on Ctrl-C or SIGTERM (every connection gets its $disconnect first).
  */
+import { dirname, join } from 'node:path';
 import { OptionsError, parseLocalOptions } from './options.ts';
 
 // Powertools reads these when the handlers' modules load, so they are set before the runtime
@@ -28,14 +29,21 @@ async function main(): Promise<number> {
   const { describeSweepPolicy } = await import('../../lib/config.ts');
   const runtime = await startLocalRuntime({ ...command.options, writeLocalJson: true });
   const dataDir = command.options.dataDir ?? '.registrar';
+  const localJson = runtime.localJsonPath ?? join(dataDir, 'local.json');
+  // A --memory runtime's local.json is in a directory of its own: say how the CLI finds it.
+  const cliTarget =
+    dirname(localJson) === dataDir
+      ? localJson
+      : `${localJson} (for the CLI: export REGISTRAR_DATA_DIR=${dirname(localJson)})`;
   process.stdout.write(
     [
+      ...runtime.notices.map((notice) => `note: ${notice}`),
       'workload-registrar is running locally',
       `  WebSocket URL:    ${runtime.url}`,
       `  @connections:     ${runtime.managementUrl}/@connections/{id}`,
       `  DynamoDB:         ${runtime.dynamoDbEndpoint} (table ${runtime.tableName}, ${command.options.memory ? 'in memory' : `kept in ${dataDir}`})`,
       `  sweep policy:     ${describeSweepPolicy(runtime.config)}`,
-      `  CLI target:       ${dataDir}/local.json`,
+      `  CLI target:       ${cliTarget}`,
       'Press Ctrl-C to stop.',
       '',
     ].join('\n'),

@@ -37,7 +37,7 @@ Options (a flag wins over its environment variable):
   --sweep-interval <d>        REGISTRAR_SWEEP_INTERVAL      how often the sweeper runs (default 1m)
   --idle-timeout <d>          REGISTRAR_IDLE_TIMEOUT        idle connections are closed after this (default 10m)
   --data-dir <path>           REGISTRAR_DATA_DIR            where the registry and local.json are kept (default ${LOCAL_DEFAULTS.dataDir})
-  --memory                                                  keep the registry in memory only
+  --memory                                                  keep the registry in memory only (local.json in a temp dir)
   --kubeconfig <path>         REGISTRAR_KUBECONFIG          project the registry into this cluster (docs/kubernetes.md)
   --projection-targets <l>    REGISTRAR_PROJECTION_TARGETS  istio, linkerd, endpointslices, comma-separated (default istio)
   --projection-interval <d>   REGISTRAR_PROJECTION_INTERVAL how often the projector reconciles (default 10s)

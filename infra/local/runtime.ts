@@ -23,6 +23,7 @@ import {
   startGateway,
 } from './gateway.ts';
 import { lambdaContext } from './gateway-events.ts';
+import { claimRuntimeFiles } from './runtime-files.ts';
 import type { IamCallerCredentials } from './sigv4-verifier.ts';
 import { startSweepTimer } from './sweep-timer.ts';
 
@@ -35,7 +36,11 @@ export interface LocalRuntimeOptions {
   host?: string;
   /** Where dynalite keeps the registry (under `dynalite/`) and `local.json` goes. Default `.registrar`. */
   dataDir?: string;
-  /** Keep the registry in memory: nothing is written to disk. */
+  /**
+   * Keep the registry in memory: nothing is written to the data dir. With `writeLocalJson` and
+   * no `dataDir`, its `local.json` goes to a directory of its own (`localJsonPath`), so a
+   * runtime keeping its registry in `.registrar` is not hidden from the CLI.
+   */
   memory?: boolean;
   gracePeriodMs?: number;
   maxConnectionAgeMs?: number;
@@ -51,7 +56,11 @@ export interface LocalRuntimeOptions {
   dynamoDbEndpoint?: string;
   /** Default `workload-registrar`. */
   tableName?: string;
-  /** Write `<dataDir>/local.json` so the CLI finds this registrar without flags. */
+  /**
+   * Write `<dataDir>/local.json` so the CLI finds this registrar without flags. A runtime that
+   * keeps its registry or its local.json in a data dir locks it (`<dataDir>/runtime.lock`): a
+   * second one there refuses to start, naming the first one's PID and port.
+   */
   writeLocalJson?: boolean;
   /** The functions' log level (Powertools). */
   logLevel?: LogLevel;
@@ -83,6 +92,10 @@ export interface LocalRuntime {
   region: string;
   /** The functions' configuration, as they read it. */
   config: Readonly<Config>;
+  /** Where this runtime wrote its `local.json` (with `writeLocalJson`). */
+  localJsonPath?: string;
+  /** Things worth telling the user at start (a stale lock taken over). */
+  notices: readonly string[];
   /** Runs the sweeper now (as the EventBridge schedule would). */
   sweepNow(): Promise<SweeperSummary>;
   /** Stops the sweeper, closes every connection (each gets $disconnect), then the store. */
@@ -106,11 +119,14 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   if (options.idleTimeoutMs !== undefined) positive('idleTimeoutMs', options.idleTimeoutMs);
   if (options.logLevel) logger.setLogLevel(options.logLevel);
 
-  const dynamo: RunningDynamo = options.dynamoDbEndpoint
-    ? { endpoint: options.dynamoDbEndpoint, close: async () => {} }
-    : await startDynalite(options.memory ? {} : { dataDir: join(dataDir, 'dynalite') });
-  const cleanup: (() => Promise<void>)[] = [() => dynamo.close()];
+  const files = await claimRuntimeFiles(options, dataDir);
+  let dynamo: RunningDynamo | undefined;
+  const closeStore = async () => dynamo?.close();
+  const cleanup: (() => Promise<void>)[] = [closeStore, files.release];
   try {
+    dynamo = options.dynamoDbEndpoint
+      ? { endpoint: options.dynamoDbEndpoint, close: async () => {} }
+      : await startDynalite(files.keepsRegistry ? { dataDir: join(dataDir, 'dynalite') } : {});
     const deps = dependenciesFromEnv({
       ...functionEnv(options, dynamo.endpoint, tableName, region),
       // The sweeper's liveness windows are as wide as the timer's period.
@@ -155,6 +171,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     });
     cleanup.unshift(() => gateway.close());
     managementUrl = gateway.managementUrl;
+    await files.listening(gateway.url);
 
     const sweeper = createSweeperHandler(deps);
     const sweepNow = () => sweeper({}, lambdaContext('registrar-sweeper', region, 15 * 60_000));
@@ -189,13 +206,21 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       tableName,
       region,
     };
-    const localJson = join(dataDir, 'local.json');
+    const localJson = join(files.localJsonDir, 'local.json');
     if (options.writeLocalJson) {
-      await mkdir(dataDir, { recursive: true });
+      await mkdir(files.localJsonDir, { recursive: true });
       await writeFile(localJson, `${JSON.stringify(runtime, null, 2)}\n`);
-      cleanup.splice(cleanup.length - 1, 0, () => removeIfOurs(localJson, runtime.url));
+      // Before the store closes: a CLI must not find a registrar that no longer answers.
+      cleanup.splice(cleanup.indexOf(closeStore), 0, () => removeIfOurs(localJson, runtime.url));
     }
-    return { ...runtime, config: deps.config, sweepNow, close: once(() => runAll(cleanup)) };
+    return {
+      ...runtime,
+      config: deps.config,
+      ...(options.writeLocalJson ? { localJsonPath: localJson } : {}),
+      notices: files.notices,
+      sweepNow,
+      close: once(() => runAll(cleanup)),
+    };
   } catch (error) {
     await runAll(cleanup);
     throw error;
