@@ -1,5 +1,5 @@
 /**
- * How a field of a document is named in messages: `spec.template.ports.http`,
+ * How a field of a document, and its value, are named in messages: `spec.template.ports.http`,
  * `metadata.labels["app.kubernetes.io/name"]`, `command[0]`. Shared by the document parser and
  * the store's size check, so both name a field the same way.
  */
@@ -12,4 +12,11 @@ export function formatPath(path: readonly PropertyKey[]): string {
     else out += `[${JSON.stringify(String(segment))}]`;
   }
   return out || '(document)';
+}
+
+/** Shows a value the way the messages quote it: strings in single quotes, the rest as JSON. */
+export function showValue(value: unknown): string {
+  if (typeof value === 'string') return `'${value}'`;
+  const json = JSON.stringify(value) ?? String(value);
+  return json.length > 60 ? `${json.slice(0, 57)}...` : json;
 }

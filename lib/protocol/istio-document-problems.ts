@@ -1,8 +1,8 @@
 import type * as z from 'zod';
 import { InvalidRequestError } from '../domain/errors.ts';
-import { formatPath } from '../domain/field-path.ts';
+import { formatPath, showValue } from '../domain/field-path.ts';
 
-export { formatPath };
+export { formatPath, showValue };
 
 /** How a refused document is reported: where the problem is, what was expected, what was found. */
 
@@ -14,13 +14,6 @@ export class InvalidDocumentsError extends InvalidRequestError {
     super(problems.join('\n'));
     this.problems = problems;
   }
-}
-
-/** Shows a value the way the messages quote it: strings in single quotes, the rest as JSON. */
-export function showValue(value: unknown): string {
-  if (typeof value === 'string') return `'${value}'`;
-  const json = JSON.stringify(value) ?? String(value);
-  return json.length > 60 ? `${json.slice(0, 57)}...` : json;
 }
 
 /** `document 2 (WorkloadGroup web)`: where a problem is, in words the operator can find. */

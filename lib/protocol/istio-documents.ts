@@ -6,6 +6,7 @@ import {
   type WorkloadEntry,
   type WorkloadGroup,
 } from '../domain/model.ts';
+import { forgedEntryState, forgedGroupState } from '../domain/registrar-state.ts';
 import {
   entrySizeRefusal,
   groupSizeRefusal,
@@ -19,7 +20,7 @@ import {
   showValue,
 } from './istio-document-problems.ts';
 import { readDocuments } from './istio-document-reader.ts';
-import { refuseAutoRegistered, workloadEntrySchema } from './istio-workload-entry-schema.ts';
+import { workloadEntrySchema } from './istio-workload-entry-schema.ts';
 import { workloadGroupSchema } from './istio-workload-group-schema.ts';
 
 export { formatPath, InvalidDocumentsError, showValue } from './istio-document-problems.ts';
@@ -95,7 +96,9 @@ function parseDocument(
   const body = { metadata: raw.metadata, spec: raw.spec, status: raw.status };
   const schema = kind === 'WorkloadGroup' ? workloadGroupSchema : workloadEntrySchema;
   const parsed = schema.safeParse(body);
-  const refusals = kind === 'WorkloadEntry' ? refuseAutoRegistered(body.metadata) : [];
+  // Checked apart from the schema, so a forgery is reported even when other fields are wrong.
+  const forged = kind === 'WorkloadEntry' ? forgedEntryState(body) : forgedGroupState(body);
+  const refusals = forged.map((forgery) => forgery.problem);
   if (!parsed.success || refusals.length > 0) {
     for (const issue of parsed.error?.issues ?? []) {
       for (const line of describeIssue(issue, body)) problems.push(`${where}: ${line}`);

@@ -16,6 +16,7 @@ import {
   type WorkloadEntry,
   type WorkloadGroup,
 } from '../domain/model.ts';
+import { type Forgery, forgedEntryState, forgedGroupState } from '../domain/registrar-state.ts';
 import { entrySizeRefusal, groupSizeRefusal, type SizeRefusal } from './catalog-item-limits.ts';
 import { isConditionFailed, queryItems, scanItems } from './dynamodb-client.ts';
 import {
@@ -63,6 +64,7 @@ export class DynamoDbCatalog {
 
   /** `generation` goes up only when the spec changes; the uid is minted once, on create. */
   async applyGroup(group: WorkloadGroup): Promise<ApplyGroupResult> {
+    refuseForged('workloadgroup', group, forgedGroupState(group));
     refuseOversized('workloadgroup', group, groupSizeRefusal(group));
     const wanted = normalized(group);
     for (let attempt = 0; attempt < APPLY_ATTEMPTS; attempt++) {
@@ -120,6 +122,7 @@ export class DynamoDbCatalog {
   async applyEntry(
     entry: WorkloadEntry,
   ): Promise<'created' | 'updated' | 'unchanged' | 'conflict'> {
+    refuseForged('workloadentry', entry, forgedEntryState(entry));
     refuseOversized('workloadentry', entry, entrySizeRefusal(entry));
     for (let attempt = 0; attempt < APPLY_ATTEMPTS; attempt++) {
       const existing = (await this.#get(entryKey(entry.metadata), true)) as EntryItem | undefined;
@@ -227,6 +230,18 @@ export class DynamoDbCatalog {
     );
     return Attributes;
   }
+}
+
+/** A document that sets state only the registrar writes (system annotations, `Healthy`). */
+function refuseForged(
+  kind: string,
+  object: WorkloadGroup | WorkloadEntry,
+  forged: Forgery[],
+): void {
+  const [first] = forged;
+  if (!first) return;
+  const problems = forged.map((forgery) => forgery.problem).join('; ');
+  throw new InvalidRequestError(`${kind} ${formatRef(object.metadata)}: ${problems}`, first.field);
 }
 
 /**

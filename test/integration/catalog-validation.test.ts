@@ -3,6 +3,8 @@ import { Readable } from 'node:stream';
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../cli/main.ts';
+import { InvalidRequestError } from '../../lib/domain/errors.ts';
+import { DynamoDbCatalog } from '../../lib/store/dynamodb-catalog.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 /**
@@ -94,5 +96,114 @@ spec:
     );
     expect(run.stderr).not.toContain('Item size has exceeded');
     expect(await tableKeys()).toEqual(before);
+  });
+});
+
+describe('registrar apply: state only the registrar writes', () => {
+  it('refuses a hand-made entry with system annotations or a Healthy condition, and writes nothing', async () => {
+    const before = await tableKeys();
+    const run = await apply(`${VALID_GROUP}---
+apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata:
+  name: db-1
+  namespace: shop
+  annotations:
+    istio.io/workloadController: registrar-1
+    istio.io/connectedAt: "2026-03-01T11:00:00Z"
+spec: {address: 10.0.0.5}
+status:
+  conditions:
+  - {type: Healthy, status: "True", lastProbeTime: "2026-03-01T11:59:00Z"}
+`);
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toBe(
+      [
+        `error: document 2 (WorkloadEntry db-1): metadata.annotations["istio.io/workloadController"]: only the registrar sets this (the control plane instance that holds a connected VM); remove the annotation to add a hand-made entry, got 'registrar-1'`,
+        `error: document 2 (WorkloadEntry db-1): metadata.annotations["istio.io/connectedAt"]: only the registrar sets this (when a VM's agent connected); remove the annotation to add a hand-made entry, got '2026-03-01T11:00:00Z'`,
+        `error: document 2 (WorkloadEntry db-1): status.conditions[0].type: only the registrar sets the Healthy condition (from the health reports of a connected VM's agent); remove it to add a hand-made entry, got 'Healthy'`,
+        'nothing was written\n',
+      ].join('\n'),
+    );
+    expect(await tableKeys()).toEqual(before);
+  });
+
+  it("refuses a system key in a group's spec.metadata.annotations, and writes nothing", async () => {
+    const before = await tableKeys();
+    const run = await apply(`apiVersion: networking.istio.io/v1
+kind: WorkloadGroup
+metadata: {name: web, namespace: shop}
+spec:
+  metadata:
+    annotations: {team: payments, istio.io/autoRegistrationGroup: other}
+  template: {ports: {http: 8080}}
+`);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      `error: document 1 (WorkloadGroup web): spec.metadata.annotations["istio.io/autoRegistrationGroup"]: only the registrar sets this on the entries it creates (entries of a group are created when its VMs connect); remove the annotation from the group, got 'other'\nnothing was written\n`,
+    );
+    expect(await tableKeys()).toEqual(before);
+  });
+
+  it('applies a hand-made entry with its own annotations and conditions', async () => {
+    const run = await apply(`apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata:
+  name: db-2
+  namespace: shop
+  annotations: {team: data}
+spec: {address: 10.0.0.6}
+status:
+  conditions:
+  - {type: Ready, status: "True"}
+`);
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe('workloadentry.networking.istio.io/db-2 created\n');
+  });
+});
+
+describe('the catalog refuses forged registrar state before writing', () => {
+  it('refuses a hand-made entry with a Healthy condition, naming the field', async () => {
+    const catalog = new DynamoDbCatalog(dynamo.client, dynamo.tableName);
+    const error = await catalog
+      .applyEntry({
+        apiVersion: 'networking.istio.io/v1',
+        kind: 'WorkloadEntry',
+        metadata: { name: 'db-3', namespace: 'shop' },
+        spec: { address: '10.0.0.7' },
+        status: { conditions: [{ type: 'Healthy', status: 'True' }] },
+      })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidRequestError);
+    expect((error as InvalidRequestError).field).toBe('status.conditions[0].type');
+    expect((error as Error).message).toMatch(
+      /^workloadentry shop\/db-3: status\.conditions\[0\]\.type: only the registrar sets the Healthy condition/,
+    );
+    expect(await catalog.listEntries('shop')).not.toContainEqual(
+      expect.objectContaining({
+        entry: expect.objectContaining({ metadata: expect.objectContaining({ name: 'db-3' }) }),
+      }),
+    );
+  });
+
+  it('refuses a group whose spec.metadata.annotations claim a connection', async () => {
+    const catalog = new DynamoDbCatalog(dynamo.client, dynamo.tableName);
+    const error = await catalog
+      .applyGroup({
+        apiVersion: 'networking.istio.io/v1',
+        kind: 'WorkloadGroup',
+        metadata: { name: 'forger', namespace: 'shop' },
+        spec: {
+          metadata: { annotations: { 'istio.io/connectedAt': '2026-03-01T12:00:00Z' } },
+          template: {},
+        },
+      })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidRequestError);
+    expect((error as InvalidRequestError).field).toBe(
+      'spec.metadata.annotations["istio.io/connectedAt"]',
+    );
+    expect(await catalog.getGroup({ namespace: 'shop', name: 'forger' })).toBeUndefined();
   });
 });
