@@ -23,6 +23,8 @@ const DURATIONS = {
   'sweep-interval': { env: 'REGISTRAR_SWEEP_INTERVAL', key: 'sweepIntervalMs' },
   'idle-timeout': { env: 'REGISTRAR_IDLE_TIMEOUT', key: 'idleTimeoutMs' },
   'projection-interval': { env: 'REGISTRAR_PROJECTION_INTERVAL', key: 'projectionIntervalMs' },
+  'liveness-interval': { env: 'REGISTRAR_LIVENESS_INTERVAL', key: 'livenessIntervalMs' },
+  'connect-settle': { env: 'REGISTRAR_CONNECT_SETTLE', key: 'connectSettleMs' },
 } as const;
 
 export const USAGE = `Usage: npm start -- [options]
@@ -36,6 +38,10 @@ Options (a flag wins over its environment variable):
   --max-connection-age <d>    REGISTRAR_MAX_CONNECTION_AGE  connections are closed after this (default 2h)
   --sweep-interval <d>        REGISTRAR_SWEEP_INTERVAL      how often the sweeper runs (default 1m)
   --idle-timeout <d>          REGISTRAR_IDLE_TIMEOUT        idle connections are closed after this (default 10m)
+  --liveness-interval <d>     REGISTRAR_LIVENESS_INTERVAL   how often each connected entry's connections are checked with
+                                                            GET @connections (default 5m, or max age / 4 when shorter)
+  --connect-settle <d>        REGISTRAR_CONNECT_SETTLE      a connection younger than this is never dropped by a liveness
+                                                            check: its $connect may still be running (default 30s)
   --data-dir <path>           REGISTRAR_DATA_DIR            where the registry and local.json are kept (default ${LOCAL_DEFAULTS.dataDir})
   --memory                                                  keep the registry in memory only (local.json in a temp dir)
   --kubeconfig <path>         REGISTRAR_KUBECONFIG          project the registry into this cluster (docs/kubernetes.md)
@@ -64,6 +70,8 @@ export function parseLocalOptions(
         'max-connection-age': { type: 'string' },
         'sweep-interval': { type: 'string' },
         'idle-timeout': { type: 'string' },
+        'liveness-interval': { type: 'string' },
+        'connect-settle': { type: 'string' },
         'data-dir': { type: 'string' },
         memory: { type: 'boolean' },
         kubeconfig: { type: 'string' },

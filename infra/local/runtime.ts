@@ -51,6 +51,8 @@ export interface LocalRuntimeOptions {
    * 5 min, or a quarter of the max connection age when that is shorter.
    */
   livenessIntervalMs?: number;
+  /** A holder younger than this is never dropped by a liveness check. Default 30 s. */
+  connectSettleMs?: number;
   idleTimeoutMs?: number;
   /** Use this DynamoDB (DynamoDB Local in CI) instead of starting dynalite. */
   dynamoDbEndpoint?: string;
@@ -277,6 +279,8 @@ function functionEnv(
   if (options.livenessIntervalMs !== undefined) {
     env[ENV.livenessInterval] = `${options.livenessIntervalMs}ms`;
   }
+  if (options.connectSettleMs !== undefined)
+    env[ENV.connectSettle] = `${options.connectSettleMs}ms`;
   return env;
 }
 

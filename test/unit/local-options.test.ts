@@ -20,6 +20,17 @@ function refusal(argv: string[], env: Record<string, string> = {}): string {
 }
 
 describe('npm start options', () => {
+  it('reads the liveness interval and the connect settle time from flags and variables', () => {
+    expect(run(['--liveness-interval', '2s', '--connect-settle', '1s'])).toMatchObject({
+      livenessIntervalMs: 2_000,
+      connectSettleMs: 1_000,
+    });
+    expect(
+      run([], { REGISTRAR_LIVENESS_INTERVAL: '1m', REGISTRAR_CONNECT_SETTLE: '5s' }),
+    ).toMatchObject({ livenessIntervalMs: 60_000, connectSettleMs: 5_000 });
+    expect(refusal(['--connect-settle', '0s'])).toContain('--connect-settle');
+  });
+
   it('defaults to port 8080 and the runtime defaults for everything else', () => {
     expect(run([])).toEqual({ port: 8080 });
   });
