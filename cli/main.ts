@@ -1,9 +1,17 @@
 import { Command, CommanderError } from 'commander';
 import { ENV } from '../lib/config.ts';
 import { InvalidDocumentsError } from '../lib/protocol/istio-documents.ts';
-import { type CliContext, type CliIo, createContext, UsageError } from './commands/context.ts';
+import {
+  type CliContext,
+  type CliIo,
+  createContext,
+  ReportedFailure,
+  UsageError,
+} from './commands/context.ts';
 import { COMMANDS } from './commands/index.ts';
-import { describeTarget, LOCAL_FILE, type Target } from './target.ts';
+import { Interrupted } from './interrupt.ts';
+import { DATA_DIR_ENV, describeTarget, LOCAL_FILE, type Target } from './target.ts';
+import { projectVersion } from './version.ts';
 
 export type { CliIo } from './commands/context.ts';
 
@@ -17,7 +25,7 @@ export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   const context = createContext(io);
   try {
-    await buildProgram(context).parseAsync([...argv], { from: 'user' });
+    await buildProgram(context).parseAsync(splitShortOptionValues(argv), { from: 'user' });
     return EXIT.ok;
   } catch (error) {
     return report(error, context);
@@ -26,11 +34,26 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   }
 }
 
+/**
+ * `-o=json`, `-n=shop`: kubectl (pflag) reads a short option's value after '='; commander
+ * would read '=json'. Split them before parsing; everything after `--` is left alone.
+ */
+export function splitShortOptionValues(argv: readonly string[]): string[] {
+  const end = argv.indexOf('--');
+  const options = end === -1 ? argv : argv.slice(0, end);
+  const split = options.flatMap((arg) => {
+    const match = /^(-[A-Za-z])=(.*)$/s.exec(arg);
+    return match ? [match[1] as string, match[2] as string] : [arg];
+  });
+  return end === -1 ? split : [...split, ...argv.slice(end)];
+}
+
 export function buildProgram(context: CliContext): Command {
   const program = new Command('registrar')
     .description(
       'operate the workload registrar: WorkloadGroups, WorkloadEntries, join tokens, sweeps',
     )
+    .version(`registrar ${projectVersion()}`, '--version', 'print the version and exit')
     .option(
       '--endpoint <url>',
       `DynamoDB endpoint of a local registry (env ${ENV.dynamoDbEndpoint})`,
@@ -40,7 +63,10 @@ export function buildProgram(context: CliContext): Command {
     .addHelpText(
       'after',
       `\nWithout --table or ${ENV.tableName}, the registry of the local runtime ('npm start') is used,\n` +
-        `as it recorded in ${LOCAL_FILE}. Without an endpoint, AWS credentials are used as usual.`,
+        `as it recorded in ${LOCAL_FILE}: the nearest one in this directory or a parent (as git\n` +
+        `finds .git), or <${DATA_DIR_ENV}>/local.json when ${DATA_DIR_ENV} is set. Without an\n` +
+        'endpoint, AWS credentials are used as usual.\n\n' +
+        'Exit status: 0 done, 1 the operation failed, 2 a usage error, 130 interrupted (Ctrl-C).',
     )
     // Settings below are inherited by every command added after them.
     .exitOverride()
@@ -59,6 +85,8 @@ function report(error: unknown, context: CliContext): number {
     // Commander has already printed its message (or the help that was asked for).
     return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
   }
+  if (error instanceof Interrupted) return error.exitCode;
+  if (error instanceof ReportedFailure) return EXIT.failed;
   if (error instanceof UsageError) {
     write(`error: ${error.message}\n(add --help for usage)\n`);
     return EXIT.usage;
@@ -81,8 +109,8 @@ function explain(error: unknown, target: Target | undefined): string {
     return `no such table: ${describeTarget(target)}; check --table, or restart 'npm start'`;
   }
   if (target?.endpoint && (code === 'ECONNREFUSED' || /ECONNREFUSED/.test(error.message))) {
-    return target.source === LOCAL_FILE
-      ? `cannot reach DynamoDB at ${target.endpoint} (from ${LOCAL_FILE}); is 'npm start' still running?`
+    return target.local
+      ? `cannot reach DynamoDB at ${target.endpoint} (from ${target.source}); is 'npm start' still running?`
       : `cannot reach DynamoDB at ${target.endpoint}; check --endpoint or ${ENV.dynamoDbEndpoint}`;
   }
   if (target && error.name === 'CredentialsProviderError') {

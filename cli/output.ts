@@ -5,24 +5,38 @@ import { stringify } from 'yaml';
  * the json/yaml shapes that `apply -f` reads back.
  */
 
-export const OUTPUT_FORMATS = ['table', 'json', 'yaml'] as const;
-export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
-
 /** Columns padded to the widest cell and three spaces apart, as kubectl's tabwriter does. */
 export function formatTable(
   headers: readonly string[],
   rows: readonly (readonly string[])[],
 ): string {
-  const widths = headers.map((header, column) =>
-    Math.max(header.length, ...rows.map((row) => (row[column] ?? '').length)),
+  const all = [headers, ...rows];
+  return formatRows(all, columnWidths(all));
+}
+
+/** The width of each column: its widest cell. */
+export function columnWidths(rows: readonly (readonly string[])[]): number[] {
+  const columns = Math.max(0, ...rows.map((row) => row.length));
+  return Array.from({ length: columns }, (_, column) =>
+    Math.max(0, ...rows.map((row) => (row[column] ?? '').length)),
   );
+}
+
+/**
+ * Rows with each cell but the last padded to at least `widths`: `get --watch` prints later
+ * rows under the first table's columns (a longer cell pushes only its own row).
+ */
+export function formatRows(
+  rows: readonly (readonly string[])[],
+  widths: readonly number[],
+): string {
   const line = (cells: readonly string[]) =>
     cells
       .map((cell, column) =>
         column === cells.length - 1 ? cell : cell.padEnd(widths[column] ?? 0),
       )
       .join('   ');
-  return `${[headers, ...rows].map(line).join('\n')}\n`;
+  return rows.map((row) => `${line(row)}\n`).join('');
 }
 
 /**

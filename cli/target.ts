@@ -1,5 +1,5 @@
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { readFile, stat } from 'node:fs/promises';
+import { dirname, join, relative, resolve } from 'node:path';
 import * as z from 'zod';
 import { DEFAULTS, ENV } from '../lib/config.ts';
 
@@ -9,8 +9,12 @@ import { DEFAULTS, ENV } from '../lib/config.ts';
  * runtime (`npm start`) writes, so that on a laptop `registrar get we` needs no flags.
  */
 
-/** Written by the local runtime, relative to the directory it was started in. */
-export const LOCAL_FILE = '.registrar/local.json';
+/** The local runtime's data directory, relative to the directory it was started in. */
+export const LOCAL_DIR = '.registrar';
+/** Written by the local runtime into its data directory while it runs. */
+export const LOCAL_FILE = `${LOCAL_DIR}/local.json`;
+/** The data directory of `npm start --data-dir`; the CLI reads the same variable. */
+export const DATA_DIR_ENV = 'REGISTRAR_DATA_DIR';
 
 export interface TargetFlags {
   endpoint?: string;
@@ -25,6 +29,8 @@ export interface Target {
   region: string;
   /** Where the table name came from, for error messages. */
   source: string;
+  /** Whether it came from a local runtime's `local.json` (its endpoint stops with `npm start`). */
+  local: boolean;
 }
 
 export class TargetError extends Error {}
@@ -55,29 +61,65 @@ export async function resolveTarget(
     // A named table is the operator's choice: the local file's dynalite endpoint must not
     // leak into it, or `--table prod` would quietly talk to a laptop.
     const source = flags.table ? '--table' : ENV.tableName;
-    const target: Target = { tableName: table, region: region ?? DEFAULTS.region, source };
+    const target: Target = {
+      tableName: table,
+      region: region ?? DEFAULTS.region,
+      source,
+      local: false,
+    };
     if (endpoint !== undefined) target.endpoint = endpoint;
     return target;
   }
-  const local = await readLocalFile(join(cwd, LOCAL_FILE));
+  const path = await findLocalFile(env, cwd);
+  const local = await readLocalFile(path, cwd);
   return {
     tableName: local.tableName,
     endpoint: endpoint ?? local.dynamoDbEndpoint,
     region: region ?? local.region ?? DEFAULTS.region,
-    source: LOCAL_FILE,
+    source: displayPath(path, cwd),
+    local: true,
   };
 }
 
-async function readLocalFile(path: string): Promise<z.infer<typeof localFileSchema>> {
+/**
+ * `<REGISTRAR_DATA_DIR>/local.json` when the variable is set (relative to the current
+ * directory, as `npm start` reads it); otherwise the nearest `.registrar/` in the current
+ * directory or a parent, as git finds `.git`, so the CLI works from any subdirectory of the
+ * checkout. The first `.registrar/` found is the one: a parent's is never used instead.
+ */
+async function findLocalFile(env: Record<string, string | undefined>, cwd: string) {
+  const dataDir = nonEmpty(env[DATA_DIR_ENV]);
+  if (dataDir !== undefined) return join(resolve(cwd, dataDir), 'local.json');
+  for (let dir = resolve(cwd); ; dir = dirname(dir)) {
+    if (await isDirectory(join(dir, LOCAL_DIR))) return join(dir, LOCAL_FILE);
+    if (dirname(dir) === dir) break;
+  }
+  throw new TargetError(
+    `no registry configured: no ${LOCAL_FILE} in ${resolve(cwd)} or any parent directory, ` +
+      `${DATA_DIR_ENV} is unset, and neither --table nor ${ENV.tableName} is set; ` +
+      `start the local runtime with 'npm start' in your checkout, or pass --table <name> ` +
+      `(and --endpoint <url> for a local DynamoDB)`,
+  );
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+  try {
+    return (await stat(path)).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+async function readLocalFile(path: string, cwd: string): Promise<z.infer<typeof localFileSchema>> {
+  const shown = displayPath(path, cwd);
   let text: string;
   try {
     text = await readFile(path, 'utf8');
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
     throw new TargetError(
-      `no registry configured: ${path} does not exist and neither --table nor ${ENV.tableName} is set; ` +
-        `start the local runtime with 'npm start' in this directory, or pass --table <name> ` +
-        `(and --endpoint <url> for a local DynamoDB)`,
+      `no local runtime is running: ${shown} does not exist ('npm start' writes it while it runs); ` +
+        `start the local runtime, or pass --table <name> (and --endpoint <url> for a local DynamoDB)`,
     );
   }
   let json: unknown;
@@ -85,7 +127,7 @@ async function readLocalFile(path: string): Promise<z.infer<typeof localFileSche
     json = JSON.parse(text);
   } catch {
     throw new TargetError(
-      `${path} is not JSON; restart 'npm start' to rewrite it, or pass --table <name>`,
+      `${shown} is not JSON; restart 'npm start' to rewrite it, or pass --table <name>`,
     );
   }
   const parsed = localFileSchema.safeParse(json);
@@ -93,10 +135,16 @@ async function readLocalFile(path: string): Promise<z.infer<typeof localFileSche
     const issue = parsed.error.issues[0];
     const field = issue?.path.join('.') || '(file)';
     throw new TargetError(
-      `${path}: ${field}: ${issue?.message ?? 'invalid'}; restart 'npm start' to rewrite it, or pass --table <name>`,
+      `${shown}: ${field}: ${issue?.message ?? 'invalid'}; restart 'npm start' to rewrite it, or pass --table <name>`,
     );
   }
   return parsed.data;
+}
+
+/** Relative to the current directory when it is inside it (`.registrar/local.json`), else absolute. */
+function displayPath(path: string, cwd: string): string {
+  const shown = relative(resolve(cwd), path);
+  return shown.startsWith('..') ? path : shown;
 }
 
 function nonEmpty(value: string | undefined): string | undefined {

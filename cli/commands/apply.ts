@@ -1,5 +1,3 @@
-import { readFile } from 'node:fs/promises';
-import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { isAutoRegistered } from '../../lib/domain/entry-record.ts';
 import { ConflictError } from '../../lib/domain/errors.ts';
@@ -9,6 +7,7 @@ import {
   type IstioDocument,
   parseIstioDocuments,
 } from '../../lib/protocol/istio-documents.ts';
+import { readInputs } from '../input-files.ts';
 import type { CliIo, CommandRegistration, Stores } from './context.ts';
 import { namespaceOption, QUALIFIED } from './resources.ts';
 
@@ -25,7 +24,7 @@ export const registerApply: CommandRegistration = (program, context) => {
     .description('create or update WorkloadGroups and hand-made WorkloadEntries from YAML or JSON')
     .requiredOption(
       '-f, --filename <file>',
-      "file with one or more documents ('---' between them), or '-' for stdin; repeatable",
+      "file with one or more documents ('---' between them), a directory of .yaml/.yml/.json files, or '-' for stdin; repeatable",
       (value: string, previous: string[] = []) => [...previous, value],
     )
     .addOption(namespaceOption())
@@ -47,12 +46,12 @@ export const registerApply: CommandRegistration = (program, context) => {
 async function readAll(io: CliIo, options: ApplyOptions): Promise<IstioDocument[]> {
   const documents: IstioDocument[] = [];
   const problems: string[] = [];
-  for (const file of options.filename) {
-    const text = file === '-' ? await readStdin(io) : await readFile(resolve(io.cwd, file), 'utf8');
-    const prefix = options.filename.length > 1 ? `${file}: ` : '';
+  const inputs = await readInputs(io, options.filename);
+  for (const input of inputs) {
+    const prefix = inputs.length > 1 ? `${input.name}: ` : '';
     try {
       const parseOptions = options.namespace === undefined ? {} : { namespace: options.namespace };
-      documents.push(...parseIstioDocuments(text, parseOptions));
+      documents.push(...parseIstioDocuments(input.text, parseOptions));
     } catch (error) {
       if (!(error instanceof InvalidDocumentsError)) throw error;
       problems.push(...error.problems.map((problem) => prefix + problem));
@@ -60,12 +59,6 @@ async function readAll(io: CliIo, options: ApplyOptions): Promise<IstioDocument[
   }
   if (problems.length > 0) throw new InvalidDocumentsError(problems);
   return documents;
-}
-
-async function readStdin(io: CliIo): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of io.stdin) chunks.push(Buffer.from(chunk));
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 /**

@@ -13,6 +13,11 @@ export interface CliIo {
   cwd: string;
   /** The clock for ages, token expiry and sweeps; tests pass a fixed one. */
   now?: () => number;
+  /**
+   * Stops a long-running command (`get --watch`), as Ctrl-C does; the abort reason may name
+   * the signal ('SIGTERM'). Without it such a command listens for SIGINT and SIGTERM itself.
+   */
+  signal?: AbortSignal;
 }
 
 export interface Stores {
@@ -37,6 +42,12 @@ export interface CliContext {
 
 /** A command line that cannot mean anything: exit code 2, like commander's own refusals. */
 export class UsageError extends Error {}
+
+/**
+ * The command failed and has already said why on stderr (one line per object, as kubectl
+ * does when some of the objects it was asked for are missing): exit code 1, nothing more.
+ */
+export class ReportedFailure extends Error {}
 
 /** Adds one command (or command group) to the program; see `index.ts`. */
 export type CommandRegistration = (program: Command, context: CliContext) => void;

@@ -1,21 +1,51 @@
 import { type Command, Option } from 'commander';
-import type { CommandRegistration } from './context.ts';
+import type { ObjectRef } from '../../lib/domain/model.ts';
+import { readDocuments } from '../../lib/protocol/istio-document-reader.ts';
+import { DEFAULT_NAMESPACE, showValue } from '../../lib/protocol/istio-documents.ts';
+import { type InputFile, readInputs } from '../input-files.ts';
+import { parseResourceArgs } from '../resource-args.ts';
+import {
+  type CliContext,
+  type CommandRegistration,
+  ReportedFailure,
+  type Stores,
+  UsageError,
+} from './context.ts';
 import {
   namespaceOf,
   namespaceOption,
   notFound,
   QUALIFIED,
   RESOURCE_HELP,
-  resourceKind,
+  type ResourceKind,
 } from './resources.ts';
+
+interface DeleteOptions {
+  namespace?: string;
+  cascade: 'background' | 'orphan';
+  filename?: string[];
+  ignoreNotFound?: boolean;
+}
+
+/** One object to delete, from the command line or a document of `-f`. */
+interface Target {
+  kind: ResourceKind;
+  ref: ObjectRef;
+}
 
 export const registerDelete: CommandRegistration = (program, context) => {
   program
     .command('delete')
-    .description(`delete one of ${RESOURCE_HELP}`)
-    .argument('<resource>', RESOURCE_HELP)
-    .argument('<name>', 'the object')
+    .description(`delete ${RESOURCE_HELP} by name, or those a file describes`)
+    .argument('[resource]', `TYPE or TYPE/NAME; types: ${RESOURCE_HELP}`)
+    .argument('[names...]', 'the objects (or more TYPE/NAME)')
     .addOption(namespaceOption())
+    .option(
+      '-f, --filename <file>',
+      "delete the objects a file names (as for apply: a file, a directory, or '-' for stdin); repeatable",
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .option('--ignore-not-found', 'an object that is not there is not an error')
     .addOption(
       new Option(
         '--cascade <mode>',
@@ -26,38 +56,156 @@ export const registerDelete: CommandRegistration = (program, context) => {
     )
     .addHelpText(
       'after',
-      '\nDeleting an auto-registered entry of a connected VM is temporary: it registers again on its next connect.',
+      `
+Examples:
+  registrar delete we web-10.0.0.12 -n shop
+  registrar delete we/web-10.0.0.12 wg/web -n shop
+  registrar delete -f web.yaml --ignore-not-found
+
+Deleting an auto-registered entry of a connected VM is temporary: it registers again on its next connect.`,
     )
     .action(
       async (
-        resource: string,
-        name: string,
-        options: { namespace?: string; cascade: 'background' | 'orphan' },
+        resource: string | undefined,
+        names: string[],
+        options: DeleteOptions,
         command: Command,
       ) => {
-        const kind = resourceKind(resource);
-        const ref = { namespace: namespaceOf(options), name };
-        const { catalog } = await context.stores(command);
-        if (kind === 'WorkloadEntry') {
-          if (!(await catalog.deleteEntry(ref))) throw notFound(kind, ref);
-          context.out(`${QUALIFIED[kind]} "${name}" deleted\n`);
-          return;
-        }
-        // The group goes first, so connects are refused (404) from then on. A $connect function
-        // that cached the group (REGISTRAR_GROUP_CACHE_TTL, 10 s) can still register a VM
-        // behind the cascade; that entry is an ordinary one and is swept once it disconnects.
-        if (!(await catalog.deleteGroup(ref))) throw notFound(kind, ref);
-        context.out(`${QUALIFIED[kind]} "${name}" deleted\n`);
-        if (options.cascade === 'orphan') return;
-        const owned = (await catalog.listEntries(ref.namespace)).filter(
-          (record) => record.autoRegistrationGroup === name,
-        );
-        for (const record of owned) {
-          const entryName = record.entry.metadata.name;
-          if (await catalog.deleteEntry({ namespace: ref.namespace, name: entryName })) {
-            context.out(`${QUALIFIED.WorkloadEntry} "${entryName}" deleted (owned by the group)\n`);
+        const targets = await targetsOf(context, resource, names, options);
+        const stores = await context.stores(command);
+        let failed = false;
+        for (const target of targets) {
+          if (!(await deleteOne(context, stores, target, options.cascade))) {
+            if (options.ignoreNotFound) continue;
+            context.io.stderr.write(`error: ${notFound(target.kind, target.ref).message}\n`);
+            failed = true;
           }
         }
+        if (failed) throw new ReportedFailure();
       },
     );
 };
+
+/** What the command line names; every argument is checked before anything is deleted. */
+async function targetsOf(
+  context: CliContext,
+  resource: string | undefined,
+  names: string[],
+  options: DeleteOptions,
+): Promise<Target[]> {
+  if (options.filename !== undefined) {
+    if (resource !== undefined) {
+      throw new UsageError('give either -f FILE or resources by name, not both');
+    }
+    const inputs = await readInputs(context.io, options.filename);
+    const { targets, problems } = targetsOfFiles(inputs, options.namespace);
+    if (problems.length > 0) {
+      const lines = problems.map((problem) => `error: ${problem}\n`).join('');
+      context.io.stderr.write(`${lines}nothing was deleted\n`);
+      throw new ReportedFailure();
+    }
+    return targets;
+  }
+  if (resource === undefined) {
+    throw new UsageError(
+      `name what to delete: TYPE NAME, TYPE/NAME or -f FILE; types: ${RESOURCE_HELP}`,
+    );
+  }
+  const requests = parseResourceArgs('delete', [resource, ...names]);
+  const namespace = namespaceOf(options);
+  const unnamed = requests.find((request) => request.names.length === 0);
+  if (unnamed) {
+    throw new UsageError(
+      `name the ${QUALIFIED[unnamed.kind]} to delete: registrar delete ${resource} NAME -n ${namespace}`,
+    );
+  }
+  return requests.flatMap(({ kind, names: named }) =>
+    named.map((name) => ({ kind, ref: { namespace, name } })),
+  );
+}
+
+/**
+ * The objects `-f` names: only kind, metadata.name and metadata.namespace are read (a
+ * document need not be valid to be deleted); all documents are checked before any delete.
+ */
+function targetsOfFiles(
+  files: InputFile[],
+  namespace: string | undefined,
+): { targets: Target[]; problems: string[] } {
+  const targets: Target[] = [];
+  const problems: string[] = [];
+  for (const file of files) {
+    const prefix = files.length > 1 ? `${file.name}: ` : '';
+    const documents = readDocuments(file.text);
+    if (documents.length === 0) problems.push(`${prefix}no documents in the input`);
+    for (const { raw, label, syntaxError } of documents) {
+      const where = `${prefix}${label}`;
+      if (syntaxError !== undefined) {
+        problems.push(`${where}: not valid YAML or JSON: ${syntaxError}`);
+        continue;
+      }
+      const object = (typeof raw === 'object' && raw !== null ? raw : {}) as {
+        kind?: unknown;
+        metadata?: { name?: unknown; namespace?: unknown };
+      };
+      const { kind } = object;
+      if (kind !== 'WorkloadGroup' && kind !== 'WorkloadEntry') {
+        problems.push(
+          `${where}: kind: must be WorkloadGroup or WorkloadEntry, got ${showValue(kind)}`,
+        );
+        continue;
+      }
+      const name = object.metadata?.name;
+      if (typeof name !== 'string' || name === '') {
+        problems.push(`${where} (${kind}): metadata.name: required, got ${showValue(name)}`);
+        continue;
+      }
+      const own = object.metadata?.namespace;
+      if (own !== undefined && typeof own !== 'string') {
+        problems.push(
+          `${where} (${kind} ${name}): metadata.namespace: must be a string, got ${showValue(own)}`,
+        );
+        continue;
+      }
+      if (namespace !== undefined && own !== undefined && own !== namespace) {
+        problems.push(
+          `${where} (${kind} ${name}): metadata.namespace: is '${own}' but the command names namespace '${namespace}'; pass -n ${own} or remove the namespace from the document`,
+        );
+        continue;
+      }
+      targets.push({ kind, ref: { namespace: own ?? namespace ?? DEFAULT_NAMESPACE, name } });
+    }
+  }
+  return { targets, problems };
+}
+
+/** Deletes one object and says so; false when it was not there. */
+async function deleteOne(
+  context: CliContext,
+  stores: Stores,
+  { kind, ref }: Target,
+  cascade: DeleteOptions['cascade'],
+): Promise<boolean> {
+  const { catalog } = stores;
+  if (kind === 'WorkloadEntry') {
+    if (!(await catalog.deleteEntry(ref))) return false;
+    context.out(`${QUALIFIED[kind]} "${ref.name}" deleted\n`);
+    return true;
+  }
+  // The group goes first, so connects are refused (404) from then on. A $connect function
+  // that cached the group (REGISTRAR_GROUP_CACHE_TTL, 10 s) can still register a VM
+  // behind the cascade; that entry is an ordinary one and is swept once it disconnects.
+  if (!(await catalog.deleteGroup(ref))) return false;
+  context.out(`${QUALIFIED[kind]} "${ref.name}" deleted\n`);
+  if (cascade === 'orphan') return true;
+  const owned = (await catalog.listEntries(ref.namespace)).filter(
+    (record) => record.autoRegistrationGroup === ref.name,
+  );
+  for (const record of owned) {
+    const entryName = record.entry.metadata.name;
+    if (await catalog.deleteEntry({ namespace: ref.namespace, name: entryName })) {
+      context.out(`${QUALIFIED.WorkloadEntry} "${entryName}" deleted (owned by the group)\n`);
+    }
+  }
+  return true;
+}

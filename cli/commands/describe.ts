@@ -1,57 +1,88 @@
 import type { Command } from 'commander';
 import { formatDuration } from '../../lib/domain/duration.ts';
 import { type EntryRecord, isAutoRegistered } from '../../lib/domain/entry-record.ts';
-import type { StringMap, VerifiedIdentity } from '../../lib/domain/model.ts';
+import type { ObjectRef, StringMap, VerifiedIdentity } from '../../lib/domain/model.ts';
 import type { RecordedSweepPolicy } from '../../lib/store/dynamodb-sweep-policy-store.ts';
 import type { StoredGroup } from '../../lib/store/registry-store.ts';
 import { formatAge, formatTable, formatTimestamp, parseTimestamp, toYaml } from '../output.ts';
-import type { CommandRegistration } from './context.ts';
+import { parseResourceArgs } from '../resource-args.ts';
+import { type CommandRegistration, ReportedFailure, type Stores } from './context.ts';
 import {
   connectedStatus,
   namespaceOf,
   namespaceOption,
   notFound,
   RESOURCE_HELP,
+  type ResourceKind,
   renderEntry,
   renderGroup,
-  resourceKind,
 } from './resources.ts';
 
 export const registerDescribe: CommandRegistration = (program, context) => {
   program
     .command('describe')
-    .description(`show one of ${RESOURCE_HELP} in detail`)
-    .argument('<resource>', RESOURCE_HELP)
-    .argument('<name>', 'the object')
+    .description(`show ${RESOURCE_HELP} in detail`)
+    .argument('<resource>', `TYPE or TYPE/NAME; types: ${RESOURCE_HELP}`)
+    .argument('[names...]', 'the objects (none: every one of the namespace)')
     .addOption(namespaceOption())
     .action(
-      async (resource: string, name: string, options: { namespace?: string }, command: Command) => {
-        const kind = resourceKind(resource);
-        const ref = { namespace: namespaceOf(options), name };
-        const { catalog, registry, sweepPolicy } = await context.stores(command);
-        if (kind === 'WorkloadGroup') {
-          const stored = (await catalog.listGroups(ref.namespace)).find(
-            (g) => g.group.metadata.name === name,
-          );
-          if (!stored) throw notFound(kind, ref);
-          context.out(describeGroup(stored, context.now()));
-          return;
+      async (
+        resource: string,
+        names: string[],
+        options: { namespace?: string },
+        command: Command,
+      ) => {
+        const requests = parseResourceArgs('describe', [resource, ...names]);
+        const namespace = namespaceOf(options);
+        const stores = await context.stores(command);
+        const texts: string[] = [];
+        const missing: string[] = [];
+        for (const { kind, names: named } of requests) {
+          const all =
+            named.length > 0
+              ? named
+              : kind === 'WorkloadGroup'
+                ? (await stores.catalog.listGroups(namespace)).map((g) => g.group.metadata.name)
+                : (await stores.catalog.listEntries(namespace)).map((e) => e.entry.metadata.name);
+          if (named.length === 0) all.sort();
+          for (const name of all) {
+            const text = await describeOne(stores, kind, { namespace, name }, context.now());
+            if (text === undefined) missing.push(notFound(kind, { namespace, name }).message);
+            else texts.push(text);
+          }
         }
-        const record = await catalog.getEntry(ref);
-        if (!record) throw notFound(kind, ref);
-        const group = record.autoRegistrationGroup
-          ? await registry.getGroup({
-              namespace: ref.namespace,
-              name: record.autoRegistrationGroup,
-            })
-          : undefined;
-        context.out(describeEntry(record, group, context.now()));
-        // Only auto-registered entries are swept; say by which policy (the registrar's own).
-        if (record.autoRegistrationGroup)
-          context.out(describeSweepPolicy(await sweepPolicy.read()));
+        context.out(texts.join('\n'));
+        if (texts.length === 0 && missing.length === 0) {
+          context.io.stderr.write(`No resources found in ${namespace} namespace.\n`);
+        }
+        if (missing.length > 0) {
+          for (const message of missing) context.io.stderr.write(`error: ${message}\n`);
+          throw new ReportedFailure();
+        }
       },
     );
 };
+
+/** One object's description, or undefined when it is not there. */
+async function describeOne(
+  { catalog, registry, sweepPolicy }: Stores,
+  kind: ResourceKind,
+  ref: ObjectRef,
+  now: number,
+): Promise<string | undefined> {
+  if (kind === 'WorkloadGroup') {
+    const stored = await registry.getGroup(ref);
+    return stored && describeGroup(stored, now);
+  }
+  const record = await catalog.getEntry(ref);
+  if (!record) return undefined;
+  const group = record.autoRegistrationGroup
+    ? await registry.getGroup({ namespace: ref.namespace, name: record.autoRegistrationGroup })
+    : undefined;
+  const text = describeEntry(record, group, now);
+  // Only auto-registered entries are swept; say by which policy (the registrar's own).
+  return record.autoRegistrationGroup ? text + describeSweepPolicy(await sweepPolicy.read()) : text;
+}
 
 /** The registrar's recorded sweep policy, as the last line of an auto-registered entry. */
 export function describeSweepPolicy(policy: RecordedSweepPolicy | undefined): string {

@@ -1,120 +1,175 @@
 import { type Command, Option } from 'commander';
+import { positiveDurationOption } from '../duration-option.ts';
+import { Interrupted, interruption } from '../interrupt.ts';
 import {
-  asList,
-  formatTable,
-  OUTPUT_FORMATS,
-  type OutputFormat,
-  toJson,
-  toYaml,
-} from '../output.ts';
-import { type CliContext, type CommandRegistration, UsageError } from './context.ts';
+  type LabelSelector,
+  matchesSelector,
+  parseLabelSelector,
+  SELECTOR_HELP,
+} from '../label-selector.ts';
+import { type OutputSpec, outputOption } from '../output-option.ts';
+import { namesObjects, parseResourceArgs, type ResourceRequest } from '../resource-args.ts';
+import { type PrintScope, printItems, WatchPrinter } from '../resource-printer.ts';
+import { watchChanges } from '../watch.ts';
+import { type CommandRegistration, ReportedFailure, type Stores, UsageError } from './context.ts';
 import {
-  ageOf,
   byNamespaceAndName,
-  entryRow,
+  entryItem,
+  groupItem,
   namespaceOf,
   namespaceOption,
   notFound,
   RESOURCE_HELP,
-  renderEntry,
-  renderGroup,
-  resourceKind,
+  type ResourceItem,
 } from './resources.ts';
 
 interface GetOptions {
   namespace?: string;
   allNamespaces?: boolean;
-  output: OutputFormat;
+  output: OutputSpec;
+  selector?: LabelSelector;
+  watch?: boolean;
+  watchOnly?: boolean;
+  outputWatchEvents?: boolean;
+  watchInterval: number;
 }
+
+export const WATCH_INTERVAL = '2s';
 
 export const registerGet: CommandRegistration = (program, context) => {
   program
     .command('get')
-    .description(`list ${RESOURCE_HELP}, or show one`)
-    .argument('<resource>', RESOURCE_HELP)
-    .argument('[name]', 'one object by name')
+    .description(`list ${RESOURCE_HELP}, or show some by name`)
+    .argument('<resource>', `TYPE, TYPE1,TYPE2 or TYPE/NAME; types: ${RESOURCE_HELP}`)
+    .argument('[names...]', 'objects by name (or more TYPE/NAME)')
     .addOption(namespaceOption())
     .option('-A, --all-namespaces', 'list across all namespaces')
+    .addOption(outputOption(['wide', 'name', 'json', 'yaml', 'jsonpath']))
+    .addOption(new Option('-l, --selector <selector>', SELECTOR_HELP).argParser(parseLabelSelector))
+    .option('-w, --watch', 'after the list, print each change until interrupted (Ctrl-C)')
+    .option('--watch-only', 'like --watch, without printing the current list first')
+    .option('--output-watch-events', 'with --watch: an EVENT column, ADDED, MODIFIED or DELETED')
     .addOption(
-      new Option('-o, --output <format>', 'output format').choices(OUTPUT_FORMATS).default('table'),
+      positiveDurationOption(
+        '--watch-interval <duration>',
+        'how often --watch reads the registry',
+        WATCH_INTERVAL,
+      ),
     )
-    .action(
-      async (resource: string, name: string | undefined, options: GetOptions, command: Command) => {
-        const kind = resourceKind(resource);
-        if (name !== undefined && options.allNamespaces) {
-          throw new UsageError(
-            'a name cannot be looked up across all namespaces; use -n <namespace>',
-          );
+    .addHelpText(
+      'after',
+      `
+Examples:
+  registrar get we -n shop                       entries of one namespace
+  registrar get we -A -o wide                    all entries, with NETWORK LOCALITY IDENTITY
+  registrar get we/web-10.0.0.12 -n shop -o yaml one entry
+  registrar get we -l app=web,tier!=canary       entries whose labels match
+  registrar get we -o jsonpath='{range .items[*]}{.spec.address}{"\\n"}{end}'
+  registrar get we -n shop -w                    watch VMs come and go
+
+--watch reads the registry every --watch-interval (default ${WATCH_INTERVAL}; the registry has no
+change stream) and prints a row for each entry added or modified since the last read, and the
+last row of each one deleted (--output-watch-events says which). Ctrl-C stops it (exit 130).`,
+    )
+    .action(async (resource: string, names: string[], options: GetOptions, command: Command) => {
+      const requests = parseResourceArgs('get', [resource, ...names]);
+      const named = namesObjects(requests);
+      const selector = options.selector ?? [];
+      if (named && selector.length > 0) {
+        throw new UsageError('a name cannot be given with a selector (-l): use one or the other');
+      }
+      if (named && options.allNamespaces) {
+        throw new UsageError(
+          'a name cannot be looked up across all namespaces; use -n <namespace>',
+        );
+      }
+      const watching = options.watch === true || options.watchOnly === true;
+      if (watching && requests.length > 1) {
+        throw new UsageError('--watch follows one resource type at a time, such as we');
+      }
+      if (options.outputWatchEvents && !watching) {
+        throw new UsageError('--output-watch-events goes with --watch');
+      }
+      const namespace = options.allNamespaces ? undefined : namespaceOf(options);
+      const scope: PrintScope = {
+        output: options.output,
+        namespace,
+        qualifyNames: requests.length > 1,
+      };
+      const stores = await context.stores(command);
+      const read = () => readItems(stores, requests, namespace, named, selector);
+      const first = await read();
+      if (first.missing.length > 0) {
+        if (!watching && first.items.length > 0) {
+          printItems(context, scope, kindsOf(requests), first.items, false);
         }
-        const namespace = options.allNamespaces ? undefined : namespaceOf(options);
-        const { catalog } = await context.stores(command);
-        const now = context.now();
-        if (kind === 'WorkloadGroup') {
-          const groups = (await catalog.listGroups(namespace))
-            .map(renderGroup)
-            .sort(byNamespaceAndName((g) => g.metadata));
-          const items =
-            name === undefined ? groups : groups.filter((g) => g.metadata.name === name);
-          if (name !== undefined && items.length === 0)
-            throw notFound(kind, { namespace: namespaceOf(options), name });
-          const rows = items.map((g) => [
-            g.metadata.name,
-            String(g.metadata.generation ?? ''),
-            ageOf(g.metadata, now),
-          ]);
-          print(
-            context,
-            options,
-            name !== undefined,
-            items,
-            ['NAME', 'GENERATION', 'AGE'],
-            rows,
-            namespace,
-          );
-          return;
-        }
-        const records =
-          name === undefined
-            ? await catalog.listEntries(namespace)
-            : [await catalog.getEntry({ namespace: namespaceOf(options), name })];
-        const found = records
-          .filter((r) => r !== undefined)
-          .sort(byNamespaceAndName((r) => r.entry.metadata));
-        if (name !== undefined && found.length === 0)
-          throw notFound(kind, { namespace: namespaceOf(options), name });
-        const items = found.map(renderEntry);
-        const rows = found.map((r) => entryRow(r, now));
-        const headers = ['NAME', 'ADDRESS', 'CONNECTED', 'HEALTHY', 'AGE'];
-        print(context, options, name !== undefined, items, headers, rows, namespace);
-      },
-    );
+        for (const message of first.missing) context.io.stderr.write(`error: ${message}\n`);
+        throw new ReportedFailure();
+      }
+      if (!watching) {
+        const single = requests.length === 1 && requests[0]?.names.length === 1;
+        printItems(context, scope, kindsOf(requests), first.items, single);
+        return;
+      }
+      const kind = requests[0]?.kind ?? 'WorkloadEntry';
+      const printer = new WatchPrinter(context, scope, kind, options.outputWatchEvents === true);
+      const stop = interruption(context.io);
+      try {
+        await watchChanges({
+          list: async () => (await read()).items,
+          intervalMs: options.watchInterval,
+          signal: stop.signal,
+          onEvents: (events, initial) => {
+            if (!(initial && options.watchOnly)) printer.print(events);
+          },
+        });
+      } finally {
+        stop.dispose();
+      }
+      throw new Interrupted(stop.reason());
+    });
 };
 
-/** Prints like kubectl: one object or a List in json/yaml, a table with NAMESPACE under -A. */
-function print(
-  context: CliContext,
-  options: GetOptions,
-  single: boolean,
-  items: { metadata: { namespace: string } }[],
-  headers: string[],
-  rows: string[][],
+function kindsOf(requests: readonly ResourceRequest[]) {
+  return requests.map((request) => request.kind);
+}
+
+/**
+ * The objects asked for: by name (each missing one is a message), or listed, filtered by the
+ * selector and sorted by namespace and name. `namespace` is undefined under -A.
+ */
+async function readItems(
+  stores: Stores,
+  requests: readonly ResourceRequest[],
   namespace: string | undefined,
-): void {
-  if (options.output !== 'table') {
-    const value = single ? items[0] : asList(items);
-    context.out(options.output === 'json' ? toJson(value) : toYaml(value));
-    return;
+  named: boolean,
+  selector: LabelSelector,
+): Promise<{ items: ResourceItem[]; missing: string[] }> {
+  const items: ResourceItem[] = [];
+  const missing: string[] = [];
+  for (const { kind, names } of requests) {
+    if (named) {
+      const ns = namespace ?? namespaceOf({});
+      for (const name of names) {
+        const ref = { namespace: ns, name };
+        const found =
+          kind === 'WorkloadGroup'
+            ? await stores.registry.getGroup(ref).then((g) => g && groupItem(g))
+            : await stores.catalog.getEntry(ref).then((e) => e && entryItem(e));
+        if (found) items.push(found);
+        else missing.push(notFound(kind, ref).message);
+      }
+      continue;
+    }
+    const listed =
+      kind === 'WorkloadGroup'
+        ? (await stores.catalog.listGroups(namespace)).map(groupItem)
+        : (await stores.catalog.listEntries(namespace)).map(entryItem);
+    items.push(
+      ...listed
+        .filter((item) => matchesSelector(selector, item.object.metadata.labels))
+        .sort(byNamespaceAndName((item) => item)),
+    );
   }
-  if (rows.length === 0) {
-    // kubectl says so on stderr, so a script reading stdout sees an empty list.
-    const where = namespace === undefined ? '' : ` in ${namespace} namespace`;
-    context.io.stderr.write(`No resources found${where}.\n`);
-    return;
-  }
-  if (namespace !== undefined) {
-    context.out(formatTable(headers, rows));
-    return;
-  }
-  const withNamespace = rows.map((row, i) => [items[i]?.metadata.namespace ?? '', ...row]);
-  context.out(formatTable(['NAMESPACE', ...headers], withNamespace));
+  return { items, missing };
 }

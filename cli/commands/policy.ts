@@ -3,7 +3,8 @@ import { normalizeRoleArn } from '../../lib/auth/iam-caller.ts';
 import { NotFoundError } from '../../lib/domain/errors.ts';
 import { isDns1123Subdomain } from '../../lib/domain/validation.ts';
 import type { PolicyStore } from '../../lib/store/policy-store.ts';
-import { formatTable, formatTimestamp } from '../output.ts';
+import { asList, formatTable, formatTimestamp, toJson, toYaml } from '../output.ts';
+import { type OutputSpec, outputOption } from '../output-option.ts';
 import { resolveTarget, type TargetFlags } from '../target.ts';
 import type { CliContext, CommandRegistration } from './context.ts';
 import { namespaceOf, namespaceOption } from './resources.ts';
@@ -22,7 +23,7 @@ export const registerPolicy: CommandRegistration = (program, context) => {
     .command('allow')
     .description("allow sessions of an IAM role (an EC2 instance profile's role) to register")
     .addOption(roleArnOption())
-    .addOption(namespaceOption().makeOptionMandatory())
+    .addOption(namespaceOption())
     .addOption(
       new Option(
         '--service-account <name>',
@@ -58,18 +59,25 @@ export const registerPolicy: CommandRegistration = (program, context) => {
   policy
     .command('list')
     .description('list the IAM allow rules')
-    .action(async (_options: unknown, command: Command) => {
+    .addOption(outputOption(['json', 'yaml']))
+    .action(async (options: { output: OutputSpec }, command: Command) => {
       await withPolicies(context, command, async (policies) => {
-        const rows = (await policies.listPolicies())
-          .sort(
-            (a, b) => a.roleArn.localeCompare(b.roleArn) || a.namespace.localeCompare(b.namespace),
-          )
-          .map((p) => [
-            p.roleArn,
-            p.namespace,
-            p.serviceAccount ?? '<any>',
-            formatTimestamp(p.createdAt),
-          ]);
+        const listed = (await policies.listPolicies()).sort(
+          (a, b) => a.roleArn.localeCompare(b.roleArn) || a.namespace.localeCompare(b.namespace),
+        );
+        if (options.output.format !== 'table') {
+          const list = asList(
+            listed.map((p) => ({ ...p, createdAt: formatTimestamp(p.createdAt) })),
+          );
+          context.out(options.output.format === 'json' ? toJson(list) : toYaml(list));
+          return;
+        }
+        const rows = listed.map((p) => [
+          p.roleArn,
+          p.namespace,
+          p.serviceAccount ?? '<any>',
+          formatTimestamp(p.createdAt),
+        ]);
         if (rows.length === 0) {
           context.io.stderr.write('No policies found: no IAM caller may register.\n');
           return;
@@ -82,7 +90,7 @@ export const registerPolicy: CommandRegistration = (program, context) => {
     .command('revoke')
     .description('remove an allow rule: the next connect of that role is refused (entries stay)')
     .addOption(roleArnOption())
-    .addOption(namespaceOption().makeOptionMandatory())
+    .addOption(namespaceOption())
     .action(async (options: { roleArn: string; namespace?: string }, command: Command) => {
       await withPolicies(context, command, async (policies) => {
         const namespace = namespaceOf(options);

@@ -110,16 +110,83 @@ export function ageOf(meta: { creationTimestamp?: string }, now: number): string
   return formatAge(parseTimestamp(meta.creationTimestamp), now);
 }
 
-/** One row of `get we`: NAME ADDRESS CONNECTED HEALTHY AGE. */
-export function entryRow(record: EntryRecord, now: number): string[] {
+/** What `get` prints of one object, in every output format. */
+export interface ResourceItem {
+  kind: ResourceKind;
+  namespace: string;
+  name: string;
+  /** The object as `-o json|yaml|jsonpath` print it (Istio's shape). */
+  object: WorkloadGroup | WorkloadEntry;
+  /** The table's cells (`COLUMNS[kind].table`), then the ones `-o wide` adds. */
+  cells(now: number): { table: string[]; wide: string[] };
+  /** Equal for two reads of an unchanged object: `--watch` prints a row when it changes. */
+  fingerprint: string;
+}
+
+/** `get` columns by kind; `-o wide` appends the `wide` ones, as kubectl does. */
+export const COLUMNS: Record<ResourceKind, { table: string[]; wide: string[] }> = {
+  WorkloadEntry: {
+    table: ['NAME', 'ADDRESS', 'CONNECTED', 'HEALTHY', 'GROUP', 'AGE'],
+    wide: ['NETWORK', 'LOCALITY', 'IDENTITY'],
+  },
+  WorkloadGroup: {
+    table: ['NAME', 'GENERATION', 'AGE'],
+    wide: ['SERVICE-ACCOUNT', 'NETWORK', 'PROBE'],
+  },
+};
+
+/** One entry: NAME ADDRESS CONNECTED HEALTHY GROUP AGE, wide: NETWORK LOCALITY IDENTITY. */
+export function entryItem(record: EntryRecord): ResourceItem {
   const entry = renderEntry(record);
-  return [
-    entry.metadata.name,
-    entry.spec.address ?? '<none>',
-    connectedStatus(record),
-    healthyStatus(entry),
-    ageOf(entry.metadata, now),
-  ];
+  const { metadata, spec } = entry;
+  return {
+    kind: 'WorkloadEntry',
+    namespace: metadata.namespace,
+    name: metadata.name,
+    object: entry,
+    cells: (now) => ({
+      table: [
+        metadata.name,
+        spec.address ?? '<none>',
+        connectedStatus(record),
+        healthyStatus(entry),
+        record.autoRegistrationGroup ?? '<none>',
+        ageOf(metadata, now),
+      ],
+      wide: [
+        spec.network || '<none>',
+        spec.locality || '<none>',
+        record.identity?.principal ?? '<none>',
+      ],
+    }),
+    fingerprint: JSON.stringify([entry, record.identity ?? null]),
+  };
+}
+
+/** One group: NAME GENERATION AGE, wide: SERVICE-ACCOUNT NETWORK PROBE. */
+export function groupItem(stored: StoredGroup): ResourceItem {
+  const group = renderGroup(stored);
+  const { metadata, spec } = group;
+  return {
+    kind: 'WorkloadGroup',
+    namespace: metadata.namespace,
+    name: metadata.name,
+    object: group,
+    cells: (now) => ({
+      table: [metadata.name, String(metadata.generation ?? ''), ageOf(metadata, now)],
+      wide: [
+        spec.template.serviceAccount || '<none>',
+        spec.template.network || '<none>',
+        probeKind(spec.probe),
+      ],
+    }),
+    fingerprint: JSON.stringify(group),
+  };
+}
+
+function probeKind(probe: WorkloadGroup['spec']['probe']): string {
+  if (!probe) return '<none>';
+  return ['httpGet', 'tcpSocket', 'exec'].find((kind) => kind in probe) ?? '<none>';
 }
 
 export function byNamespaceAndName<T>(meta: (item: T) => ObjectRef): (a: T, b: T) => number {

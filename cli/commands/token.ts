@@ -3,10 +3,11 @@ import { createJoinToken } from '../../lib/auth/join-token.ts';
 import { NotFoundError } from '../../lib/domain/errors.ts';
 import { isDns1123Subdomain } from '../../lib/domain/validation.ts';
 import type { StoredToken } from '../../lib/store/token-store.ts';
-import { formatTable, formatTimestamp } from '../output.ts';
+import { positiveDurationOption } from '../duration-option.ts';
+import { asList, formatTable, formatTimestamp, toJson, toYaml } from '../output.ts';
+import { type OutputSpec, outputOption } from '../output-option.ts';
 import type { CommandRegistration } from './context.ts';
 import { namespaceOf, namespaceOption } from './resources.ts';
-import { durationOption } from './sweep.ts';
 
 export const DEFAULT_TOKEN_TTL = '24h';
 
@@ -18,13 +19,24 @@ export const registerToken: CommandRegistration = (program, context) => {
   token
     .command('create')
     .description('create a join token and print it (shown only this once)')
-    .addOption(namespaceOption().makeOptionMandatory())
+    .addOption(namespaceOption())
     .addOption(
       new Option('--service-account <name>', 'only for entries of this service account').argParser(
         parseServiceAccount,
       ),
     )
-    .addOption(durationOption('--ttl <duration>', 'how long the token is valid', DEFAULT_TOKEN_TTL))
+    .addOption(
+      positiveDurationOption(
+        '--ttl <duration>',
+        'how long the token is valid (units ms, s, m, h, d)',
+        DEFAULT_TOKEN_TTL,
+      ),
+    )
+    .addHelpText(
+      'after',
+      '\nThe token is for the namespace of -n (default "default"), as every command: an agent with it\n' +
+        'may register only into groups of that namespace (and, with --service-account, of that account).',
+    )
     .action(
       async (
         options: { namespace?: string; serviceAccount?: string; ttl: number },
@@ -46,18 +58,25 @@ export const registerToken: CommandRegistration = (program, context) => {
   token
     .command('list')
     .description('list join tokens (never their secrets)')
-    .action(async (_options: unknown, command: Command) => {
+    .addOption(outputOption(['json', 'yaml']))
+    .action(async (options: { output: OutputSpec }, command: Command) => {
       const { tokens } = await context.stores(command);
       const now = context.now();
-      const rows = (await tokens.listTokens())
-        .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id))
-        .map((t) => [
-          t.id,
-          t.namespace,
-          t.serviceAccount ?? '<any>',
-          formatTimestamp(t.expiresAt),
-          tokenStatus(t, now),
-        ]);
+      const listed = (await tokens.listTokens()).sort(
+        (a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id),
+      );
+      if (options.output.format !== 'table') {
+        const list = asList(listed.map((t) => tokenView(t, now)));
+        context.out(options.output.format === 'json' ? toJson(list) : toYaml(list));
+        return;
+      }
+      const rows = listed.map((t) => [
+        t.id,
+        t.namespace,
+        t.serviceAccount ?? '<any>',
+        formatTimestamp(t.expiresAt),
+        tokenStatus(t, now),
+      ]);
       if (rows.length === 0) {
         context.io.stderr.write('No tokens found.\n');
         return;
@@ -77,6 +96,17 @@ export const registerToken: CommandRegistration = (program, context) => {
       context.out(`token "${id}" revoked\n`);
     });
 };
+
+/** A token as `token list -o json|yaml` shows it: what the table shows, never the secret's hash. */
+export function tokenView(token: StoredToken, now: number): Record<string, string> {
+  const view: Record<string, string> = { id: token.id, namespace: token.namespace };
+  if (token.serviceAccount !== undefined) view.serviceAccount = token.serviceAccount;
+  view.createdAt = formatTimestamp(token.createdAt);
+  view.expiresAt = formatTimestamp(token.expiresAt);
+  if (token.revokedAt !== undefined) view.revokedAt = formatTimestamp(token.revokedAt);
+  view.status = tokenStatus(token, now);
+  return view;
+}
 
 /** Revocation wins over expiry: it is the operator's explicit act. Expiry is exclusive. */
 export function tokenStatus(token: StoredToken, now: number): 'active' | 'expired' | 'revoked' {

@@ -143,8 +143,10 @@ describe('registrar apply, get, describe, delete', () => {
     clock = NOW + 3 * MINUTE;
     const run = await registrar(['get', 'we', '-n', 'shop']);
     expect(run.code).toBe(0);
-    expect(run.stdout.split('\n')[0]).toMatch(/^NAME\s+ADDRESS\s+CONNECTED\s+HEALTHY\s+AGE$/);
-    expect(run.stdout).toMatch(/^db-1\s+10\.0\.0\.5\s+<none>\s+<none>\s+3m$/m);
+    expect(run.stdout.split('\n')[0]).toMatch(
+      /^NAME\s+ADDRESS\s+CONNECTED\s+HEALTHY\s+GROUP\s+AGE$/,
+    );
+    expect(run.stdout).toMatch(/^db-1\s+10\.0\.0\.5\s+<none>\s+<none>\s+<none>\s+3m$/m);
   });
 
   it('adds the NAMESPACE column across all namespaces', async () => {
@@ -474,11 +476,24 @@ describe('registrar usage', () => {
   it.each([
     [['frobnicate']],
     [['get', 'pods']],
-    [['get', 'we', '-o', 'wide']],
+    [['get', 'we', '-o', 'xml']],
+    [['get', 'we', '-o', 'jsonpath']],
+    [['get', 'we', '-o', 'jsonpath={.items']],
+    [['get', 'we', '-l', 'app in (web)']],
+    [['get', 'we', '-l', 'Bad Key']],
+    [['get', 'we', 'db-1', '-l', 'app=db']],
+    [['get', 'we', 'we/db-1']],
+    [['get', 'wg,we', '-w']],
+    [['get', 'we', '--output-watch-events']],
     [['get', 'we', 'db-1', '-A']],
     [['get', 'we', '-n', 'Not_A_Namespace']],
-    [['token', 'create']],
     [['token', 'create', '-n', 'shop', '--ttl', '0s']],
+    [['token', 'create', '-n', 'shop', '--ttl', '1w']],
+    [['token', 'list', '-o', 'wide']],
+    [['delete']],
+    [['delete', 'we']],
+    [['delete', 'we', 'db-1', '-f', 'web.yaml']],
+    [['apply', '-f', 'no-such-file.yaml']],
     [['sweep', '--grace-period', 'soon']],
     [['apply']],
     [[]],
@@ -514,7 +529,7 @@ describe('registrar target', () => {
     await rm(dir, { recursive: true });
     expect(run.code).toBe(1);
     expect(run.stderr).toBe(
-      `error: no registry configured: ${dir}/.registrar/local.json does not exist and neither --table nor REGISTRAR_TABLE is set; start the local runtime with 'npm start' in this directory, or pass --table <name> (and --endpoint <url> for a local DynamoDB)\n`,
+      `error: no registry configured: no .registrar/local.json in ${dir} or any parent directory, REGISTRAR_DATA_DIR is unset, and neither --table nor REGISTRAR_TABLE is set; start the local runtime with 'npm start' in your checkout, or pass --table <name> (and --endpoint <url> for a local DynamoDB)\n`,
     );
   });
 

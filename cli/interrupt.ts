@@ -1,0 +1,48 @@
+import { constants } from 'node:os';
+import type { CliIo } from './commands/context.ts';
+
+/**
+ * Stopping a long-running command (`get --watch`) with Ctrl-C or SIGTERM: the command ends
+ * its loop, closes its connections and exits 128 + the signal's number (130 for Ctrl-C), as a
+ * shell reports a process that a signal stopped, without a stack trace.
+ */
+export class Interrupted extends Error {
+  readonly signal: NodeJS.Signals;
+  constructor(signal: NodeJS.Signals) {
+    super(`interrupted by ${signal}`);
+    this.signal = signal;
+  }
+
+  get exitCode(): number {
+    return 128 + (constants.signals[this.signal] ?? constants.signals.SIGINT);
+  }
+}
+
+export interface Interruption {
+  signal: AbortSignal;
+  /** The signal that stopped the command; SIGINT when a test aborted without naming one. */
+  reason(): NodeJS.Signals;
+  dispose(): void;
+}
+
+/** The test's AbortSignal when it passes one (`CliIo.signal`), else SIGINT and SIGTERM. */
+export function interruption(io: CliIo): Interruption {
+  const reason = (signal: AbortSignal): NodeJS.Signals =>
+    signal.reason === 'SIGTERM' ? 'SIGTERM' : 'SIGINT';
+  if (io.signal) {
+    const signal = io.signal;
+    return { signal, reason: () => reason(signal), dispose: () => {} };
+  }
+  const controller = new AbortController();
+  const stop = (name: NodeJS.Signals) => controller.abort(name);
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  return {
+    signal: controller.signal,
+    reason: () => reason(controller.signal),
+    dispose: () => {
+      process.off('SIGINT', stop);
+      process.off('SIGTERM', stop);
+    },
+  };
+}

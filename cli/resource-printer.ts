@@ -1,0 +1,126 @@
+import type { CliContext } from './commands/context.ts';
+import { COLUMNS, QUALIFIED, type ResourceItem, type ResourceKind } from './commands/resources.ts';
+import { executeJsonPath } from './jsonpath.ts';
+import { asList, columnWidths, formatRows, formatTable, toJson, toYaml } from './output.ts';
+import type { OutputSpec } from './output-option.ts';
+import type { WatchEvent } from './watch.ts';
+
+/** How `get` prints: which namespace was asked for (undefined: all, with a NAMESPACE column). */
+export interface PrintScope {
+  output: OutputSpec;
+  namespace: string | undefined;
+  /** More than one resource type was asked for: names print as TYPE/NAME, as kubectl does. */
+  qualifyNames: boolean;
+}
+
+/**
+ * Prints a `get` result as kubectl does: one object when exactly one was named, else a v1
+ * List for json/yaml/jsonpath; a table per resource type (blank line between) for table and
+ * wide; `TYPE/NAME` lines for name. Nothing found is said on stderr, so stdout stays empty.
+ */
+export function printItems(
+  context: CliContext,
+  scope: PrintScope,
+  kinds: readonly ResourceKind[],
+  items: readonly ResourceItem[],
+  single: boolean,
+): void {
+  const { output } = scope;
+  if (output.format === 'json' || output.format === 'yaml' || output.format === 'jsonpath') {
+    const value = single ? items[0]?.object : asList(items.map((item) => item.object));
+    if (value !== undefined) context.out(serialize(output, value));
+    return;
+  }
+  if (items.length === 0) {
+    const where = scope.namespace === undefined ? '' : ` in ${scope.namespace} namespace`;
+    context.io.stderr.write(`No resources found${where}.\n`);
+    return;
+  }
+  if (output.format === 'name') {
+    context.out(items.map((item) => `${QUALIFIED[item.kind]}/${item.name}\n`).join(''));
+    return;
+  }
+  const now = context.now();
+  const tables = kinds
+    .map((kind) => items.filter((item) => item.kind === kind))
+    .filter((group) => group.length > 0)
+    .map((group) =>
+      formatTable(
+        headers(scope, group[0]?.kind ?? 'WorkloadEntry'),
+        group.map((item) => row(scope, item, now)),
+      ),
+    );
+  context.out(tables.join('\n'));
+}
+
+/**
+ * Prints `get --watch` events: the first read as a table (or objects), then one row per
+ * change under the same columns; with `events`, an EVENT column first (ADDED, MODIFIED,
+ * DELETED), as `kubectl get --watch --output-watch-events`.
+ */
+export class WatchPrinter {
+  #widths: number[] | undefined;
+  #printed = 0;
+  readonly #context: CliContext;
+  readonly #scope: PrintScope;
+  readonly #kind: ResourceKind;
+  readonly #events: boolean;
+
+  constructor(context: CliContext, scope: PrintScope, kind: ResourceKind, events: boolean) {
+    this.#context = context;
+    this.#scope = scope;
+    this.#kind = kind;
+    this.#events = events;
+  }
+
+  print(events: readonly WatchEvent[]): void {
+    if (events.length === 0) return;
+    const { output } = this.#scope;
+    const out = (text: string) => this.#context.out(text);
+    if (output.format === 'table' || output.format === 'wide') {
+      const now = this.#context.now();
+      const rows = events.map((event) => {
+        const cells = row(this.#scope, event.item, now);
+        return this.#events ? [event.type, ...cells] : cells;
+      });
+      if (this.#widths === undefined) {
+        const head = headers(this.#scope, this.#kind);
+        const all = [this.#events ? ['EVENT', ...head] : head, ...rows];
+        this.#widths = columnWidths(all);
+        out(formatRows(all, this.#widths));
+      } else out(formatRows(rows, this.#widths));
+      return;
+    }
+    for (const event of events) {
+      const object = event.item.object;
+      if (output.format === 'name') {
+        const name = `${QUALIFIED[event.item.kind]}/${event.item.name}\n`;
+        out(this.#events ? `${event.type} ${name}` : name);
+        continue;
+      }
+      const value = this.#events ? { type: event.type, object } : object;
+      if (output.format === 'yaml' && this.#printed > 0) out('---\n');
+      out(serialize(output, value));
+      this.#printed++;
+    }
+  }
+}
+
+function serialize(output: OutputSpec, value: unknown): string {
+  if (output.format === 'jsonpath') return executeJsonPath(output.template, value);
+  return output.format === 'yaml' ? toYaml(value) : toJson(value);
+}
+
+function headers(scope: PrintScope, kind: ResourceKind): string[] {
+  const columns = COLUMNS[kind];
+  const all = scope.output.format === 'wide' ? [...columns.table, ...columns.wide] : columns.table;
+  return scope.namespace === undefined ? ['NAMESPACE', ...all] : [...all];
+}
+
+function row(scope: PrintScope, item: ResourceItem, now: number): string[] {
+  const cells = item.cells(now);
+  const [name = '', ...rest] = cells.table;
+  const shown = scope.qualifyNames ? `${QUALIFIED[item.kind]}/${name}` : name;
+  const all = [shown, ...rest, ...(scope.output.format === 'wide' ? cells.wide : [])];
+  return scope.namespace === undefined ? [item.namespace, ...all] : all;
+}
