@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
+import { AGENT_SETTINGS, type AgentSetting, CONFIG_FILE_OPTION } from './settings.ts';
 
 /**
  * The three places configuration comes from, each turned into the same raw shape (the YAML
@@ -17,84 +18,44 @@ export interface Layer {
 
 export class AgentConfigError extends Error {}
 
-const FLAG_OPTIONS = {
-  config: { type: 'string' },
-  url: { type: 'string' },
-  group: { type: 'string' },
-  namespace: { type: 'string' },
-  network: { type: 'string' },
-  label: { type: 'string', multiple: true },
-  ip: { type: 'string', multiple: true },
-  locality: { type: 'string' },
-  auth: { type: 'string' },
-  'token-file': { type: 'string' },
-  region: { type: 'string' },
-  'log-format': { type: 'string' },
-  debug: { type: 'boolean' },
-  'no-imds': { type: 'boolean' },
-  'imds-url': { type: 'string' },
-  'imds-timeout': { type: 'string' },
-  'ping-interval': { type: 'string' },
-  'max-connection-age': { type: 'string' },
-  'ack-timeout': { type: 'string' },
-  'backoff-cap': { type: 'string' },
-  'refusal-backoff': { type: 'string' },
-  'probe-time-scale': { type: 'string' },
+type FlagOptions = Record<
+  string,
+  { type: 'string' | 'boolean'; multiple?: boolean; short?: string }
+>;
+
+// Derived from AGENT_SETTINGS: a setting cannot lack its flag or variable by oversight.
+const FLAG_OPTIONS: FlagOptions = {
+  [CONFIG_FILE_OPTION.flag]: { type: 'string' },
+  ...Object.fromEntries(
+    AGENT_SETTINGS.filter((setting) => setting.flag !== undefined).map((setting) => [
+      setting.flag,
+      setting.kind === 'switch' || setting.kind === 'off-switch'
+        ? { type: 'boolean' }
+        : { type: 'string', ...(setting.kind === 'list' ? { multiple: true } : {}) },
+    ]),
+  ),
+  version: { type: 'boolean' },
   help: { type: 'boolean', short: 'h' },
-} as const;
-
-/** Flag name -> raw key; nested keys are written `timing.pingInterval`. */
-const FLAG_KEYS: Record<string, string> = {
-  url: 'url',
-  group: 'group',
-  namespace: 'namespace',
-  network: 'network',
-  label: 'labels',
-  ip: 'ip',
-  locality: 'locality',
-  auth: 'auth.mode',
-  'token-file': 'auth.tokenFile',
-  region: 'auth.region',
-  'log-format': 'logFormat',
-  debug: 'debug',
-  'imds-url': 'imds.url',
-  'imds-timeout': 'imds.timeout',
-  'ping-interval': 'timing.pingInterval',
-  'max-connection-age': 'timing.maxConnectionAge',
-  'ack-timeout': 'timing.ackTimeout',
-  'backoff-cap': 'timing.backoffCap',
-  'refusal-backoff': 'timing.refusalBackoff',
-  'probe-time-scale': 'timing.probeTimeScale',
 };
 
-/** Environment variable -> raw key. Lists are comma-separated: `app=web,tier=front`. */
-export const ENV_KEYS: Record<string, string> = {
-  REGISTRAR_AGENT_URL: 'url',
-  REGISTRAR_AGENT_GROUP: 'group',
-  REGISTRAR_AGENT_NAMESPACE: 'namespace',
-  REGISTRAR_AGENT_NETWORK: 'network',
-  REGISTRAR_AGENT_LABELS: 'labels',
-  REGISTRAR_AGENT_IP: 'ip',
-  REGISTRAR_AGENT_LOCALITY: 'locality',
-  REGISTRAR_AGENT_AUTH: 'auth.mode',
-  REGISTRAR_AGENT_TOKEN: 'auth.token',
-  REGISTRAR_AGENT_TOKEN_FILE: 'auth.tokenFile',
-  REGISTRAR_AGENT_REGION: 'auth.region',
-  REGISTRAR_AGENT_LOG_FORMAT: 'logFormat',
-  REGISTRAR_AGENT_IMDS_URL: 'imds.url',
-  REGISTRAR_AGENT_PING_INTERVAL: 'timing.pingInterval',
-  REGISTRAR_AGENT_MAX_CONNECTION_AGE: 'timing.maxConnectionAge',
+const BOOLEAN_TEXT: Record<string, boolean> = {
+  true: true,
+  false: false,
+  '1': true,
+  '0': false,
+  yes: true,
+  no: false,
 };
-const LIST_KEYS = new Set(['labels', 'ip']);
 
 export interface ParsedFlags {
   layer: Layer;
   configFile: string | undefined;
   help: boolean;
+  version: boolean;
 }
 
 export function readFlags(argv: string[]): ParsedFlags {
-  let parsed: ReturnType<typeof parseArgs<{ options: typeof FLAG_OPTIONS; strict: true }>>;
+  let parsed: { values: Record<string, unknown> };
   try {
     parsed = parseArgs({
       args: argv,
@@ -106,25 +67,31 @@ export function readFlags(argv: string[]): ParsedFlags {
     throw new AgentConfigError(`${(error as Error).message}; see registrar-agent --help`);
   }
   const layer: Layer = { values: {}, sources: {} };
-  const values = parsed.values as Record<string, unknown>;
-  for (const [flag, key] of Object.entries(FLAG_KEYS)) {
-    if (values[flag] !== undefined) setPath(layer, key, values[flag], `--${flag}`);
+  const values = parsed.values;
+  for (const setting of AGENT_SETTINGS) {
+    if (setting.flag === undefined) continue;
+    const value = values[setting.flag];
+    if (value === undefined) continue;
+    // `--no-imds` sets imds.enabled to false.
+    const set = setting.kind === 'off-switch' ? value !== true : value;
+    setPath(layer, setting.key, set, `--${setting.flag}`);
   }
-  if (values['no-imds'] === true) setPath(layer, 'imds.enabled', false, '--no-imds');
+  const configFile = values[CONFIG_FILE_OPTION.flag];
   return {
     layer,
-    configFile: typeof values.config === 'string' ? values.config : undefined,
+    configFile: typeof configFile === 'string' ? configFile : undefined,
     help: values.help === true,
+    version: values.version === true,
   };
 }
 
 export function readEnv(env: Record<string, string | undefined>): Layer {
   const layer: Layer = { values: {}, sources: {} };
-  for (const [variable, key] of Object.entries(ENV_KEYS)) {
-    const value = env[variable];
+  for (const setting of AGENT_SETTINGS) {
+    if (setting.env === undefined) continue;
+    const value = env[setting.env];
     if (value === undefined || value === '') continue;
-    const raw = LIST_KEYS.has(key) ? splitList(value) : value;
-    setPath(layer, key, raw, variable);
+    setPath(layer, setting.key, fromText(setting, value), setting.env);
   }
   return layer;
 }
@@ -185,6 +152,15 @@ function setPath(layer: Layer, key: string, value: unknown, source: string): voi
 
 function isMapping(value: unknown): value is RawConfig {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** A variable's text as the setting's value; an unreadable boolean is left for the schema to name. */
+function fromText(setting: AgentSetting, text: string): unknown {
+  if (setting.kind === 'list') return splitList(text);
+  if (setting.kind === 'switch' || setting.kind === 'off-switch') {
+    return BOOLEAN_TEXT[text.trim().toLowerCase()] ?? text;
+  }
+  return text;
 }
 
 function splitList(text: string): string[] {

@@ -10,8 +10,10 @@ import {
   readFlags,
 } from './config-sources.ts';
 import type { LogFormat } from './logger.ts';
+import { type AgentTiming, agentUsage, DEFAULT_IMDS_URL, DEFAULT_TIMING } from './settings.ts';
 
 export { AgentConfigError } from './config-sources.ts';
+export { type AgentTiming, DEFAULT_IMDS_URL, DEFAULT_TIMING } from './settings.ts';
 
 /** How the agent proves who it is when it connects. */
 export type AgentAuth =
@@ -19,26 +21,6 @@ export type AgentAuth =
   | { mode: 'token'; token?: string; tokenFile?: string }
   /** SigV4 with the instance profile; region from here, else the URL, else IMDS. */
   | { mode: 'iam'; region?: string };
-
-export interface AgentTiming {
-  /** API Gateway closes a connection idle for 10 min; 5 min keeps a wide margin. */
-  pingIntervalMs: number;
-  /** API Gateway's hard limit (2 h); the agent rotates at a jittered point before it. */
-  maxConnectionAgeMs: number;
-  /** Upgrade (and $connect) must finish within this. */
-  connectTimeoutMs: number;
-  /** A health, describe or ping without a reply within this is sent again / fails. */
-  ackTimeoutMs: number;
-  backoffBaseMs: number;
-  backoffCapMs: number;
-  /** After a refusal (400/401/403/404/409) retrying soon cannot help: wait longer. */
-  refusalBackoffMs: number;
-  refusalBackoffCapMs: number;
-  /** A connection that lived this long resets the backoff; one that died sooner does not. */
-  stableAfterMs: number;
-  /** Multiplies the probe's seconds; below 1 only for tests and the benchmark. */
-  probeTimeScale: number;
-}
 
 export interface AgentConfig {
   url: string;
@@ -55,21 +37,6 @@ export interface AgentConfig {
   debug: boolean;
   timing: AgentTiming;
 }
-
-export const DEFAULT_TIMING: Readonly<AgentTiming> = Object.freeze({
-  pingIntervalMs: 5 * 60_000,
-  maxConnectionAgeMs: 2 * 3_600_000,
-  connectTimeoutMs: 10_000,
-  ackTimeoutMs: 10_000,
-  backoffBaseMs: 1_000,
-  backoffCapMs: 60_000,
-  refusalBackoffMs: 30_000,
-  refusalBackoffCapMs: 10 * 60_000,
-  stableAfterMs: 60_000,
-  probeTimeScale: 1,
-});
-
-export const DEFAULT_IMDS_URL = 'http://169.254.169.254';
 
 // Kubernetes label syntax: optional DNS prefix, name of at most 63 characters.
 const LABEL_KEY =
@@ -88,6 +55,8 @@ const duration = z.union([z.number().positive(), z.string()]).transform((value, 
   }
   return ms;
 });
+
+const flag = z.boolean({ error: (issue) => `must be true or false, got '${issue.input}'` });
 
 const labels = z
   .union([
@@ -144,7 +113,8 @@ const name = (what: string) =>
       `'${issue.input}' is not a valid ${what} name (lower case letters, digits, '-' and '.')`,
   });
 
-const schema = z.object({
+/** The raw settings (YAML keys); exported so a test can hold AGENT_SETTINGS to it. */
+export const agentConfigSchema = z.object({
   url: z
     .string({ error: 'is required: the registrar WebSocket URL (--url or REGISTRAR_AGENT_URL)' })
     .pipe(wsUrl),
@@ -174,10 +144,10 @@ const schema = z.object({
   logFormat: z
     .enum(['text', 'json'], { error: (issue) => `must be 'text' or 'json', got '${issue.input}'` })
     .default('text'),
-  debug: z.boolean().default(false),
+  debug: flag.default(false),
   imds: z
     .object({
-      enabled: z.boolean().default(true),
+      enabled: flag.default(true),
       url: z.url().default(DEFAULT_IMDS_URL),
       timeout: duration.default(1_000),
     })
@@ -198,13 +168,17 @@ const schema = z.object({
     .default({}),
 });
 
-/** Reads flags, environment and the optional YAML file; throws AgentConfigError naming the source. */
+/**
+ * Reads flags, environment and the optional YAML file; throws AgentConfigError naming the
+ * source. `--help` and `--version` are answered before anything is validated.
+ */
 export function loadAgentConfig(
   argv: string[],
   env: Record<string, string | undefined>,
-): AgentConfig | 'help' {
+): AgentConfig | 'help' | 'version' {
   const flags = readFlags(argv);
   if (flags.help) return 'help';
+  if (flags.version) return 'version';
   const file = flags.configFile ?? env.REGISTRAR_AGENT_CONFIG;
   const layers = [file === undefined ? undefined : readFile(file), readEnv(env), flags.layer];
   return validateAgentConfig(
@@ -213,7 +187,7 @@ export function loadAgentConfig(
 }
 
 export function validateAgentConfig(layer: Layer): AgentConfig {
-  const parsed = schema.safeParse(layer.values);
+  const parsed = agentConfigSchema.safeParse(layer.values);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => {
       const key = issue.path.map(String).join('.');
@@ -267,24 +241,5 @@ export function validateAgentConfig(layer: Layer): AgentConfig {
   };
 }
 
-export const USAGE = `usage: registrar-agent --url <wss://...> --group <name> --namespace <ns> [options]
-
-registers this VM as a WorkloadEntry and reports its health (see docs/agent.md)
-
-  --config <file>            YAML file with the settings below (REGISTRAR_AGENT_CONFIG)
-  --url <url>                registrar WebSocket URL (REGISTRAR_AGENT_URL)
-  --group <name>             WorkloadGroup to join (REGISTRAR_AGENT_GROUP)
-  --namespace <ns>           its namespace (REGISTRAR_AGENT_NAMESPACE)
-  --network <name>           mesh network (REGISTRAR_AGENT_NETWORK)
-  --label <k=v>              extra label, repeatable (REGISTRAR_AGENT_LABELS=k=v,k=v)
-  --auth token|iam           token: join token; iam: SigV4 with the instance profile
-  --token-file <path>        join token file, re-read on every connect (REGISTRAR_AGENT_TOKEN_FILE);
-                             or the token itself in REGISTRAR_AGENT_TOKEN
-  --region <region>          region for IAM signing when the URL does not show it
-  --ip <addr>                address(es) to register instead of IMDS discovery, repeatable
-  --locality <r/z[/s]>       locality instead of IMDS discovery
-  --no-imds                  do not ask the EC2 instance metadata service
-  --log-format text|json     log lines as text (default) or JSON
-  --debug                    log every message
-  --ping-interval <d>        keepalive (default 5m), --max-connection-age <d> (default 2h)
-  -h, --help                 this text`;
+/** `registrar-agent --help`, derived from the settings table (agent/settings.ts). */
+export const USAGE = agentUsage();

@@ -1,6 +1,7 @@
 import { startAgent } from './agent.ts';
 import { AgentConfigError, loadAgentConfig, USAGE } from './config.ts';
 import { createLogger } from './logger.ts';
+import { versionLine } from './version.ts';
 
 /**
  * `registrar-agent`: configuration errors exit 2 with the reason; SIGTERM/SIGINT close the
@@ -18,6 +19,10 @@ export async function main(argv: string[], env: Record<string, string | undefine
   }
   if (config === 'help') {
     process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  if (config === 'version') {
+    process.stdout.write(`${versionLine()}\n`);
     return;
   }
   const logger = createLogger({ format: config.logFormat, debug: config.debug });

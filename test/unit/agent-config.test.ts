@@ -22,7 +22,7 @@ function yamlFile(text: string): string {
 
 function load(argv: string[], env: Record<string, string> = TOKEN_ENV) {
   const config = loadAgentConfig(argv, env);
-  if (config === 'help') throw new Error('unexpected help');
+  if (config === 'help' || config === 'version') throw new Error(`unexpected ${config}`);
   return config;
 }
 

@@ -1,0 +1,35 @@
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { AGENT_SETTINGS } from '../../agent/settings.ts';
+
+/** `registrar-agent` as a user runs it: the process, its output and its exit status. */
+function run(args: string[], env: Record<string, string> = {}) {
+  const result = spawnSync(process.execPath, ['bin/registrar-agent.js', ...args], {
+    encoding: 'utf8',
+    env: { PATH: process.env.PATH ?? '', ...env },
+    timeout: 30_000,
+  });
+  return { code: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+const { version } = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
+
+describe('registrar-agent program', () => {
+  it('prints registrar-agent <version> for --version and exits 0', () => {
+    expect(run(['--version'])).toEqual({
+      code: 0,
+      stdout: `registrar-agent ${version}\n`,
+      stderr: '',
+    });
+  });
+
+  it('lists every setting for --help and exits 0', () => {
+    const { code, stdout } = run(['--help']);
+    expect(code).toBe(0);
+    for (const setting of AGENT_SETTINGS) {
+      if (setting.flag) expect(stdout).toContain(`--${setting.flag}`);
+      expect(stdout).toContain(setting.env);
+    }
+  });
+});
