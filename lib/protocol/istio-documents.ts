@@ -106,7 +106,9 @@ function parseDocument(
     for (const line of refusals) problems.push(`${where}: ${line}`);
     return undefined;
   }
-  const meta = parsed.data.metadata;
+  // Fields given as "" are unset (emptyIsUnset): leave no key behind for them.
+  const valid = definedOnly(parsed.data);
+  const meta = valid.metadata;
   const ns = meta.namespace ?? options.namespace ?? DEFAULT_NAMESPACE;
   if (options.namespace !== undefined && ns !== options.namespace) {
     problems.push(
@@ -117,7 +119,7 @@ function parseDocument(
   // The three accepted versions have the same schema for these kinds: store the current one.
   const metadata = { name: meta.name, namespace: ns, ...pick(meta, 'labels', 'annotations') };
   if (kind === 'WorkloadGroup') {
-    const spec = (parsed.data as z.infer<typeof workloadGroupSchema>).spec;
+    const spec = (valid as z.infer<typeof workloadGroupSchema>).spec;
     const group: WorkloadGroup = {
       apiVersion: ISTIO_API_VERSION,
       kind,
@@ -126,7 +128,7 @@ function parseDocument(
     };
     return fits(groupSizeRefusal(group), where, problems) ? { index, kind, group } : undefined;
   }
-  const data = parsed.data as z.infer<typeof workloadEntrySchema>;
+  const data = valid as z.infer<typeof workloadEntrySchema>;
   const entry: WorkloadEntry = { apiVersion: ISTIO_API_VERSION, kind, metadata, spec: data.spec };
   if (data.status?.conditions) entry.status = { conditions: data.status.conditions as Condition[] };
   return fits(entrySizeRefusal(entry), where, problems) ? { index, kind, entry } : undefined;
@@ -139,6 +141,14 @@ function parseDocument(
 function fits(refusal: SizeRefusal | undefined, where: string, problems: string[]): boolean {
   if (refusal) problems.push(`${where}: ${refusal.message}`);
   return refusal === undefined;
+}
+
+/** A copy without `undefined` members, at any depth (the parsed document is plain data). */
+function definedOnly<T>(value: T): T {
+  if (Array.isArray(value)) return value.map(definedOnly) as T;
+  if (typeof value !== 'object' || value === null) return value;
+  const entries = Object.entries(value).filter(([, member]) => member !== undefined);
+  return Object.fromEntries(entries.map(([key, member]) => [key, definedOnly(member)])) as T;
 }
 
 function pick<T extends object, K extends keyof T>(value: T, ...keys: K[]): Partial<Pick<T, K>> {

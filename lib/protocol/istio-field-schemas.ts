@@ -34,6 +34,15 @@ const namespace = check<string>(
   (v) => isString(v) && isDns1123Label(v),
   "must be a DNS-1123 label (lower case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters)",
 );
+/**
+ * An optional string field where "" means unset, as Kubernetes reads it: `serviceAccount: ""`
+ * is no service account, `namespace: ""` the default namespace. The empty value is dropped
+ * before the field's own check, so it is neither refused nor stored.
+ */
+export function emptyIsUnset<T>(schema: z.ZodType<T>) {
+  return z.preprocess((value) => (value === '' ? undefined : value), schema.optional());
+}
+
 export const port = check<number>((v) => isInteger(v, 1, 65535), 'must be a port number 1-65535');
 export const text = check<string>(isString, 'must be a string');
 
@@ -95,26 +104,27 @@ const locality = check<string>(
 export const entrySpecFields = {
   ports: ports.optional(),
   labels: labels.optional(),
-  network: check<string>(
-    (v) => isString(v) && isNetworkName(v),
-    "must be a network name: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
-  ).optional(),
-  locality: locality.optional(),
+  network: emptyIsUnset(
+    check<string>(
+      (v) => isString(v) && isNetworkName(v),
+      "must be a network name: at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or digit",
+    ),
+  ),
+  locality: emptyIsUnset(locality),
   weight: check<number>(
     (v) => isInteger(v, 0, 2 ** 32 - 1),
     'must be a whole number 0-4294967295',
   ).optional(),
-  serviceAccount: check<string>(
-    (v) => isString(v) && isDns1123Subdomain(v),
-    `must be ${SUBDOMAIN_RULE}`,
-  ).optional(),
+  serviceAccount: emptyIsUnset(
+    check<string>((v) => isString(v) && isDns1123Subdomain(v), `must be ${SUBDOMAIN_RULE}`),
+  ),
 };
 
 // Server-set fields (uid, generation, resourceVersion, ...) are accepted and dropped, so the
 // output of `get -o yaml` can be applied again; the registry sets its own.
 export const metadataFields = {
   name,
-  namespace: namespace.optional(),
+  namespace: emptyIsUnset(namespace),
   labels: labels.optional(),
   annotations: annotations.optional(),
 };

@@ -1,6 +1,13 @@
 import * as z from 'zod';
 import { isDns1123Subdomain, isIpAddress } from '../domain/validation.ts';
-import { check, entrySpecFields, isString, metadataFields, text } from './istio-field-schemas.ts';
+import {
+  check,
+  emptyIsUnset,
+  entrySpecFields,
+  isString,
+  metadataFields,
+  text,
+} from './istio-field-schemas.ts';
 
 /** A hand-made WorkloadEntry document: one VM's address, labels and, optionally, its status. */
 
@@ -20,6 +27,6 @@ const condition = z.looseObject({
 
 export const workloadEntrySchema = z.object({
   metadata: z.looseObject(metadataFields),
-  spec: z.strictObject({ address: address.optional(), ...entrySpecFields }),
+  spec: z.strictObject({ address: emptyIsUnset(address), ...entrySpecFields }),
   status: z.looseObject({ conditions: z.array(condition).optional() }).optional(),
 });

@@ -2,6 +2,7 @@ import * as z from 'zod';
 import {
   annotations,
   check,
+  emptyIsUnset,
   entrySpecFields,
   isInteger,
   isString,
@@ -27,17 +28,19 @@ const probe = z
     failureThreshold: seconds.optional(),
     httpGet: z
       .strictObject({
-        path: check<string>(
-          (v) => isString(v) && v.startsWith('/'),
-          "must be a path starting with '/'",
-        ).optional(),
+        path: emptyIsUnset(
+          check<string>(
+            (v) => isString(v) && v.startsWith('/'),
+            "must be a path starting with '/'",
+          ),
+        ),
         port,
-        host: text.optional(),
-        scheme: z.enum(['HTTP', 'HTTPS']).optional(),
+        host: emptyIsUnset(text),
+        scheme: emptyIsUnset(z.enum(['HTTP', 'HTTPS'])),
         httpHeaders: z.array(z.strictObject({ name: text, value: text })).optional(),
       })
       .optional(),
-    tcpSocket: z.strictObject({ host: text.optional(), port }).optional(),
+    tcpSocket: z.strictObject({ host: emptyIsUnset(text), port }).optional(),
     exec: z.strictObject({ command: z.array(text).min(1) }).optional(),
   })
   .superRefine((value, ctx) => {
@@ -59,10 +62,12 @@ export const workloadGroupSchema = z.object({
       .optional(),
     template: z.strictObject({
       // Each entry takes the address its VM connects with; Istio refuses one here too.
-      address: check<never>(
-        () => false,
-        'must not be set in a WorkloadGroup template: each VM registers its own address',
-      ).optional(),
+      address: emptyIsUnset(
+        check<never>(
+          () => false,
+          'must not be set in a WorkloadGroup template: each VM registers its own address',
+        ),
+      ),
       ...entrySpecFields,
     }),
     probe: probe.optional(),
