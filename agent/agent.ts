@@ -6,6 +6,7 @@ import { openLink } from './connection.ts';
 import { type Discovered, discover } from './discovery.ts';
 import { createLogger, type Logger, redactUrl } from './logger.ts';
 import { createProbeCheck } from './probes/probe-runner.ts';
+import { refusalHint } from './refusal-hints.ts';
 import { type AgentEvent, Supervisor } from './supervisor.ts';
 
 export interface AgentDependencies {
@@ -61,6 +62,8 @@ export async function startAgent(
         replyTimeoutMs: config.timing.ackTimeoutMs,
       });
     },
+    refusalHint: (status) =>
+      refusalHint(status, { auth: config.auth, namespace: config.namespace }),
     // The probe's "pod IP" is the VM itself.
     createCheck: (probe, settings) => createProbeCheck(probe, settings),
     ...(deps.onEvent ? { onEvent: deps.onEvent } : {}),

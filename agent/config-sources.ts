@@ -116,7 +116,13 @@ export function readFile(path: string): Layer {
     throw new AgentConfigError(`config file ${path} must be a YAML mapping of settings`);
   }
   const values = document as RawConfig;
-  const sources = Object.fromEntries(Object.keys(values).map((key) => [key, path]));
+  // Nested keys too (`auth.token`), so a message can tell which layer gave the nested value.
+  const sources: Record<string, string> = {};
+  for (const [key, value] of Object.entries(values)) {
+    sources[key] = path;
+    if (isMapping(value))
+      for (const nested of Object.keys(value)) sources[`${key}.${nested}`] = path;
+  }
   return { values, sources };
 }
 

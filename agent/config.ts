@@ -17,8 +17,12 @@ export { type AgentTiming, DEFAULT_IMDS_URL, DEFAULT_TIMING } from './settings.t
 
 /** How the agent proves who it is when it connects. */
 export type AgentAuth =
-  /** A join token, sent as `Authorization: Bearer`; the file is re-read on every connect. */
-  | { mode: 'token'; token?: string; tokenFile?: string }
+  /**
+   * A join token, sent as `Authorization: Bearer`; the file (which wins) is re-read on every
+   * connect. `tokenSource` says where `token` came from (`REGISTRAR_AGENT_TOKEN`, or the
+   * config file's path), so advice about a refused token can say where to replace it.
+   */
+  | { mode: 'token'; token?: string; tokenFile?: string; tokenSource?: string }
   /** SigV4 with the instance profile; region from here, else the URL, else IMDS. */
   | { mode: 'iam'; region?: string };
 
@@ -203,6 +207,16 @@ export function validateAgentConfig(layer: Layer): AgentConfig {
       'token mode needs a join token: set REGISTRAR_AGENT_TOKEN or --token-file <path> (create one with registrar token create), or use --auth iam',
     );
   }
+  if (!v.imds.enabled && v.ip.length === 0) {
+    const from = layer.sources['imds.enabled'];
+    const source =
+      from?.startsWith('-') || from?.startsWith('REGISTRAR_')
+        ? from
+        : `imds.enabled: false${from ? ` in ${from}` : ''}`;
+    throw new AgentConfigError(
+      `${source} needs --ip <address> (or REGISTRAR_AGENT_IP): without the instance metadata service the agent cannot discover this VM's address`,
+    );
+  }
   const t = v.timing;
   const timing: AgentTiming = {
     pingIntervalMs: t.pingInterval ?? DEFAULT_TIMING.pingIntervalMs,
@@ -222,7 +236,9 @@ export function validateAgentConfig(layer: Layer): AgentConfig {
       ? { mode: 'iam', ...(v.auth.region ? { region: v.auth.region } : {}) }
       : {
           mode: 'token',
-          ...(v.auth.token ? { token: v.auth.token } : {}),
+          ...(v.auth.token
+            ? { token: v.auth.token, tokenSource: layer.sources['auth.token'] ?? 'auth.token' }
+            : {}),
           ...(v.auth.tokenFile ? { tokenFile: v.auth.tokenFile } : {}),
         };
   return {

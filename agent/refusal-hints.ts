@@ -1,18 +1,55 @@
+import type { AgentAuth } from './config.ts';
+
 /**
  * What to do about each refusal. API Gateway answers an authorizer's denial with a bare
  * `{"message":"Unauthorized"}` (401) or `Forbidden` (403) and never forwards the authorizer's
- * reason, so the agent adds the likely causes itself; for 400/404/409 the registrar's own
- * message already names the problem.
+ * reason, so the agent adds the likely causes itself, for the way it authenticates: a token
+ * agent gets token advice naming where its token came from (a file is read again on every
+ * connect; a variable or the config file only at start), an IAM agent gets IAM advice. For
+ * 400/404/409 the registrar's own message already names the problem.
  */
-const HINTS: Record<number, string> = {
+export interface HintContext {
+  auth: AgentAuth;
+  namespace: string;
+}
+
+const COMMON: Record<number, string> = {
   400: 'fix the agent configuration named above',
-  401: 'the join token is wrong, expired or revoked; create a token with registrar token create and update the token file (see docs/agent.md)',
-  // API Gateway refuses a bad SigV4 signature with 403, not 401.
-  403: 'the token or IAM role is not allowed for this namespace or service account (registrar policy allow), or the IAM signature was refused (clock skew, --region, credentials); see docs/agent.md',
   404: 'create the WorkloadGroup with registrar apply, or fix --group/--namespace',
   409: 'an entry with this name was created by hand; delete it or register with another address or network',
 };
 
-export function refusalHint(status: number): string | undefined {
-  return HINTS[status];
+export function refusalHint(status: number, context: HintContext): string | undefined {
+  const { auth, namespace } = context;
+  if (auth.mode === 'iam') {
+    if (status === 401) {
+      // API Gateway's IAM authorization refuses with 403; a 401 comes from the token authorizer.
+      return 'the registrar expects a join token (it is deployed with token authorization): run the agent with REGISTRAR_AGENT_TOKEN or --token-file instead of --auth iam (see docs/agent.md)';
+    }
+    if (status === 403) {
+      // API Gateway refuses a bad SigV4 signature with 403, not 401.
+      return `the IAM signature was refused (clock skew, --region, credentials), the role lacks execute-api:Invoke on $connect, or the registry does not allow the role for namespace ${namespace} (registrar policy allow --role-arn <arn> -n ${namespace}); see docs/agent.md`;
+    }
+    return COMMON[status];
+  }
+  const create = `registrar token create -n ${namespace}`;
+  if (status === 401) {
+    return `the join token is wrong, expired or revoked; create one with ${create} and ${replaceToken(auth)}`;
+  }
+  if (status === 403) {
+    return `the join token is not allowed here: it must be for namespace ${namespace} and, if it names one, the group's service account (${create} [--service-account <name>]), then ${replaceToken(auth)}; a registrar deployed with IAM authorization needs --auth iam instead`;
+  }
+  return COMMON[status];
+}
+
+/** Where the new token goes, as the agent reads it. */
+function replaceToken(auth: Extract<AgentAuth, { mode: 'token' }>): string {
+  if (auth.tokenFile !== undefined) {
+    return `write it to the token file ${auth.tokenFile} (read again on every connect: no restart needed)`;
+  }
+  const source = auth.tokenSource ?? 'REGISTRAR_AGENT_TOKEN';
+  if (source.startsWith('REGISTRAR_AGENT_')) {
+    return `set ${source} to it (the token came from the environment), then restart the agent`;
+  }
+  return `set auth.token in ${source} to it, then restart the agent`;
 }

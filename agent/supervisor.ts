@@ -16,7 +16,6 @@ import type { Logger } from './logger.ts';
 import { ProbeWatcher } from './probe-watcher.ts';
 import type { ProbeCheck } from './probes/probe-result.ts';
 import type { ProbeSettings } from './probes/probe-runner.ts';
-import { refusalHint } from './refusal-hints.ts';
 
 /** What happened, for tests and the benchmark; logs carry the same story for people. */
 export type AgentEvent =
@@ -37,6 +36,8 @@ export interface SupervisorOptions {
   /** Opens one connection; resolving means the registrar accepted ($connect registered). */
   open: () => Promise<AgentLink>;
   createCheck: (probe: Probe, settings: ProbeSettings) => ProbeCheck | undefined;
+  /** What to do about a refusal with this status (it depends on how the agent authenticates). */
+  refusalHint?: (status: number) => string | undefined;
   onEvent?: (event: AgentEvent & { at: number }) => void;
 }
 
@@ -233,7 +234,7 @@ export class Supervisor {
     if (refused) {
       this.#refusals += 1;
       delay = refusalDelay(this.#refusals, timing, clock.random());
-      const hint = error instanceof RefusedError ? refusalHint(error.status) : undefined;
+      const hint = error instanceof RefusedError ? this.#o.refusalHint?.(error.status) : undefined;
       reason =
         error instanceof RefusedError
           ? `refused (${error.status}${error.code ? ` ${error.code}` : ''}): ${error.message}`

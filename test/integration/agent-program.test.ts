@@ -32,4 +32,15 @@ describe('registrar-agent program', () => {
       expect(stdout).toContain(setting.env);
     }
   });
+
+  it('exits 2 with the reason when --no-imds comes without --ip (a configuration error)', () => {
+    const { code, stderr } = run(
+      ['--url', 'ws://127.0.0.1:1', '--group', 'web', '--namespace', 'shop', '--no-imds'],
+      { REGISTRAR_AGENT_TOKEN: 'x' },
+    );
+    expect(code).toBe(2);
+    expect(stderr).toBe(
+      "registrar-agent: --no-imds needs --ip <address> (or REGISTRAR_AGENT_IP): without the instance metadata service the agent cannot discover this VM's address\n",
+    );
+  });
 });

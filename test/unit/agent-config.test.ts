@@ -144,6 +144,17 @@ timing: { pingInterval: 1m }
     expect(() => load(['--config', yamlFile('url: [unclosed')])).toThrow(/is not valid YAML/);
   });
 
+  it('refuses --no-imds without --ip as a configuration error naming both', () => {
+    expect(() => load([...BASE, '--no-imds'])).toThrow(
+      new AgentConfigError(
+        "--no-imds needs --ip <address> (or REGISTRAR_AGENT_IP): without the instance metadata service the agent cannot discover this VM's address",
+      ),
+    );
+    expect(() => load(BASE, { ...TOKEN_ENV, REGISTRAR_AGENT_IMDS: 'false' })).toThrow(
+      /^REGISTRAR_AGENT_IMDS needs --ip/,
+    );
+  });
+
   it('disables IMDS with --no-imds', () => {
     expect(load([...BASE, '--no-imds', '--ip', '10.0.0.5']).imds.enabled).toBe(false);
   });
