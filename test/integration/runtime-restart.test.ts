@@ -1,0 +1,181 @@
+import { afterAll, describe, expect, it, vi } from 'vitest';
+
+// Powertools reads these when modules load: keep test output readable.
+vi.hoisted(() => {
+  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
+});
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { LocalRuntime } from '../../infra/local/runtime.ts';
+import { waitFor } from '../fixtures/agent-targets.ts';
+import { type AgentTestbed, type TestAgent, testbedFor } from '../fixtures/agent-testbed.ts';
+
+/**
+ * The runtime is SIGKILLed with VMs connected (no $disconnect runs for any of them) and
+ * restarted on the same data dir, as `npm start` with the issue's settings:
+ * `--grace-period 2s --sweep-interval 300ms --max-connection-age 60s` (so liveness checks
+ * run every 15 s, a quarter of the max age), and `--connect-settle 1s` so connections opened
+ * just before the kill may be found gone. Three kinds of VM, real agents throughout:
+ * - never come back: gone within 30 s of the restart (found by the liveness check);
+ * - come back, then leave cleanly: gone within grace + 15 s of leaving (their old, dead
+ *   connections must not keep them registered);
+ * - stay: connected throughout.
+ */
+const FLAGS = [
+  '--grace-period',
+  '2s',
+  '--sweep-interval',
+  '300ms',
+  '--max-connection-age',
+  '60s',
+  '--connect-settle',
+  '1s',
+];
+const GRACE_MS = 2_000;
+
+const children: ChildProcess[] = [];
+const beds: AgentTestbed[] = [];
+let dataDir: string | undefined;
+
+afterAll(async () => {
+  for (const bed of beds) await bed.close().catch(() => {});
+  for (const child of children) child.kill('SIGKILL');
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+describe('runtime SIGKILL and restart on the same data dir', () => {
+  it('removes VMs that never come back, keeps the ones that stay, and lets returning ones leave', async () => {
+    dataDir = await mkdtemp(join(tmpdir(), 'registrar-restart-'));
+    const port = await freePort();
+
+    const first = await startRuntime(dataDir, port);
+    const bed = await testbedFor(first.runtime);
+    beds.push(bed);
+    for (const group of ['gone', 'back', 'stay']) await bed.applyGroup(group);
+    const agents = new Map<string, TestAgent[]>();
+    for (const group of ['gone', 'back', 'stay']) {
+      const started: TestAgent[] = [];
+      for (let i = 1; i <= 4; i += 1)
+        started.push(await bed.agent({ group, ips: [`10.2.0.${i}`] }));
+      agents.set(group, started);
+    }
+    const all = [...agents.values()].flat();
+    await waitFor(() => all.every((a) => a.running.supervisor.entryName), 'every VM registered');
+
+    // SIGKILL: no connection gets its $disconnect. The `gone` VMs never reconnect.
+    first.child.kill('SIGKILL');
+    await new Promise((resolve) => first.child.once('exit', resolve));
+    await Promise.all((agents.get('gone') ?? []).map((agent) => agent.stop()));
+
+    const startingAt = Date.now();
+    const second = await startRuntime(dataDir, port);
+    const restartedAt = Date.now();
+    // The store moved to a new endpoint; the agents still use the same WebSocket URL.
+    const after = await testbedFor(second.runtime, bed.token);
+    beds.push(after);
+    const state = async (group: string, i: number) =>
+      after
+        .entry(`${group}-10.2.0.${i}`)
+        .then((entry) =>
+          entry === undefined ? 'absent' : entry.connected ? 'connected' : 'disconnected',
+        );
+    const states = (group: string) => Promise.all([1, 2, 3, 4].map((i) => state(group, i)));
+
+    // The returning and staying VMs connect again through new connections (an entry that
+    // still lists its dead connection looks connected: the agents' own events decide).
+    const returning = [...(agents.get('back') ?? []), ...(agents.get('stay') ?? [])];
+    await waitFor(
+      () =>
+        returning.every((agent) =>
+          agent.events.some((e) => e.type === 'connected' && e.at >= startingAt),
+        ),
+      'the returning VMs connected again',
+      20_000,
+    );
+    expect([...(await states('back')), ...(await states('stay'))]).toEqual(
+      Array(8).fill('connected'),
+    );
+
+    // The returning VMs leave cleanly: each entry still lists its dead pre-kill connection.
+    await Promise.all((agents.get('back') ?? []).map((agent) => agent.stop()));
+    const leftAt = Date.now();
+    await waitFor(
+      async () => (await states('back')).every((s) => s === 'absent'),
+      'the departed VMs removed',
+      GRACE_MS + 15_000,
+    );
+    const backGoneMs = Date.now() - leftAt;
+
+    await waitFor(
+      async () => (await states('gone')).every((s) => s === 'absent'),
+      'the VMs that never came back removed',
+      Math.max(1_000, 30_000 - (Date.now() - restartedAt)),
+    );
+    const goneAfterMs = Date.now() - restartedAt;
+
+    // The VMs that stayed are connected, now that everything else was swept.
+    expect(await states('stay')).toEqual(['connected', 'connected', 'connected', 'connected']);
+    console.log(
+      `restart: never-returning VMs gone ${goneAfterMs} ms after the restart (bound 30000); returning VMs gone ${backGoneMs} ms after leaving (bound ${GRACE_MS + 15_000})`,
+    );
+    expect(goneAfterMs).toBeLessThanOrEqual(30_000);
+    expect(backGoneMs).toBeLessThanOrEqual(GRACE_MS + 15_000);
+  }, 120_000);
+});
+
+interface StartedRuntime {
+  child: ChildProcess;
+  runtime: LocalRuntime;
+}
+
+/** `npm start` in a child process; resolves once it wrote local.json (it is serving). */
+async function startRuntime(dir: string, port: number): Promise<StartedRuntime> {
+  const localJson = join(dir, 'local.json');
+  await rm(localJson, { force: true });
+  const child = spawn(
+    process.execPath,
+    ['infra/local/main.ts', '--data-dir', dir, '--port', String(port), ...FLAGS],
+    { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env } },
+  );
+  children.push(child);
+  let output = '';
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+  const written = await waitFor(
+    async () => {
+      if (child.exitCode !== null) throw new Error(`npm start exited: ${output}`);
+      return readFile(localJson, 'utf8').catch(() => undefined);
+    },
+    'the runtime to start',
+    20_000,
+  );
+  const described = JSON.parse(written) as Pick<
+    LocalRuntime,
+    'url' | 'managementUrl' | 'dynamoDbEndpoint' | 'tableName' | 'region'
+  >;
+  const runtime = {
+    ...described,
+    config: undefined as never,
+    notices: [],
+    sweepNow: () => Promise.reject(new Error('the runtime runs in another process')),
+    // The test kills the process itself; the beds only stop their agents and clients.
+    close: async () => {},
+  } satisfies LocalRuntime;
+  return { child, runtime };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
+    });
+  });
+}
