@@ -2,6 +2,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
+import { departureOf } from '../lib/domain/disruption.ts';
 import { formatRef } from '../lib/domain/model.ts';
 import { countMetric, logger, METRIC, metrics } from '../lib/observability.ts';
 import { carriedEntry } from '../lib/protocol/carried-entry.ts';
@@ -21,8 +22,12 @@ export function createDisconnectHandler(
   deps: Dependencies,
 ): FunctionHandler<WebSocketDisconnectEvent, WebSocketResult> {
   async function onDisconnect(event: WebSocketDisconnectEvent): Promise<WebSocketResult> {
-    const { connectionId, requestTimeEpoch, disconnectReason, authorizer } = event.requestContext;
+    const { connectionId, requestTimeEpoch, disconnectReason, disconnectStatusCode, authorizer } =
+      event.requestContext;
     logger.appendKeys({ connectionId });
+    // A clean close (the agent stopping) is a deliberate departure, never held back; no close
+    // frame, 1006 or API Gateway's own timeouts may be a fault of ours (fail static).
+    const departure = departureOf(disconnectStatusCode, disconnectReason);
     const result = await unregisterWorkload(
       {
         store: deps.store,
@@ -34,6 +39,7 @@ export function createDisconnectHandler(
         carried: carriedEntry(authorizer),
         at: requestTimeEpoch ?? deps.now(),
         replaced: disconnectReason === REPLACED_CLOSE_REASON,
+        departure,
       },
     );
     if (result.outcome !== 'unknown-connection') {
@@ -44,6 +50,8 @@ export function createDisconnectHandler(
     if (dropped.length > 0) countMetric(METRIC.phantomHolders, dropped.length);
     logger.info('workload disconnected', {
       outcome: result.outcome,
+      departure,
+      closeCode: disconnectStatusCode ?? null,
       ...(dropped.length > 0 ? { phantomHoldersDropped: dropped } : {}),
     });
     return { statusCode: 200 };

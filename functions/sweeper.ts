@@ -3,7 +3,8 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context, ScheduledEvent } from 'aws-lambda';
 import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
-import { logger, METRIC, metrics, recordCount } from '../lib/observability.ts';
+import { describeHoldReason } from '../lib/domain/disruption.ts';
+import { logger, METRIC, metrics, recordByZone, recordCount } from '../lib/observability.ts';
 import { errorsLoggedAndRethrown } from '../lib/protocol/error-response.ts';
 import { runSweep, type SweepResult } from '../lib/registration/sweep.ts';
 
@@ -14,6 +15,10 @@ export interface SweeperSummary {
   livenessChecked: number;
   phantomsDropped: number;
   stoppedEarly: boolean;
+  /** Fail static: normal, held, hold-expired or released (lib/domain/disruption.ts). */
+  mode: string;
+  held: number;
+  slowed: number;
 }
 
 /**
@@ -48,6 +53,7 @@ export function createSweeperHandler(
         outOfTime: () => context.getRemainingTimeInMillis() < DEADLINE_MARGIN_MS,
         liveness: deps.liveness,
         connectSettleMs: deps.config.connectSettleMs,
+        failStatic: { ...sweep.failStatic, sweepIntervalMs: sweep.sweepIntervalMs },
       });
     } finally {
       // Every run emits Swept, zero included, so a dashboard or alarm sees the sweeper alive.
@@ -61,6 +67,10 @@ export function createSweeperHandler(
     }
     recordCount(METRIC.livenessChecks, result.livenessChecked);
     recordCount(METRIC.phantomHolders, result.phantomsDropped);
+    recordByZone(METRIC.sweepHeld, result.held);
+    recordByZone(METRIC.sweepSlowed, result.slowed);
+    recordByZone(METRIC.sweepHoldExpired, result.afterHoldBound);
+    logDisruption(result, sweep.failStatic);
     const summary: SweeperSummary = {
       deleted: result.deleted.length,
       conflicts: result.conflicts,
@@ -68,6 +78,9 @@ export function createSweeperHandler(
       livenessChecked: result.livenessChecked,
       phantomsDropped: result.phantomsDropped,
       stoppedEarly: result.stoppedEarly,
+      mode: result.disruption?.mode ?? 'normal',
+      held: sum(result.held),
+      slowed: sum(result.slowed),
     };
     if (result.stoppedEarly)
       logger.warn('sweep stopped at its deadline; the next run goes on', { ...summary });
@@ -80,6 +93,37 @@ export function createSweeperHandler(
     .use(logMetrics(metrics))
     .use(errorsLoggedAndRethrown(logger))
     .handler(onSchedule);
+}
+
+/**
+ * A change of mode is a warning (the local runtime prints it too); a run that stays held or
+ * past its bound says so again, so a log search finds the whole episode.
+ */
+function logDisruption(
+  result: SweepResult,
+  policy: Parameters<typeof describeHoldReason>[1],
+): void {
+  const state = result.disruption;
+  if (!state) return;
+  const disrupted = state.zones.filter((zone) => zone.disrupted).map((zone) => zone.zone);
+  const fields = {
+    mode: state.mode,
+    since: new Date(state.since).toISOString(),
+    ...(state.reason ? { why: describeHoldReason(state.reason, policy) } : {}),
+    ...(state.holdUntil ? { holdUntil: new Date(state.holdUntil).toISOString() } : {}),
+    disruptedZones: disrupted,
+    held: sum(result.held),
+    slowed: sum(result.slowed),
+  };
+  if (state.mode !== state.previousMode && state.previousMode !== undefined) {
+    logger.warn(`sweep mode changed: ${state.previousMode} -> ${state.mode}`, fields);
+  } else if (state.mode !== 'normal' || disrupted.length > 0) {
+    logger.warn(`sweep ${state.mode}`, fields);
+  }
+}
+
+function sum(counts: Record<string, number>): number {
+  return Object.values(counts).reduce((total, value) => total + value, 0);
 }
 
 export const handler = lazyHandler(createSweeperHandler);

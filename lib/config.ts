@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import type { DisruptionPolicy } from './domain/disruption.ts';
 import { formatDuration, parseDuration } from './domain/duration.ts';
 import type { LivenessPolicy, SweepPolicy } from './domain/sweep-policy.ts';
 
@@ -18,6 +19,8 @@ export interface Config {
       maxDeletesPerRun: number;
       /** Deletions per second, so a mass expiry does not flood the mesh with removals. */
       deletesPerSecond: number;
+      /** Fail static: when deletions slow down or stop (lib/domain/disruption.ts). */
+      failStatic: DisruptionPolicy;
     };
   /**
    * API Gateway's management endpoint (`https://{api}.execute-api.{region}.amazonaws.com/
@@ -49,6 +52,10 @@ export const ENV = {
   connectSettle: 'REGISTRAR_CONNECT_SETTLE',
   controller: 'REGISTRAR_CONTROLLER',
   authMode: 'REGISTRAR_AUTH_MODE',
+  disruptionThreshold: 'REGISTRAR_DISRUPTION_THRESHOLD',
+  disruptionWindow: 'REGISTRAR_DISRUPTION_WINDOW',
+  secondaryDeletesPerSecond: 'REGISTRAR_SWEEP_SECONDARY_DELETES_PER_SECOND',
+  holdBound: 'REGISTRAR_SWEEP_HOLD_BOUND',
 } as const;
 
 export const DEFAULTS = {
@@ -65,6 +72,14 @@ export const DEFAULTS = {
   connectSettle: '30s',
   controller: 'workload-registrar',
   region: 'us-east-1',
+  // Kubernetes' --unhealthy-zone-threshold.
+  disruptionThreshold: '55%',
+  disruptionWindow: '5m',
+  // One deletion every 10 s in a disrupted zone: Kubernetes' secondary eviction rate is a
+  // tenth of its normal one; ours is lower still against a normal 50/s, as a zone of a
+  // thousand VMs then takes close to 3 h to empty, far past the hold bound.
+  secondaryDeletesPerSecond: 0.1,
+  holdBound: '1h',
 } as const;
 
 export class ConfigError extends Error {}
@@ -91,6 +106,33 @@ const positiveInteger = z.string().transform((text, ctx) => {
   return value;
 });
 
+/** A share strictly between 0 and 1, written `55%` or `0.55`. */
+export const shareOption = z.string().transform((text, ctx) => {
+  const trimmed = text.trim();
+  const value = trimmed.endsWith('%') ? Number(trimmed.slice(0, -1)) / 100 : Number(trimmed);
+  if (trimmed === '' || !Number.isFinite(value) || value <= 0 || value >= 1) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be a share between 0 and 1 (exclusive) such as 55% or 0.55, got '${text}'`,
+    });
+    return z.NEVER;
+  }
+  return value;
+});
+
+/** A positive rate such as `0.1` (fractions allowed: one deletion every 10 s). */
+export const positiveRate = z.string().transform((text, ctx) => {
+  const value = Number(text);
+  if (text.trim() === '' || !Number.isFinite(value) || value <= 0) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be a positive number of deletions per second such as 0.1, got '${text}'`,
+    });
+    return z.NEVER;
+  }
+  return value;
+});
+
 const schema = z.object({
   [ENV.tableName]: z.string().min(1, 'is required: the DynamoDB table holding the registry'),
   [ENV.dynamoDbEndpoint]: z.url().optional(),
@@ -105,6 +147,12 @@ const schema = z.object({
   [ENV.connectSettle]: positiveDuration.prefault(DEFAULTS.connectSettle),
   [ENV.controller]: z.string().min(1).default(DEFAULTS.controller),
   [ENV.authMode]: z.enum(['token', 'iam']).default('token'),
+  [ENV.disruptionThreshold]: shareOption.prefault(DEFAULTS.disruptionThreshold),
+  [ENV.disruptionWindow]: positiveDuration.prefault(DEFAULTS.disruptionWindow),
+  [ENV.secondaryDeletesPerSecond]: positiveRate.prefault(
+    String(DEFAULTS.secondaryDeletesPerSecond),
+  ),
+  [ENV.holdBound]: positiveDuration.prefault(DEFAULTS.holdBound),
 });
 
 /** Reads and validates the configuration; throws ConfigError naming the variable and value. */
@@ -148,6 +196,12 @@ export function readConfig(env: Record<string, string | undefined>): Readonly<Co
       livenessIntervalMs,
       maxDeletesPerRun: v[ENV.sweepMaxDeletes],
       deletesPerSecond: v[ENV.sweepDeletesPerSecond],
+      failStatic: Object.freeze({
+        threshold: v[ENV.disruptionThreshold],
+        windowMs: v[ENV.disruptionWindow],
+        secondaryDeletesPerSecond: v[ENV.secondaryDeletesPerSecond],
+        holdBoundMs: v[ENV.holdBound],
+      }),
     }),
     connectionsUrl: v[ENV.connectionsUrl],
     connectSettleMs: v[ENV.connectSettle],

@@ -24,6 +24,16 @@ export const METRIC = {
   phantomHolders: 'PhantomHoldersDropped',
   /** Connected entries whose holders the sweeper checked with API Gateway. */
   livenessChecks: 'LivenessChecks',
+  /** Fail static: deletions held back this run (entries away abnormally while held), by Zone. */
+  sweepHeld: 'SweepHeld',
+  /** Fail static: due deletions deferred by a disrupted zone's secondary rate, by Zone. */
+  sweepSlowed: 'SweepSlowed',
+  /** Fail static: deletions made after a hold outlived its bound (the alarm stays raised). */
+  sweepHoldExpired: 'SweepHoldExpired',
+  /** Entries removed because EC2 reported their instance shutting down or terminated. */
+  instanceEntriesRemoved: 'InstanceEntriesRemoved',
+  /** Entries set Healthy False / Draining by their agent's drain. */
+  drained: 'Drained',
   /**
    * A request the registrar refused because of the caller (bad token, invalid field, unknown
    * group, conflict): an outcome, never a page. By `Reason` (the error code) and in total.
@@ -74,6 +84,21 @@ export function countRefusal(reason: string): void {
 /** Counts a fault: by `Reason` (the error's name, e.g. `TimeoutError`) and in total. */
 export function countFault(reason: string): void {
   countByReason(METRIC.faults, reason);
+}
+
+/**
+ * A count by `Zone` (region/zone) and in the service total: one line per zone on the
+ * dashboard, one total for the alarm. Emitted even when zero, so a run is a data point.
+ */
+export function recordByZone(name: MetricName, byZone: Record<string, number>): void {
+  let total = 0;
+  for (const [zone, value] of Object.entries(byZone)) {
+    const single = metrics.singleMetric();
+    single.addDimension('Zone', zone);
+    single.addMetric(name, MetricUnit.Count, value);
+    total += value;
+  }
+  metrics.addMetric(name, MetricUnit.Count, total);
 }
 
 function countByReason(name: MetricName, reason: string): void {

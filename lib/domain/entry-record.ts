@@ -1,3 +1,4 @@
+import type { DepartureKind } from './disruption.ts';
 import {
   ANNOTATIONS,
   type Condition,
@@ -21,6 +22,8 @@ export interface ConnectionState {
   connectedAt?: EpochMillis;
   /** Set while disconnected: when the last live connection went away. */
   disconnectedAt?: EpochMillis;
+  /** Set while disconnected: how the last holder went away (fail static; see disruption.ts). */
+  departure?: DepartureKind;
   /** The connections holding the entry (more than one during a make-before-break rotation). */
   connectionIds: string[];
   /** When each holder connected (API Gateway's `connectedAt`), where it was recorded. */
@@ -32,6 +35,8 @@ export interface ConnectionState {
 /** The entry's `Healthy` condition, as health reports maintain it. */
 export interface HealthState {
   status: 'True' | 'False';
+  /** `Draining`: the agent said its VM is shutting down (the `drain` message). */
+  reason?: string;
   message?: string;
   lastProbeTime: EpochMillis;
   lastTransitionTime: EpochMillis;
@@ -54,6 +59,8 @@ export interface EntryRecord {
   identity?: VerifiedIdentity;
   /** `metadata.generation` of the group the entry was built from. */
   groupGeneration?: number;
+  /** The EC2 instance the newest connect came from, from a trusted source (see instanceIdOf). */
+  instanceId?: string;
   /** Bumped by every write; the sweeper's delete is conditional on the revision it read. */
   revision: number;
 }
@@ -106,6 +113,7 @@ function renderConditions(others: Condition[], health: HealthState | undefined):
     lastProbeTime: toRfc3339(health.lastProbeTime),
     lastTransitionTime: toRfc3339(health.lastTransitionTime),
   };
+  if (health.reason !== undefined) healthy.reason = health.reason;
   if (health.message !== undefined) healthy.message = health.message;
   // A stored Healthy condition (hand-made entries, or an older record) keeps its position.
   const at = others.findIndex((condition) => condition.type === HEALTHY_CONDITION);

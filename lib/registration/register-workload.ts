@@ -11,6 +11,7 @@ import {
 } from '../domain/model.ts';
 import { isTokenPrincipal } from '../protocol/identity.ts';
 import type { ConnectChange, ConnectOutcome, RegistryStore } from '../store/registry-store.ts';
+import { instanceIdOf } from './instance-identity.ts';
 
 export interface RegisterWorkloadInput {
   request: ConnectRequest;
@@ -73,6 +74,8 @@ export async function registerWorkload(
     mayCreate: templateRefusal === undefined,
     recordConnection: input.carried === undefined,
   };
+  const instanceId = instanceIdOf(identity, request.labels);
+  if (instanceId !== undefined) change.instanceId = instanceId;
   const outcome = await deps.store.connect(change);
   refuse(outcome, entry, templateRefusal);
   if (outcome === 'created') await ensureGroupStillExists(deps, stored.group, change);

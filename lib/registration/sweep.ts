@@ -1,3 +1,13 @@
+import {
+  type DisruptionPolicy,
+  type DisruptionState,
+  evaluateDisruption,
+  nextRecord,
+  pacingOf,
+  refillCredit,
+  type SweepMode,
+  zoneOf,
+} from '../domain/disruption.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { EpochMillis } from '../domain/model.ts';
 import {
@@ -8,7 +18,12 @@ import {
   sweepCutoffs,
   sweepReason,
 } from '../domain/sweep-policy.ts';
-import type { Holder, RegistryStore } from '../store/registry-store.ts';
+import type {
+  DisruptionStore,
+  Holder,
+  RegistryStore,
+  SweepIndexState,
+} from '../store/registry-store.ts';
 import { type ConnectionLiveness, goneHolders } from './liveness.ts';
 
 export interface SweepOptions {
@@ -32,6 +47,12 @@ export interface SweepOptions {
   liveness?: ConnectionLiveness;
   /** A holder younger than this may still be in its `$connect` (see goneHolders). */
   connectSettleMs?: number;
+  /**
+   * Fail static (lib/domain/disruption.ts): pace, slow or hold the deletions of abnormally
+   * departed entries by the zones' disruption. Absent: every due entry at the normal rate
+   * (a manual sweep with explicit flags, tests of the plain rules). Needs a DisruptionStore.
+   */
+  failStatic?: DisruptionPolicy & { sweepIntervalMs: number };
 }
 
 export interface SweptEntry {
@@ -55,6 +76,14 @@ export interface SweepResult {
   /** The run stopped at its deadline with work left. */
   stoppedEarly: boolean;
   dryRun: boolean;
+  /** With failStatic: the disruption this run saw, and the mode of the run before. */
+  disruption?: DisruptionState & { previousMode: SweepMode | undefined };
+  /** Deletions held back, by zone (the zone's entries away abnormally, while held). */
+  held: Record<string, number>;
+  /** Due deletions deferred by a disrupted zone's secondary rate, by zone. */
+  slowed: Record<string, number>;
+  /** Deletions of abnormally departed entries made after a hold outlived its bound, by zone. */
+  afterHoldBound: Record<string, number>;
 }
 
 /** What the sweep needs from storage; any RegistryStore will do. */
@@ -66,7 +95,8 @@ export type SweepStore = Pick<
   | 'dropHolders'
   | 'livenessMark'
   | 'setLivenessMark'
->;
+> &
+  Partial<DisruptionStore>;
 
 const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -90,6 +120,9 @@ export async function runSweep(store: SweepStore, options: SweepOptions): Promis
     livenessDisconnected: 0,
     stoppedEarly: false,
     dryRun: options.dryRun ?? false,
+    held: {},
+    slowed: {},
+    afterHoldBound: {},
   };
   await deleteDue(store, options, result);
   if (!result.stoppedEarly) await checkLiveness(store, options, result);
@@ -99,30 +132,100 @@ export async function runSweep(store: SweepStore, options: SweepOptions): Promis
 async function deleteDue(store: SweepStore, options: SweepOptions, result: SweepResult) {
   const sleep = options.sleep ?? realSleep;
   const outOfTime = options.outOfTime ?? (() => false);
+  const guard = options.failStatic ? await failStaticGuard(store, options, result) : undefined;
   // Spacing deletions evenly: 1000 ms / 50 per second = one every 20 ms.
   const intervalMs = 1000 / options.deletesPerSecond;
   let attempts = 0;
+  // While held, the abnormal (D) and stale (C) shards are not even read: a hold costs no
+  // reads per held entry, and clean departures (L, read first) are never stuck behind them.
+  const states: SweepIndexState[] = guard?.state.mode === 'held' ? ['L'] : ['L', 'D', 'C'];
   const candidates = store.sweepCandidates(
     sweepCutoffs(options.now, options.policy),
     options.maxDeletes,
+    states,
   );
-  for await (const record of candidates) {
-    result.candidatesRead += 1;
-    if (!isDueForSweep(record, options.now, options.policy)) continue;
-    if (outOfTime()) {
-      result.stoppedEarly = true;
-      return;
+  try {
+    for await (const record of candidates) {
+      result.candidatesRead += 1;
+      if (!isDueForSweep(record, options.now, options.policy)) continue;
+      const zone = zoneOf(record.entry.spec.locality);
+      const guarded = guard !== undefined && !isDeliberate(record);
+      if (guarded && guard.state.mode === 'held') {
+        add(result.held, zone);
+        continue;
+      }
+      if (guarded && pacingOf(guard.state, zone) === 'slowed') {
+        // A disrupted zone deletes at the secondary rate, carried from run to run as credit.
+        if ((guard.credit[zone] ?? 0) < 1) {
+          add(result.slowed, zone);
+          continue;
+        }
+        guard.credit[zone] = (guard.credit[zone] ?? 0) - 1;
+      }
+      if (outOfTime()) {
+        result.stoppedEarly = true;
+        return;
+      }
+      if (result.dryRun) {
+        result.deleted.push(swept(record));
+      } else {
+        if (attempts > 0) await sleep(intervalMs);
+        if ((await store.deleteSwept(record)) === 'deleted') {
+          result.deleted.push(swept(record));
+          if (guarded && guard.state.mode === 'hold-expired') add(result.afterHoldBound, zone);
+        } else result.conflicts += 1;
+      }
+      attempts += 1;
+      if (attempts >= options.maxDeletes) return;
     }
-    if (result.dryRun) {
-      result.deleted.push(swept(record));
-    } else {
-      if (attempts > 0) await sleep(intervalMs);
-      if ((await store.deleteSwept(record)) === 'deleted') result.deleted.push(swept(record));
-      else result.conflicts += 1;
+  } finally {
+    if (guard && !result.dryRun) {
+      const { sweepIntervalMs: _, ...policy } = options.failStatic ?? guard.policy;
+      await store.saveDisruptionRecord?.({
+        ...nextRecord(guard.state, guard.credit, options.now),
+        policy,
+      });
     }
-    attempts += 1;
-    if (attempts >= options.maxDeletes) return;
   }
+}
+
+/**
+ * Reads the zones' counters, the newest connect and the previous run's record (O(zones +
+ * shards) reads, whatever the number of entries), and decides this run's mode.
+ */
+async function failStaticGuard(store: SweepStore, options: SweepOptions, result: SweepResult) {
+  const policy = options.failStatic;
+  if (!policy || !store.zoneCounts || !store.newestConnectAt || !store.disruptionRecord) {
+    throw new Error('a fail-static sweep needs a store with zone counters (a DisruptionStore)');
+  }
+  const [zones, newestConnectAt, previous] = await Promise.all([
+    store.zoneCounts(),
+    store.newestConnectAt(),
+    store.disruptionRecord(),
+  ]);
+  const state = evaluateDisruption({
+    now: options.now,
+    zones,
+    newestConnectAt,
+    previous,
+    policy,
+  });
+  const credit = refillCredit(state, previous, options.now, policy);
+  result.disruption = { ...state, previousMode: previous?.mode };
+  if (state.mode === 'held') {
+    for (const zone of state.zones) if (zone.away > 0) result.held[zone.zone] = zone.away;
+  }
+  return { state, credit, policy };
+}
+
+/** A clean close: never held, never slowed (an entry without a record reads as abnormal). */
+function isDeliberate(record: EntryRecord): boolean {
+  const connection = record.connection;
+  return connection?.connectedAt === undefined && connection?.departure === 'clean';
+}
+
+function add(counts: Record<string, number>, zone: string): void {
+  counts[zone] = (counts[zone] ?? 0) + 1;
 }
 
 async function checkLiveness(store: SweepStore, options: SweepOptions, result: SweepResult) {

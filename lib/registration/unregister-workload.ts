@@ -1,3 +1,4 @@
+import type { DepartureKind } from '../domain/disruption.ts';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
 import type { RegistryStore } from '../store/registry-store.ts';
 import { holderOf } from './holder.ts';
@@ -11,6 +12,8 @@ export interface UnregisterInput {
   at: EpochMillis;
   /** The agent's close reason said a newer connection replaced this one (a hint only). */
   replaced?: boolean;
+  /** How the connection closed, read from its close code (departureOf); absent: abnormal. */
+  departure?: DepartureKind;
 }
 
 export interface UnregisterDeps {
@@ -48,7 +51,12 @@ export async function unregisterWorkload(
   const holder = await holderOf(deps.store, input.connectionId, input.carried);
   if (!holder) return { outcome: 'unknown-connection' };
   const { entry } = holder;
-  const left = await deps.store.leave({ ...holder, at: input.at, replaced: input.replaced });
+  const left = await deps.store.leave({
+    ...holder,
+    at: input.at,
+    replaced: input.replaced,
+    departure: input.departure ?? 'abnormal',
+  });
   // IAM mode's record points at nothing now. The table's TTL removes it if this fails.
   if (!input.carried) await deps.store.forgetConnection(input.connectionId);
   if (left.outcome === 'disconnected') return { outcome: 'disconnected', entry, dropped: [] };

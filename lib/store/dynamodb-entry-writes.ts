@@ -10,10 +10,12 @@
  * `departed` lists connections whose `$disconnect` was processed before their `$connect`
  * wrote (API Gateway runs them in any order): their connect must not make them holders.
  */
-import type { UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { DeleteCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import type { DepartureKind } from '../domain/disruption.ts';
 import type { ObjectRef, VerifiedIdentity } from '../domain/model.ts';
 import { entryKey, heldAttribute, sweepShard, sweepState } from './item-codec.ts';
-import type { ConnectChange, HealthReport } from './registry-store.ts';
+import type { ConnectChange, HealthReport, HolderRef } from './registry-store.ts';
+import { PARTITIONS } from './table-definition.ts';
 
 const NAMES = {
   '#entry': 'entry',
@@ -63,11 +65,16 @@ function joinable(change: ConnectChange): { condition: string; values: object } 
  *   key): an older one processed late must not make the entry look older than it is. Equal
  *   times (two connects in one millisecond) both pass, and so does the SDK's retry of this
  *   very write after a lost response.
- * - UPDATED_OLD returns the old `revision` only when the entry existed: created vs reconnected.
+ * - A connect ends a departure (`departure`) and cancels a drain (`drainingSince`): the VM is
+ *   back. The instance id is the newest connect's (removed when it names none), so an EC2
+ *   event about an instance that no longer holds the entry cannot remove it.
+ * - ALL_OLD returns the old item only when the entry existed: created vs reconnected, and
+ *   whether it was connected before (the zone counters change only when it was not).
  */
 export function connectAsNewest(tableName: string, change: ConnectChange): UpdateCommandInput {
   const ref: ObjectRef = change.entry.metadata;
   const join = joinable(change);
+  const instance = change.instanceId !== undefined;
   return {
     TableName: tableName,
     Key: entryKey(ref),
@@ -79,9 +86,13 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
       'groupGeneration = if_not_exists(groupGeneration, :groupGeneration)',
       '#identity = :identity, controller = :controller, connectedAt = :at',
       'newestConnectionId = :connection, sweepState = :sweepState, sweepAt = :at, #held = :at',
+      ...(instance ? ['instanceId = :instanceId'] : []),
     ]
       .join(', ')
-      .concat(' REMOVE disconnectedAt ADD conns :connections, revision :one'),
+      .concat(
+        ` REMOVE disconnectedAt, departure, drainingSince${instance ? '' : ', instanceId'}`,
+        ' ADD conns :connections, revision :one',
+      ),
     ConditionExpression:
       `${change.mayCreate ? 'attribute_not_exists(pk) OR ' : 'attribute_exists(pk) AND '}` +
       `(${join.condition} AND (attribute_not_exists(connectedAt) OR connectedAt <= :at))`,
@@ -102,8 +113,9 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
       ':sweepState': sweepState('C', sweepShard(ref)),
       ':connections': new Set([change.connectionId]),
       ':one': 1,
+      ...(instance ? { ':instanceId': change.instanceId } : {}),
     },
-    ReturnValues: 'UPDATED_OLD',
+    ReturnValues: 'ALL_OLD',
   };
 }
 
@@ -134,17 +146,21 @@ export function connectAsOlder(tableName: string, change: ConnectChange): Update
  * The last holders leave: mark the entry disconnected (keeping `workloadController`) and move
  * it to the disconnected sweep shard keyed by the time. Condition: exactly these connections
  * are the holders. Used by `$disconnect` (one connection) and by a liveness check that found
- * every remaining holder gone. Tombstones stay: they live as long as the entry.
+ * every remaining holder gone. Tombstones stay: they live as long as the entry. How they left
+ * is recorded (`departure`) and picks the sweep index state: `L#` (clean) or `D#` (abnormal).
+ * ALL_OLD returns the entry's locality, for its zone's counters.
  */
 export function leaveAsLast(
   tableName: string,
   ref: ObjectRef,
   connectionIds: readonly string[],
   at: number,
+  departure: DepartureKind = 'abnormal',
 ): UpdateCommandInput {
   const values: Record<string, unknown> = {
     ':at': at,
-    ':sweepState': sweepState('D', sweepShard(ref)),
+    ':departure': departure,
+    ':sweepState': sweepState(departure === 'clean' ? 'L' : 'D', sweepShard(ref)),
     ':connections': new Set(connectionIds),
     ':count': connectionIds.length,
     ':one': 1,
@@ -154,12 +170,13 @@ export function leaveAsLast(
     TableName: tableName,
     Key: entryKey(ref),
     UpdateExpression:
-      'SET disconnectedAt = :at, sweepState = :sweepState, sweepAt = :at' +
+      'SET disconnectedAt = :at, departure = :departure, sweepState = :sweepState, sweepAt = :at' +
       ` REMOVE connectedAt, newestConnectionId, ${holders.remove}` +
       ' DELETE conns :connections ADD revision :one',
     ConditionExpression: `size(conns) = :count AND ${holders.condition}`,
     ExpressionAttributeNames: holders.names,
     ExpressionAttributeValues: values,
+    ReturnValues: 'ALL_OLD',
   };
 }
 
@@ -254,9 +271,95 @@ export function healthUpdate(tableName: string, report: HealthReport): UpdateCom
       `SET healthStatus = :status, lastProbeTime = :at, ${since} = if_not_exists(${since}, :at)` +
       (message ? ', healthMessage = :message' : '') +
       ` REMOVE ${other}${message ? '' : ', healthMessage'} ADD revision :one`,
+    // A draining entry stays Healthy False until a new connect: a report that races the
+    // drain (sent before it, processed after) must not put the VM back into the mesh.
     ConditionExpression:
-      'contains(conns, :connection) AND (attribute_not_exists(lastProbeTime) OR lastProbeTime < :at)',
+      'contains(conns, :connection) AND (attribute_not_exists(lastProbeTime) OR lastProbeTime < :at)' +
+      ' AND attribute_not_exists(drainingSince)',
     ExpressionAttributeValues: values,
     ReturnValues: 'UPDATED_OLD',
+  };
+}
+
+/** The `Healthy` condition's message while the agent drains. */
+export const DRAINING_MESSAGE = 'the VM is shutting down (drain)';
+
+/**
+ * Drain (`{"action":"drain"}` from a holder): `Healthy` turns False with reason Draining, so
+ * the mesh stops sending new requests before the agent closes. Idempotent: the first drain's
+ * time stays (`if_not_exists`), and so does the time the status turned False. The probe time
+ * is set only when there was none (a drain never moves it backwards). Only a holder may drain;
+ * a new connect cancels it (connectAsNewest removes `drainingSince`).
+ */
+export function drainUpdate(tableName: string, holder: HolderRef, at: number): UpdateCommandInput {
+  return {
+    TableName: tableName,
+    Key: entryKey(holder.entry),
+    UpdateExpression:
+      'SET healthStatus = :false, healthMessage = :message, drainingSince = if_not_exists(drainingSince, :at),' +
+      ' lastProbeTime = if_not_exists(lastProbeTime, :at), healthyFalseSince = if_not_exists(healthyFalseSince, :at)' +
+      ' REMOVE healthyTrueSince ADD revision :one',
+    ConditionExpression: 'contains(conns, :connection)',
+    ExpressionAttributeValues: {
+      ':false': 'False',
+      ':message': DRAINING_MESSAGE,
+      ':at': at,
+      ':connection': holder.connectionId,
+      ':one': 1,
+    },
+  };
+}
+
+/** The key of a zone's counter item. */
+export function zoneKey(zone: string) {
+  return { pk: PARTITIONS.zones, sk: zone };
+}
+
+/**
+ * Moves a zone's counters (`connected`, `away`) by the given amounts: ADD creates the item
+ * and the attributes on first use. Not conditional: each call follows one entry write that
+ * succeeded, so only an SDK retry after a lost response can count twice (see
+ * docs/architecture.md, "Fail static", on drift).
+ */
+export function zoneCountUpdate(
+  tableName: string,
+  zone: string,
+  delta: { connected?: number; away?: number },
+): UpdateCommandInput | undefined {
+  const adds: string[] = [];
+  const values: Record<string, number> = {};
+  if (delta.connected) {
+    adds.push('connected :connected');
+    values[':connected'] = delta.connected;
+  }
+  if (delta.away) {
+    adds.push('away :away');
+    values[':away'] = delta.away;
+  }
+  if (adds.length === 0) return undefined;
+  return {
+    TableName: tableName,
+    Key: zoneKey(zone),
+    UpdateExpression: `ADD ${adds.join(', ')}`,
+    ExpressionAttributeValues: values,
+  };
+}
+
+/**
+ * EC2 says the instance is shutting down or terminated: delete its entry now, whatever its
+ * state, never held. Conditional on the entry still naming that instance: a newer connect
+ * from another instance (the same address reused) has replaced it and keeps the entry.
+ */
+export function instanceGoneDelete(
+  tableName: string,
+  ref: ObjectRef,
+  instanceId: string,
+): DeleteCommandInput {
+  return {
+    TableName: tableName,
+    Key: entryKey(ref),
+    ConditionExpression: 'instanceId = :instanceId AND attribute_exists(autoRegistrationGroup)',
+    ExpressionAttributeValues: { ':instanceId': instanceId },
+    ReturnValues: 'ALL_OLD',
   };
 }

@@ -6,6 +6,12 @@ import {
   UpdateCommand,
   type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
+import {
+  type DepartureKind,
+  type DisruptionRecord,
+  type ZoneCount,
+  zoneOf,
+} from '../domain/disruption.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { EpochMillis, ObjectRef, WorkloadEntry, WorkloadGroup } from '../domain/model.ts';
 import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
@@ -14,10 +20,13 @@ import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import {
   connectAsNewest,
   connectAsOlder,
+  drainUpdate,
   healthUpdate,
+  instanceGoneDelete,
   leaveAsLast,
   leaveAsOneOfMany,
   tombstone,
+  zoneCountUpdate,
 } from './dynamodb-entry-writes.ts';
 import {
   connectionKey,
@@ -37,15 +46,19 @@ import type {
   ConnectChange,
   ConnectionRecord,
   ConnectOutcome,
+  DisruptionStore,
   HealthOutcome,
   HealthReport,
   Holder,
+  HolderRef,
+  InstanceStore,
   LeaveChange,
   LeaveResult,
   RegistryStore,
   StoredGroup,
+  SweepIndexState,
 } from './registry-store.ts';
-import { SWEEP_INDEX, SWEEP_SHARDS } from './table-definition.ts';
+import { INSTANCE_INDEX, PARTITIONS, SWEEP_INDEX, SWEEP_SHARDS } from './table-definition.ts';
 
 /**
  * Rounds of conditional writes before a connect or disconnect gives up. Each round re-reads
@@ -55,13 +68,17 @@ const ROUNDS = 3;
 
 /** The sweeper's own state: how far its liveness checks have covered time. */
 const LIVENESS_MARK_KEY = { pk: 'SWEEPER', sk: 'liveness' };
+/** The sweeper's fail-static record (lib/domain/disruption.ts). */
+const DISRUPTION_KEY = { pk: 'SWEEPER', sk: 'disruption' };
 
 /**
  * The registry on one DynamoDB table (docs/architecture.md). Each lifecycle event is one
  * conditional write on the entry in the common case; a lost condition is an outcome, and the
  * entry is read only to tell which outcome.
  */
-export class DynamoDbRegistryStore implements RegistryStore, CatalogStore {
+export class DynamoDbRegistryStore
+  implements RegistryStore, CatalogStore, DisruptionStore, InstanceStore
+{
   readonly #client: DynamoDBDocumentClient;
   readonly #table: string;
   readonly #catalog: DynamoDbCatalog;
@@ -101,7 +118,10 @@ export class DynamoDbRegistryStore implements RegistryStore, CatalogStore {
     if (!change.mayCreate && !(await this.#getEntryItem(ref))) return 'forbidden';
     for (let round = 0; round < ROUNDS; round++) {
       const newest = await this.#tryUpdate(connectAsNewest(this.#table, change));
-      if (newest) return newest.Attributes?.revision === undefined ? 'created' : 'reconnected';
+      if (newest) {
+        await this.#countConnect(newest.Attributes, change);
+        return newest.Attributes?.revision === undefined ? 'created' : 'reconnected';
+      }
       if (await this.#tryUpdate(connectAsOlder(this.#table, change))) return 'joined';
       const existing = await this.#getEntryItem(ref);
       // None to join, and the template does not let this caller create one.
@@ -138,10 +158,15 @@ export class DynamoDbRegistryStore implements RegistryStore, CatalogStore {
    */
   async leave(change: LeaveChange): Promise<LeaveResult> {
     const { entry, connectionId, at } = change;
-    const last = async (): Promise<LeaveResult | undefined> =>
-      (await this.#tryUpdate(leaveAsLast(this.#table, entry, [connectionId], at)))
-        ? { outcome: 'disconnected' }
-        : undefined;
+    const departure = change.departure ?? 'abnormal';
+    const last = async (): Promise<LeaveResult | undefined> => {
+      const output = await this.#tryUpdate(
+        leaveAsLast(this.#table, entry, [connectionId], at, departure),
+      );
+      if (!output) return undefined;
+      await this.#countLeave(output.Attributes, departure);
+      return { outcome: 'disconnected' };
+    };
     const oneOfMany = async (): Promise<LeaveResult | undefined> => {
       const output = await this.#tryUpdate(leaveAsOneOfMany(this.#table, entry, [connectionId]));
       if (!output) return undefined;
@@ -180,12 +205,15 @@ export class DynamoDbRegistryStore implements RegistryStore, CatalogStore {
       const holders = [...(item?.conns ?? [])];
       const dropping = gone.filter((id) => holders.includes(id));
       if (dropping.length === 0) return 'unchanged';
-      const write =
-        dropping.length === holders.length
-          ? leaveAsLast(this.#table, entry, dropping, at)
-          : leaveAsOneOfMany(this.#table, entry, dropping);
-      if (await this.#tryUpdate(write)) {
-        return dropping.length === holders.length ? 'disconnected' : 'still-held';
+      const last = dropping.length === holders.length;
+      // Found gone by API Gateway, without a $disconnect: abnormal by definition.
+      const write = last
+        ? leaveAsLast(this.#table, entry, dropping, at, 'abnormal')
+        : leaveAsOneOfMany(this.#table, entry, dropping);
+      const output = await this.#tryUpdate(write);
+      if (output) {
+        if (last) await this.#countLeave(output.Attributes, 'abnormal');
+        return last ? 'disconnected' : 'still-held';
       }
     }
     return 'unchanged';
@@ -228,19 +256,16 @@ export class DynamoDbRegistryStore implements RegistryStore, CatalogStore {
    * reads only entries that are due, never the table. The index is eventually consistent: the
    * sweeper re-checks each record and its delete is conditional on the revision read.
    */
-  async *sweepCandidates(cutoffs: SweepCutoffs, limit: number): AsyncIterable<EntryRecord> {
-    const ranges = [
-      {
-        state: 'D' as const,
-        condition: 'sweepAt <= :to',
-        values: { ':to': cutoffs.disconnectedAtOrBefore },
-      },
-      {
-        state: 'C' as const,
-        condition: 'sweepAt < :to',
-        values: { ':to': cutoffs.connectedBefore },
-      },
-    ];
+  async *sweepCandidates(
+    cutoffs: SweepCutoffs,
+    limit: number,
+    states: readonly SweepIndexState[] = ['L', 'D', 'C'],
+  ): AsyncIterable<EntryRecord> {
+    const ranges = states.map((state) =>
+      state === 'C'
+        ? { state, condition: 'sweepAt < :to', values: { ':to': cutoffs.connectedBefore } }
+        : { state, condition: 'sweepAt <= :to', values: { ':to': cutoffs.disconnectedAtOrBefore } },
+    );
     yield* this.#queryIndex(ranges, limit);
   }
 
@@ -285,11 +310,169 @@ export class DynamoDbRegistryStore implements RegistryStore, CatalogStore {
           ExpressionAttributeValues: { ':revision': record.revision },
         }),
       );
+    } catch (error) {
+      if (!isConditionFailed(error)) throw error;
+      if (await this.#getEntryItem(record.entry.metadata)) return 'conflict';
+    }
+    // Also when the entry was gone already (a retried delete, or an operator's delete, which
+    // counts nothing): the counters follow the entries either way.
+    await this.#count(zoneOf(record.entry.spec.locality), removalDelta(record));
+    return 'deleted';
+  }
+
+  async drain(holder: HolderRef, at: EpochMillis): Promise<'draining' | 'not-holder'> {
+    return (await this.#tryUpdate(drainUpdate(this.#table, holder, at)))
+      ? 'draining'
+      : 'not-holder';
+  }
+
+  async zoneCounts(): Promise<ZoneCount[]> {
+    const counts: ZoneCount[] = [];
+    const items = queryItems(this.#client, {
+      TableName: this.#table,
+      KeyConditionExpression: 'pk = :pk',
+      ExpressionAttributeValues: { ':pk': PARTITIONS.zones },
+    });
+    for await (const item of items) {
+      counts.push({
+        zone: String(item.sk),
+        connected: typeof item.connected === 'number' ? item.connected : 0,
+        away: typeof item.away === 'number' ? item.away : 0,
+      });
+    }
+    return counts;
+  }
+
+  /** One item from the newest end of each connected shard: O(shards), never O(entries). */
+  async newestConnectAt(): Promise<EpochMillis | undefined> {
+    let newest: EpochMillis | undefined;
+    for (let shard = 0; shard < SWEEP_SHARDS; shard++) {
+      const items = queryItems(
+        this.#client,
+        {
+          TableName: this.#table,
+          IndexName: SWEEP_INDEX.name,
+          KeyConditionExpression: 'sweepState = :state',
+          ExpressionAttributeValues: { ':state': sweepState('C', shard) },
+          ScanIndexForward: false,
+          ProjectionExpression: 'sweepAt',
+        },
+        1,
+      );
+      for await (const item of items) {
+        if (typeof item.sweepAt === 'number' && (newest === undefined || item.sweepAt > newest)) {
+          newest = item.sweepAt;
+        }
+      }
+    }
+    return newest;
+  }
+
+  async disruptionRecord(): Promise<DisruptionRecord | undefined> {
+    const item = await this.#get(DISRUPTION_KEY);
+    if (!item || typeof item.record !== 'string') return undefined;
+    const record = JSON.parse(item.record) as DisruptionRecord;
+    if (typeof item.releasedAt === 'number') record.releasedAt = item.releasedAt;
+    return record;
+  }
+
+  /**
+   * The record is one JSON string (zone names as keys stay out of DynamoDB's attribute-name
+   * rules); an operator's release is an attribute beside it, so a sweeper run that read the
+   * record before `registrar sweep --force` wrote does not erase the release. Only a run that
+   * found the disruption over removes it.
+   */
+  async saveDisruptionRecord(record: DisruptionRecord): Promise<void> {
+    const { releasedAt, ...rest } = record;
+    const over = record.mode === 'normal' && record.disruptedZones.length === 0;
+    await this.#client.send(
+      new UpdateCommand({
+        TableName: this.#table,
+        Key: DISRUPTION_KEY,
+        UpdateExpression:
+          releasedAt !== undefined
+            ? 'SET #record = :record, releasedAt = :releasedAt'
+            : `SET #record = :record${over ? ' REMOVE releasedAt' : ''}`,
+        ExpressionAttributeNames: { '#record': 'record' },
+        ExpressionAttributeValues: {
+          ':record': JSON.stringify(rest),
+          ...(releasedAt !== undefined ? { ':releasedAt': releasedAt } : {}),
+        },
+      }),
+    );
+  }
+
+  async releaseHold(at: EpochMillis): Promise<'released' | 'normal'> {
+    const record = await this.disruptionRecord();
+    if (!record || (record.mode === 'normal' && record.disruptedZones.length === 0)) {
+      return 'normal';
+    }
+    await this.#client.send(
+      new UpdateCommand({
+        TableName: this.#table,
+        Key: DISRUPTION_KEY,
+        UpdateExpression: 'SET releasedAt = :at',
+        ExpressionAttributeValues: { ':at': at },
+      }),
+    );
+    return 'released';
+  }
+
+  async entriesOfInstance(instanceId: string): Promise<ObjectRef[]> {
+    const refs: ObjectRef[] = [];
+    const items = queryItems(this.#client, {
+      TableName: this.#table,
+      IndexName: INSTANCE_INDEX.name,
+      KeyConditionExpression: 'instanceId = :id',
+      ExpressionAttributeValues: { ':id': instanceId },
+    });
+    for await (const item of items) {
+      const pk = String(item.pk);
+      const sk = String(item.sk);
+      refs.push({ namespace: pk.slice(pk.indexOf('#') + 1), name: sk.slice(sk.indexOf('#') + 1) });
+    }
+    return refs;
+  }
+
+  async removeInstanceEntry(ref: ObjectRef, instanceId: string): Promise<'deleted' | 'kept'> {
+    try {
+      const output = await this.#client.send(
+        new DeleteCommand(instanceGoneDelete(this.#table, ref, instanceId)),
+      );
+      if (output.Attributes) {
+        const old = decodeEntry(output.Attributes);
+        await this.#count(zoneOf(old.entry.spec.locality), removalDelta(old));
+      }
       return 'deleted';
     } catch (error) {
       if (!isConditionFailed(error)) throw error;
+      return 'kept';
     }
-    return (await this.#getEntryItem(record.entry.metadata)) ? 'conflict' : 'deleted';
+  }
+
+  /** A connect that made the entry connected (new, or back after a departure). */
+  async #countConnect(old: Record<string, unknown> | undefined, change: ConnectChange) {
+    if (old?.connectedAt !== undefined) return; // connected already: a rotation or a join
+    const locality = old
+      ? (old.entry as EntryItem['entry']).spec.locality
+      : change.entry.spec.locality;
+    const wasAway =
+      old !== undefined && old.departure !== 'clean' && old.disconnectedAt !== undefined;
+    await this.#count(zoneOf(locality), { connected: 1, ...(wasAway ? { away: -1 } : {}) });
+  }
+
+  /** The last holder left: one fewer connected, one more away after an abnormal departure. */
+  async #countLeave(old: Record<string, unknown> | undefined, departure: DepartureKind) {
+    const locality = old ? (old.entry as EntryItem['entry']).spec.locality : undefined;
+    await this.#count(zoneOf(locality), {
+      connected: -1,
+      ...(departure === 'abnormal' ? { away: 1 } : {}),
+    });
+  }
+
+  async #count(zone: string, delta: { connected?: number; away?: number }) {
+    const update = zoneCountUpdate(this.#table, zone, delta);
+    if (update) await this.#client.send(new UpdateCommand(update));
   }
 
   applyGroup(group: WorkloadGroup) {
@@ -312,7 +495,7 @@ export class DynamoDbRegistryStore implements RegistryStore, CatalogStore {
   }
 
   async *#queryIndex(
-    ranges: { state: 'C' | 'D'; condition: string; values: Record<string, number> }[],
+    ranges: { state: SweepIndexState; condition: string; values: Record<string, number> }[],
     limit: number,
   ): AsyncIterable<EntryRecord> {
     let remaining = limit;
@@ -360,6 +543,17 @@ export class DynamoDbRegistryStore implements RegistryStore, CatalogStore {
       throw error;
     }
   }
+}
+
+/** What removing an entry takes off its zone's counters: its part in `connected` or `away`. */
+function removalDelta(record: EntryRecord): { connected?: number; away?: number } {
+  const connection = record.connection;
+  if (!connection) return {};
+  if (connection.connectedAt !== undefined) return { connected: -1 };
+  if (connection.disconnectedAt !== undefined && connection.departure !== 'clean') {
+    return { away: -1 };
+  }
+  return {};
 }
 
 /** Which rule refused a connect, read from the entry it would join; undefined: none did. */

@@ -74,8 +74,12 @@ export function sweepShard(ref: ObjectRef): number {
   return hash % SWEEP_SHARDS;
 }
 
-/** `C#<shard>` while connected (sweepAt = connectedAt), `D#<shard>` once disconnected. */
-export function sweepState(state: 'C' | 'D', shard: number): string {
+/**
+ * `C#<shard>` while connected (sweepAt = connectedAt); once disconnected (sweepAt =
+ * disconnectedAt) `D#<shard>` after an abnormal departure, `L#<shard>` after a clean one, so
+ * the sweeper reads deliberate departures apart and never behind a held backlog.
+ */
+export function sweepState(state: 'C' | 'D' | 'L', shard: number): string {
   return `${state}#${shard}`;
 }
 
@@ -92,6 +96,12 @@ export type EntryItem = ItemKey & {
   controller?: string;
   connectedAt?: EpochMillis;
   disconnectedAt?: EpochMillis;
+  /** How the last holder went away; absent (older entries) reads as abnormal. */
+  departure?: 'clean' | 'abnormal';
+  /** The EC2 instance of the newest connect (the `instance` index), when known. */
+  instanceId?: string;
+  /** Set by the agent's `drain`: Healthy False, reason Draining, until a new connect. */
+  drainingSince?: EpochMillis;
   /** The holders (a string set; DynamoDB removes it when the last one leaves). */
   conns?: Set<string>;
   /** Connections whose `$disconnect` came before their `$connect` wrote: they hold nothing. */
@@ -117,6 +127,7 @@ export function encodeEntry(record: EntryRecord): EntryItem {
     item.healthChecksEnabled = record.healthChecksEnabled;
   if (record.groupGeneration !== undefined) item.groupGeneration = record.groupGeneration;
   if (record.identity !== undefined) item.identity = record.identity;
+  if (record.instanceId !== undefined) item.instanceId = record.instanceId;
   Object.assign(item, encodeConnection(record.connection), encodeHealth(record.health));
   // Only auto-registered entries enter the sparse sweep index: hand-made ones are never swept.
   const connection = record.connection;
@@ -126,7 +137,7 @@ export function encodeEntry(record: EntryRecord): EntryItem {
       item.sweepState = sweepState('C', shard);
       item.sweepAt = connection.connectedAt;
     } else if (connection.disconnectedAt !== undefined) {
-      item.sweepState = sweepState('D', shard);
+      item.sweepState = sweepState(connection.departure === 'clean' ? 'L' : 'D', shard);
       item.sweepAt = connection.disconnectedAt;
     }
   }
@@ -138,6 +149,7 @@ function encodeConnection(connection: ConnectionState | undefined): Partial<Entr
   const fields: Partial<EntryItem> = { controller: connection.controller };
   if (connection.connectedAt !== undefined) fields.connectedAt = connection.connectedAt;
   if (connection.disconnectedAt !== undefined) fields.disconnectedAt = connection.disconnectedAt;
+  if (connection.departure !== undefined) fields.departure = connection.departure;
   // DynamoDB has no empty sets: no live connection is an absent attribute.
   if (connection.connectionIds.length > 0) fields.conns = new Set(connection.connectionIds);
   for (const [id, since] of Object.entries(connection.holderSince ?? {})) {
@@ -170,6 +182,7 @@ export function decodeEntry(raw: Item): EntryRecord {
   if (item.healthChecksEnabled !== undefined) record.healthChecksEnabled = item.healthChecksEnabled;
   if (item.groupGeneration !== undefined) record.groupGeneration = item.groupGeneration;
   if (item.identity !== undefined) record.identity = item.identity;
+  if (item.instanceId !== undefined) record.instanceId = item.instanceId;
   if (item.controller !== undefined) {
     const connectionIds = [...(item.conns ?? [])].sort();
     const times = holderTimes(raw);
@@ -182,6 +195,7 @@ export function decodeEntry(raw: Item): EntryRecord {
     };
     if (item.connectedAt !== undefined) connection.connectedAt = item.connectedAt;
     if (item.disconnectedAt !== undefined) connection.disconnectedAt = item.disconnectedAt;
+    if (item.departure !== undefined) connection.departure = item.departure;
     if (item.newestConnectionId !== undefined) {
       connection.newestConnectionId = item.newestConnectionId;
     }
@@ -192,6 +206,9 @@ export function decodeEntry(raw: Item): EntryRecord {
   return record;
 }
 
+/** The `Healthy` condition's reason while the agent drains. */
+export const DRAINING_REASON = 'Draining';
+
 function decodeHealth(item: EntryItem): HealthState | undefined {
   if (item.healthStatus === undefined || item.lastProbeTime === undefined) return undefined;
   const since = item.healthStatus === 'True' ? item.healthyTrueSince : item.healthyFalseSince;
@@ -200,6 +217,7 @@ function decodeHealth(item: EntryItem): HealthState | undefined {
     lastProbeTime: item.lastProbeTime,
     lastTransitionTime: since ?? item.lastProbeTime,
   };
+  if (item.drainingSince !== undefined) health.reason = DRAINING_REASON;
   if (item.healthMessage !== undefined) health.message = item.healthMessage;
   return health;
 }

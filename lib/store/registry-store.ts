@@ -1,3 +1,4 @@
+import type { DepartureKind, DisruptionRecord, ZoneCount } from '../domain/disruption.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type {
   EpochMillis,
@@ -40,6 +41,12 @@ export interface ConnectChange {
    * messages find it through the record. Written first, so no holder exists without a record.
    */
   recordConnection: boolean;
+  /**
+   * The EC2 instance this connect comes from, from a source the registrar trusts (IAM mode:
+   * the instance profile's session name; token mode: the agent's IMDS label, which can only
+   * speed up the removal of the entry that claims it). Absent: unknown.
+   */
+  instanceId?: string;
 }
 
 export type ConnectOutcome =
@@ -76,6 +83,8 @@ export interface LeaveChange extends HolderRef {
    * comes from the client, so a wrong hint costs one extra write and changes nothing else.
    */
   replaced?: boolean;
+  /** How the connection closed (its close code); absent: abnormal, the cautious reading. */
+  departure?: DepartureKind;
 }
 
 /** A connection holding an entry, and when it connected (absent in records of old entries). */
@@ -145,8 +154,16 @@ export interface RegistryStore {
   getConnection(connectionId: string): Promise<ConnectionRecord | undefined>;
   forgetConnection(connectionId: string): Promise<void>;
   getEntry(ref: ObjectRef): Promise<EntryRecord | undefined>;
-  /** Entries that may be due, read from the sparse sweep index (never a table scan). */
-  sweepCandidates(cutoffs: SweepCutoffs, limit: number): AsyncIterable<EntryRecord>;
+  /**
+   * Entries that may be due, read from the sparse sweep index (never a table scan), in the
+   * order of `states`: `L` left cleanly, `D` left abnormally, `C` still marked connected
+   * (stale). Default all three, clean departures first.
+   */
+  sweepCandidates(
+    cutoffs: SweepCutoffs,
+    limit: number,
+    states?: readonly SweepIndexState[],
+  ): AsyncIterable<EntryRecord>;
   /** Connected entries whose newest connect falls in one of the windows (liveness checks). */
   connectedIn(windows: readonly LivenessWindow[], limit: number): AsyncIterable<EntryRecord>;
   /** Up to when the sweeper's liveness checks have covered time; undefined before the first. */
@@ -157,6 +174,37 @@ export interface RegistryStore {
    * landed in between wins: 'conflict'. Safe to retry: an entry already gone is 'deleted'.
    */
   deleteSwept(record: EntryRecord): Promise<'deleted' | 'conflict'>;
+  /**
+   * The holder says its VM is shutting down: Healthy False, reason Draining, until a new
+   * connect. 'not-holder': the connection holds nothing (the agent reconnects or just leaves).
+   */
+  drain(holder: HolderRef, at: EpochMillis): Promise<'draining' | 'not-holder'>;
+}
+
+/** The sweep index's states: connected (C), left abnormally (D), left cleanly (L). */
+export type SweepIndexState = 'C' | 'D' | 'L';
+
+/** What the sweeper's fail-static guard reads and keeps (lib/domain/disruption.ts). */
+export interface DisruptionStore {
+  /** One counter item per zone: one query of one partition, O(zones). */
+  zoneCounts(): Promise<ZoneCount[]>;
+  /** The newest connect anywhere, from the head of each connected shard of the sweep index. */
+  newestConnectAt(): Promise<EpochMillis | undefined>;
+  disruptionRecord(): Promise<DisruptionRecord | undefined>;
+  saveDisruptionRecord(record: DisruptionRecord): Promise<void>;
+  /**
+   * `registrar sweep --force`: releases a hold (or a slowdown) until the disruption ends.
+   * 'normal': there was none to release.
+   */
+  releaseHold(at: EpochMillis): Promise<'released' | 'normal'>;
+}
+
+/** What the EC2 state-change function needs: the instance's entries, and their removal. */
+export interface InstanceStore {
+  /** Entries whose newest connect named this instance (the sparse `instance` index). */
+  entriesOfInstance(instanceId: string): Promise<ObjectRef[]>;
+  /** Deletes the entry if it still names the instance; 'kept' when a newer connect replaced it. */
+  removeInstanceEntry(ref: ObjectRef, instanceId: string): Promise<'deleted' | 'kept'>;
 }
 
 /** What the operator CLI needs: groups and entries as documents. */

@@ -32,12 +32,24 @@ export const PARTITIONS = {
   sweeper: 'SWEEPER',
   /** The effective registrar configuration every client reads (the sweep policy). */
   config: 'CONFIG',
+  /** One counter item per zone: entries connected and away (fail static; architecture.md). */
+  zones: 'ZONE',
 } as const;
 
 export const SWEEP_INDEX = {
   name: 'sweep',
   partitionKey: 'sweepState',
   sortKey: 'sweepAt',
+} as const;
+
+/**
+ * EC2 instance id -> its entries (sparse: only entries whose newest connect named a trusted
+ * instance id). The EC2 state-change function reads keys only.
+ */
+export const INSTANCE_INDEX = {
+  name: 'instance',
+  partitionKey: 'instanceId',
+  sortKey: 'sk',
 } as const;
 
 /** Index partitions per state; the sweeper queries each. */
@@ -51,7 +63,7 @@ export interface TableDefinition {
     indexName: string;
     partitionKey: string;
     sortKey: string;
-    projection: 'ALL';
+    projection: 'ALL' | 'KEYS_ONLY';
   }[];
 }
 
@@ -61,6 +73,7 @@ export const REGISTRY_TABLE: TableDefinition = {
     { name: TABLE_KEYS.sortKey, type: 'S' },
     { name: SWEEP_INDEX.partitionKey, type: 'S' },
     { name: SWEEP_INDEX.sortKey, type: 'N' },
+    { name: INSTANCE_INDEX.partitionKey, type: 'S' },
   ],
   partitionKey: TABLE_KEYS.partitionKey,
   sortKey: TABLE_KEYS.sortKey,
@@ -72,6 +85,13 @@ export const REGISTRY_TABLE: TableDefinition = {
       // The sweeper needs the whole entry to decide and to make its delete conditional on the
       // revision it read: projecting ALL saves one GetItem per candidate.
       projection: 'ALL',
+    },
+    {
+      indexName: INSTANCE_INDEX.name,
+      partitionKey: INSTANCE_INDEX.partitionKey,
+      sortKey: INSTANCE_INDEX.sortKey,
+      // The function re-reads nothing: it deletes by key, conditional on the instance id.
+      projection: 'KEYS_ONLY',
     },
   ],
 };

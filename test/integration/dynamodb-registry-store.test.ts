@@ -146,7 +146,12 @@ describe('connect', () => {
     requests.reset();
     await store.connect({ ...connectChange(name, `${name}-iam`, T0), recordConnection: true });
 
-    expect(requests.requests().map((r) => r.command)).toEqual(['PutItem', 'UpdateItem']);
+    // The record, the entry, then the zone's counter (the entry became connected).
+    expect(requests.requests().map((r) => r.command)).toEqual([
+      'PutItem',
+      'UpdateItem',
+      'UpdateItem',
+    ]);
     expect(await store.getConnection(`${name}-iam`)).toEqual({
       connectionId: `${name}-iam`,
       entry: ref(name),
@@ -287,12 +292,12 @@ describe('connect', () => {
     expect((await entryOf(name))?.connection?.connectionIds).toEqual([`${name}-a`]);
   });
 
-  it('sends one conditional update for a connect', async () => {
+  it('sends one conditional update for a connect, and one to its zone counter when it becomes connected', async () => {
     const name = vm();
     requests.reset();
     await store.connect(connectChange(name, 'pin-connect', T0));
 
-    expect(requests.counts()).toEqual({ UpdateItem: 1 });
+    expect(requests.counts()).toEqual({ UpdateItem: 2 });
     expect(requests.itemsRead()).toBe(0);
     expect(requests.requests()[0]?.input).toEqual({
       TableName: dynamo.tableName,
@@ -305,7 +310,7 @@ describe('connect', () => {
         'groupGeneration = if_not_exists(groupGeneration, :groupGeneration), ' +
         '#identity = :identity, controller = :controller, connectedAt = :at, ' +
         'newestConnectionId = :connection, sweepState = :sweepState, sweepAt = :at, #held = :at ' +
-        'REMOVE disconnectedAt ADD conns :connections, revision :one',
+        'REMOVE disconnectedAt, departure, drainingSince, instanceId ADD conns :connections, revision :one',
       ConditionExpression:
         'attribute_not_exists(pk) OR (attribute_exists(autoRegistrationGroup) ' +
         'AND (attribute_not_exists(origin) OR origin = :origin) ' +
@@ -336,7 +341,13 @@ describe('connect', () => {
         ':connections': new Set(['pin-connect']),
         ':one': 1,
       },
-      ReturnValues: 'UPDATED_OLD',
+      ReturnValues: 'ALL_OLD',
+    });
+    expect(requests.requests()[1]?.input).toEqual({
+      TableName: dynamo.tableName,
+      Key: { pk: 'ZONE', sk: '-' },
+      UpdateExpression: 'ADD connected :connected',
+      ExpressionAttributeValues: { ':connected': 1 },
     });
   });
 });
@@ -351,6 +362,8 @@ describe('leave', () => {
     expect((await entryOf(name))?.connection).toEqual({
       controller: 'workload-registrar',
       disconnectedAt: T0 + 60_000,
+      // No close code given: the cautious reading.
+      departure: 'abnormal',
       connectionIds: [],
       holderSince: {},
     });
@@ -358,6 +371,31 @@ describe('leave', () => {
     expect(item?.sweepState).toBe(`D#${sweepShard(ref(name))}`);
     expect(item?.sweepAt).toBe(T0 + 60_000);
     expect(item?.[`held:${name}-a`]).toBeUndefined();
+  });
+
+  it('records a clean departure in the clean shard and an abnormal one in the disconnected shard', async () => {
+    const clean = vm();
+    const abnormal = `${clean}-b`;
+    await store.connect(connectChange(clean, `${clean}-a`, T0));
+    await store.connect(connectChange(abnormal, `${abnormal}-a`, T0));
+
+    await store.leave({
+      connectionId: `${clean}-a`,
+      entry: ref(clean),
+      at: T0 + 1,
+      departure: 'clean',
+    });
+    await store.leave({
+      connectionId: `${abnormal}-a`,
+      entry: ref(abnormal),
+      at: T0 + 1,
+      departure: 'abnormal',
+    });
+
+    expect((await rawItem(clean))?.sweepState).toBe(`L#${sweepShard(ref(clean))}`);
+    expect((await entryOf(clean))?.connection?.departure).toBe('clean');
+    expect((await rawItem(abnormal))?.sweepState).toBe(`D#${sweepShard(ref(abnormal))}`);
+    expect((await entryOf(abnormal))?.connection?.departure).toBe('abnormal');
   });
 
   it('keeps the entry connected while another connection holds it, and names the holders left', async () => {
@@ -418,24 +456,32 @@ describe('leave', () => {
 
     await leave(name, 'pin-leave', T0 + 5);
 
-    expect(requests.counts()).toEqual({ UpdateItem: 1 });
+    // The entry, then its zone's counters (one fewer connected, one more away).
+    expect(requests.counts()).toEqual({ UpdateItem: 2 });
     expect(requests.itemsRead()).toBe(0);
     expect(requests.requests()[0]?.input).toEqual({
       TableName: dynamo.tableName,
       Key: { pk: `NS#${NS}`, sk: `WE#${name}` },
       UpdateExpression:
-        'SET disconnectedAt = :at, sweepState = :sweepState, sweepAt = :at ' +
+        'SET disconnectedAt = :at, departure = :departure, sweepState = :sweepState, sweepAt = :at ' +
         'REMOVE connectedAt, newestConnectionId, #h0 DELETE conns :connections ADD revision :one',
       ConditionExpression: 'size(conns) = :count AND contains(conns, :c0)',
       ExpressionAttributeNames: { '#h0': 'held:pin-leave' },
       ExpressionAttributeValues: {
         ':at': T0 + 5,
+        ':departure': 'abnormal',
         ':sweepState': `D#${sweepShard(ref(name))}`,
         ':connections': new Set(['pin-leave']),
         ':count': 1,
         ':one': 1,
         ':c0': 'pin-leave',
       },
+      ReturnValues: 'ALL_OLD',
+    });
+    expect(requests.requests()[1]?.input).toMatchObject({
+      Key: { pk: 'ZONE', sk: '-' },
+      UpdateExpression: 'ADD connected :connected, away :away',
+      ExpressionAttributeValues: { ':connected': -1, ':away': 1 },
     });
   });
 
@@ -588,7 +634,8 @@ describe('health', () => {
         'healthyFalseSince = if_not_exists(healthyFalseSince, :at), healthMessage = :message ' +
         'REMOVE healthyTrueSince ADD revision :one',
       ConditionExpression:
-        'contains(conns, :connection) AND (attribute_not_exists(lastProbeTime) OR lastProbeTime < :at)',
+        'contains(conns, :connection) AND (attribute_not_exists(lastProbeTime) OR lastProbeTime < :at)' +
+        ' AND attribute_not_exists(drainingSince)',
       ExpressionAttributeValues: {
         ':status': 'False',
         ':at': T0 + 1,
@@ -643,8 +690,9 @@ describe('sweep index', () => {
     const names = await collect({ disconnectedAtOrBefore: T0 + 100, connectedBefore: T0 + 100 });
 
     expect(names).toEqual(['connected-before', 'gone-at-cutoff']);
-    // 2 states x 4 shards, every one a Query on the index; the 3 other entries are not read.
-    expect(counter.counts()).toEqual({ Query: 8 });
+    // 3 states (left cleanly, left abnormally, connected) x 4 shards, every one a Query on
+    // the index; the 3 other entries are not read.
+    expect(counter.counts()).toEqual({ Query: 12 });
     expect(counter.itemsRead()).toBe(2);
     expect(counter.requests().every((request) => request.input.IndexName === 'sweep')).toBe(true);
   });
