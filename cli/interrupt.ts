@@ -2,9 +2,10 @@ import { constants } from 'node:os';
 import type { CliIo } from './commands/context.ts';
 
 /**
- * Stopping a long-running command (`get --watch`) with Ctrl-C or SIGTERM: the command ends
- * its loop, closes its connections and exits 128 + the signal's number (130 for Ctrl-C), as a
- * shell reports a process that a signal stopped, without a stack trace.
+ * Stopping a long-running command (`get --watch`) with Ctrl-C or SIGTERM, or by closing the
+ * pipe it writes to (`| head`): the command ends its loop, closes its connections and exits
+ * 128 + the signal's number (130 for Ctrl-C, 141 for a closed pipe), as a shell reports a
+ * process that a signal stopped, without a stack trace.
  */
 export class Interrupted extends Error {
   readonly signal: NodeJS.Signals;
@@ -25,10 +26,15 @@ export interface Interruption {
   dispose(): void;
 }
 
-/** The test's AbortSignal when it passes one (`CliIo.signal`), else SIGINT and SIGTERM. */
+const STOPPING: readonly NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGPIPE'];
+
+/**
+ * The test's AbortSignal when it passes one (`CliIo.signal`), else SIGINT, SIGTERM, and
+ * EPIPE on stdout (Node ignores SIGPIPE, and the write error would end in a stack trace).
+ */
 export function interruption(io: CliIo): Interruption {
   const reason = (signal: AbortSignal): NodeJS.Signals =>
-    signal.reason === 'SIGTERM' ? 'SIGTERM' : 'SIGINT';
+    STOPPING.find((name) => name === signal.reason) ?? 'SIGINT';
   if (io.signal) {
     const signal = io.signal;
     return { signal, reason: () => reason(signal), dispose: () => {} };
@@ -37,6 +43,11 @@ export function interruption(io: CliIo): Interruption {
   const stop = (name: NodeJS.Signals) => controller.abort(name);
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+  // Left in place: a write still queued when the watch stops may fail after it.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    stop('SIGPIPE');
+  });
   return {
     signal: controller.signal,
     reason: () => reason(controller.signal),

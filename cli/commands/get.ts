@@ -60,16 +60,16 @@ export const registerGet: CommandRegistration = (program, context) => {
       'after',
       `
 Examples:
-  registrar get we -n shop                       entries of one namespace
-  registrar get we -A -o wide                    all entries, with NETWORK LOCALITY IDENTITY
-  registrar get we/web-10.0.0.12 -n shop -o yaml one entry
-  registrar get we -l app=web,tier!=canary       entries whose labels match
-  registrar get we -o jsonpath='{range .items[*]}{.spec.address}{"\\n"}{end}'
-  registrar get we -n shop -w                    watch VMs come and go
+  registrar get we -n shop                            entries of one namespace
+  registrar get we -A -o wide                         every entry, with NETWORK LOCALITY IDENTITY
+  registrar get we/web-10.0.0.12 -n shop -o yaml      one entry
+  registrar get we -l 'app=web,tier!=canary'          entries whose labels match
+  registrar get we -o jsonpath='{.items[*].spec.address}'
+  registrar get we -n shop -w                         watch VMs come and go
 
---watch reads the registry every --watch-interval (default ${WATCH_INTERVAL}; the registry has no
-change stream) and prints a row for each entry added or modified since the last read, and the
-last row of each one deleted (--output-watch-events says which). Ctrl-C stops it (exit 130).`,
+--watch reads the registry every --watch-interval (default ${WATCH_INTERVAL}: the registry has no
+change stream) and prints a row for each entry added or modified since the last read, and
+the last row of each one deleted (--output-watch-events says which). Ctrl-C stops it (exit 130).`,
     )
     .action(async (resource: string, names: string[], options: GetOptions, command: Command) => {
       const requests = parseResourceArgs('get', [resource, ...names]);

@@ -104,6 +104,54 @@ describe('registrar get --watch, as a process', () => {
     expect(await exited).toEqual({ code: 130, signal: null });
     expect(stderr).toBe('');
   });
+  it('stops quietly when the pipe it writes to closes (| head), exit 141', async () => {
+    await bed.registry.applyEntry({
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'WorkloadEntry',
+      metadata: { name: 'piped', namespace: 'shop' },
+      spec: { address: '10.0.8.1' },
+    });
+    const child = spawn(
+      process.execPath,
+      [
+        join(process.cwd(), 'bin', 'registrar.js'),
+        'get',
+        'we',
+        '-n',
+        'shop',
+        '-w',
+        '--watch-interval',
+        '100ms',
+      ],
+      { cwd: root, env: cleanEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) =>
+      child.once('exit', (code) => resolve(code)),
+    );
+    // Read the first chunk, then close the reading end, as `head -1` does.
+    await new Promise((resolve) => child.stdout.once('data', resolve));
+    child.stdout.destroy();
+    // Changes until one is written into the closed pipe.
+    let round = 0;
+    const changing = setInterval(() => {
+      void bed.registry.applyEntry({
+        apiVersion: 'networking.istio.io/v1',
+        kind: 'WorkloadEntry',
+        metadata: { name: 'piped', namespace: 'shop', labels: { round: String(++round) } },
+        spec: { address: '10.0.8.1' },
+      });
+    }, 200);
+    try {
+      expect(await exited).toBe(141);
+    } finally {
+      clearInterval(changing);
+      child.kill();
+    }
+    expect(stderr).toBe('');
+    await bed.registry.deleteEntry({ namespace: 'shop', name: 'piped' });
+  });
 });
 
 describe('registrar get --watch, in-process', () => {
