@@ -7,8 +7,13 @@ import {
 } from './imds.ts';
 import type { Logger } from './logger.ts';
 
-/** Label that carries the EC2 instance ID, so an entry can be traced back to its VM. */
-export const INSTANCE_ID_LABEL = 'ec2.amazonaws.com/instance-id';
+/**
+ * Connect label that carries the EC2 instance ID read from IMDS, so the registrar can remove
+ * the entry as soon as EC2 reports the instance shutting down or terminated (in token mode it
+ * may only ever speed up the removal of the entry that claims it). Sent only when IMDS
+ * answered: with `--no-imds` the agent does not know its instance.
+ */
+export const INSTANCE_ID_LABEL = 'registrar.io/instance-id';
 
 export interface Discovered {
   ips: string[];
@@ -60,9 +65,10 @@ export async function discover(
     );
   }
   const locality = config.locality ?? (identity ? localityOf(identity) : undefined);
+  // IMDS wins over a configured label of the same key: the instance ID is a fact, not a choice.
   const labels = {
-    ...(identity ? { [INSTANCE_ID_LABEL]: identity.instanceId } : {}),
     ...config.labels,
+    ...(identity ? { [INSTANCE_ID_LABEL]: identity.instanceId } : {}),
   };
   return {
     ips,

@@ -21,7 +21,7 @@ const PARAMS = {
   namespace: 'shop',
   ips: ['10.0.1.17', 'fd00::17'],
   locality: 'eu-west-1/eu-west-1b',
-  labels: { app: 'web', 'ec2.amazonaws.com/instance-id': 'i-0abc' },
+  labels: { app: 'web', 'registrar.io/instance-id': 'i-0abc' },
 };
 
 /**
