@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
   asList,
+  columnWidths,
   formatAge,
   formatLabels,
+  formatRows,
   formatTable,
   formatTimestamp,
   toJson,
@@ -69,6 +71,19 @@ describe('formatTable', () => {
 
   it('prints only the header for no rows', () => {
     expect(formatTable(['ID', 'STATUS'], [])).toBe('ID   STATUS\n');
+  });
+
+  it('prints later rows under the columns of the first table, as get --watch does', () => {
+    const widths = columnWidths([
+      ['NAME', 'ADDRESS', 'AGE'],
+      ['web-1', '10.0.0.1', '5s'],
+    ]);
+    expect(widths).toEqual([5, 8, 3]);
+    expect(formatRows([['db', '10.0.0.5', '1s']], widths)).toBe('db      10.0.0.5   1s\n');
+    // A longer cell pushes only its own row.
+    expect(formatRows([['web-10-0-0-2', '10.0.0.2', '0s']], widths)).toBe(
+      'web-10-0-0-2   10.0.0.2   0s\n',
+    );
   });
 });
 
