@@ -7,14 +7,16 @@ import { formatRef } from '../lib/domain/model.ts';
 import { countMetric, logger, METRIC, metrics } from '../lib/observability.ts';
 import { type AgentMessage, parseAgentMessage } from '../lib/protocol/agent-messages.ts';
 import { carriedEntry } from '../lib/protocol/carried-entry.ts';
+import { drainAck, parseDrainMessage } from '../lib/protocol/drain-message.ts';
 import { errorsToResponses } from '../lib/protocol/error-response.ts';
 import { type AgentReply, describeReply, healthAck, pongReply } from '../lib/protocol/replies.ts';
 import type { WebSocketMessageEvent, WebSocketResult } from '../lib/protocol/websocket-events.ts';
 import { describeConnection } from '../lib/registration/describe-connection.ts';
+import { drainWorkload } from '../lib/registration/drain-workload.ts';
 import { reportHealth } from '../lib/registration/report-health.ts';
 
 /**
- * The `health`, `describe` and `$default` routes. API Gateway picks the route from
+ * The `health`, `describe`, `drain` and `$default` routes. API Gateway picks the route from
  * `body.action`; `$default` receives what it could not route (non-JSON, unknown actions).
  * The body decides here as well, so a gateway that sends everything to `$default` (or a
  * route key that disagrees with the body) still gets the answer the body asks for.
@@ -25,9 +27,17 @@ export function createMessageHandler(
   async function onMessage(event: WebSocketMessageEvent): Promise<WebSocketResult> {
     const { connectionId, routeKey, requestTimeEpoch, authorizer } = event.requestContext;
     logger.appendKeys({ connectionId, routeKey });
-    const message = parseAgentMessage(event.body, event.isBase64Encoded);
     const connection = { connectionId, carried: carriedEntry(authorizer) };
-    const reply = await answer(deps, message, connection, requestTimeEpoch ?? deps.now());
+    const receivedAt = requestTimeEpoch ?? deps.now();
+    if (parseDrainMessage(event.body, event.isBase64Encoded)) {
+      const { entry } = await drainWorkload(deps.store, { ...connection, at: receivedAt });
+      logger.appendKeys({ entry: formatRef(entry) });
+      countMetric(METRIC.drained);
+      logger.info('workload draining');
+      return { statusCode: 200, body: JSON.stringify(drainAck()) };
+    }
+    const message = parseAgentMessage(event.body, event.isBase64Encoded);
+    const reply = await answer(deps, message, connection, receivedAt);
     return { statusCode: 200, body: JSON.stringify(reply) };
   }
 

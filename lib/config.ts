@@ -35,6 +35,8 @@ export interface Config {
   connectSettleMs: number;
   /** The `istio.io/workloadController` value written on connect. */
   controller: string;
+  /** The EC2 instance states whose entries are removed at once (the EC2 state-change rule). */
+  ec2States: readonly string[];
   authMode: 'token' | 'iam';
 }
 
@@ -56,6 +58,7 @@ export const ENV = {
   disruptionWindow: 'REGISTRAR_DISRUPTION_WINDOW',
   secondaryDeletesPerSecond: 'REGISTRAR_SWEEP_SECONDARY_DELETES_PER_SECOND',
   holdBound: 'REGISTRAR_SWEEP_HOLD_BOUND',
+  ec2States: 'REGISTRAR_EC2_STATES',
 } as const;
 
 export const DEFAULTS = {
@@ -80,6 +83,8 @@ export const DEFAULTS = {
   // thousand VMs then takes close to 3 h to empty, far past the hold bound.
   secondaryDeletesPerSecond: 0.1,
   holdBound: '1h',
+  // An instance stopping may start again (and keep its address); only these never come back.
+  ec2States: 'shutting-down,terminated',
 } as const;
 
 export class ConfigError extends Error {}
@@ -133,6 +138,26 @@ export const positiveRate = z.string().transform((text, ctx) => {
   return value;
 });
 
+/** The EC2 states the registrar may act on: the ones after which a VM is gone or going. */
+export const EC2_REMOVAL_STATES = ['shutting-down', 'terminated', 'stopping', 'stopped'] as const;
+
+/** A comma-separated list of EC2 states, each one of EC2_REMOVAL_STATES. */
+export const ec2StatesOption = z.string().transform((text, ctx) => {
+  const states = text
+    .split(',')
+    .map((state) => state.trim())
+    .filter(Boolean);
+  const unknown = states.filter((s) => !(EC2_REMOVAL_STATES as readonly string[]).includes(s));
+  if (states.length === 0 || unknown.length > 0) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be a comma-separated list of ${EC2_REMOVAL_STATES.join(', ')}, got '${text}'`,
+    });
+    return z.NEVER;
+  }
+  return [...new Set(states)];
+});
+
 const schema = z.object({
   [ENV.tableName]: z.string().min(1, 'is required: the DynamoDB table holding the registry'),
   [ENV.dynamoDbEndpoint]: z.url().optional(),
@@ -153,6 +178,7 @@ const schema = z.object({
     String(DEFAULTS.secondaryDeletesPerSecond),
   ),
   [ENV.holdBound]: positiveDuration.prefault(DEFAULTS.holdBound),
+  [ENV.ec2States]: ec2StatesOption.prefault(DEFAULTS.ec2States),
 });
 
 /** Reads and validates the configuration; throws ConfigError naming the variable and value. */
@@ -185,6 +211,12 @@ export function readConfig(env: Record<string, string | undefined>): Readonly<Co
       `invalid configuration: ${ENV.livenessInterval} (value '${env[ENV.livenessInterval]}'): must be at least ${ENV.sweepInterval} (${formatDuration(sweepIntervalMs)}): the sweeper checks liveness once per run`,
     );
   }
+  const secondary = v[ENV.secondaryDeletesPerSecond];
+  if (secondary >= v[ENV.sweepDeletesPerSecond]) {
+    throw new ConfigError(
+      `invalid configuration: ${ENV.secondaryDeletesPerSecond} (value '${env[ENV.secondaryDeletesPerSecond] ?? secondary}'): must be lower than ${ENV.sweepDeletesPerSecond} (${v[ENV.sweepDeletesPerSecond]}): it is the slowed rate of a disrupted zone`,
+    );
+  }
   return Object.freeze({
     tableName: v[ENV.tableName],
     dynamoDbEndpoint: v[ENV.dynamoDbEndpoint],
@@ -206,6 +238,7 @@ export function readConfig(env: Record<string, string | undefined>): Readonly<Co
     connectionsUrl: v[ENV.connectionsUrl],
     connectSettleMs: v[ENV.connectSettle],
     controller: v[ENV.controller],
+    ec2States: Object.freeze(v[ENV.ec2States]),
     authMode: v[ENV.authMode],
   });
 }

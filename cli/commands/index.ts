@@ -2,6 +2,7 @@ import { registerApply } from './apply.ts';
 import type { CommandRegistration } from './context.ts';
 import { registerDelete } from './delete.ts';
 import { registerDescribe } from './describe.ts';
+import { registerEc2Event } from './ec2-event.ts';
 import { registerExport } from './export.ts';
 import { registerGet } from './get.ts';
 import { registerPolicy } from './policy.ts';
@@ -21,6 +22,7 @@ export const COMMANDS: readonly CommandRegistration[] = [
   registerToken,
   registerPolicy,
   registerSweep,
+  registerEc2Event,
   registerExport,
   registerProject,
 ];

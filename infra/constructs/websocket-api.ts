@@ -32,7 +32,7 @@ export interface WebSocketApiProps {
 }
 
 /** Agent protocol v1: message routes answered by the message function (replies expected). */
-export const MESSAGE_ROUTES = ['health', 'describe', '$default'] as const;
+export const MESSAGE_ROUTES = ['health', 'describe', 'drain', '$default'] as const;
 
 // Steady state is one reconnect per VM every 2 h plus a health report per probe period;
 // these limits leave room for a fleet of thousands while capping a runaway agent loop.

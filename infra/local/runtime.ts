@@ -164,7 +164,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
           functionName: 'registrar-disconnect',
           handler: createDisconnectHandler(deps),
         },
-        routes: { health: message, describe: message },
+        routes: { health: message, describe: message, drain: message },
         default: message,
         // API Gateway answers ping itself (a MOCK integration): no Lambda runs.
         mocks: { ping: JSON.stringify(pongReply()) },

@@ -130,7 +130,7 @@ export interface ConnectionRecord extends HolderRef {
  * What registration, health and the sweeper need from storage, and nothing more.
  * Every state change is one conditional write; losing a race is an outcome, not an error.
  */
-export interface RegistryStore {
+export interface RegistryStore extends DisruptionStore, InstanceStore {
   /** Consistent: `registrar apply` and `delete wg` are read-your-writes for connects. */
   getGroup(ref: ObjectRef): Promise<StoredGroup | undefined>;
   connect(change: ConnectChange): Promise<ConnectOutcome>;

@@ -74,7 +74,7 @@ describe('WebSocket API (token mode)', () => {
     });
   });
 
-  it.each(['health', 'describe', '$default'])(
+  it.each(['health', 'describe', 'drain', '$default'])(
     'sends %s to the message function and returns its reply to the agent',
     (routeKey) => {
       expect(integrationOf(template, routeKey)).toMatchObject({

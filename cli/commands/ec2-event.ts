@@ -1,0 +1,88 @@
+import { readFile } from 'node:fs/promises';
+import { type Command, InvalidArgumentError, Option } from 'commander';
+import { createEc2StateChangeHandler } from '../../functions/ec2-state-change.ts';
+import { readConfig } from '../../lib/config.ts';
+import type { Dependencies } from '../../lib/dependencies.ts';
+import {
+  EC2_STATES,
+  type Ec2StateChangeEvent,
+  ec2StateChangeEvent,
+} from '../../lib/protocol/ec2-state-change.ts';
+import { isInstanceId } from '../../lib/registration/instance-identity.ts';
+import { type CommandRegistration, UsageError } from './context.ts';
+
+interface Ec2EventOptions {
+  instanceId?: string;
+  state: string;
+  file?: string;
+  states?: string;
+}
+
+/**
+ * `registrar ec2-event`: drives the EC2 state-change function's own code against the registry
+ * the CLI points at (the local runtime's, usually), as EventBridge would on AWS.
+ */
+export const registerEc2Event: CommandRegistration = (program, context) => {
+  program
+    .command('ec2-event')
+    .description(
+      'deliver an EC2 instance state-change notification: removes the instance’s entries now (as the EventBridge rule does on AWS)',
+    )
+    .option('--instance-id <id>', 'the instance (i-...)', (text: string) => {
+      if (!isInstanceId(text)) {
+        throw new InvalidArgumentError('must be an EC2 instance id: i- and 8 or 17 hex digits');
+      }
+      return text;
+    })
+    .addOption(
+      new Option('--state <state>', 'the state EC2 reports')
+        .choices(EC2_STATES)
+        .default('terminated'),
+    )
+    .option('--file <path>', 'an EventBridge event (JSON) instead of --instance-id and --state')
+    .option(
+      '--states <list>',
+      'the states that remove entries (default: REGISTRAR_EC2_STATES, else shutting-down,terminated)',
+    )
+    .action(async (options: Ec2EventOptions, command: Command) => {
+      if ((options.file === undefined) === (options.instanceId === undefined)) {
+        throw new UsageError('give --instance-id <id> or --file <event.json>, one of them');
+      }
+      const event = options.file
+        ? (JSON.parse(await readFile(options.file, 'utf8')) as Ec2StateChangeEvent)
+        : ec2StateChangeEvent(options.instanceId ?? '', options.state, context.now());
+      const { registry, catalog, tokens } = await context.stores(command);
+      const env: Record<string, string | undefined> = { ...context.io.env, REGISTRAR_TABLE: 'cli' };
+      if (options.states !== undefined) env.REGISTRAR_EC2_STATES = options.states;
+      const deps: Dependencies = {
+        config: readConfig(env),
+        store: Object.assign(registry, catalog),
+        tokens,
+        now: context.now,
+      };
+      const handler = createEc2StateChangeHandler(deps);
+      const summary = await handler(event, cliLambdaContext());
+      for (const entry of summary.removed) context.out(`workloadentry "${entry}" removed\n`);
+      const note = summary.ignored
+        ? `state ${summary.state} is not one that removes entries (${deps.config.ec2States.join(', ')})`
+        : `${summary.removed.length} removed${summary.kept.length > 0 ? `, ${summary.kept.length} kept (a newer instance holds them)` : ''}`;
+      context.io.stderr.write(`instance ${summary.instanceId} ${summary.state}: ${note}\n`);
+    });
+};
+
+function cliLambdaContext() {
+  return {
+    callbackWaitsForEmptyEventLoop: false,
+    functionName: 'registrar-ec2-state-change',
+    functionVersion: '$LATEST',
+    invokedFunctionArn: 'arn:aws:lambda:us-east-1:000000000000:function:registrar-ec2-state-change',
+    memoryLimitInMB: '256',
+    awsRequestId: `cli-${Date.now()}`,
+    logGroupName: '/aws/lambda/registrar-ec2-state-change',
+    logStreamName: 'cli',
+    getRemainingTimeInMillis: () => 60_000,
+    done: () => {},
+    fail: () => {},
+    succeed: () => {},
+  };
+}

@@ -1,0 +1,51 @@
+import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
+import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
+import middy from '@middy/core';
+import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
+import { formatRef } from '../lib/domain/model.ts';
+import { logger, METRIC, metrics, recordCount } from '../lib/observability.ts';
+import { type Ec2StateChangeEvent, parseEc2StateChange } from '../lib/protocol/ec2-state-change.ts';
+import { errorsLoggedAndRethrown } from '../lib/protocol/error-response.ts';
+import { removeInstanceEntries } from '../lib/registration/remove-instance-entries.ts';
+
+export interface Ec2StateChangeSummary {
+  instanceId: string;
+  state: string;
+  removed: string[];
+  kept: string[];
+  ignored: boolean;
+}
+
+/**
+ * EventBridge's EC2 instance state-change notifications (the rule lets through the states the
+ * stack's `ec2States` option names): removes the instance's entries at once. A failure
+ * propagates, so EventBridge retries the event and the function's error alarm sees it; a
+ * repeat finds nothing left to remove.
+ */
+export function createEc2StateChangeHandler(
+  deps: Dependencies,
+): FunctionHandler<Ec2StateChangeEvent, Ec2StateChangeSummary> {
+  async function onStateChange(event: Ec2StateChangeEvent): Promise<Ec2StateChangeSummary> {
+    const change = parseEc2StateChange(event);
+    logger.appendKeys({ instanceId: change.instanceId, state: change.state });
+    const result = await removeInstanceEntries(deps.store, change, deps.config.ec2States);
+    recordCount(METRIC.instanceEntriesRemoved, result.removed.length);
+    const summary = {
+      instanceId: change.instanceId,
+      state: change.state,
+      removed: result.removed.map(formatRef),
+      kept: result.kept.map(formatRef),
+      ignored: result.ignored,
+    };
+    logger.info('instance state change', { ...summary });
+    return summary;
+  }
+
+  return middy<Ec2StateChangeEvent, Ec2StateChangeSummary>()
+    .use(injectLambdaContext(logger, { resetKeys: true }))
+    .use(logMetrics(metrics))
+    .use(errorsLoggedAndRethrown(logger))
+    .handler(onStateChange);
+}
+
+export const handler = lazyHandler(createEc2StateChangeHandler);
