@@ -23,7 +23,10 @@ export interface RunningAgent {
   supervisor: Supervisor;
   /** The connect URL without credentials. */
   connectUrl: string;
+  /** Closes at once (a second signal, tests). */
   stop(): Promise<void>;
+  /** Tells the registrar the VM is leaving, waits the drain delay, then closes (SIGTERM). */
+  drainAndStop(): Promise<void>;
 }
 
 /** Discovers, authenticates and starts the supervisor: the whole agent minus signals. */
@@ -74,6 +77,10 @@ export async function startAgent(
     connectUrl,
     stop: async () => {
       await supervisor.stop();
+      logger.info('stopped');
+    },
+    drainAndStop: async () => {
+      await supervisor.drainAndStop();
       logger.info('stopped');
     },
   };

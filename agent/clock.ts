@@ -18,9 +18,20 @@ export interface Clock {
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimer(ms, fn) {
-    // Not unref'd: while the agent waits to reconnect no socket is open, and the timer is
-    // what keeps the process alive until the next attempt.
-    const handle = setTimeout(fn, Math.max(0, ms));
+    // Node fires a timer up to 1 ms early; a wait the agent promises (the drain delay) must
+    // not end before it is due, so an early call waits out the rest (on the monotonic clock).
+    const due = performance.now() + Math.max(0, ms);
+    let handle: NodeJS.Timeout;
+    const arm = (wait: number) => {
+      // Not unref'd: while the agent waits to reconnect no socket is open, and the timer is
+      // what keeps the process alive until the next attempt.
+      handle = setTimeout(() => {
+        const left = due - performance.now();
+        if (left > 0) arm(left);
+        else fn();
+      }, wait);
+    };
+    arm(Math.max(0, ms));
     return { cancel: () => clearTimeout(handle) };
   },
   random: () => Math.random(),

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
-import { parseDuration } from '../lib/domain/duration.ts';
+import { formatDuration, parseDuration } from '../lib/domain/duration.ts';
 import {
   AgentConfigError,
   type Layer,
@@ -10,7 +10,13 @@ import {
   readFlags,
 } from './config-sources.ts';
 import type { LogFormat } from './logger.ts';
-import { type AgentTiming, agentUsage, DEFAULT_IMDS_URL, DEFAULT_TIMING } from './settings.ts';
+import {
+  type AgentTiming,
+  agentUsage,
+  DEFAULT_IMDS_URL,
+  DEFAULT_TIMING,
+  MAX_DRAIN_DELAY_MS,
+} from './settings.ts';
 
 export { AgentConfigError } from './config-sources.ts';
 export { type AgentTiming, DEFAULT_IMDS_URL, DEFAULT_TIMING } from './settings.ts';
@@ -54,6 +60,19 @@ const duration = z.union([z.number().positive(), z.string()]).transform((value, 
     ctx.addIssue({
       code: 'custom',
       message: `must be a positive duration such as 500ms, 10s or 5m, got '${value}'`,
+    });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+// A drain delay may be 0 (no drain), unlike the other durations.
+const drainDelay = z.union([z.number().min(0), z.string()]).transform((value, ctx) => {
+  const ms = typeof value === 'number' ? value : value.trim() === '0' ? 0 : parseDuration(value);
+  if (ms === undefined || ms < 0 || ms > MAX_DRAIN_DELAY_MS) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be a duration from 0 (no drain) to ${formatDuration(MAX_DRAIN_DELAY_MS)}, such as 10s, got '${value}'`,
     });
     return z.NEVER;
   }
@@ -168,6 +187,7 @@ export const agentConfigSchema = z.object({
       refusalBackoffCap: duration.optional(),
       stableAfter: duration.optional(),
       probeTimeScale: z.coerce.number().positive().max(1).optional(),
+      drainDelay: drainDelay.optional(),
     })
     .default({}),
 });
@@ -230,6 +250,7 @@ export function validateAgentConfig(layer: Layer): AgentConfig {
       t.refusalBackoffCap ?? Math.max(DEFAULT_TIMING.refusalBackoffCapMs, t.refusalBackoff ?? 0),
     stableAfterMs: t.stableAfter ?? DEFAULT_TIMING.stableAfterMs,
     probeTimeScale: t.probeTimeScale ?? DEFAULT_TIMING.probeTimeScale,
+    drainDelayMs: t.drainDelay ?? DEFAULT_TIMING.drainDelayMs,
   };
   const auth: AgentAuth =
     v.auth.mode === 'iam'

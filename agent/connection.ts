@@ -11,7 +11,8 @@ export interface Reply {
   [key: string]: unknown;
 }
 
-export type RequestAction = 'health' | 'describe' | 'ping';
+/** `drain`: the VM is shutting down; the registrar marks the entry Healthy False (Draining). */
+export type RequestAction = 'health' | 'describe' | 'ping' | 'drain';
 
 /** The upgrade was answered with an HTTP status: the server refused this connect. */
 export class RefusedError extends Error {
@@ -95,6 +96,7 @@ interface Pending {
 const REPLY_ACTION: Record<string, RequestAction> = {
   health: 'health',
   describe: 'describe',
+  drain: 'drain',
   pong: 'ping',
 };
 // A server that does not answer a close frame is not waited for longer than this.

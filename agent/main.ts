@@ -4,9 +4,10 @@ import { createLogger } from './logger.ts';
 import { versionLine } from './version.ts';
 
 /**
- * `registrar-agent`: configuration errors exit 2 with the reason; SIGTERM/SIGINT close the
+ * `registrar-agent`: configuration errors exit 2 with the reason; SIGTERM/SIGINT drain (the
+ * registrar marks the entry Draining, the agent waits the drain delay) and then close the
  * connection cleanly (the registrar runs $disconnect and marks the entry disconnected) and
- * exit 0, which is what systemd expects from `systemctl stop`.
+ * exit 0, which is what systemd expects from `systemctl stop`. A second signal closes at once.
  */
 export async function main(argv: string[], env: Record<string, string | undefined>): Promise<void> {
   let config: ReturnType<typeof loadAgentConfig>;
@@ -33,13 +34,23 @@ export async function main(argv: string[], env: Record<string, string | undefine
     logger.error((error as Error).message);
     process.exit(1);
   }
-  let stopping = false;
+  let signals = 0;
   const shutdown = (signal: string) => {
-    // A second signal while closing means "now".
-    if (stopping) process.exit(0);
-    stopping = true;
-    logger.info(`${signal} received; closing the connection`);
-    void agent.stop().then(() => process.exit(0));
+    signals += 1;
+    if (signals === 1) {
+      logger.info(
+        config.timing.drainDelayMs > 0
+          ? `${signal} received; draining, then closing the connection`
+          : `${signal} received; closing the connection`,
+      );
+      void agent.drainAndStop().then(() => process.exit(0));
+    } else if (signals === 2) {
+      // A second signal during the drain means "now": still a clean close (1000).
+      logger.info(`${signal} received again; closing the connection now`);
+      void agent.stop().then(() => process.exit(0));
+    } else {
+      process.exit(0);
+    }
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));

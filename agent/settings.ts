@@ -25,6 +25,12 @@ export interface AgentTiming {
   stableAfterMs: number;
   /** Multiplies the probe's seconds; below 1 only for tests and the benchmark. */
   probeTimeScale: number;
+  /**
+   * On SIGTERM/SIGINT, how long the draining connection stays open after the registrar marked
+   * the entry Healthy False (Draining), so the mesh stops sending new requests before the VM
+   * leaves; 0: no drain, close at once.
+   */
+  drainDelayMs: number;
 }
 
 export const DEFAULT_TIMING: Readonly<AgentTiming> = Object.freeze({
@@ -38,7 +44,15 @@ export const DEFAULT_TIMING: Readonly<AgentTiming> = Object.freeze({
   refusalBackoffCapMs: 10 * 60_000,
   stableAfterMs: 60_000,
   probeTimeScale: 1,
+  drainDelayMs: 10_000,
 });
+
+/**
+ * The longest drain delay. Rotation stops while draining, and a connection may be as old as
+ * 108 min (90 % of API Gateway's 2 h) when the drain begins: 120 - 108 = 12 min remain, so a
+ * delay of at most 10 min always ends before API Gateway cuts the connection.
+ */
+export const MAX_DRAIN_DELAY_MS = 10 * 60_000;
 
 export const DEFAULT_IMDS_URL = 'http://169.254.169.254';
 
@@ -242,6 +256,11 @@ export const AGENT_SETTINGS: readonly AgentSetting[] = Object.freeze([
     'stableAfterMs',
     'stable-after',
     'a connection up this long resets the backoff; one that dies sooner does not',
+  ),
+  timing(
+    'drainDelayMs',
+    'drain-delay',
+    'on SIGTERM/SIGINT: after the registrar marks the entry Draining, wait this long before closing (0: no drain; at most 10m)',
   ),
   timing(
     'probeTimeScale',

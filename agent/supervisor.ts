@@ -25,7 +25,11 @@ export type AgentEvent =
   | { type: 'retry-scheduled'; delayMs: number; reason: string; refused: boolean }
   | { type: 'closed'; linkId: number; code: number }
   | { type: 'replacing'; linkId: number; delayMs: number; reason: string }
-  | { type: 'health-sent' | 'health-acked'; healthy: boolean };
+  | { type: 'health-sent' | 'health-acked'; healthy: boolean }
+  | { type: 'draining' }
+  | { type: 'drain-sent'; linkId: number }
+  | { type: 'drain-acked'; linkId: number }
+  | { type: 'drain-unacknowledged'; linkId: number; reason: string };
 
 type AttemptKind = 'start' | 'reconnect' | 'rotate';
 
@@ -84,6 +88,10 @@ export class Supervisor {
   #replacing: Current | undefined;
   #entryName: string | undefined;
   #stopped = false;
+  /** Set by `drainAndStop`: no more attempts, rotations, replacements or health reports. */
+  #draining = false;
+  /** Ends the drain delay early (stop, or the connection lost while draining). */
+  #endDrainDelay: (() => void) | undefined;
   /**
    * The last "not a registrar" line logged: a URL that keeps answering a web page is said
    * once, not on every retry (the page itself is never logged).
@@ -125,9 +133,80 @@ export class Supervisor {
     this.#attempt('start');
   }
 
+  /**
+   * Graceful stop (SIGTERM, SIGINT): tells the registrar the VM is leaving (`drain`: the entry
+   * turns Healthy False, reason Draining, so the mesh stops sending new requests), keeps the
+   * connection open for the drain delay while that propagates, then closes with 1000.
+   * During the drain nothing reconnects, rotates or reports health: a new connection would
+   * cancel the drain at the registrar, and a health report must not undo it. A registrar that
+   * does not know `drain` (UnknownAction) or does not answer within the ack timeout is logged
+   * and the agent closes after the delay anyway. `stop` during the drain ends it at once.
+   */
+  async drainAndStop(): Promise<void> {
+    if (this.#stopped || this.#draining) return;
+    const { timing } = this.#o;
+    if (timing.drainDelayMs > 0) {
+      this.#draining = true;
+      await this.#drain(timing.drainDelayMs);
+    }
+    await this.stop();
+  }
+
+  async #drain(delayMs: number): Promise<void> {
+    const { clock, logger, timing } = this.#o;
+    for (const timer of [this.#retryTimer, this.#rotateTimer]) timer?.cancel();
+    this.#probe.stop();
+    this.#health.stop();
+    this.#emit({ type: 'draining' });
+    // An upgrade under way (a rotation, a reconnect) settles first, so that the drain goes
+    // on the connection the registrar counts: a connect that landed after the drain would
+    // cancel it.
+    await this.#attemptDone;
+    const current = this.#current;
+    if (this.#stopped) return;
+    if (current === undefined || current.link.closed) {
+      logger.info('draining: not connected, so nothing to tell the registrar; stopping');
+      return;
+    }
+    this.#emit({ type: 'drain-sent', linkId: current.id });
+    try {
+      await current.link.request('drain');
+      logger.info(
+        `draining: the registrar marked the entry not healthy (Draining); closing in ${seconds(delayMs)} while the mesh catches up`,
+        { connection: current.id },
+      );
+      this.#emit({ type: 'drain-acked', linkId: current.id });
+    } catch (error) {
+      if (error instanceof RequestError && error.kind === 'closed') {
+        logger.warn('draining: the connection closed before the registrar answered; stopping');
+        return;
+      }
+      const reason =
+        error instanceof RequestError && error.code === 'UnknownAction'
+          ? 'the registrar does not know drain (an older version)'
+          : error instanceof RequestError && error.kind === 'timeout'
+            ? `the registrar did not answer the drain within ${seconds(timing.ackTimeoutMs)}`
+            : `the registrar refused the drain (${(error as Error).message})`;
+      logger.warn(`draining: ${reason}; closing in ${seconds(delayMs)} anyway`, {
+        connection: current.id,
+      });
+      this.#emit({ type: 'drain-unacknowledged', linkId: current.id, reason });
+    }
+    if (this.#stopped || current.link.closed) return;
+    await new Promise<void>((resolve) => {
+      const timer = clock.setTimer(delayMs, resolve);
+      this.#endDrainDelay = () => {
+        timer.cancel();
+        resolve();
+      };
+    });
+    this.#endDrainDelay = undefined;
+  }
+
   /** Closes every connection cleanly (the registrar runs $disconnect) and stops all timers. */
   async stop(): Promise<void> {
     this.#stopped = true;
+    this.#endDrainDelay?.();
     for (const timer of [this.#retryTimer, this.#rotateTimer, this.#pingTimer]) timer?.cancel();
     this.#probe.stop();
     this.#health.stop();
@@ -136,7 +215,7 @@ export class Supervisor {
   }
 
   #attempt(kind: AttemptKind): void {
-    if (this.#stopped || this.#opening) return;
+    if (this.#stopped || this.#draining || this.#opening) return;
     this.#opening = true;
     this.#emit({ type: 'connecting', kind });
     // `#opening` is cleared before the outcome is handled, so that a close or failure seen
@@ -188,9 +267,11 @@ export class Supervisor {
 
   /** Learns the entry's name and the group's probe; retried while the connection lives. */
   async #describe(current: Current): Promise<void> {
-    while (!this.#stopped && this.#current === current && !current.link.closed) {
+    while (!this.#stopped && !this.#draining && this.#current === current && !current.link.closed) {
       try {
         const reply = await current.link.request('describe');
+        // A probe started now would report health that the drain must not see.
+        if (this.#draining) return;
         const metadata = (
           reply.entry as { metadata?: { namespace?: string; name?: string } } | undefined
         )?.metadata;
@@ -219,7 +300,8 @@ export class Supervisor {
   }
 
   #onConnectFailure(error: unknown, kind: AttemptKind): void {
-    if (this.#stopped) return;
+    // Draining: the VM is leaving, so a failed attempt is not retried (nor worth a line).
+    if (this.#stopped || this.#draining) return;
     const { clock, logger, timing } = this.#o;
     if (error instanceof NotRegistrarError) {
       this.#onNotRegistrar(error);
@@ -289,6 +371,14 @@ export class Supervisor {
     this.#rotateTimer?.cancel();
     this.#pingTimer?.cancel();
     const { clock, logger, timing } = this.#o;
+    if (this.#draining) {
+      // The VM is leaving: a reconnect would register it again. Nothing left to wait for.
+      logger.warn(
+        `the connection closed while draining (${code}${reason ? ` ${reason}` : ''}); not reconnecting`,
+      );
+      this.#endDrainDelay?.();
+      return;
+    }
     // Only a connection that stayed up for a while proves the registrar is reachable again.
     if (clock.now() - closed.openedAt >= timing.stableAfterMs) this.#failures = 0;
     this.#failures += 1;
@@ -305,7 +395,8 @@ export class Supervisor {
 
   /** Opens a new connection in place of `stale`, which stays open until the new one holds. */
   #replace(stale: Current, reason: string): void {
-    if (this.#stopped || this.#current !== stale || this.#replacing === stale) return;
+    if (this.#stopped || this.#draining || this.#current !== stale || this.#replacing === stale)
+      return;
     this.#replacing = stale;
     this.#replacements += 1;
     const { clock, logger, timing } = this.#o;
@@ -324,12 +415,14 @@ export class Supervisor {
 
   #scheduleRetry(delayMs: number, reason: string, refused: boolean, kind: AttemptKind): void {
     this.#retryTimer?.cancel();
+    if (this.#draining) return;
     this.#emit({ type: 'retry-scheduled', delayMs, reason, refused });
     this.#retryTimer = this.#o.clock.setTimer(delayMs, () => this.#attempt(kind));
   }
 
   #scheduleRotation(): void {
     this.#rotateTimer?.cancel();
+    if (this.#draining) return;
     const delay = rotationDelay(this.#o.timing, this.#o.clock.random());
     this.#rotateTimer = this.#o.clock.setTimer(delay, () => this.#attempt('rotate'));
   }

@@ -34,11 +34,13 @@ afterAll(async () => {
   if (bundleDir) rmSync(bundleDir, { recursive: true, force: true });
 });
 
-function runAgent(program: string, signal: NodeJS.Signals, ip: string) {
+function runAgent(program: string, signal: NodeJS.Signals, ip: string, drainDelay = '200ms') {
   const child = spawn(
     process.execPath,
     [
       program,
+      '--drain-delay',
+      drainDelay,
       '--url',
       bed.runtime.url,
       '--group',
@@ -100,9 +102,29 @@ describe('registrar-agent process', () => {
       expect.arrayContaining([
         'connected',
         `registered as shop/web-${ip}`,
-        `${signal} received; closing the connection`,
+        `${signal} received; draining, then closing the connection`,
         'stopped',
       ]),
     );
+  });
+
+  it('closes at once on a second SIGTERM during the drain delay, still cleanly', async () => {
+    const ip = '10.0.4.4';
+    const agent = runAgent('bin/registrar-agent.js', 'SIGTERM', ip, '10m');
+    await waitFor(
+      () => agent.output().includes(`registered as shop/web-${ip}`),
+      'the agent to register',
+      20_000,
+    );
+    agent.child.kill('SIGTERM');
+    // The drain was answered (or refused as unknown): the agent now waits the 10-minute delay.
+    await waitFor(() => /closing in 600\.0 s/.test(agent.output()), 'the drain delay to begin');
+    agent.child.kill('SIGTERM');
+    expect(await agent.exited).toBe(0);
+    await waitFor(
+      async () => (await bed.entry(`web-${ip}`))?.connected === false,
+      'the entry to be disconnected',
+    );
+    expect(agent.output()).toContain('SIGTERM received again; closing the connection now');
   });
 });
