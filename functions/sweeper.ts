@@ -15,6 +15,8 @@ export interface SweeperSummary {
   livenessChecked: number;
   phantomsDropped: number;
   stoppedEarly: boolean;
+  /** Deletes and liveness checks that failed; the invocation then fails after the rest. */
+  failed: number;
   /** Fail static: normal, held, hold-expired or released (lib/domain/disruption.ts). */
   mode: string;
   held: number;
@@ -78,10 +80,20 @@ export function createSweeperHandler(
       livenessChecked: result.livenessChecked,
       phantomsDropped: result.phantomsDropped,
       stoppedEarly: result.stoppedEarly,
+      failed: result.failed,
       mode: result.disruption?.mode ?? 'normal',
       held: sum(result.held),
       slowed: sum(result.slowed),
     };
+    if (result.failed > 0) {
+      // The rest of the run went on; failing the invocation makes the sweeper's Errors alarm
+      // see a store that keeps refusing, and the next run retries what failed.
+      logger.error('sweep finished with failures; the next run retries them', {
+        ...summary,
+        reason: result.firstFailure,
+      });
+      throw new SweepIncompleteError(result.failed, result.firstFailure);
+    }
     if (result.stoppedEarly)
       logger.warn('sweep stopped at its deadline; the next run goes on', { ...summary });
     else logger.info('sweep finished', { ...summary });
@@ -93,6 +105,16 @@ export function createSweeperHandler(
     .use(logMetrics(metrics))
     .use(errorsLoggedAndRethrown(logger))
     .handler(onSchedule);
+}
+
+/** Some deletes or liveness checks failed; everything else in the run was done. */
+export class SweepIncompleteError extends Error {
+  constructor(failed: number, first: string | undefined) {
+    super(
+      `${failed} sweep operation(s) failed and are retried by the next run: ${first ?? 'unknown error'}`,
+    );
+    this.name = 'SweepIncompleteError';
+  }
 }
 
 /**

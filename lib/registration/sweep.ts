@@ -75,6 +75,14 @@ export interface SweepResult {
   livenessDisconnected: number;
   /** The run stopped at its deadline with work left. */
   stoppedEarly: boolean;
+  /**
+   * Deletes and liveness checks that failed (a store or API Gateway error the SDK's retries
+   * did not get past). Each is isolated: the run goes on with the next entry, and the next
+   * run tries the failed ones again. One throttled delete must not stop every other.
+   */
+  failed: number;
+  /** The first failure's message, for the log line. */
+  firstFailure?: string;
   dryRun: boolean;
   /** With failStatic: the disruption this run saw, and the mode of the run before. */
   disruption?: DisruptionState & { previousMode: SweepMode | undefined };
@@ -119,6 +127,7 @@ export async function runSweep(store: SweepStore, options: SweepOptions): Promis
     phantomsDropped: 0,
     livenessDisconnected: 0,
     stoppedEarly: false,
+    failed: 0,
     dryRun: options.dryRun ?? false,
     held: {},
     slowed: {},
@@ -170,10 +179,14 @@ async function deleteDue(store: SweepStore, options: SweepOptions, result: Sweep
         result.deleted.push(swept(record));
       } else {
         if (attempts > 0) await sleep(intervalMs);
-        if ((await store.deleteSwept(record)) === 'deleted') {
+        const outcome = await store.deleteSwept(record).catch((error: unknown) => {
+          recordFailure(result, error);
+          return 'failed' as const;
+        });
+        if (outcome === 'deleted') {
           result.deleted.push(swept(record));
           if (guarded && guard.state.mode === 'hold-expired') add(result.afterHoldBound, zone);
-        } else result.conflicts += 1;
+        } else if (outcome === 'conflict') result.conflicts += 1;
       }
       attempts += 1;
       if (attempts >= options.maxDeletes) return;
@@ -236,24 +249,37 @@ async function checkLiveness(store: SweepStore, options: SweepOptions, result: S
   // twice neither skips an entry nor checks it twice.
   const from = (await store.livenessMark()) ?? now - policy.sweepIntervalMs;
   const windows = livenessWindows({ from, to: now }, policy as LivenessPolicy);
+  let failed = false;
   for await (const record of store.connectedIn(windows, Number.POSITIVE_INFINITY)) {
     if (outOfTime()) {
       result.stoppedEarly = true;
       return;
     }
     result.livenessChecked += 1;
-    const gone = await goneHolders(liveness, holders(record), now, options.connectSettleMs ?? 0);
-    if (gone.length === 0) continue;
-    if (result.dryRun) {
-      result.phantomsDropped += gone.length;
-      continue;
+    try {
+      const gone = await goneHolders(liveness, holders(record), now, options.connectSettleMs ?? 0);
+      if (gone.length === 0) continue;
+      if (result.dryRun) {
+        result.phantomsDropped += gone.length;
+        continue;
+      }
+      const outcome = await store.dropHolders(record.entry.metadata, gone, now);
+      if (outcome !== 'unchanged') result.phantomsDropped += gone.length;
+      if (outcome === 'disconnected') result.livenessDisconnected += 1;
+    } catch (error) {
+      recordFailure(result, error);
+      failed = true;
     }
-    const outcome = await store.dropHolders(record.entry.metadata, gone, now);
-    if (outcome !== 'unchanged') result.phantomsDropped += gone.length;
-    if (outcome === 'disconnected') result.livenessDisconnected += 1;
   }
-  // Only a run that checked every due entry moves the mark; one cut short is redone.
-  if (!result.dryRun) await store.setLivenessMark(now);
+  // Only a run that checked every due entry moves the mark; one cut short or with a failed
+  // check is redone (entries checked again are only read again: a check writes nothing unless
+  // a holder is gone).
+  if (!result.dryRun && !failed) await store.setLivenessMark(now);
+}
+
+function recordFailure(result: SweepResult, error: unknown): void {
+  result.failed += 1;
+  result.firstFailure ??= error instanceof Error ? error.message : String(error);
 }
 
 function holders(record: EntryRecord): Holder[] {

@@ -1,0 +1,149 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ISTIO_API_VERSION } from '../../lib/domain/model.ts';
+import { runSweep, type SweepOptions, type SweepStore } from '../../lib/registration/sweep.ts';
+import { createDynamoDbClient, documentClientFor } from '../../lib/store/dynamodb-client.ts';
+import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import { ensureTable } from '../../lib/store/ensure-table.ts';
+import type { ConnectChange } from '../../lib/store/registry-store.ts';
+import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+
+/**
+ * A sweep run whose store fails some writes (after the SDK's own retries): each failure is
+ * isolated, the run goes on with every other entry, and the next run retries what failed.
+ * Real store; only the failing calls are wrapped.
+ */
+const MINUTE = 60_000;
+const NOW = Date.UTC(2025, 5, 1, 12);
+const NS = 'shop';
+const policy = {
+  gracePeriodMs: 5 * MINUTE,
+  maxConnectionAgeMs: 120 * MINUTE,
+  livenessIntervalMs: 5 * MINUTE,
+  sweepIntervalMs: MINUTE,
+};
+
+let dynamo: TestDynamo;
+beforeAll(async () => {
+  dynamo = await startTestDynamo();
+});
+afterAll(async () => {
+  await dynamo?.close();
+});
+
+async function freshStore() {
+  const raw = createDynamoDbClient({ region: 'us-east-1', endpoint: dynamo.endpoint });
+  const tableName = `sweep-failures-${randomUUID()}`;
+  await ensureTable(raw, tableName);
+  return new DynamoDbRegistryStore(documentClientFor(raw), tableName);
+}
+
+function connectChange(name: string, connectionId: string, connectedAt: number): ConnectChange {
+  return {
+    entry: {
+      apiVersion: ISTIO_API_VERSION,
+      kind: 'WorkloadEntry',
+      metadata: { name, namespace: NS },
+      spec: { address: '10.0.0.1' },
+    },
+    autoRegistrationGroup: 'web',
+    origin: `origin-${name}`,
+    mayCreate: true,
+    recordConnection: false,
+    healthChecksEnabled: false,
+    groupGeneration: 1,
+    connectionId,
+    connectedAt,
+    controller: 'workload-registrar',
+    identity: { principal: 'token:t1' },
+  };
+}
+
+const throttled = () =>
+  Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
+    name: 'ThrottlingException',
+  });
+
+/** The store, with `method` throttled whenever `fails` says so (after the SDK's retries). */
+function withFailing<K extends 'deleteSwept' | 'dropHolders'>(
+  store: DynamoDbRegistryStore,
+  method: K,
+  fails: (...args: Parameters<SweepStore[K]>) => boolean,
+): SweepStore {
+  return new Proxy(store, {
+    get(target, property) {
+      const value = Reflect.get(target, property, target) as unknown;
+      if (typeof value !== 'function') return value;
+      if (property !== method) return value.bind(target);
+      return (...args: Parameters<SweepStore[K]>) =>
+        fails(...args) ? Promise.reject(throttled()) : value.apply(target, args);
+    },
+  });
+}
+
+function options(overrides: Partial<SweepOptions> = {}): SweepOptions {
+  return {
+    now: NOW,
+    policy,
+    maxDeletes: 1000,
+    deletesPerSecond: 1000,
+    sleep: async () => {},
+    ...overrides,
+  };
+}
+
+describe('a sweep run with failing writes', () => {
+  it('deletes every other due entry when some deletes fail, and the next run deletes the rest', async () => {
+    const store = await freshStore();
+    for (let i = 0; i < 6; i += 1) {
+      await store.connect(connectChange(`vm-${i}`, `c-${i}`, NOW - 60 * MINUTE));
+      await store.leave({
+        connectionId: `c-${i}`,
+        entry: { namespace: NS, name: `vm-${i}` },
+        at: NOW - 10 * MINUTE,
+      });
+    }
+    const failing = new Set(['vm-1', 'vm-4']);
+    const flaky = withFailing(store, 'deleteSwept', (record) =>
+      failing.has(record.entry.metadata.name),
+    );
+
+    const first = await runSweep(flaky, options());
+    expect(first.deleted.map((d) => d.name).sort()).toEqual(['vm-0', 'vm-2', 'vm-3', 'vm-5']);
+    expect(first.failed).toBe(2);
+    expect(first.firstFailure).toMatch(/Rate of requests/);
+
+    failing.clear();
+    const second = await runSweep(flaky, options({ now: NOW + MINUTE }));
+    expect(second.deleted.map((d) => d.name).sort()).toEqual(['vm-1', 'vm-4']);
+    expect(second.failed).toBe(0);
+    expect(await store.listEntries(NS)).toEqual([]);
+  });
+
+  it('checks every other connected entry when one liveness write fails, and redoes the window next run', async () => {
+    const store = await freshStore();
+    const connectedAt = NOW - 30 * MINUTE;
+    for (let i = 0; i < 3; i += 1)
+      await store.connect(connectChange(`vm-${i}`, `c-${i}`, connectedAt + i));
+    let failDrop = true;
+    const flaky = withFailing(store, 'dropHolders', (entry) => failDrop && entry.name === 'vm-1');
+    // Every connection is gone (their $disconnects were lost).
+    const liveness = { check: async () => 'gone' as const };
+    const windowed = options({ liveness, connectSettleMs: 0 });
+
+    // A run over the whole 30 minutes: every entry is due once.
+    await store.setLivenessMark(connectedAt - MINUTE);
+    const first = await runSweep(flaky, windowed);
+    expect(first.livenessDisconnected).toBe(2);
+    expect(first.failed).toBe(1);
+    expect(await store.livenessMark()).toBe(connectedAt - MINUTE);
+
+    failDrop = false;
+    const second = await runSweep(flaky, { ...windowed, now: NOW + 1_000 });
+    expect(second.livenessDisconnected).toBe(1);
+    expect(second.failed).toBe(0);
+    expect(await store.livenessMark()).toBe(NOW + 1_000);
+    const states = await store.listEntries(NS);
+    expect(states.map((r) => r.connection?.connectedAt)).toEqual([undefined, undefined, undefined]);
+  });
+});
