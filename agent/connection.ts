@@ -175,8 +175,13 @@ function createLink(socket: WebSocket, options: LinkOptions): AgentLink {
     }
     const action = reply.action === undefined ? undefined : REPLY_ACTION[reply.action];
     if (reply.ok === false) {
-      // An error reply may name no action: it answers the oldest outstanding request.
-      const target = action ?? pending.keys().next().value;
+      // An error reply names no action (protocol v1): it answers the request whose action its
+      // message quotes (`unknown action 'drain'` from a registrar that predates drain, while a
+      // ping may be outstanding too), else the oldest outstanding request.
+      const quoted = [...pending.keys()].find((name) =>
+        reply.error?.message?.includes(`'${name}'`),
+      );
+      const target = action ?? quoted ?? pending.keys().next().value;
       const text = `${reply.error?.code ?? 'Error'}: ${reply.error?.message ?? 'request refused'}`;
       if (target) settle(target, new RequestError('error', text, reply.error?.code));
       return;
