@@ -67,7 +67,7 @@ describe('agent drain against the local runtime', () => {
   });
   afterAll(() => bed?.close());
 
-  it('keeps the connection for the drain delay after the registrar answered, then leaves the entry disconnected', async () => {
+  it('shows the entry Healthy False / Draining while still connected for the drain delay, then closes with 1000', async () => {
     const agent = await bed.agent({
       ips: ['10.0.7.2'],
       timingOverrides: { drainDelayMs: DELAY_MS },
@@ -77,28 +77,51 @@ describe('agent drain against the local runtime', () => {
     await waitFor(() => agent.running.supervisor.entryName === 'shop/web-10.0.7.2', 'registration');
 
     const draining = agent.running.drainAndStop();
-    const answered = await waitFor(
-      () => agent.events.find((e) => e.type === 'drain-acked' || e.type === 'drain-unacknowledged'),
-      'the registrar to answer the drain',
+    const acked = await waitFor(
+      () => agent.events.find((e) => e.type === 'drain-acked'),
+      'the registrar to acknowledge the drain',
     );
-    const knowsDrain = answered.type === 'drain-acked';
-    if (knowsDrain) {
-      // The mesh sees the VM leave before its connection does.
+    // The mesh sees the VM leave before its connection does: Healthy False / Draining while
+    // the connection still holds the entry, from the ack until just before the close.
+    const seen: {
+      at: number;
+      connected: boolean;
+      healthy?: string;
+      reason?: string;
+      since?: string;
+    }[] = [];
+    const now = () => performance.timeOrigin + performance.now();
+    while (!agent.events.some((e) => e.type === 'closed')) {
+      const at = now();
       const entry = await bed.entry('web-10.0.7.2');
-      expect(entry?.connected).toBe(true);
       const healthy = entry?.we.status?.conditions?.find((c) => c.type === HEALTHY_CONDITION);
-      expect(healthy).toMatchObject({ status: 'False', reason: 'Draining' });
-    } else {
-      // The registrar does not know drain yet: the agent says so and drains anyway.
-      expect(answered).toMatchObject({
-        reason: 'the registrar does not know drain (an older version)',
-      });
+      if (!agent.events.some((e) => e.type === 'closed')) {
+        seen.push({
+          at,
+          connected: entry?.connected ?? false,
+          ...(healthy?.status ? { healthy: healthy.status } : {}),
+          ...(healthy?.reason ? { reason: healthy.reason } : {}),
+          ...(healthy?.lastTransitionTime ? { since: healthy.lastTransitionTime } : {}),
+        });
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
     }
     await draining;
 
+    expect(seen.length).toBeGreaterThan(0);
+    for (const sample of seen) {
+      expect(sample).toMatchObject({ connected: true, healthy: 'False', reason: 'Draining' });
+    }
     const closed = agent.events.find((e) => e.type === 'closed');
     expect(closed).toMatchObject({ code: 1000 });
-    expect((closed?.at ?? 0) - answered.at).toBeGreaterThanOrEqual(DELAY_MS);
+    expect((closed?.at ?? 0) - acked.at).toBeGreaterThanOrEqual(DELAY_MS);
+    // The registrar turned the entry Draining before it acknowledged (server time, whole
+    // milliseconds), and every sample until the close still showed it: Draining while connected
+    // for at least the delay.
+    const since = Date.parse(seen[0]?.since ?? '');
+    expect(new Set(seen.map((sample) => sample.since)).size).toBe(1);
+    expect(since).toBeLessThanOrEqual(Math.ceil(acked.at));
+    expect((closed?.at ?? 0) - since).toBeGreaterThanOrEqual(DELAY_MS);
     await waitFor(
       async () => (await bed.entry('web-10.0.7.2'))?.connected === false,
       'the entry to be disconnected',

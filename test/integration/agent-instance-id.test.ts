@@ -6,6 +6,7 @@ vi.hoisted(() => {
 });
 
 import { INSTANCE_ID_LABEL } from '../../agent/discovery.ts';
+import { INSTANCE_ID_LABEL as REGISTRAR_INSTANCE_ID_LABEL } from '../../lib/registration/instance-identity.ts';
 import { type ImdsStandIn, startImdsStandIn } from '../fixtures/agent-imds-stand-in.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';
 import { type AgentTestbed, startAgentTestbed } from '../fixtures/agent-testbed.ts';
@@ -36,6 +37,8 @@ const labelsOf = (url: string) => new URL(url).searchParams.getAll('label');
 
 describe('instance ID label', () => {
   it('is sent on connect when IMDS answered, and the registrar accepts it', async () => {
+    // The agent keeps its own copy (the bundle stays small); it must be the registrar's key.
+    expect(INSTANCE_ID_LABEL).toBe(REGISTRAR_INSTANCE_ID_LABEL);
     expect(INSTANCE_ID_LABEL).toBe('registrar.io/instance-id');
     const agent = await bed.agent({
       ips: [],
@@ -54,6 +57,9 @@ describe('instance ID label', () => {
     const entry = await bed.entry('web-10.0.6.1');
     expect(entry?.connected).toBe(true);
     expect(entry?.we.spec.labels?.[INSTANCE_ID_LABEL]).toBe('i-0abc123def4567890');
+    // Token mode: the registrar takes the label as the entry's instance, for EC2 events.
+    const record = await bed.registry.getEntry({ namespace: 'shop', name: 'web-10.0.6.1' });
+    expect(record?.instanceId).toBe('i-0abc123def4567890');
     await agent.stop();
   });
 
