@@ -2,6 +2,7 @@ import { CfnOutput, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
 import { ENV } from '../lib/config.ts';
 import { ApiGatewayLogsRole } from './constructs/api-gateway-logs-role.ts';
+import { InstanceStateRule } from './constructs/instance-state-rule.ts';
 import { Monitoring } from './constructs/monitoring.ts';
 import { Projector, resolveProjectorOptions } from './constructs/projector.ts';
 import { RegistrarFunctions } from './constructs/registrar-functions.ts';
@@ -24,6 +25,7 @@ export class RegistrarStack extends Stack {
     const registry = new RegistryTable(this, 'Registry');
     const functions = new RegistrarFunctions(this, 'Functions', { registry, options });
     const sweep = new SweeperSchedule(this, 'Sweep', { registry, options });
+    const instances = new InstanceStateRule(this, 'InstanceState', { registry, options });
     const websocket = new RegistrarWebSocketApi(this, 'WebSocket', {
       options,
       connect: functions.connect,
@@ -45,7 +47,7 @@ export class RegistrarStack extends Stack {
       websocket.stage.node.addDependency(logsRole.account);
     }
     const monitoring = new Monitoring(this, 'Monitoring', {
-      functions: functions.all,
+      functions: [...functions.all, { name: 'ec2StateChange', fn: instances.function }],
       sweeper: sweep.sweeper,
       sweepRateMinutes: options.sweepRateMinutes,
       api: websocket.api,

@@ -1,6 +1,12 @@
 import type { Node } from 'constructs';
 import * as z from 'zod';
-import { DEFAULTS, positiveDuration } from '../lib/config.ts';
+import {
+  DEFAULTS,
+  ec2StatesOption,
+  positiveDuration,
+  positiveRate,
+  shareOption,
+} from '../lib/config.ts';
 import { formatDuration, parseDuration } from '../lib/domain/duration.ts';
 
 /**
@@ -34,6 +40,22 @@ export interface StackOptionsInput {
    * logging needs. Default true; turn it off when the account already has one.
    */
   apiGatewayLogsRole?: boolean | string;
+  /**
+   * Fail static (docs/operations.md): share of a zone's entries away after an abnormal
+   * departure above which its deletions slow down. `55%` (default) or `0.55`.
+   */
+  disruptionThreshold?: string | number;
+  /** With entries away, no connect anywhere for this long holds deletions. Default `5m`. */
+  disruptionWindow?: string;
+  /** Deletions per second in a disrupted zone. Default `0.1`; below the normal 50/s. */
+  secondaryDeletesPerSecond?: string | number;
+  /** A hold lasts at most this long, then deletions resume (alarm kept). Default `1h`. */
+  holdBound?: string;
+  /**
+   * EC2 states that remove an instance's entries at once, comma-separated. Default
+   * `shutting-down,terminated`; add `stopping,stopped` when stopped VMs should leave too.
+   */
+  ec2States?: string;
 }
 
 /** The validated options. */
@@ -46,6 +68,11 @@ export interface StackOptions {
   alarmEmail: string | undefined;
   stageName: string;
   apiGatewayLogsRole: boolean;
+  disruptionThreshold: number;
+  disruptionWindowMs: number;
+  secondaryDeletesPerSecond: number;
+  holdBoundMs: number;
+  ec2States: readonly string[];
 }
 
 /** The context keys, one per option, as they are typed on the command line. */
@@ -58,6 +85,11 @@ export const OPTION_KEYS = [
   'alarmEmail',
   'stageName',
   'apiGatewayLogsRole',
+  'disruptionThreshold',
+  'disruptionWindow',
+  'secondaryDeletesPerSecond',
+  'holdBound',
+  'ec2States',
 ] as const satisfies readonly (keyof StackOptionsInput)[];
 
 export class StackOptionsError extends Error {}
@@ -102,6 +134,19 @@ const schema = z.object({
     })
     .default('v1'),
   apiGatewayLogsRole: booleanOption.default(true),
+  // cdk.json may give numbers: read them as the text a -c flag would give.
+  disruptionThreshold: z
+    .preprocess((value) => String(value), shareOption)
+    .prefault(DEFAULTS.disruptionThreshold),
+  disruptionWindow: positiveDuration.prefault(DEFAULTS.disruptionWindow),
+  secondaryDeletesPerSecond: z
+    .preprocess((value) => String(value), positiveRate)
+    .refine((rate) => rate < DEFAULTS.sweepDeletesPerSecond, {
+      message: `must be lower than the normal rate (${DEFAULTS.sweepDeletesPerSecond}/s): it slows a disrupted zone`,
+    })
+    .prefault(String(DEFAULTS.secondaryDeletesPerSecond)),
+  holdBound: positiveDuration.prefault(DEFAULTS.holdBound),
+  ec2States: ec2StatesOption.prefault(DEFAULTS.ec2States),
 });
 
 /**
@@ -148,5 +193,10 @@ export function resolveStackOptions(
     alarmEmail: v.alarmEmail,
     stageName: v.stageName,
     apiGatewayLogsRole: v.apiGatewayLogsRole,
+    disruptionThreshold: v.disruptionThreshold,
+    disruptionWindowMs: v.disruptionWindow,
+    secondaryDeletesPerSecond: v.secondaryDeletesPerSecond,
+    holdBoundMs: v.holdBound,
+    ec2States: Object.freeze(v.ec2States),
   });
 }

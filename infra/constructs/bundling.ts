@@ -14,6 +14,7 @@ export const FUNCTION_ENTRIES = {
   disconnect: 'functions/disconnect.ts',
   message: 'functions/message.ts',
   sweeper: 'functions/sweeper.ts',
+  ec2StateChange: 'functions/ec2-state-change.ts',
 } as const;
 
 export type FunctionName = keyof typeof FUNCTION_ENTRIES;

@@ -71,6 +71,16 @@ function byReason(name: MetricName): MathExpression {
   });
 }
 
+/** A fail-static count by zone for the dashboard: one line per `Zone`. */
+function byZone(name: MetricName): MathExpression {
+  return new MathExpression({
+    expression: `SELECT SUM(${name}) FROM SCHEMA("${METRICS_NAMESPACE}", Zone, service) GROUP BY Zone`,
+    usingMetrics: {},
+    period: FIVE_MINUTES,
+    label: name,
+  });
+}
+
 /**
  * The authorizer's failures that are not refused tokens. API Gateway answers 401 only when a
  * REQUEST authorizer throws `Unauthorized`, so every bad, expired or revoked token is a Lambda
@@ -160,6 +170,26 @@ export class Monitoring extends Construct {
         'API Gateway failed to run $connect 5 or more times in 5 minutes. See docs/deploy.md#connectexecutionerrors.',
     });
 
+    // Fail static: the sweeper holds deletions (it suspects its own connectivity), or a hold
+    // outlived its bound and deletions resumed. Either needs a person: the mesh keeps VMs
+    // that may be gone, or is losing entries after a long outage.
+    this.alarm(
+      'SweepHeld',
+      new MathExpression({
+        expression: 'FILL(held, 0) + FILL(expired, 0)',
+        usingMetrics: {
+          held: registrarMetric(METRIC.sweepHeld, 'Deletions held'),
+          expired: registrarMetric(METRIC.sweepHoldExpired, 'Deletions after the hold bound'),
+        },
+        period: FIVE_MINUTES,
+        label: 'Deletions held, or made past the hold bound',
+      }),
+      {
+        threshold: 1,
+        description: `The sweeper is holding deletions (every zone disrupted, or no VM could connect), or resumed them after the hold bound (metrics ${METRICS_NAMESPACE}/${METRIC.sweepHeld}, ${METRIC.sweepHoldExpired}). Run registrar sweep status. See docs/operations.md.`,
+      },
+    );
+
     this.dashboard = this.buildDashboard(props);
   }
 
@@ -239,6 +269,16 @@ export class Monitoring extends Construct {
           fn.metricErrors({ period: FIVE_MINUTES, label: name }),
         ),
       ),
+    );
+    dashboard.addWidgets(
+      graph('Sweep held and slowed, by zone (fail static)', [
+        byZone(METRIC.sweepHeld),
+        byZone(METRIC.sweepSlowed),
+        registrarMetric(METRIC.sweepHoldExpired, 'Deleted after the hold bound'),
+      ]),
+      graph('Entries removed for terminated instances', [
+        registrarMetric(METRIC.instanceEntriesRemoved, 'Removed (EC2 state change)'),
+      ]),
     );
     dashboard.addWidgets(
       graph('WebSocket connects and messages', [

@@ -24,6 +24,11 @@ export function registrarEnvironment(
     [ENV.sweepInterval]: formatDuration(options.sweepRateMinutes * 60_000),
     [ENV.livenessInterval]: formatDuration(options.livenessIntervalMs),
     [ENV.authMode]: options.authMode,
+    [ENV.disruptionThreshold]: String(options.disruptionThreshold),
+    [ENV.disruptionWindow]: formatDuration(options.disruptionWindowMs),
+    [ENV.secondaryDeletesPerSecond]: String(options.secondaryDeletesPerSecond),
+    [ENV.holdBound]: formatDuration(options.holdBoundMs),
+    [ENV.ec2States]: options.ec2States.join(','),
   };
 }
 

@@ -9,7 +9,7 @@ import {
 } from 'aws-cdk-lib/aws-dynamodb';
 import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
-import { REGISTRY_TABLE, SWEEP_INDEX } from '../../lib/store/table-definition.ts';
+import { INSTANCE_INDEX, REGISTRY_TABLE, SWEEP_INDEX } from '../../lib/store/table-definition.ts';
 import type { TableAccess } from './table-access.ts';
 
 /**
@@ -42,6 +42,7 @@ export class RegistryTable extends Construct {
         partitionKey: attribute(index.partitionKey),
         sortKey: attribute(index.sortKey),
         projectionType: ProjectionType[index.projection],
+        // `sk` is the table's sort key: already an attribute, not redefined.
       });
     }
   }
@@ -76,6 +77,15 @@ export class RegistryTable extends Construct {
         new PolicyStatement({
           actions: ['dynamodb:Query'],
           resources: [`${this.table.tableArn}/index/${SWEEP_INDEX.name}`],
+        }),
+      );
+    }
+    if (access.queryInstanceIndex) {
+      // Keys only: the instance id -> entry keys, nothing of the entries themselves.
+      principal.addToPrincipalPolicy(
+        new PolicyStatement({
+          actions: ['dynamodb:Query'],
+          resources: [`${this.table.tableArn}/index/${INSTANCE_INDEX.name}`],
         }),
       );
     }

@@ -1,7 +1,7 @@
 import { PARTITIONS } from '../../lib/store/table-definition.ts';
 
 /** The DynamoDB item actions the functions call (each is one SDK command in lib/store). */
-export type ItemAction = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem';
+export type ItemAction = 'GetItem' | 'PutItem' | 'UpdateItem' | 'DeleteItem' | 'Query';
 
 /** Item actions on the partitions they may touch (`dynamodb:LeadingKeys`). */
 export interface PartitionAccess {
@@ -14,9 +14,20 @@ export interface TableAccess {
   items: readonly PartitionAccess[];
   /** Query on the sparse sweep index (only auto-registered entries are in it). */
   querySweepIndex?: boolean;
+  /** Query on the instance index (keys only: instance id -> entries). */
+  queryInstanceIndex?: boolean;
 }
 
-export type AccessingFunction = 'authorize' | 'connect' | 'disconnect' | 'message' | 'sweeper';
+export type AccessingFunction =
+  | 'authorize'
+  | 'connect'
+  | 'disconnect'
+  | 'message'
+  | 'sweeper'
+  | 'ec2StateChange';
+
+/** The zone counters (fail static): moved by every write that connects or removes an entry. */
+const ZONE_COUNTERS = { actions: ['UpdateItem'], partitions: [PARTITIONS.zones] } as const;
 
 /**
  * Each function's access, read off the store calls it makes (lib/store/*.ts), so a new call
@@ -30,6 +41,9 @@ export type AccessingFunction = 'authorize' | 'connect' | 'disconnect' | 'messag
  * - message: reads and updates the entry (health); reads the connection record.
  * - sweeper: queries the sweep index, reads/updates/deletes entries, forgets connection
  *   records, keeps its liveness mark and writes the effective sweep policy.
+ * - connect, disconnect, sweeper and ec2StateChange move the zone counters; the sweeper also
+ *   reads them (one Query of the ZONE partition) and keeps its fail-static record.
+ * - ec2StateChange: queries the instance index, deletes the entries it names.
  */
 export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'): TableAccess {
   const iam = authMode === 'iam';
@@ -43,6 +57,7 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
             actions: ['GetItem', 'UpdateItem', 'DeleteItem'],
             partitions: [PARTITIONS.namespaces],
           },
+          ZONE_COUNTERS,
           ...(iam
             ? [
                 { actions: ['PutItem'], partitions: [PARTITIONS.connections] } as const,
@@ -56,6 +71,7 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
         items: [
           { actions: ['GetItem', 'UpdateItem'], partitions: [PARTITIONS.namespaces] },
           { actions: ['GetItem', 'DeleteItem'], partitions: [PARTITIONS.connections] },
+          ZONE_COUNTERS,
         ],
       };
     case 'message':
@@ -74,8 +90,17 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
             partitions: [PARTITIONS.namespaces],
           },
           { actions: ['DeleteItem'], partitions: [PARTITIONS.connections] },
-          { actions: ['GetItem', 'PutItem'], partitions: [PARTITIONS.sweeper, PARTITIONS.config] },
+          {
+            actions: ['GetItem', 'PutItem', 'UpdateItem'],
+            partitions: [PARTITIONS.sweeper, PARTITIONS.config],
+          },
+          { actions: ['Query', 'UpdateItem'], partitions: [PARTITIONS.zones] },
         ],
+      };
+    case 'ec2StateChange':
+      return {
+        queryInstanceIndex: true,
+        items: [{ actions: ['DeleteItem'], partitions: [PARTITIONS.namespaces] }, ZONE_COUNTERS],
       };
   }
 }

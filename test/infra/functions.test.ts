@@ -10,6 +10,13 @@ const ROLES = {
   disconnect: 'Functions/Disconnect/Role',
   message: 'Functions/Message/Role',
   sweeper: 'Sweep/Sweeper/Role',
+  ec2StateChange: 'InstanceState/Function/Role',
+};
+
+const ZONES = {
+  actions: ['dynamodb:UpdateItem'],
+  partitions: ['ZONE'],
+  resource: expect.stringMatching(/"Fn::GetAtt":\["RegistryTable[0-9A-F]+","Arn"\]/),
 };
 
 describe('functions', () => {
@@ -22,7 +29,7 @@ describe('functions', () => {
     const functions = template.findResources('AWS::Lambda::Function', {
       Properties: { Runtime: 'nodejs22.x', Architectures: ['arm64'], Handler: 'index.handler' },
     });
-    expect(Object.keys(functions)).toHaveLength(5);
+    expect(Object.keys(functions)).toHaveLength(6);
   });
 
   it('get the table name, the sweep policy, the auth mode and the Powertools settings', () => {
@@ -53,11 +60,11 @@ describe('functions', () => {
         },
       },
     });
-    expect(Object.keys(functions)).toHaveLength(5);
+    expect(Object.keys(functions)).toHaveLength(6);
   });
 
   it('log to their own log group with a retention', () => {
-    template.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 30 }, 5);
+    template.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 30 }, 6);
     template.hasResourceProperties('AWS::Lambda::Function', {
       LoggingConfig: { LogFormat: 'JSON', LogGroup: { Ref: Match.stringLikeRegexp('Logs') } },
     });
@@ -95,6 +102,7 @@ describe('functions', () => {
         partitions: ['NS#*'],
         resource: expect.stringMatching(TABLE),
       },
+      ZONES,
     ]);
   });
 
@@ -102,6 +110,7 @@ describe('functions', () => {
     const iam = synthTemplate({ context: { authMode: 'iam' } });
     expect(dynamoGrants(ROLES.connect, iam)).toEqual([
       expect.objectContaining({ partitions: ['NS#*'] }),
+      ZONES,
       {
         actions: ['dynamodb:PutItem'],
         partitions: ['CONN#*'],
@@ -127,6 +136,7 @@ describe('functions', () => {
         partitions: ['CONN#*'],
         resource: expect.stringMatching(TABLE),
       },
+      ZONES,
     ]);
   });
 
@@ -158,8 +168,13 @@ describe('functions', () => {
         resource: expect.stringMatching(TABLE),
       },
       {
-        actions: ['dynamodb:GetItem', 'dynamodb:PutItem'],
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
         partitions: ['SWEEPER', 'CONFIG'],
+        resource: expect.stringMatching(TABLE),
+      },
+      {
+        actions: ['dynamodb:Query', 'dynamodb:UpdateItem'],
+        partitions: ['ZONE'],
         resource: expect.stringMatching(TABLE),
       },
       {
@@ -168,6 +183,57 @@ describe('functions', () => {
         resource: expect.stringMatching(/RegistryTable[0-9A-F]+","Arn"\]},"\/index\/sweep"/),
       },
     ]);
+  });
+
+  it('the EC2 state-change function may only query the instance index (keys) and delete entries', () => {
+    expect(dynamoGrants(ROLES.ec2StateChange)).toEqual([
+      {
+        actions: ['dynamodb:DeleteItem'],
+        partitions: ['NS#*'],
+        resource: expect.stringMatching(TABLE),
+      },
+      ZONES,
+      {
+        actions: ['dynamodb:Query'],
+        partitions: undefined,
+        resource: expect.stringMatching(/RegistryTable[0-9A-F]+","Arn"\]},"\/index\/instance"/),
+      },
+    ]);
+  });
+
+  it('run the EC2 state-change function on shutting-down and terminated instances only, by default', () => {
+    template.hasResourceProperties('AWS::Events::Rule', {
+      EventPattern: {
+        source: ['aws.ec2'],
+        'detail-type': ['EC2 Instance State-change Notification'],
+        detail: { state: ['shutting-down', 'terminated'] },
+      },
+      Targets: [Match.objectLike({ RetryPolicy: Match.objectLike({ MaximumRetryAttempts: 3 }) })],
+    });
+    const stopping = synthTemplate({ context: { ec2States: 'terminated,stopping,stopped' } });
+    stopping.hasResourceProperties('AWS::Events::Rule', {
+      EventPattern: Match.objectLike({ detail: { state: ['terminated', 'stopping', 'stopped'] } }),
+    });
+  });
+
+  it('pass the fail-static options to the functions', () => {
+    const tuned = synthTemplate({
+      context: { disruptionThreshold: '70%', holdBound: '30m', secondaryDeletesPerSecond: '0.5' },
+    });
+    const functions = tuned.findResources('AWS::Lambda::Function', {
+      Properties: {
+        Environment: {
+          Variables: Match.objectLike({
+            [ENV.disruptionThreshold]: '0.7',
+            [ENV.holdBound]: '30m',
+            [ENV.secondaryDeletesPerSecond]: '0.5',
+            [ENV.disruptionWindow]: '5m',
+            [ENV.ec2States]: 'shutting-down,terminated',
+          }),
+        },
+      },
+    });
+    expect(Object.keys(functions)).toHaveLength(6);
   });
 
   it.each(Object.keys(ROLES) as (keyof typeof ROLES)[])(
@@ -260,6 +326,6 @@ describe('functions', () => {
         },
       },
     });
-    expect(Object.keys(functions)).toHaveLength(5);
+    expect(Object.keys(functions)).toHaveLength(6);
   });
 });

@@ -158,10 +158,42 @@ describe('alarms and dashboard', () => {
     });
   });
 
+  it('alarms when the sweeper holds deletions or resumed them past the hold bound', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmDescription: Match.stringLikeRegexp('sweeper is holding deletions'),
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      Metrics: Match.arrayWith([
+        Match.objectLike({ Expression: 'FILL(held, 0) + FILL(expired, 0)' }),
+        Match.objectLike({
+          Id: 'held',
+          MetricStat: Match.objectLike({
+            Metric: Match.objectLike({ MetricName: 'SweepHeld', Namespace: 'WorkloadRegistrar' }),
+          }),
+        }),
+        Match.objectLike({
+          Id: 'expired',
+          MetricStat: Match.objectLike({
+            Metric: Match.objectLike({ MetricName: 'SweepHoldExpired' }),
+          }),
+        }),
+      ]),
+    });
+  });
+
+  it('shows held and slowed deletions by zone on the dashboard', () => {
+    const body = JSON.stringify(template.findResources('AWS::CloudWatch::Dashboard'));
+    expect(body).toMatch(/SELECT SUM\(SweepHeld\) FROM SCHEMA\([^)]*Zone, service\) GROUP BY Zone/);
+    expect(body).toMatch(
+      /SELECT SUM\(SweepSlowed\) FROM SCHEMA\([^)]*Zone, service\) GROUP BY Zone/,
+    );
+  });
+
   it('sends every alarm, and its recovery, to the alarm topic', () => {
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
-    // faults + refusal spike + 5 functions x (errors, throttles) + missed sweeps + $connect
-    expect(alarms.length).toBe(1 + 1 + 5 * 2 + 1 + 1);
+    // faults + refusal spike + 6 functions x (errors, throttles) + missed sweeps + $connect
+    // + sweep held
+    expect(alarms.length).toBe(1 + 1 + 6 * 2 + 1 + 1 + 1);
     for (const alarm of alarms) {
       expect(alarm.Properties.AlarmActions).toEqual([expect.objectContaining(TOPIC_SHAPE)]);
       expect(alarm.Properties.OKActions).toEqual([expect.objectContaining(TOPIC_SHAPE)]);
