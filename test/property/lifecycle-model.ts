@@ -21,6 +21,8 @@ interface ModelEntry {
   /** Connections whose disconnect came while they held nothing. */
   departed: Set<string>;
   health?: ModelHealth;
+  /** How the last holder went away (while disconnected). */
+  departure?: 'clean' | 'abnormal';
 }
 
 export interface ModelReport {
@@ -55,22 +57,31 @@ export class LifecycleModel {
     if (entry.connectedAt !== undefined && entry.connectedAt > at) return 'joined';
     entry.connectedAt = at;
     entry.disconnectedAt = undefined;
+    entry.departure = undefined;
     entry.newest = id;
     return 'reconnected';
   }
 
-  disconnect(id: string, at: number): 'disconnected' | 'still-held' | 'not-holder' {
+  disconnect(
+    id: string,
+    at: number,
+    departure: 'clean' | 'abnormal' = 'abnormal',
+  ): 'disconnected' | 'still-held' | 'not-holder' {
     const entry = this.#entry;
     if (!entry) return 'not-holder';
     if (!entry.holders.has(id)) {
       entry.departed.add(id);
       return 'not-holder';
     }
-    return this.drop([id], at);
+    return this.drop([id], at, departure);
   }
 
-  /** Holders proved gone (a liveness check), or one that disconnected. */
-  drop(ids: string[], at: number): 'disconnected' | 'still-held' | 'not-holder' {
+  /** Holders proved gone (a liveness check: abnormal), or one that disconnected. */
+  drop(
+    ids: string[],
+    at: number,
+    departure: 'clean' | 'abnormal' = 'abnormal',
+  ): 'disconnected' | 'still-held' | 'not-holder' {
     const entry = this.#entry;
     if (!entry) return 'not-holder';
     for (const id of ids) entry.holders.delete(id);
@@ -78,6 +89,7 @@ export class LifecycleModel {
     entry.connectedAt = undefined;
     entry.newest = undefined;
     entry.disconnectedAt = at;
+    entry.departure = departure;
     return 'disconnected';
   }
 
@@ -98,9 +110,14 @@ export class LifecycleModel {
     return transitioned ? 'transitioned' : 'refreshed';
   }
 
-  sweep(now: number): void {
+  /**
+   * The sweeper's rules. `held` (fail static): an entry that went away abnormally, or looks
+   * stale, is never deleted; a clean departure is deleted after the grace period regardless.
+   */
+  sweep(now: number, held = false): void {
     const entry = this.#entry;
     if (!entry) return;
+    if (held && !(entry.connectedAt === undefined && entry.departure === 'clean')) return;
     const stale =
       entry.connectedAt !== undefined &&
       now - entry.connectedAt > 1.5 * this.#policy.maxConnectionAgeMs;
@@ -125,6 +142,7 @@ export class LifecycleModel {
       connectionIds: [...entry.holders.keys()].sort(),
       holderSince: Object.fromEntries(entry.holders),
       newestConnectionId: entry.newest,
+      departure: entry.departure,
       health: entry.health,
     };
   }

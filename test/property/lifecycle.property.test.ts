@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ISTIO_API_VERSION } from '../../lib/domain/model.ts';
 import type { SweepPolicy } from '../../lib/domain/sweep-policy.ts';
-import { runSweep } from '../../lib/registration/sweep.ts';
+import { runSweep, type SweepStore } from '../../lib/registration/sweep.ts';
 import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import type { ConnectChange } from '../../lib/store/registry-store.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
@@ -23,13 +23,13 @@ const policy: SweepPolicy = { gracePeriodMs: 5 * MINUTE, maxConnectionAgeMs: 2 *
 const NS = 'prop';
 
 type Op =
-  | { kind: 'connect'; delay: number; loseDisconnect: boolean }
+  | { kind: 'connect'; delay: number; loseDisconnect: boolean; clean: boolean }
   | { kind: 'close'; pick: number }
   | { kind: 'deliver'; pick: number; duplicate: boolean }
   | { kind: 'overtaken' }
   | { kind: 'liveness' }
   | { kind: 'health'; pick: number; healthy: boolean; delay: number }
-  | { kind: 'sweep' }
+  | { kind: 'sweep'; held: boolean }
   | { kind: 'advance'; ms: number };
 
 const op: fc.Arbitrary<Op> = fc.oneof(
@@ -43,6 +43,8 @@ const op: fc.Arbitrary<Op> = fc.oneof(
         { weight: 1, arbitrary: fc.integer({ min: 1, max: 4 }) },
       ),
       loseDisconnect: fc.boolean(),
+      // How it will close: 1000 from an agent that stops, or dropped (1006).
+      clean: fc.boolean(),
     }),
   },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('close' as const), pick: fc.nat() }) },
@@ -67,7 +69,11 @@ const op: fc.Arbitrary<Op> = fc.oneof(
       delay: fc.integer({ min: 0, max: 3 }),
     }),
   },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('sweep' as const) }) },
+  {
+    weight: 2,
+    // A sweep in the fail-static hold (every zone disrupted) or in normal mode.
+    arbitrary: fc.record({ kind: fc.constant('sweep' as const), held: fc.boolean() }),
+  },
   {
     weight: 3,
     arbitrary: fc.record({
@@ -88,6 +94,8 @@ interface Connection {
   /** The connect was accepted: the connection holds the entry until its disconnect lands. */
   holds: boolean;
   loseDisconnect: boolean;
+  /** It closes with 1000 (a deliberate departure) rather than dropping. */
+  clean: boolean;
   closedAt?: number;
   /** Its `$disconnect` reached the store. */
   delivered: boolean;
@@ -148,6 +156,7 @@ async function tellStory(story: number, ops: Op[]): Promise<void> {
           live: true,
           holds: outcome !== 'departed',
           loseDisconnect: step.loseDisconnect,
+          clean: step.clean,
           delivered: false,
           checkedGone: false,
         });
@@ -166,6 +175,7 @@ async function tellStory(story: number, ops: Op[]): Promise<void> {
           live: false,
           holds: outcome !== 'departed',
           loseDisconnect: true,
+          clean: false,
           closedAt: now,
           // Its $disconnect came first, so it did not end the holding.
           delivered: false,
@@ -197,8 +207,14 @@ async function tellStory(story: number, ops: Op[]): Promise<void> {
         if (!step.duplicate) pending.splice(index, 1);
         const at = connection.closedAt ?? now;
         connection.delivered = true;
-        const result = await store.leave({ connectionId: connection.id, entry: ref, at });
-        expect(result.outcome).toBe(model.disconnect(connection.id, at));
+        const departure = connection.clean ? 'clean' : 'abnormal';
+        const result = await store.leave({
+          connectionId: connection.id,
+          entry: ref,
+          at,
+          departure,
+        });
+        expect(result.outcome).toBe(model.disconnect(connection.id, at, departure));
         break;
       }
       case 'health': {
@@ -215,20 +231,32 @@ async function tellStory(story: number, ops: Op[]): Promise<void> {
         break;
       }
       case 'sweep': {
-        await runSweep(store, {
+        const before = await store.getEntry(ref);
+        await runSweep(failStaticView(store, step.held, now), {
           now,
           policy,
           maxDeletes: 1000,
           deletesPerSecond: 1e6,
           sleep: async () => {},
+          failStatic: FAIL_STATIC,
         });
-        model.sweep(now);
-        assertSweptWhenAbandoned(
-          connections,
-          now,
-          lastLiveness,
-          (await store.getEntry(ref)) !== undefined,
-        );
+        model.sweep(now, step.held);
+        const exists = (await store.getEntry(ref)) !== undefined;
+        // The guard: a hold never deletes an entry that went away abnormally or looks stale.
+        const deliberate =
+          before?.connection?.connectedAt === undefined &&
+          before?.connection?.departure === 'clean';
+        if (step.held && before && !deliberate) expect(exists).toBe(true);
+        // A deliberate departure is deleted once its grace period is over, hold or not.
+        const disconnectedAt = before?.connection?.disconnectedAt;
+        if (
+          deliberate &&
+          disconnectedAt !== undefined &&
+          now - disconnectedAt >= policy.gracePeriodMs
+        ) {
+          expect(exists).toBe(false);
+        }
+        if (!step.held) assertSweptWhenAbandoned(connections, now, lastLiveness, exists);
         break;
       }
       case 'advance': {
@@ -290,6 +318,34 @@ function assertSweptWhenAbandoned(
   if (graceOver || (staleOver && !markedDisconnected)) expect(exists).toBe(false);
 }
 
+const FAIL_STATIC = {
+  threshold: 0.55,
+  windowMs: 5 * MINUTE,
+  secondaryDeletesPerSecond: 0.1,
+  holdBoundMs: HOUR,
+  sweepIntervalMs: MINUTE,
+};
+
+/**
+ * The real store, with the fail-static state forced: held (the only zone is all away, nobody
+ * connected) or normal (nothing away). Which counters lead there is the sweep tests' subject;
+ * here it is the guard the sweep applies to one entry's lifecycle.
+ */
+function failStaticView(store: DynamoDbRegistryStore, held: boolean, now: number): SweepStore {
+  return {
+    sweepCandidates: (cutoffs, limit, states) => store.sweepCandidates(cutoffs, limit, states),
+    deleteSwept: (record) => store.deleteSwept(record),
+    connectedIn: (windows, limit) => store.connectedIn(windows, limit),
+    dropHolders: (entry, gone, at) => store.dropHolders(entry, gone, at),
+    livenessMark: () => store.livenessMark(),
+    setLivenessMark: (at) => store.setLivenessMark(at),
+    zoneCounts: async () => (held ? [{ zone: '-', connected: 0, away: 1 }] : []),
+    newestConnectAt: async () => now,
+    disruptionRecord: async () => undefined,
+    saveDisruptionRecord: async () => {},
+  };
+}
+
 function connectChange(
   ref: { namespace: string; name: string },
   connectionId: string,
@@ -322,6 +378,7 @@ function summarize(record: NonNullable<Awaited<ReturnType<DynamoDbRegistryStore[
     connectionIds: record.connection?.connectionIds ?? [],
     holderSince: record.connection?.holderSince ?? {},
     newestConnectionId: record.connection?.newestConnectionId,
+    departure: record.connection?.departure,
     health: record.health,
   };
 }
