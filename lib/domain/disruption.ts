@@ -88,6 +88,19 @@ export interface DisruptionRecord {
   away: number;
   /** The policy the last run applied, for `registrar sweep status`. */
   policy?: DisruptionPolicy;
+  /** Each recent run's zone populations (see {@link PopulationSample}), oldest first. */
+  population?: PopulationSample[];
+}
+
+/**
+ * A zone's population at one run: its entries connected plus those away abnormally. A zone's
+ * share is taken against its largest recent population, not the one left now: when 8 of 10
+ * VMs leave cleanly and 2 crash, 2 of 10 went away abnormally (a VM's own fault), not 2 of 2
+ * (which would look like a zone-wide outage and hold the two back).
+ */
+export interface PopulationSample {
+  at: EpochMillis;
+  zones: Record<string, number>;
 }
 
 /**
@@ -99,7 +112,7 @@ export interface DisruptionRecord {
 export type SweepMode = 'normal' | 'held' | 'hold-expired' | 'released';
 
 export interface ZoneStatus extends ZoneCount {
-  /** away / (connected + away); 0 for an empty zone. */
+  /** away / the zone's largest population over the lookback; 0 for an empty zone. */
   share: number;
   disrupted: boolean;
 }
@@ -115,6 +128,8 @@ export interface DisruptionState {
   zones: ZoneStatus[];
   /** Entries away abnormally, all zones. */
   away: number;
+  /** The populations of the lookback, this run's last: what the next run compares against. */
+  population: PopulationSample[];
 }
 
 export interface DisruptionInput {
@@ -124,7 +139,26 @@ export interface DisruptionInput {
   newestConnectAt: EpochMillis | undefined;
   previous: DisruptionRecord | undefined;
   policy: DisruptionPolicy;
+  /**
+   * How far back a zone's population counts: the window plus the grace period (an entry that
+   * went away at the window's start is due only a grace period later). Default the window.
+   */
+  lookbackMs?: number;
+  /**
+   * The gateway's maximum connection age: every live VM reconnects at least once per this
+   * long, which tells how many connects a quiet window should have seen. Unset: the quiet
+   * window is always telling.
+   */
+  maxConnectionAgeMs?: number;
 }
+
+/**
+ * A quiet window proves an outage only where rotation alone should have produced this many
+ * connects in it: the chance of none at all by luck is then below 1% (e^-5). At the defaults
+ * (5 min, 2 h) that takes 120 VMs; a smaller fleet relies on its zones' shares (an outage
+ * drops every VM abnormally), so one crashed VM in a quiet small fleet is not held for an hour.
+ */
+export const MIN_EXPECTED_CONNECTS = 5;
 
 /**
  * Decides the mode of this run from the zone counters and the previous run's record.
@@ -138,7 +172,11 @@ export interface DisruptionInput {
 export function evaluateDisruption(input: DisruptionInput): DisruptionState {
   const { now, policy, previous } = input;
   const sticky = new Set(previous?.disruptedZones ?? []);
-  const zones = input.zones.map((count) => zoneStatus(count, policy.threshold, sticky));
+  const population = populationOf(input);
+  const peak = peakOf(population);
+  const zones = input.zones.map((count) =>
+    zoneStatus(count, policy.threshold, sticky, peak[count.zone] ?? 0),
+  );
   const populated = zones.filter((zone) => zone.connected + zone.away > 0);
   const away = populated.reduce((sum, zone) => sum + zone.away, 0);
   const holdSince = previous?.holdSince;
@@ -147,6 +185,7 @@ export function evaluateDisruption(input: DisruptionInput): DisruptionState {
     since: sinceOf(previous, mode, now),
     zones,
     away,
+    population,
     ...(previous?.reason ? { reason: previous.reason } : {}),
     ...(holdSince !== undefined ? { holdSince, holdUntil: holdSince + policy.holdBoundMs } : {}),
     ...(mode === 'released' && previous?.releasedAt !== undefined
@@ -158,22 +197,59 @@ export function evaluateDisruption(input: DisruptionInput): DisruptionState {
   if (previous?.releasedAt !== undefined && disrupted) return after('released');
   if (previous?.mode === 'hold-expired' && away > 0) return after('hold-expired');
 
-  const reason = holdReason(input, populated, away);
-  if (!reason) return { mode: 'normal', since: sinceOf(previous, 'normal', now), zones, away };
+  const reason = holdReason(input, populated, away, peak);
+  if (!reason) {
+    return { mode: 'normal', since: sinceOf(previous, 'normal', now), zones, away, population };
+  }
   // A hold goes on: it keeps its start, so the bound counts from the first held run.
   const start = holdSince ?? now;
-  const base = { reason, holdSince: start, holdUntil: start + policy.holdBoundMs, zones, away };
+  const base = {
+    reason,
+    holdSince: start,
+    holdUntil: start + policy.holdBoundMs,
+    zones,
+    away,
+    population,
+  };
   if (now >= base.holdUntil) {
     return { ...base, mode: 'hold-expired', since: sinceOf(previous, 'hold-expired', now) };
   }
   return { ...base, mode: 'held', since: sinceOf(previous, 'held', now) };
 }
 
-function zoneStatus(count: ZoneCount, threshold: number, sticky: Set<string>): ZoneStatus {
+/** The lookback's samples, this run's added last (one per run; a few per zone). */
+function populationOf(input: DisruptionInput): PopulationSample[] {
+  const lookbackMs = input.lookbackMs ?? input.policy.windowMs;
+  const current: PopulationSample = { at: input.now, zones: {} };
+  for (const count of input.zones) {
+    current.zones[count.zone] = Math.max(0, count.connected) + Math.max(0, count.away);
+  }
+  const recent = (input.previous?.population ?? []).filter(
+    (sample) => sample.at < input.now && input.now - sample.at <= lookbackMs,
+  );
+  return [...recent, current];
+}
+
+function peakOf(samples: readonly PopulationSample[]): Record<string, number> {
+  const peak: Record<string, number> = {};
+  for (const sample of samples) {
+    for (const [zone, size] of Object.entries(sample.zones)) {
+      peak[zone] = Math.max(peak[zone] ?? 0, size);
+    }
+  }
+  return peak;
+}
+
+function zoneStatus(
+  count: ZoneCount,
+  threshold: number,
+  sticky: Set<string>,
+  peak: number,
+): ZoneStatus {
   // Counters may drift below zero (a retried decrement); a share is never negative.
   const connected = Math.max(0, count.connected);
   const away = Math.max(0, count.away);
-  const total = connected + away;
+  const total = Math.max(connected + away, peak);
   const share = total === 0 ? 0 : away / total;
   const disrupted = share > threshold || (sticky.has(count.zone) && away > 0);
   return { zone: count.zone, connected, away, share, disrupted };
@@ -189,6 +265,7 @@ function holdReason(
   input: DisruptionInput,
   populated: readonly ZoneStatus[],
   away: number,
+  peak: Record<string, number>,
 ): HoldReason | undefined {
   // The share itself, not the sticky flag: a hold ends as soon as the VMs are mostly back,
   // and the few still away are left to their zones' (slowed) pace.
@@ -198,8 +275,13 @@ function holdReason(
   const quiet =
     input.newestConnectAt === undefined ||
     input.now - input.newestConnectAt > input.policy.windowMs;
-  if (away > 0 && quiet) return 'no-connects';
-  return undefined;
+  if (away === 0 || !quiet) return undefined;
+  const fleet = Object.values(peak).reduce((sum, size) => sum + size, 0);
+  const expected =
+    input.maxConnectionAgeMs === undefined
+      ? Number.POSITIVE_INFINITY
+      : (fleet * input.policy.windowMs) / input.maxConnectionAgeMs;
+  return expected >= MIN_EXPECTED_CONNECTS ? 'no-connects' : undefined;
 }
 
 function sinceOf(previous: DisruptionRecord | undefined, mode: SweepMode, now: EpochMillis) {
@@ -252,6 +334,7 @@ export function nextRecord(
     evaluatedAt: now,
     disruptedZones: state.zones.filter((zone) => zone.disrupted).map((zone) => zone.zone),
     away: state.away,
+    population: state.population,
   };
   if (state.holdSince !== undefined) record.holdSince = state.holdSince;
   if (state.reason !== undefined) record.reason = state.reason;

@@ -141,13 +141,23 @@ export async function runSweep(store: SweepStore, options: SweepOptions): Promis
 async function deleteDue(store: SweepStore, options: SweepOptions, result: SweepResult) {
   const sleep = options.sleep ?? realSleep;
   const outOfTime = options.outOfTime ?? (() => false);
-  const guard = options.failStatic ? await failStaticGuard(store, options, result) : undefined;
+  const guard = options.failStatic
+    ? await failStaticGuard(store, options, result).catch((error: unknown) => {
+        // Without the counters the run cannot tell a fault from departures: it deletes only
+        // clean departures (never held anyway) and leaves the rest, and the record, to the
+        // next run.
+        recordFailure(result, error);
+        return undefined;
+      })
+    : undefined;
+  const unknown = options.failStatic !== undefined && guard === undefined;
   // Spacing deletions evenly: 1000 ms / 50 per second = one every 20 ms.
   const intervalMs = 1000 / options.deletesPerSecond;
   let attempts = 0;
   // While held, the abnormal (D) and stale (C) shards are not even read: a hold costs no
   // reads per held entry, and clean departures (L, read first) are never stuck behind them.
-  const states: SweepIndexState[] = guard?.state.mode === 'held' ? ['L'] : ['L', 'D', 'C'];
+  const states: SweepIndexState[] =
+    guard?.state.mode === 'held' || unknown ? ['L'] : ['L', 'D', 'C'];
   const candidates = store.sweepCandidates(
     sweepCutoffs(options.now, options.policy),
     options.maxDeletes,
@@ -158,6 +168,7 @@ async function deleteDue(store: SweepStore, options: SweepOptions, result: Sweep
       result.candidatesRead += 1;
       if (!isDueForSweep(record, options.now, options.policy)) continue;
       const zone = zoneOf(record.entry.spec.locality);
+      if (unknown && !isDeliberate(record)) continue;
       const guarded = guard !== undefined && !isDeliberate(record);
       if (guarded && guard.state.mode === 'held') {
         add(result.held, zone);
@@ -222,6 +233,8 @@ async function failStaticGuard(store: SweepStore, options: SweepOptions, result:
     newestConnectAt,
     previous,
     policy,
+    lookbackMs: policy.windowMs + options.policy.gracePeriodMs,
+    maxConnectionAgeMs: options.policy.maxConnectionAgeMs,
   });
   const credit = refillCredit(state, previous, options.now, policy);
   result.disruption = { ...state, previousMode: previous?.mode };

@@ -245,8 +245,9 @@ describe('disruption-aware sweeping', () => {
 
   it('holds when entries went away abnormally and no VM could connect for the window', async () => {
     const { store } = await freshStore();
+    // 130 VMs rotating at least every 2 h should make 5 connects in 5 minutes: none is telling.
     const a = await fleet(store, 'a', ZONE_A, 10, T0);
-    await fleet(store, 'b', ZONE_B, 10, T0);
+    await fleet(store, 'b', ZONE_B, 120, T0);
     await leaveAll(store, a.slice(0, 2), T0, T0 + MINUTE, 'abnormal');
 
     const result = await sweep(store, T0 + 10 * MINUTE);
@@ -258,6 +259,19 @@ describe('disruption-aware sweeping', () => {
     const next = await sweep(store, T0 + 12 * MINUTE);
     expect(next.disruption?.mode).toBe('normal');
     expect(next.deleted).toHaveLength(2);
+  });
+
+  it('does not read a quiet window as an outage in a fleet too small to have rotated in it', async () => {
+    const { store } = await freshStore();
+    // 20 VMs make under one connect per 5 minutes: a crashed VM is deleted after its grace.
+    const a = await fleet(store, 'a', ZONE_A, 10, T0);
+    await fleet(store, 'b', ZONE_B, 10, T0);
+    await leaveAll(store, a.slice(0, 2), T0, T0 + MINUTE, 'abnormal');
+
+    const result = await sweep(store, T0 + 10 * MINUTE);
+
+    expect(result.disruption?.mode).toBe('normal');
+    expect(result.deleted).toHaveLength(2);
   });
 
   it('releases a hold on the operator word, until the disruption is over', async () => {

@@ -102,6 +102,45 @@ describe('evaluateDisruption', () => {
     expect(evaluate(zones, { newestConnectAt: NOW - 5 * MINUTE }).mode).toBe('normal');
   });
 
+  it('measures a zone against its largest recent population: VMs that left cleanly still count', () => {
+    // 10 VMs; 8 leave cleanly, 2 crash: 2 of 10 went away abnormally, not 2 of 2.
+    const before = evaluate([{ zone: 'a', connected: 10, away: 0 }]);
+    const after = evaluate([{ zone: 'a', connected: 0, away: 2 }], {
+      previous: nextRecord(before, {}, NOW),
+      now: NOW + MINUTE,
+    });
+    expect(after.zones[0]).toMatchObject({ share: 0.2, disrupted: false });
+    expect(after.mode).toBe('normal');
+    // Without the earlier run (or once it is older than the lookback), 2 of 2.
+    const forgotten = evaluateDisruption({
+      now: NOW + 6 * MINUTE,
+      zones: [{ zone: 'a', connected: 0, away: 2 }],
+      newestConnectAt: NOW,
+      previous: nextRecord(before, {}, NOW),
+      policy,
+      lookbackMs: 5 * MINUTE,
+    });
+    expect(forgotten.zones[0]?.share).toBe(1);
+  });
+
+  it('reads a quiet window as an outage only in a fleet large enough to have rotated in it', () => {
+    const quiet = { newestConnectAt: NOW - 10 * MINUTE, policy, now: NOW, previous: undefined };
+    // 100 VMs rotating at least every 2 h: about 4 connects expected in 5 min, below 5.
+    const small = evaluateDisruption({
+      ...quiet,
+      zones: [{ zone: 'a', connected: 99, away: 1 }],
+      maxConnectionAgeMs: 120 * MINUTE,
+    });
+    expect(small.mode).toBe('normal');
+    // 200 VMs: about 8 expected, and none came: an outage.
+    const large = evaluateDisruption({
+      ...quiet,
+      zones: [{ zone: 'a', connected: 199, away: 1 }],
+      maxConnectionAgeMs: 120 * MINUTE,
+    });
+    expect(large).toMatchObject({ mode: 'held', reason: 'no-connects' });
+  });
+
   it('does not hold a quiet fleet with nobody away', () => {
     const state = evaluate([{ zone: 'a', connected: 3, away: 0 }], { newestConnectAt: undefined });
     expect(state.mode).toBe('normal');
