@@ -84,11 +84,9 @@ export async function connectUpgrade(
 
   const authorizer = await authorize(settings, request, base);
   if (!authorizer.allow) {
-    settings.log('info', 'upgrade refused by the authorizer', {
-      connectionId,
-      ...authorizer.refusal,
-    });
-    const { statusCode, message } = authorizer.refusal;
+    const { statusCode, message, reason } = authorizer.refusal;
+    // Not `message` (the HTTP body's): Powertools drops that key with a warning of its own.
+    settings.log('info', 'upgrade refused by the authorizer', { connectionId, statusCode, reason });
     return refuseUpgrade(socket, statusCode, JSON.stringify({ message }), authorizer.headers);
   }
 

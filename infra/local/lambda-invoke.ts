@@ -1,5 +1,6 @@
 import type { Context } from 'aws-lambda';
 import { lambdaContext } from './gateway-events.ts';
+import { inInvocationScope } from './invocation-scope.ts';
 
 /**
  * A Lambda handler as the gateway calls it. The event parameter is `never` so any handler,
@@ -40,7 +41,10 @@ export async function invokeLambda(
     );
   });
   try {
-    return await Promise.race([Promise.resolve().then(() => call(event, context)), deadline]);
+    const invocation = inInvocationScope(context.awsRequestId, () =>
+      Promise.resolve().then(() => call(event, context)),
+    );
+    return await Promise.race([invocation, deadline]);
   } finally {
     clearTimeout(timer);
   }

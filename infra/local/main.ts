@@ -4,12 +4,13 @@
  * and stops cleanly on Ctrl-C or SIGTERM (every connection gets its $disconnect first).
  */
 import { dirname, join } from 'node:path';
+import { type ConsoleSettings, loggerLevelFor } from './console-log.ts';
 import { OptionsError, parseLocalOptions } from './options.ts';
+import type { LocalRuntimeOptions } from './runtime.ts';
 
-// Powertools reads these when the handlers' modules load, so they are set before the runtime
-// is imported: EMF metric lines are for CloudWatch, not for a developer's terminal.
+// Powertools reads this when the handlers' modules load, so it is set before the runtime is
+// imported: EMF metric lines are for CloudWatch, not for a developer's terminal.
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-process.env.POWERTOOLS_LOG_LEVEL ??= process.env.LOG_LEVEL ?? 'WARN';
 
 async function main(): Promise<number> {
   let command: ReturnType<typeof parseLocalOptions>;
@@ -24,6 +25,10 @@ async function main(): Promise<number> {
     process.stdout.write(command.text);
     return 0;
   }
+
+  // Read by Powertools when the handlers load, like POWERTOOLS_METRICS_DISABLED above.
+  process.env.POWERTOOLS_LOG_LEVEL = loggerLevelFor(command.console);
+  if (command.console.format === 'human') await humanConsole(command);
 
   const { startLocalRuntime } = await import('./runtime.ts');
   const { describeSweepPolicy } = await import('../../lib/config.ts');
@@ -42,8 +47,10 @@ async function main(): Promise<number> {
       `  WebSocket URL:    ${runtime.url}`,
       `  @connections:     ${runtime.managementUrl}/@connections/{id}`,
       `  DynamoDB:         ${runtime.dynamoDbEndpoint} (table ${runtime.tableName}, ${command.options.memory ? 'in memory' : `kept in ${dataDir}`})`,
+      `  auth mode:        ${describeAuthMode(runtime.config.authMode, command.options)}`,
       `  sweep policy:     ${describeSweepPolicy(runtime.config)}`,
       `  CLI target:       ${cliTarget}`,
+      `  console:          ${describeConsole(command.console)}`,
       'Press Ctrl-C to stop.',
       '',
     ].join('\n'),
@@ -60,6 +67,37 @@ async function main(): Promise<number> {
   await runtime.close();
   process.stdout.write('stopped\n');
   return 0;
+}
+
+/** Renders the functions' log lines as one short line per event (console-log.ts). */
+async function humanConsole(command: { options: LocalRuntimeOptions; console: ConsoleSettings }) {
+  const { logger } = await import('../../lib/observability.ts');
+  const { DEFAULTS } = await import('../../lib/config.ts');
+  const { parseDuration } = await import('../../lib/domain/duration.ts');
+  const { createRenderer, installConsole, renderingConsole } = await import('./console-log.ts');
+  const render = createRenderer({
+    gracePeriodMs: command.options.gracePeriodMs ?? parseDuration(DEFAULTS.gracePeriod) ?? 0,
+    maxConnectionAgeMs:
+      command.options.maxConnectionAgeMs ?? parseDuration(DEFAULTS.maxConnectionAge) ?? 0,
+    level: command.console.level,
+  });
+  installConsole(
+    logger,
+    renderingConsole(render, (line) => process.stdout.write(line)),
+  );
+}
+
+function describeAuthMode(mode: string, options: LocalRuntimeOptions): string {
+  return mode === 'iam'
+    ? `iam (SigV4-presigned upgrades, ${options.iamCallers?.length ?? 0} caller(s) from --iam-callers)`
+    : 'token (agents present a join token: npx registrar token create -n <namespace>)';
+}
+
+function describeConsole(settings: ConsoleSettings): string {
+  const level = `LOG_LEVEL=${settings.level.toLowerCase()}`;
+  return settings.format === 'json'
+    ? `the functions' JSON log lines (${level})`
+    : `one line per event (${level}; --log-format json for the raw lines)`;
 }
 
 main().then(

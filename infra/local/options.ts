@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { parseDuration } from '../../lib/domain/duration.ts';
 import { parseTargets } from '../../lib/projection/projector-config.ts';
+import { type ConsoleSettings, parseConsoleLevel } from './console-log.ts';
 import { LOCAL_DEFAULTS } from './defaults.ts';
 import type { LocalRuntimeOptions } from './runtime.ts';
 import { type IamCallerCredentials, validateCallers } from './sigv4-verifier.ts';
@@ -15,7 +16,7 @@ export class OptionsError extends Error {}
 
 export type ParsedCommand =
   | { kind: 'help'; text: string }
-  | { kind: 'run'; options: LocalRuntimeOptions };
+  | { kind: 'run'; options: LocalRuntimeOptions; console: ConsoleSettings };
 
 const DURATIONS = {
   'grace-period': { env: 'REGISTRAR_GRACE_PERIOD', key: 'gracePeriodMs' },
@@ -49,7 +50,11 @@ Options (a flag wins over its environment variable):
   --projection-interval <d>   REGISTRAR_PROJECTION_INTERVAL how often the projector reconciles (default 10s)
   --auth-mode <m>             REGISTRAR_AUTH_MODE           token (join tokens, default) or iam (SigV4, as the stack's authMode=iam)
   --iam-callers <path>        REGISTRAR_IAM_CALLERS         iam mode: JSON/YAML list of {accessKeyId, secretAccessKey, arn} that may sign
+  --log-format <f>            REGISTRAR_LOG_FORMAT          human: one line per event (default); json: the functions' raw JSON lines
   --help                                                    show this help
+
+LOG_LEVEL (debug, info, warn, error, silent; default info) sets what the console shows:
+events are info, warnings and refusals warn; debug adds every other line.
 
 Durations: 500ms, 10s, 5m, 2h (or combined, 1h30m).
 `;
@@ -79,6 +84,7 @@ export function parseLocalOptions(
         'projection-interval': { type: 'string' },
         'auth-mode': { type: 'string' },
         'iam-callers': { type: 'string' },
+        'log-format': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -139,7 +145,28 @@ export function parseLocalOptions(
     }
     options.iamCallers = readIamCallers(callers.value, callers.source);
   }
-  return { kind: 'run', options };
+  return { kind: 'run', options, console: consoleSettings(pick, env) };
+}
+
+/** --log-format and LOG_LEVEL (Powertools' POWERTOOLS_LOG_LEVEL wins, as in the functions). */
+function consoleSettings(
+  pick: (flag: string, variable: string) => { value: string; source: string } | undefined,
+  env: Record<string, string | undefined>,
+): ConsoleSettings {
+  const format = pick('log-format', 'REGISTRAR_LOG_FORMAT');
+  if (format && format.value !== 'human' && format.value !== 'json') {
+    throw new OptionsError(`invalid ${format.source} '${format.value}': must be human or json`);
+  }
+  const levelSource = ['POWERTOOLS_LOG_LEVEL', 'LOG_LEVEL'].find((name) => env[name]);
+  let level: ConsoleSettings['level'] = 'INFO';
+  if (levelSource) {
+    try {
+      level = parseConsoleLevel(env[levelSource] ?? '', levelSource);
+    } catch (error) {
+      throw new OptionsError((error as Error).message);
+    }
+  }
+  return { format: format?.value === 'json' ? 'json' : 'human', level };
 }
 
 /** The callers file: a JSON or YAML list (YAML is a superset of JSON, so one parser reads both). */

@@ -23,6 +23,7 @@ import {
   startGateway,
 } from './gateway.ts';
 import { lambdaContext } from './gateway-events.ts';
+import { inInvocationScope } from './invocation-scope.ts';
 import { claimRuntimeFiles } from './runtime-files.ts';
 import type { IamCallerCredentials } from './sigv4-verifier.ts';
 import { startSweepTimer } from './sweep-timer.ts';
@@ -176,7 +177,10 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     await files.listening(gateway.url);
 
     const sweeper = createSweeperHandler(deps);
-    const sweepNow = () => sweeper({}, lambdaContext('registrar-sweeper', region, 15 * 60_000));
+    const sweepNow = () => {
+      const context = lambdaContext('registrar-sweeper', region, 15 * 60_000);
+      return inInvocationScope(context.awsRequestId, () => sweeper({}, context));
+    };
     const timer = await startSweepTimer(sweepNow, sweepIntervalMs, (error) =>
       logger.error('sweep failed', { error: String(error) }),
     );

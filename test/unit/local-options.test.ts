@@ -114,6 +114,27 @@ describe('npm start options', () => {
     expect(refusal([], { [variable]: value })).toContain(`invalid ${variable} '${value}'`);
   });
 
+  it('prints one line per event by default, at LOG_LEVEL info', () => {
+    const parsed = parseLocalOptions([], {});
+    expect(parsed.kind === 'run' && parsed.console).toEqual({ format: 'human', level: 'INFO' });
+  });
+
+  it('takes --log-format (or REGISTRAR_LOG_FORMAT) and LOG_LEVEL', () => {
+    const parsed = parseLocalOptions(['--log-format', 'json'], { LOG_LEVEL: 'debug' });
+    expect(parsed.kind === 'run' && parsed.console).toEqual({ format: 'json', level: 'DEBUG' });
+    const fromEnv = parseLocalOptions([], { REGISTRAR_LOG_FORMAT: 'json', LOG_LEVEL: 'WARN' });
+    expect(fromEnv.kind === 'run' && fromEnv.console).toEqual({ format: 'json', level: 'WARN' });
+  });
+
+  it('refuses an unknown log format or level, naming it and the value', () => {
+    expect(refusal(['--log-format', 'pretty'])).toBe(
+      "invalid --log-format 'pretty': must be human or json",
+    );
+    expect(refusal([], { LOG_LEVEL: 'verbose' })).toBe(
+      "invalid LOG_LEVEL 'verbose': must be one of trace, debug, info, warn, error, critical, silent",
+    );
+  });
+
   it('refuses an unknown flag and a flag without its value', () => {
     expect(refusal(['--grace', '5m'])).toContain("'--grace'");
     expect(refusal(['--port'])).toContain('--port');
