@@ -119,7 +119,9 @@ function renderEvent(
         ? `; dropped ${record.phantomHoldersDropped.length} gone connection(s)`
         : '';
       if (outcome === 'disconnected') {
-        return info(`disconnected ${entry} (last holder left: connection ${connectionId}${dropped})`);
+        return info(
+          `disconnected ${entry} (last holder left: connection ${connectionId}${dropped})`,
+        );
       }
       if (outcome === 'still-held') {
         return info(`connection ${connectionId} left ${entry}; still held by another${dropped}`);
