@@ -141,6 +141,24 @@ describe('evaluateDisruption', () => {
     expect(large).toMatchObject({ mode: 'held', reason: 'no-connects' });
   });
 
+  it('leaves a fleet with nobody connected to the zone shares, not to the quiet window', () => {
+    // Every VM is gone: 8 left cleanly (no longer counted), 2 crashed; no connect can be read.
+    const state = evaluateDisruption({
+      now: NOW,
+      zones: [
+        { zone: 'a', connected: 0, away: 1 },
+        { zone: 'b', connected: 0, away: 1 },
+      ],
+      newestConnectAt: undefined,
+      previous: {
+        ...nextRecord(evaluate([{ zone: 'a', connected: 5, away: 0 }]), {}, NOW - MINUTE),
+        population: [{ at: NOW - MINUTE, zones: { a: 5, b: 5 } }],
+      },
+      policy,
+    });
+    expect(state.mode).toBe('normal');
+  });
+
   it('does not hold a quiet fleet with nobody away', () => {
     const state = evaluate([{ zone: 'a', connected: 3, away: 0 }], { newestConnectAt: undefined });
     expect(state.mode).toBe('normal');
