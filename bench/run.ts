@@ -46,6 +46,33 @@ const sections: Record<string, Section> = {
       );
     },
   },
+  disruption: {
+    title: 'Fail static: deletion rate and the reads of the decision, normal / slowed / held',
+    run: async () => {
+      const { measureDisruptionCost } = await import('./disruption-cost.ts');
+      const rows = await measureDisruptionCost(Number(process.env.BENCH_DISRUPTION_ENTRIES ?? 600));
+      table(
+        [
+          'mode',
+          'away',
+          'run 1 deleted',
+          'run 1 pace /s',
+          'deletions/s (10 runs)',
+          'decision items read',
+          'run items read',
+        ],
+        rows.map((r) => [
+          r.mode,
+          r.away,
+          r.firstRunDeleted,
+          r.firstRunPace.toFixed(1),
+          r.deletesPerSecond.toFixed(2),
+          r.decisionItemsRead,
+          r.runItemsRead,
+        ]),
+      );
+    },
+  },
   load: {
     title: 'Local end-to-end: agents connecting at once through the local gateway',
     run: async () => {
