@@ -19,16 +19,17 @@ const GATEWAY_GOING_AWAY = 'Going away';
 
 /**
  * Reads a `$disconnect`'s close code and reason (API Gateway's `disconnectStatusCode` and
- * `disconnectReason`). Clean: the client closed with 1000, or with 1001 and a reason of its
- * own. Anything else is abnormal: 1006 (no close frame: a crash, a network or gateway fault),
- * 1005, and API Gateway's own 1001 "Going away" (idle timeout, maximum age), which an agent
- * that lives never reaches (it pings and rotates before both).
+ * `disconnectReason`). Clean: the client closed with a close frame of its own: 1000, 1005 (a
+ * close frame without a code), or 1001 with a reason of its own. The close handshake itself
+ * proves the path to the VM worked. Anything else is abnormal: 1006 (no close frame: a crash,
+ * a network or gateway fault), errors, and API Gateway's own 1001 "Going away" (idle timeout,
+ * maximum age), which an agent that lives never reaches (it pings and rotates before both).
  */
 export function departureOf(
   code: number | null | undefined,
   reason?: string | null,
 ): DepartureKind {
-  if (code === 1000) return 'clean';
+  if (code === 1000 || code === 1005) return 'clean';
   if (code === 1001 && reason !== undefined && reason !== null && reason !== '') {
     return reason === GATEWAY_GOING_AWAY ? 'abnormal' : 'clean';
   }

@@ -38,11 +38,13 @@ describe('departureOf', () => {
     expect(departureOf(1000, 'agent closing')).toBe('clean');
     expect(departureOf(1000, '')).toBe('clean');
     expect(departureOf(1001, 'shutting down')).toBe('clean');
+    // A close frame without a code: the peer closed on purpose.
+    expect(departureOf(1005, '')).toBe('clean');
   });
 
-  it("reads no close frame, 1006, 1005 and API Gateway's own Going away as abnormal", () => {
+  it("reads no close frame (1006), errors and API Gateway's own Going away as abnormal", () => {
     expect(departureOf(1006, 'Connection closed abnormally')).toBe('abnormal');
-    expect(departureOf(1005, '')).toBe('abnormal');
+    expect(departureOf(1011, 'internal error')).toBe('abnormal');
     expect(departureOf(1001, 'Going away')).toBe('abnormal');
     expect(departureOf(undefined)).toBe('abnormal');
     expect(departureOf(null, null)).toBe('abnormal');
