@@ -168,6 +168,16 @@ function renderEvent(
       const because = reason === undefined ? '' : ` ${reason}`;
       return warn(`refused $connect with ${record.statusCode}${because}${connection}`);
     }
+    case 'projection failing':
+      return warn(`projection into cluster ${clusterOf(record)} failing: ${record.cause}`);
+    case 'projection recovered':
+      return info(`projection into cluster ${clusterOf(record)} recovered`);
+    case 'projected':
+      return info(
+        `projected: ${record.action} ${record.kind} ${record.namespace}/${record.name} in cluster ${record.cluster}`,
+      );
+    case 'entry not projected':
+      return warn(`not projected: ${record.kind} ${record.entry}: ${record.reason}`);
     case 'gateway: closing connection':
       return info(`gateway closes connection ${connectionId}: ${record.why}`);
     default:
@@ -177,6 +187,10 @@ function renderEvent(
 
 const info = (text: string): Event => ({ level: 'INFO', text });
 const warn = (text: string): Event => ({ level: 'WARN', text });
+
+function clusterOf(record: LogRecord): string {
+  return `${record.cluster} (${record.server})`;
+}
 
 function routeOf(functionName: unknown): string {
   switch (functionName) {

@@ -6,7 +6,7 @@
 import { dirname, join } from 'node:path';
 import { type ConsoleSettings, loggerLevelFor } from './console-log.ts';
 import { OptionsError, parseLocalOptions } from './options.ts';
-import type { LocalRuntimeOptions } from './runtime.ts';
+import type { LocalRuntime, LocalRuntimeOptions } from './runtime.ts';
 
 // Powertools reads this when the handlers' modules load, so it is set before the runtime is
 // imported: EMF metric lines are for CloudWatch, not for a developer's terminal.
@@ -49,6 +49,9 @@ async function main(): Promise<number> {
       `  DynamoDB:         ${runtime.dynamoDbEndpoint} (table ${runtime.tableName}, ${command.options.memory ? 'in memory' : `kept in ${dataDir}`})`,
       `  auth mode:        ${describeAuthMode(runtime.config.authMode, command.options)}`,
       `  sweep policy:     ${describeSweepPolicy(runtime.config)}`,
+      ...(runtime.projection
+        ? [`  projection:       ${describeProjection(runtime.projection)}`]
+        : []),
       `  CLI target:       ${cliTarget}`,
       `  console:          ${describeConsole(command.console)}`,
       'Press Ctrl-C to stop.',
@@ -91,6 +94,11 @@ function describeAuthMode(mode: string, options: LocalRuntimeOptions): string {
   return mode === 'iam'
     ? `iam (SigV4-presigned upgrades, ${options.iamCallers?.length ?? 0} caller(s) from --iam-callers)`
     : 'token (agents present a join token: npx registrar token create -n <namespace>)';
+}
+
+function describeProjection(projection: NonNullable<LocalRuntime['projection']>): string {
+  const { targets, cluster, context, files } = projection;
+  return `${targets.join(', ')} into cluster ${cluster.name} (${cluster.server}), context ${context} of ${files.join(', ')}`;
 }
 
 function describeConsole(settings: ConsoleSettings): string {

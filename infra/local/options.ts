@@ -45,7 +45,9 @@ Options (a flag wins over its environment variable):
                                                             check: its $connect may still be running (default 30s)
   --data-dir <path>           REGISTRAR_DATA_DIR            where the registry and local.json are kept (default ${LOCAL_DEFAULTS.dataDir})
   --memory                                                  keep the registry in memory only (local.json in a temp dir)
-  --kubeconfig <path>         REGISTRAR_KUBECONFIG          project the registry into this cluster (docs/kubernetes.md)
+  --project                                                 project the registry into the cluster of the kubeconfig kubectl uses (docs/kubernetes.md)
+  --kubeconfig <path>         REGISTRAR_KUBECONFIG          project, with this kubeconfig (default: KUBECONFIG, else ~/.kube/config)
+  --context <name>            REGISTRAR_KUBE_CONTEXT        project, into this kubeconfig context (default: its current context)
   --projection-targets <l>    REGISTRAR_PROJECTION_TARGETS  istio, linkerd, endpointslices, comma-separated (default istio)
   --projection-interval <d>   REGISTRAR_PROJECTION_INTERVAL how often the projector reconciles (default 10s)
   --auth-mode <m>             REGISTRAR_AUTH_MODE           token (join tokens, default) or iam (SigV4, as the stack's authMode=iam)
@@ -80,6 +82,8 @@ export function parseLocalOptions(
         'data-dir': { type: 'string' },
         memory: { type: 'boolean' },
         kubeconfig: { type: 'string' },
+        context: { type: 'string' },
+        project: { type: 'boolean' },
         'projection-targets': { type: 'string' },
         'projection-interval': { type: 'string' },
         'auth-mode': { type: 'string' },
@@ -114,6 +118,9 @@ export function parseLocalOptions(
   if (values.memory) options.memory = true;
   const kubeconfig = pick('kubeconfig', 'REGISTRAR_KUBECONFIG');
   if (kubeconfig) options.kubeconfig = kubeconfig.value;
+  const context = pick('context', 'REGISTRAR_KUBE_CONTEXT');
+  if (context) options.kubeContext = context.value;
+  if (values.project) options.project = true;
   const targets = pick('projection-targets', 'REGISTRAR_PROJECTION_TARGETS');
   if (targets) {
     try {

@@ -1,3 +1,4 @@
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Cluster } from '../../lib/projection/cluster.ts';
 import { kubeConfigFromFile } from '../../lib/projection/cluster-access.ts';
 import { createKubernetesCluster } from '../../lib/projection/kubernetes-cluster.ts';
@@ -5,8 +6,10 @@ import { type ProjectorDeps, reconcile } from '../../lib/projection/projector.ts
 import type { ProjectionReport, Target } from '../../lib/projection/report.ts';
 
 export interface ProjectorLoopOptions {
-  kubeconfigPath: string;
-  /** kubeconfig context; its current context when absent. */
+  /** The cluster's kubeconfig, resolved as kubectl does (lib/projection/kubeconfig.ts)... */
+  kubeConfig?: KubeConfig;
+  /** ...or a kubeconfig file, with its current context unless `context` names one. */
+  kubeconfigPath?: string;
   context?: string;
   store: ProjectorDeps['store'];
   intervalMs: number;
@@ -27,8 +30,11 @@ export interface ProjectorLoop {
  * comes while one is going is skipped (the next run sees everything anyway).
  */
 export function startProjectorLoop(options: ProjectorLoopOptions): ProjectorLoop {
+  if (!options.kubeConfig && !options.kubeconfigPath) {
+    throw new Error('startProjectorLoop needs kubeConfig or kubeconfigPath');
+  }
   const cluster: Cluster = createKubernetesCluster(
-    kubeConfigFromFile(options.kubeconfigPath, options.context),
+    options.kubeConfig ?? kubeConfigFromFile(options.kubeconfigPath ?? '', options.context),
   );
   let running: Promise<void> | undefined;
   let stopped = false;

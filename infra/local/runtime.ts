@@ -67,8 +67,16 @@ export interface LocalRuntimeOptions {
   writeLocalJson?: boolean;
   /** The functions' log level (Powertools). */
   logLevel?: LogLevel;
-  /** Project the registry into the cluster of this kubeconfig (dynalite has no streams: a loop). */
+  /**
+   * Project the registry into a cluster (dynalite has no streams: a loop). On with `project`,
+   * `kubeconfig` or `kubeContext`; the kubeconfig is found as kubectl finds it: this file,
+   * else the `KUBECONFIG` list, else `~/.kube/config` (lib/projection/kubeconfig.ts).
+   */
   kubeconfig?: string;
+  /** The kubeconfig context to project into; its current context when absent. */
+  kubeContext?: string;
+  /** Project with the kubeconfig kubectl would use. */
+  project?: boolean;
   /** Default istio. */
   projectionTargets?: readonly Target[];
   /** Default 10 s. */
@@ -99,6 +107,13 @@ export interface LocalRuntime {
   localJsonPath?: string;
   /** Things worth telling the user at start (a stale lock taken over). */
   notices: readonly string[];
+  /** Where the registry is projected, when it is. */
+  projection?: {
+    files: readonly string[];
+    context: string;
+    cluster: { name: string; server: string };
+    targets: readonly Target[];
+  };
   /** Runs the sweeper now (as the EventBridge schedule would). */
   sweepNow(): Promise<SweeperSummary>;
   /** Stops the sweeper, closes every connection (each gets $disconnect), then the store. */
@@ -186,21 +201,37 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     );
     cleanup.unshift(() => timer.stop());
 
-    if (options.kubeconfig) {
+    let projection: LocalRuntime['projection'];
+    if (options.project || options.kubeconfig || options.kubeContext) {
       // Loaded only when asked for: the Kubernetes client is large and most runs do not need it.
+      const { resolveKubeConfig } = await import('../../lib/projection/kubeconfig.ts');
       const { startProjectorLoop } = await import('./projector-loop.ts');
-      const { describeReport } = await import('../../lib/projection/report.ts');
+      const { projectionStatus } = await import('./projection-status.ts');
+      const target = resolveKubeConfig({
+        ...(options.kubeconfig ? { kubeconfig: options.kubeconfig } : {}),
+        ...(options.kubeContext ? { context: options.kubeContext } : {}),
+      });
+      const targets = options.projectionTargets ?? ['istio'];
+      projection = {
+        files: target.files,
+        context: target.context,
+        cluster: target.cluster,
+        targets,
+      };
+      const status = projectionStatus(
+        { cluster: target.cluster.name, server: target.cluster.server },
+        {
+          info: (message, fields) => logger.info(message, fields),
+          warn: (message, fields) => logger.warn(message, fields),
+        },
+      );
       const projector = startProjectorLoop({
-        kubeconfigPath: options.kubeconfig,
+        kubeConfig: target.config,
         store: deps.store,
         intervalMs: options.projectionIntervalMs ?? LOCAL_DEFAULTS.projectionIntervalMs,
-        targets: options.projectionTargets ?? ['istio'],
-        onReport: (report) => {
-          if (report.changes.length + report.errors.length + report.problems.length > 0) {
-            logger.info(`projector: ${describeReport(report)}`);
-          }
-        },
-        onError: (error) => logger.error('projector: reconcile failed', { error: String(error) }),
+        targets,
+        onReport: (report) => status.report(report),
+        onError: (error) => status.failed(error),
       });
       cleanup.unshift(() => projector.stop());
     }
@@ -224,6 +255,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       config: deps.config,
       ...(options.writeLocalJson ? { localJsonPath: localJson } : {}),
       notices: files.notices,
+      ...(projection ? { projection } : {}),
       sweepNow,
       close: once(() => runAll(cleanup)),
     };

@@ -3,15 +3,16 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { AwsCredentialIdentity, Provider } from '@smithy/types';
 import type { Cluster } from './cluster.ts';
 import { createEksToken } from './eks-token.ts';
+import { resolveKubeConfig } from './kubeconfig.ts';
 import { createKubernetesCluster } from './kubernetes-cluster.ts';
 import type { ProjectorConfig } from './projector-config.ts';
 
-/** A kubeconfig file, as kubectl reads it (current context unless one is named). */
+/**
+ * A kubeconfig file, as kubectl reads it (current context unless one is named); a missing
+ * file or context is a KubeconfigError that says which (kubeconfig.ts).
+ */
 export function kubeConfigFromFile(path: string, context?: string): KubeConfig {
-  const config = new KubeConfig();
-  config.loadFromFile(path);
-  if (context) config.setCurrentContext(context);
-  return config;
+  return resolveKubeConfig({ kubeconfig: path, ...(context ? { context } : {}) }).config;
 }
 
 export interface EksAccess {

@@ -256,10 +256,7 @@ function statusOf(error: unknown): number | undefined {
 
 /** The API server's Status message (e.g. 422's field errors), with what was being done. */
 function toClusterError(error: unknown, doing: string): ClusterError {
-  if (!(error instanceof ApiException)) {
-    const message = error instanceof Error ? error.message : String(error);
-    return new ClusterError(`${doing}: ${message}`, 0);
-  }
+  if (!(error instanceof ApiException)) return new ClusterError(`${doing}: ${failure(error)}`, 0);
   const status = parseStatus(error.body);
   const reason = status?.reason;
   const detail = status?.message ?? (typeof error.body === 'string' ? error.body : error.message);
@@ -268,6 +265,21 @@ function toClusterError(error: unknown, doing: string): ClusterError {
     error.code,
     reason,
   );
+}
+
+/**
+ * fetch's own message is only `fetch failed`; why (connection refused, no such host, a TLS
+ * certificate the kubeconfig does not trust) is in its cause: `fetch failed (connect
+ * ECONNREFUSED 127.0.0.1:6443)`.
+ */
+function failure(error: unknown): string {
+  if (!(error instanceof Error)) return String(error);
+  const cause = error.cause;
+  if (!(cause instanceof Error)) return error.message;
+  // Several addresses tried (IPv4 and IPv6): an AggregateError with an empty message.
+  const first = cause instanceof AggregateError ? cause.errors[0] : undefined;
+  const why = cause.message || (first instanceof Error ? first.message : '') || String(cause.name);
+  return `${error.message} (${why})`;
 }
 
 function parseStatus(body: unknown): { message?: string; reason?: string } | undefined {

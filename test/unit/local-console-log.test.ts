@@ -220,6 +220,29 @@ describe('the local console', () => {
     ]);
   });
 
+  it('tells projection failing, recovering and projecting, naming the cluster', () => {
+    const where = { cluster: 'kind-mesh', server: 'https://127.0.0.1:6443' };
+    expect(
+      lines([
+        { level: 'WARN', message: 'projection failing', ...where, cause: 'fetch failed (x)' },
+        { level: 'INFO', message: 'projection recovered', ...where },
+        {
+          level: 'INFO',
+          message: 'projected',
+          ...where,
+          kind: 'WorkloadEntry',
+          action: 'created',
+          namespace: 'shop',
+          name: 'web-a',
+        },
+      ]),
+    ).toEqual([
+      'projection into cluster kind-mesh (https://127.0.0.1:6443) failing: fetch failed (x)',
+      'projection into cluster kind-mesh (https://127.0.0.1:6443) recovered',
+      'projected: created WorkloadEntry shop/web-a in cluster kind-mesh',
+    ]);
+  });
+
   it('renders an error with its name and message, without the Lambda envelope', () => {
     expect(
       lines([

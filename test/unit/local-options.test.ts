@@ -114,6 +114,13 @@ describe('npm start options', () => {
     expect(refusal([], { [variable]: value })).toContain(`invalid ${variable} '${value}'`);
   });
 
+  it('projects with --project, --kubeconfig or --context (REGISTRAR_KUBE_CONTEXT)', () => {
+    expect(run(['--project'])).toMatchObject({ project: true });
+    expect(run(['--context', 'kind-mesh'])).toMatchObject({ kubeContext: 'kind-mesh' });
+    expect(run([], { REGISTRAR_KUBE_CONTEXT: 'prod' })).toMatchObject({ kubeContext: 'prod' });
+    expect(run([])).not.toHaveProperty('project');
+  });
+
   it('prints one line per event by default, at LOG_LEVEL info', () => {
     const parsed = parseLocalOptions([], {});
     expect(parsed.kind === 'run' && parsed.console).toEqual({ format: 'human', level: 'INFO' });
