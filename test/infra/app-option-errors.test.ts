@@ -1,0 +1,43 @@
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+/**
+ * `cdk synth -c gracePeriod=0m` as the CDK CLI runs the app: `node infra/app.ts` with the
+ * context in CDK_CONTEXT_JSON. A bad option is one line naming it and its value, exit 1; it
+ * used to come inside a Node stack trace of the app.
+ */
+let outdir: string;
+beforeEach(() => {
+  outdir = mkdtempSync(join(tmpdir(), 'cdk-out-'));
+});
+afterEach(() => rmSync(outdir, { recursive: true, force: true }));
+
+function synth(context: Record<string, string>) {
+  return spawnSync(process.execPath, ['infra/app.ts'], {
+    encoding: 'utf8',
+    env: { ...process.env, CDK_OUTDIR: outdir, CDK_CONTEXT_JSON: JSON.stringify(context) },
+    timeout: 60_000,
+  });
+}
+
+describe('cdk synth with a bad option', () => {
+  it.each([
+    [
+      { gracePeriod: '0m' },
+      "workload-registrar: invalid stack option gracePeriod (value '0m'): must be a positive duration such as 500ms, 10s, 5m or 2h, got '0m'; set it with cdk deploy -c <option>=<value>",
+    ],
+    [
+      { authMode: 'oauth' },
+      "workload-registrar: invalid stack option authMode (value 'oauth'): must be 'token' or 'iam'; set it with cdk deploy -c <option>=<value>",
+    ],
+  ])('prints the message alone for %j and exits 1', (context, message) => {
+    const result = synth(context);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toBe(`${message}\n`);
+    expect(result.stderr).not.toMatch(/\n\s+at |StackOptionsError/);
+    expect(result.stdout).toBe('');
+  });
+});
