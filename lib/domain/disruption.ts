@@ -273,14 +273,13 @@ function holdReason(
   if (populated.length > 0 && populated.every((zone) => zone.share > input.policy.threshold)) {
     return 'all-zones-disrupted';
   }
-  // The newest connect is read from the connected entries: with none connected at all (every
-  // VM left, or an outage dropped them all) there is nothing to read it from, and the zones'
-  // shares decide alone (an outage puts every zone above the threshold).
-  const connected = populated.reduce((sum, zone) => sum + zone.connected, 0);
+  // The newest connect is read from the connected entries themselves (the sweep index, not
+  // the counters, which may drift): with none connected at all (every VM left, or an outage
+  // dropped them all) there is no window to judge, and the zones' shares decide alone (an
+  // outage puts every zone above the threshold).
   const quiet =
-    input.newestConnectAt === undefined
-      ? connected > 0
-      : input.now - input.newestConnectAt > input.policy.windowMs;
+    input.newestConnectAt !== undefined &&
+    input.now - input.newestConnectAt > input.policy.windowMs;
   if (away === 0 || !quiet) return undefined;
   const fleet = Object.values(peak).reduce((sum, size) => sum + size, 0);
   const expected =
