@@ -7,7 +7,6 @@ vi.hoisted(() => {
 });
 
 import { appendFileSync } from 'node:fs';
-import { type RunningDynamo, startDynalite } from '../../infra/local/dynalite-server.ts';
 import { startLocalRuntime } from '../../infra/local/runtime.ts';
 import { createJoinToken } from '../../lib/auth/join-token.ts';
 import { isConnected, renderWorkloadEntry } from '../../lib/domain/entry-record.ts';
@@ -16,13 +15,9 @@ import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
 import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
 import { type HttpTarget, startHttpTarget, waitFor } from '../fixtures/agent-targets.ts';
-import {
-  type AgentTestbed,
-  NAMESPACE,
-  type TestAgent,
-  testbedFor,
-} from '../fixtures/agent-testbed.ts';
-import { type FaultPlan, type FaultProxy, startFaultProxy } from '../fixtures/fault-proxy.ts';
+import { NAMESPACE, type TestAgent, testbedFor } from '../fixtures/agent-testbed.ts';
+import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+import { type FaultPlan, startFaultProxy } from '../fixtures/fault-proxy.ts';
 
 /**
  * The fault-injection suite: real agents against the real local runtime, whose every DynamoDB
@@ -93,12 +88,13 @@ const SCENARIOS: Scenario[] = [
   },
 ];
 
-let dynamo: RunningDynamo;
+/** dynalite, or DynamoDB Local in the CI's second run: the proxy stands before either. */
+let dynamo: TestDynamo;
 let healthyTarget: HttpTarget;
 let flippingTarget: HttpTarget;
 
 beforeAll(async () => {
-  dynamo = await startDynalite();
+  dynamo = await startTestDynamo();
   healthyTarget = await startHttpTarget(200);
   flippingTarget = await startHttpTarget(200);
 });
