@@ -1,0 +1,44 @@
+/**
+ * The stack variants a deploy can produce, synthesized in-process for the template check:
+ * token mode (the default), IAM mode, and the optional parts on (projector, alarm email).
+ * Bundling is skipped (esbuild does not change a template's shape; the real `cdk synth` in
+ * .ci/run bundles, and its template is checked too).
+ */
+import { readFileSync } from 'node:fs';
+import { App } from 'aws-cdk-lib';
+import { RegistrarStack } from '../infra/registrar-stack.ts';
+
+export interface TemplateVariant {
+  name: string;
+  /** Context as `cdk deploy -c key=value` sets it. */
+  context: Record<string, string>;
+}
+
+export const TEMPLATE_VARIANTS: readonly TemplateVariant[] = [
+  { name: 'token', context: {} },
+  { name: 'iam', context: { authMode: 'iam' } },
+  {
+    name: 'projector',
+    context: {
+      projectorClusterName: 'prod',
+      projectorEndpoint: 'https://ABC123.gr7.eu-west-1.eks.amazonaws.com',
+      projectorCertificateAuthority: 'LS0tLS1CRUdJTg==',
+      projectorTargets: 'istio,endpointslices',
+      alarmEmail: 'oncall@example.com',
+    },
+  },
+];
+
+/** The region the variants are synthesized for (as the CDK tests do). */
+export const VARIANT_REGION = 'eu-west-1';
+
+export function synthVariant(variant: TemplateVariant): Record<string, unknown> {
+  const cdkJson = JSON.parse(readFileSync(new URL('../cdk.json', import.meta.url), 'utf8'));
+  const app = new App({
+    context: { ...cdkJson.context, 'aws:cdk:bundling-stacks': [], ...variant.context },
+  });
+  const stack = new RegistrarStack(app, 'Registrar', {
+    env: { account: '123456789012', region: VARIANT_REGION },
+  });
+  return app.synth().getStackByName(stack.stackName).template;
+}
