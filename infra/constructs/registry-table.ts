@@ -9,6 +9,7 @@ import {
 } from 'aws-cdk-lib/aws-dynamodb';
 import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
+import { EXPIRES_AT_ATTRIBUTE } from '../../lib/store/item-codec.ts';
 import { INSTANCE_INDEX, REGISTRY_TABLE, SWEEP_INDEX } from '../../lib/store/table-definition.ts';
 import type { TableAccess } from './table-access.ts';
 
@@ -31,6 +32,13 @@ export class RegistryTable extends Construct {
       // so enabling the projector later never touches the table; unread streams cost nothing.
       stream: StreamViewType.KEYS_ONLY,
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      // IAM-mode connection records carry `expiresAt` (epoch seconds, a day after the connect):
+      // records of refused connects and of lost `$disconnect`s expire instead of piling up.
+      // Tokens also carry an `expiresAt`, in milliseconds: read as seconds that is tens of
+      // thousands of years away, so TTL never removes a token (expired and revoked ones stay
+      // in `registrar token list`). TTL deletes reach the stream as CONN# keys, which the
+      // projector's NS# filter drops.
+      timeToLiveAttribute: EXPIRES_AT_ATTRIBUTE,
       // The registry (groups, tokens, IAM policies, entries the mesh routes to) is the state
       // of the system: neither `cdk destroy` nor a replaced resource may delete it.
       deletionProtection: true,
