@@ -11,6 +11,18 @@ import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 export const SERVICE_NAME = 'workload-registrar';
 export const METRICS_NAMESPACE = 'WorkloadRegistrar';
 
+// Powertools keeps per-invocation state in Lambda's InvokeStore whenever this variable is set.
+// A process started by one running the local runtime (which sets it for its own invocations)
+// inherits the variable but has no store, and Powertools would throw on its first use: outside
+// Lambda, without a store, the variable is not ours to honour.
+if (
+  process.env.AWS_LAMBDA_MAX_CONCURRENCY !== undefined &&
+  process.env.AWS_LAMBDA_FUNCTION_NAME === undefined &&
+  (globalThis as { awslambda?: { InvokeStore?: unknown } }).awslambda?.InvokeStore === undefined
+) {
+  delete process.env.AWS_LAMBDA_MAX_CONCURRENCY;
+}
+
 export const logger = new Logger({ serviceName: SERVICE_NAME });
 
 /** One counter per outcome (DESIGN: observability). */
