@@ -162,6 +162,13 @@ export interface DisruptionInput {
 export const MIN_EXPECTED_CONNECTS = 5;
 
 /**
+ * A hold needs at least this many entries away: with fewer, "every zone disrupted" is one or
+ * two VMs of a tiny fleet (100% of one VM is not a control-plane outage), and holding them
+ * would keep a crashed VM in the mesh for the hold's bound. Their zones still slow down.
+ */
+export const MIN_AWAY_TO_HOLD = 3;
+
+/**
  * Decides the mode of this run from the zone counters and the previous run's record.
  *
  * Deleting an away entry lowers its zone's share, so a share alone would let a slowed zone
@@ -268,6 +275,9 @@ function holdReason(
   away: number,
   peak: Record<string, number>,
 ): HoldReason | undefined {
+  // One or two VMs away are those VMs' own trouble: a fleet of one whose VM crashed is not an
+  // outage to hold for an hour.
+  if (away < MIN_AWAY_TO_HOLD) return undefined;
   // The share itself, not the sticky flag: a hold ends as soon as the VMs are mostly back,
   // and the few still away are left to their zones' (slowed) pace.
   if (populated.length > 0 && populated.every((zone) => zone.share > input.policy.threshold)) {

@@ -41,7 +41,7 @@ describe('dynalite', () => {
     }
   });
 
-  it('creates the on-demand table with the sparse sweep index', async () => {
+  it('creates the on-demand table with the sparse sweep and instance indexes', async () => {
     const server = await startDynalite();
     const raw = createDynamoDbClient({ region: 'us-east-1', endpoint: server.endpoint });
     try {
@@ -50,7 +50,11 @@ describe('dynalite', () => {
       const { Table } = await raw.send(new DescribeTableCommand({ TableName: 'registry' }));
       expect(Table?.TableStatus).toBe('ACTIVE');
       expect(Table?.BillingModeSummary?.BillingMode).toBe('PAY_PER_REQUEST');
-      expect(Table?.GlobalSecondaryIndexes?.map((index) => index.IndexName)).toEqual(['sweep']);
+      // The sparse sweep index, and the instance index EC2's state changes are looked up by.
+      expect(Table?.GlobalSecondaryIndexes?.map((index) => index.IndexName).sort()).toEqual([
+        'instance',
+        'sweep',
+      ]);
     } finally {
       raw.destroy();
       await server.close();

@@ -9,6 +9,7 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { MIN_AWAY_TO_HOLD } from '../../lib/domain/disruption.ts';
 import { ISTIO_API_VERSION } from '../../lib/domain/model.ts';
 import type { SweepPolicy } from '../../lib/domain/sweep-policy.ts';
 import { runSweep, type SweepStore } from '../../lib/registration/sweep.ts';
@@ -339,7 +340,8 @@ function failStaticView(store: DynamoDbRegistryStore, held: boolean, now: number
     dropHolders: (entry, gone, at) => store.dropHolders(entry, gone, at),
     livenessMark: () => store.livenessMark(),
     setLivenessMark: (at) => store.setLivenessMark(at),
-    zoneCounts: async () => (held ? [{ zone: '-', connected: 0, away: 1 }] : []),
+    // Enough away for a hold (one or two VMs away never hold: MIN_AWAY_TO_HOLD).
+    zoneCounts: async () => (held ? [{ zone: '-', connected: 0, away: MIN_AWAY_TO_HOLD }] : []),
     newestConnectAt: async () => now,
     disruptionRecord: async () => undefined,
     saveDisruptionRecord: async () => {},

@@ -138,7 +138,7 @@ describe('evaluateDisruption', () => {
     // 200 VMs: about 8 expected, and none came: an outage.
     const large = evaluateDisruption({
       ...quiet,
-      zones: [{ zone: 'a', connected: 199, away: 1 }],
+      zones: [{ zone: 'a', connected: 197, away: 3 }],
       maxConnectionAgeMs: 120 * MINUTE,
     });
     expect(large).toMatchObject({ mode: 'held', reason: 'no-connects' });
@@ -160,6 +160,14 @@ describe('evaluateDisruption', () => {
       policy,
     });
     expect(state.mode).toBe('normal');
+  });
+
+  it('does not hold for one or two VMs away, even when they are all of their zones', () => {
+    expect(evaluate([{ zone: 'a', connected: 0, away: 1 }]).mode).toBe('normal');
+    expect(evaluate([{ zone: 'a', connected: 0, away: 2 }]).mode).toBe('normal');
+    expect(evaluate([{ zone: 'a', connected: 0, away: 3 }]).mode).toBe('held');
+    // The zone itself still counts as disrupted: its deletions slow down.
+    expect(pacingOf(evaluate([{ zone: 'a', connected: 0, away: 2 }]), 'a')).toBe('slowed');
   });
 
   it('does not hold a quiet fleet with nobody away', () => {
