@@ -46,6 +46,27 @@ const sections: Record<string, Section> = {
       );
     },
   },
+  liveness: {
+    title: 'Liveness checks: GET @connections calls per connected VM per hour (1,000 VMs, 5 min)',
+    run: async () => {
+      const { measureLivenessCalls } = await import('./liveness-calls.ts');
+      const r = await measureLivenessCalls(Number(process.env.BENCH_LIVENESS_VMS ?? 1_000));
+      table(
+        ['VMs', 'interval', 'sweeps', 'calls', 'calls / VM / hour', 'budget', 'DynamoDB requests'],
+        [
+          [
+            r.vms,
+            `${r.livenessIntervalMin} min`,
+            r.sweeps,
+            r.managementCalls,
+            r.perVmPerHour.toFixed(2),
+            r.budgetPerVmPerHour,
+            formatCounts(r.requests),
+          ],
+        ],
+      );
+    },
+  },
   disruption: {
     title: 'Fail static: deletion rate and the reads of the decision, normal / slowed / held',
     run: async () => {
@@ -89,6 +110,8 @@ const sections: Record<string, Section> = {
           'connect p99 ms',
           'RSS idle MB',
           'RSS with connections MB',
+          'CPU ms/registration: all, main thread, busiest other thread',
+          'cores used',
         ],
         [
           [
@@ -101,6 +124,14 @@ const sections: Record<string, Section> = {
             r.connectP99Ms.toFixed(0),
             r.rssIdleMb.toFixed(0),
             r.rssWithConnectionsMb.toFixed(0),
+            [
+              r.cpuMsPerRegistration,
+              r.mainThreadCpuMsPerRegistration,
+              r.busiestOtherThreadCpuMsPerRegistration,
+            ]
+              .map((ms) => ms.toFixed(1))
+              .join(', '),
+            r.coresUsed.toFixed(2),
           ],
         ],
       );
