@@ -3,7 +3,7 @@ import type { ReconcileScope } from '../../lib/projection/projector.ts';
 import type { CommandRegistration } from './context.ts';
 
 interface ProjectOptions {
-  kubeconfig: string;
+  kubeconfig?: string;
   context?: string;
   targets: string;
   namespace?: string;
@@ -19,7 +19,10 @@ export const registerProject: CommandRegistration = (program, context) => {
   program
     .command('project')
     .description('reconcile the registry into a Kubernetes cluster once and print what changed')
-    .requiredOption('--kubeconfig <path>', 'kubeconfig of the cluster to write')
+    .option(
+      '--kubeconfig <path>',
+      'kubeconfig of the cluster to write (default: as kubectl finds it: KUBECONFIG, then ~/.kube/config)',
+    )
     .option('--context <name>', 'kubeconfig context (default: its current context)')
     .addOption(
       new Option('--targets <list>', 'comma-separated: istio, linkerd, endpointslices')
@@ -31,21 +34,25 @@ export const registerProject: CommandRegistration = (program, context) => {
     .action(async (options: ProjectOptions, command: Command) => {
       // Loaded here: @kubernetes/client-node is large and only this command needs it.
       const [
-        { kubeConfigFromFile },
+        { resolveKubeConfig },
         { createKubernetesCluster },
         { reconcile },
         { describeReport },
         { parseTargets },
       ] = await Promise.all([
-        import('../../lib/projection/cluster-access.ts'),
+        import('../../lib/projection/kubeconfig.ts'),
         import('../../lib/projection/kubernetes-cluster.ts'),
         import('../../lib/projection/projector.ts'),
         import('../../lib/projection/report.ts'),
         import('../../lib/projection/projector-config.ts'),
       ]);
-      const cluster = createKubernetesCluster(
-        kubeConfigFromFile(options.kubeconfig, options.context),
-      );
+      const { config } = resolveKubeConfig({
+        env: context.io.env,
+        ...(context.io.env.HOME ? { home: context.io.env.HOME } : {}),
+        ...(options.kubeconfig ? { kubeconfig: options.kubeconfig } : {}),
+        ...(options.context ? { context: options.context } : {}),
+      });
+      const cluster = createKubernetesCluster(config);
       const { catalog } = await context.stores(command);
       const scope: ReconcileScope = options.namespace
         ? { kind: 'namespaces', namespaces: [{ namespace: options.namespace }] }

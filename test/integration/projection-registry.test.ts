@@ -72,14 +72,18 @@ function handler() {
   return createProjectHandler({ store, connect: async () => cluster, targets: ['istio'] });
 }
 
-async function registrar(args: string[]) {
+async function registrar(args: string[], env: Record<string, string> = {}) {
   let stdout = '';
   let stderr = '';
   const code = await runCli(args, {
     stdout: { write: (text: string) => (stdout += text) },
     stderr: { write: (text: string) => (stderr += text) },
     stdin: Readable.from(['']),
-    env: { REGISTRAR_DYNAMODB_ENDPOINT: dynamo.endpoint, REGISTRAR_TABLE: dynamo.tableName },
+    env: {
+      REGISTRAR_DYNAMODB_ENDPOINT: dynamo.endpoint,
+      REGISTRAR_TABLE: dynamo.tableName,
+      ...env,
+    },
     cwd: dir,
   });
   return { code, stdout, stderr };
@@ -215,6 +219,18 @@ describe('registrar export and project', () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toContain('would have created WorkloadEntry shop/web-10-0-0-7');
     expect(api.writes()).toEqual([]);
+  });
+
+  it('project finds the cluster as kubectl does: KUBECONFIG without --kubeconfig', async () => {
+    const run = await registrar(['project', '--dry-run'], {
+      KUBECONFIG: `${join(dir, 'missing')}:${join(dir, 'kubeconfig')}`,
+      HOME: dir,
+    });
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const none = await registrar(['project', '--dry-run'], { HOME: dir });
+    expect(none.code).not.toBe(0);
+    expect(none.stderr).toContain(join(dir, '.kube', 'config'));
   });
 
   it('project runs one reconcile and prints each change', async () => {
