@@ -134,6 +134,8 @@ function renderEvent(
       const reason = typeof record.reason === 'string' ? `: ${record.reason}` : '';
       return info(`${entry} healthy -> ${String(record.healthy)}${reason}`);
     }
+    case 'workload draining':
+      return info(`${entry} healthy -> false: Draining (its agent is stopping)${connection}`);
     case 'entry swept':
       return info(
         record.reason === 'stale'

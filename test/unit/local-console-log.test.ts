@@ -88,6 +88,23 @@ describe('the local console', () => {
     ]);
   });
 
+  it('tells a drain as the health change it is', () => {
+    expect(
+      lines([
+        {
+          level: 'INFO',
+          message: 'workload draining',
+          ...envelope('registrar-message'),
+          connectionId: 'c1',
+          routeKey: 'drain',
+          entry: 'shop/web-10.0.0.12',
+        },
+      ]),
+    ).toEqual([
+      'shop/web-10.0.0.12 healthy -> false: Draining (its agent is stopping) (connection c1)',
+    ]);
+  });
+
   it('tells the last holder leaving apart from one of several', () => {
     const disconnected = (outcome: string, connectionId: string) => ({
       level: 'INFO',
