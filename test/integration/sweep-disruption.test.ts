@@ -1,20 +1,12 @@
-/**
- * Fail static, told over real storage (dynalite): the zone counters the lifecycle writes keep,
- * and the sweeper that reads them to slow or hold deletions. Times are explicit; pacing sleeps
- * are recorded, never waited.
- */
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DisruptionPolicy } from '../../lib/domain/disruption.ts';
 import { ISTIO_API_VERSION } from '../../lib/domain/model.ts';
 import type { SweepPolicy } from '../../lib/domain/sweep-policy.ts';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
-import { createDynamoDbClient, documentClientFor } from '../../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
-import { ensureTable } from '../../lib/store/ensure-table.ts';
+import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import type { ConnectChange } from '../../lib/store/registry-store.ts';
 import { countRequests } from '../../lib/store/request-counter.ts';
-import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -39,12 +31,8 @@ afterAll(async () => {
   await dynamo?.close();
 });
 
-async function freshStore() {
-  const raw = createDynamoDbClient({ region: 'us-east-1', endpoint: dynamo.endpoint });
-  const tableName = `disruption-${randomUUID()}`;
-  await ensureTable(raw, tableName);
-  const client = documentClientFor(raw);
-  return { store: new DynamoDbRegistryStore(client, tableName), client };
+function freshStore() {
+  return freshRegistry(dynamo.endpoint, 'disruption');
 }
 
 function connectChange(name: string, zone: string, at: number): ConnectChange {

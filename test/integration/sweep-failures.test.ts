@@ -1,12 +1,9 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ISTIO_API_VERSION } from '../../lib/domain/model.ts';
 import { runSweep, type SweepOptions, type SweepStore } from '../../lib/registration/sweep.ts';
-import { createDynamoDbClient, documentClientFor } from '../../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
-import { ensureTable } from '../../lib/store/ensure-table.ts';
+import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import type { ConnectChange } from '../../lib/store/registry-store.ts';
-import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 /**
  * A sweep run whose store fails some writes (after the SDK's own retries): each failure is
@@ -32,10 +29,7 @@ afterAll(async () => {
 });
 
 async function freshStore() {
-  const raw = createDynamoDbClient({ region: 'us-east-1', endpoint: dynamo.endpoint });
-  const tableName = `sweep-failures-${randomUUID()}`;
-  await ensureTable(raw, tableName);
-  return new DynamoDbRegistryStore(documentClientFor(raw), tableName);
+  return (await freshRegistry(dynamo.endpoint, 'sweep-failures')).store;
 }
 
 function connectChange(name: string, connectionId: string, connectedAt: number): ConnectChange {

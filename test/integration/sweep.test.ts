@@ -1,17 +1,13 @@
-import { randomUUID } from 'node:crypto';
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EntryRecord } from '../../lib/domain/entry-record.ts';
 import { ISTIO_API_VERSION, type WorkloadEntry } from '../../lib/domain/model.ts';
 import type { SweepPolicy } from '../../lib/domain/sweep-policy.ts';
 import { runSweep, type SweepOptions, type SweepStore } from '../../lib/registration/sweep.ts';
-import { createDynamoDbClient, documentClientFor } from '../../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
-import { ensureTable } from '../../lib/store/ensure-table.ts';
 import { encodeEntry } from '../../lib/store/item-codec.ts';
 import type { ConnectChange, RegistryStore } from '../../lib/store/registry-store.ts';
 import { countRequests } from '../../lib/store/request-counter.ts';
-import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -29,12 +25,8 @@ afterAll(async () => {
 });
 
 /** A fresh table on the shared server: every sweep reads its whole index. */
-async function freshStore() {
-  const raw = createDynamoDbClient({ region: 'us-east-1', endpoint: dynamo.endpoint });
-  const tableName = `sweep-${randomUUID()}`;
-  await ensureTable(raw, tableName);
-  const client = documentClientFor(raw);
-  return { store: new DynamoDbRegistryStore(client, tableName), client, tableName };
+function freshStore() {
+  return freshRegistry(dynamo.endpoint, 'sweep');
 }
 
 function template(name: string): WorkloadEntry {
