@@ -59,14 +59,20 @@ async function main(): Promise<number> {
     ].join('\n'),
   );
 
-  await new Promise<void>((resolve) => {
+  const storeFailed = await new Promise<Error | undefined>((resolve) => {
     const stop = (signal: string) => {
       process.stdout.write(`\n${signal}: stopping (closing connections, then the store)\n`);
-      resolve();
+      resolve(undefined);
     };
     process.once('SIGINT', () => stop('SIGINT'));
     process.once('SIGTERM', () => stop('SIGTERM'));
+    // The runtime has closed itself: agents reconnect to the next one started.
+    void runtime.storeFailed?.then(resolve);
   });
+  if (storeFailed) {
+    process.stderr.write(`registrar: ${storeFailed.message}\n`);
+    return 1;
+  }
   await runtime.close();
   process.stdout.write('stopped\n');
   return 0;

@@ -15,7 +15,8 @@ import { pongReply } from '../../lib/protocol/replies.ts';
 import { createDynamoDbClient } from '../../lib/store/dynamodb-client.ts';
 import { ensureTable } from '../../lib/store/ensure-table.ts';
 import { LOCAL_DEFAULTS } from './defaults.ts';
-import { type RunningDynamo, startDynalite } from './dynalite-server.ts';
+import type { RunningDynamo } from './dynalite-server.ts';
+import { startDynaliteThread } from './dynalite-thread.ts';
 import {
   type GatewayLog,
   type GatewayOptions,
@@ -114,6 +115,12 @@ export interface LocalRuntime {
     cluster: { name: string; server: string };
     targets: readonly Target[];
   };
+  /**
+   * Settles when the runtime's own store (dynalite, on its own thread) stopped unasked; the
+   * runtime has closed itself by then. Never settles with `dynamoDbEndpoint`. (Optional only so
+   * that a test can describe a runtime running in another process.)
+   */
+  storeFailed?: Promise<Error>;
   /** Runs the sweeper now (as the EventBridge schedule would). */
   sweepNow(): Promise<SweeperSummary>;
   /** Stops the sweeper, closes every connection (each gets $disconnect), then the store. */
@@ -138,13 +145,15 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   if (options.logLevel) logger.setLogLevel(options.logLevel);
 
   const files = await claimRuntimeFiles(options, dataDir);
-  let dynamo: RunningDynamo | undefined;
+  let dynamo: (RunningDynamo & { failed?: Promise<Error> }) | undefined;
   const closeStore = async () => dynamo?.close();
   const cleanup: (() => Promise<void>)[] = [closeStore, files.release];
   try {
     dynamo = options.dynamoDbEndpoint
       ? { endpoint: options.dynamoDbEndpoint, close: async () => {} }
-      : await startDynalite(files.keepsRegistry ? { dataDir: join(dataDir, 'dynalite') } : {});
+      : await startDynaliteThread(
+          files.keepsRegistry ? { dataDir: join(dataDir, 'dynalite') } : {},
+        );
     const deps = dependenciesFromEnv({
       ...functionEnv(options, dynamo.endpoint, tableName, region),
       // The sweeper's liveness windows are as wide as the timer's period.
@@ -250,14 +259,22 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       // Before the store closes: a CLI must not find a registrar that no longer answers.
       cleanup.splice(cleanup.indexOf(closeStore), 0, () => removeIfOurs(localJson, runtime.url));
     }
+    const close = once(() => runAll(cleanup));
+    // Without its store the runtime would accept agents it cannot register: it stops (its
+    // $disconnects fail, the store being gone) and `npm start` exits with the store's message.
+    const storeFailed = (dynamo.failed ?? new Promise<never>(() => {})).then(async (error) => {
+      await close().catch(() => {});
+      return error;
+    });
     return {
       ...runtime,
       config: deps.config,
       ...(options.writeLocalJson ? { localJsonPath: localJson } : {}),
       notices: files.notices,
       ...(projection ? { projection } : {}),
+      storeFailed,
       sweepNow,
-      close: once(() => runAll(cleanup)),
+      close,
     };
   } catch (error) {
     await runAll(cleanup);
