@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
@@ -18,6 +18,20 @@ export interface LocalLoad {
   connectP99Ms: number;
   rssIdleMb: number;
   rssWithConnectionsMb: number;
+  /**
+   * CPU the runtime process used during the burst, in ms per registration: all its threads,
+   * and its main thread alone (gateway, handlers, SDK). On a shared machine wall time varies
+   * with the neighbours; CPU per registration does not, and 1,000 / main-thread ms is the rate
+   * one free core could reach.
+   */
+  cpuMsPerRegistration: number;
+  mainThreadCpuMsPerRegistration: number;
+  /** The store's thread when dynalite runs in a worker (else a GC helper). */
+  busiestOtherThreadCpuMsPerRegistration: number;
+  /** The runtime's CPU during the burst / wall time: 1.0 is one core busy, 2.0 both. */
+  coresUsed: number;
+  /** This process's CPU (the 1,000 WebSocket clients) per registration: it shares the cores. */
+  clientCpuMsPerRegistration: number;
 }
 
 interface LocalJson {
@@ -65,6 +79,8 @@ export async function measureLocalLoad(agents = 1000): Promise<LocalLoad> {
 
     const latencies: number[] = [];
     let refused = 0;
+    const cpuBefore = threadCpuMs(runtime);
+    const clientCpuBefore = process.cpuUsage();
     const started = performance.now();
     await Promise.all(
       Array.from({ length: agents }, (_, i) => {
@@ -91,6 +107,8 @@ export async function measureLocalLoad(agents = 1000): Promise<LocalLoad> {
       }),
     );
     const wallMs = performance.now() - started;
+    const cpu = cpuSplit(cpuBefore, threadCpuMs(runtime), String(runtime.pid));
+    const clientCpu = process.cpuUsage(clientCpuBefore);
     const rssWithConnectionsMb = rssMb(runtime);
     const registered = (await store.listEntries('bench')).length;
     client.destroy();
@@ -105,6 +123,11 @@ export async function measureLocalLoad(agents = 1000): Promise<LocalLoad> {
       connectP99Ms: percentile(latencies, 0.99),
       rssIdleMb,
       rssWithConnectionsMb,
+      cpuMsPerRegistration: cpu.total / latencies.length,
+      mainThreadCpuMsPerRegistration: cpu.main / latencies.length,
+      busiestOtherThreadCpuMsPerRegistration: cpu.busiestOther / latencies.length,
+      coresUsed: cpu.total / wallMs,
+      clientCpuMsPerRegistration: (clientCpu.user + clientCpu.system) / 1000 / latencies.length,
     };
   } finally {
     for (const socket of sockets) socket.terminate();
@@ -134,6 +157,45 @@ function rssMb(child: ChildProcess): number {
   const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
   const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN);
   return kb / 1024;
+}
+
+/** utime + stime of each of the process's threads in ms, by thread id, from /proc. */
+function threadCpuMs(child: ChildProcess): Map<string, number> {
+  const msPerTick = 1000 / 100; // USER_HZ
+  const byThread = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${child.pid}/task`)) {
+    try {
+      // Fields after the parenthesised command name; utime and stime are the 12th and 13th.
+      const stat = readFileSync(`/proc/${child.pid}/task/${tid}/stat`, 'utf8');
+      const fields = stat.replace(/^.*\) /s, '').split(' ');
+      byThread.set(tid, (Number(fields[11]) + Number(fields[12])) * msPerTick);
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return byThread;
+}
+
+/**
+ * Where the runtime's CPU went between two readings: its main thread, its busiest other
+ * thread (the store's worker thread when dynalite runs in one), and the rest (V8's GC helpers,
+ * libuv's pool).
+ */
+function cpuSplit(
+  before: Map<string, number>,
+  after: Map<string, number>,
+  mainTid: string,
+): { total: number; main: number; busiestOther: number } {
+  let total = 0;
+  let main = 0;
+  let busiestOther = 0;
+  for (const [tid, ms] of after) {
+    const used = ms - (before.get(tid) ?? 0);
+    total += used;
+    if (tid === mainTid) main = used;
+    else busiestOther = Math.max(busiestOther, used);
+  }
+  return { total, main, busiestOther };
 }
 
 function percentile(sorted: number[], p: number): number {

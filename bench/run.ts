@@ -110,6 +110,9 @@ const sections: Record<string, Section> = {
           'connect p99 ms',
           'RSS idle MB',
           'RSS with connections MB',
+          'CPU ms/registration: all, main thread, busiest other thread',
+          'cores used',
+          'client CPU ms/registration',
         ],
         [
           [
@@ -122,6 +125,15 @@ const sections: Record<string, Section> = {
             r.connectP99Ms.toFixed(0),
             r.rssIdleMb.toFixed(0),
             r.rssWithConnectionsMb.toFixed(0),
+            [
+              r.cpuMsPerRegistration,
+              r.mainThreadCpuMsPerRegistration,
+              r.busiestOtherThreadCpuMsPerRegistration,
+            ]
+              .map((ms) => ms.toFixed(1))
+              .join(', '),
+            r.coresUsed.toFixed(2),
+            r.clientCpuMsPerRegistration.toFixed(1),
           ],
         ],
       );
