@@ -30,6 +30,18 @@ async function main(): Promise<number> {
   process.env.POWERTOOLS_LOG_LEVEL = loggerLevelFor(command.console);
   if (command.console.format === 'human') await humanConsole(command);
 
+  // Installed before the start: a Ctrl-C while the store and the gateway come up is kept and
+  // honoured once they are up, so they are closed (and the data dir's lock and local.json
+  // released) instead of the process dying half-started.
+  let pendingSignal: string | undefined;
+  let onSignal: ((signal: string) => void) | undefined;
+  const signalled = (signal: string) => {
+    if (onSignal) onSignal(signal);
+    else pendingSignal ??= signal;
+  };
+  process.once('SIGINT', () => signalled('SIGINT'));
+  process.once('SIGTERM', () => signalled('SIGTERM'));
+
   const { startLocalRuntime } = await import('./runtime.ts');
   const { describeSweepPolicy } = await import('../../lib/config.ts');
   const runtime = await startLocalRuntime({ ...command.options, writeLocalJson: true });
@@ -64,8 +76,8 @@ async function main(): Promise<number> {
       process.stdout.write(`\n${signal}: stopping (closing connections, then the store)\n`);
       resolve(undefined);
     };
-    process.once('SIGINT', () => stop('SIGINT'));
-    process.once('SIGTERM', () => stop('SIGTERM'));
+    if (pendingSignal) stop(pendingSignal);
+    else onSignal = stop;
     // The runtime has closed itself: agents reconnect to the next one started.
     void runtime.storeFailed?.then(resolve);
   });
