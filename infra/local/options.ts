@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
+import { ConfigError, ENV, readConfig } from '../../lib/config.ts';
 import { parseDuration } from '../../lib/domain/duration.ts';
 import { parseTargets } from '../../lib/projection/projector-config.ts';
 import { type ConsoleSettings, parseConsoleLevel } from './console-log.ts';
@@ -28,6 +29,19 @@ const DURATIONS = {
   'connect-settle': { env: 'REGISTRAR_CONNECT_SETTLE', key: 'connectSettleMs' },
 } as const;
 
+/**
+ * Options the functions read from their environment, as the stack sets them: passed through
+ * to the functions, and checked at parse time by the functions' own config reader so a bad
+ * value names the flag (or variable) it came from.
+ */
+const FUNCTION_SETTINGS = {
+  'disruption-threshold': ENV.disruptionThreshold,
+  'disruption-window': ENV.disruptionWindow,
+  'secondary-deletes-per-second': ENV.secondaryDeletesPerSecond,
+  'hold-bound': ENV.holdBound,
+  'ec2-states': ENV.ec2States,
+} as const;
+
 export const USAGE = `Usage: npm start -- [options]
 
 Runs the registrar locally: dynalite, the WebSocket gateway (API Gateway's stand-in) with the
@@ -53,6 +67,13 @@ Options (a flag wins over its environment variable):
   --auth-mode <m>             REGISTRAR_AUTH_MODE           token (join tokens, default) or iam (SigV4, as the stack's authMode=iam)
   --iam-callers <path>        REGISTRAR_IAM_CALLERS         iam mode: JSON/YAML list of {accessKeyId, secretAccessKey, arn} that may sign
   --log-format <f>            REGISTRAR_LOG_FORMAT          human: one line per event (default); json: the functions' raw JSON lines
+  Fail static (docs/operations.md):
+  --disruption-threshold <s>  REGISTRAR_DISRUPTION_THRESHOLD share of a zone away abnormally that slows it (default 55%)
+  --disruption-window <d>     REGISTRAR_DISRUPTION_WINDOW   no connect anywhere for this long, entries away: hold (default 5m)
+  --secondary-deletes-per-second <n>
+                              REGISTRAR_SWEEP_SECONDARY_DELETES_PER_SECOND  a disrupted zone's deletion rate (default 0.1)
+  --hold-bound <d>            REGISTRAR_SWEEP_HOLD_BOUND    a hold lasts at most this long (default 1h)
+  --ec2-states <l>            REGISTRAR_EC2_STATES          EC2 states that remove an instance's entries (default shutting-down,terminated)
   --help                                                    show this help
 
 LOG_LEVEL (debug, info, warn, error, silent; default info) sets what the console shows:
@@ -89,6 +110,11 @@ export function parseLocalOptions(
         'auth-mode': { type: 'string' },
         'iam-callers': { type: 'string' },
         'log-format': { type: 'string' },
+        'disruption-threshold': { type: 'string' },
+        'disruption-window': { type: 'string' },
+        'secondary-deletes-per-second': { type: 'string' },
+        'hold-bound': { type: 'string' },
+        'ec2-states': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     }));
@@ -139,6 +165,19 @@ export function parseLocalOptions(
       );
     }
     options.authMode = authMode.value;
+  }
+  for (const [flag, variable] of Object.entries(FUNCTION_SETTINGS)) {
+    const given = pick(flag, variable);
+    if (!given) continue;
+    try {
+      readConfig({ [ENV.tableName]: 'check', [variable]: given.value });
+    } catch (error) {
+      if (!(error instanceof ConfigError)) throw error;
+      throw new OptionsError(
+        `invalid ${given.source} '${given.value}': ${error.message.replace(/^.*?\): /, '')}`,
+      );
+    }
+    options.functionEnv = { ...options.functionEnv, [variable]: given.value };
   }
   const callers = pick('iam-callers', 'REGISTRAR_IAM_CALLERS');
   if (options.authMode === 'iam' && !callers) {

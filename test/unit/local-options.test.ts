@@ -20,6 +20,32 @@ function refusal(argv: string[], env: Record<string, string> = {}): string {
 }
 
 describe('npm start options', () => {
+  it('passes the fail-static settings to the functions, from flags or their variables', () => {
+    expect(
+      run(['--hold-bound', '2h', '--disruption-threshold', '60%', '--ec2-states', 'terminated'], {
+        REGISTRAR_DISRUPTION_WINDOW: '10m',
+      }).functionEnv,
+    ).toEqual({
+      REGISTRAR_SWEEP_HOLD_BOUND: '2h',
+      REGISTRAR_DISRUPTION_THRESHOLD: '60%',
+      REGISTRAR_EC2_STATES: 'terminated',
+      REGISTRAR_DISRUPTION_WINDOW: '10m',
+    });
+  });
+
+  it('refuses a bad fail-static setting naming the flag or variable and the value', () => {
+    expect(refusal(['--disruption-threshold', '1.5'])).toBe(
+      "invalid --disruption-threshold '1.5': must be a share between 0 and 1 (exclusive) such as 55% or 0.55, got '1.5'",
+    );
+    expect(refusal(['--secondary-deletes-per-second', '0'])).toContain(
+      "--secondary-deletes-per-second '0'",
+    );
+    expect(refusal([], { REGISTRAR_SWEEP_HOLD_BOUND: 'soon' })).toContain(
+      "REGISTRAR_SWEEP_HOLD_BOUND 'soon'",
+    );
+    expect(refusal(['--ec2-states', 'exploded'])).toContain("--ec2-states 'exploded'");
+  });
+
   it('reads the liveness interval and the connect settle time from flags and variables', () => {
     expect(run(['--liveness-interval', '2s', '--connect-settle', '1s'])).toMatchObject({
       livenessIntervalMs: 2_000,
