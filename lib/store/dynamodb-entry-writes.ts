@@ -325,9 +325,10 @@ export function zoneCountUpdate(
   tableName: string,
   zone: string,
   delta: { connected?: number; away?: number },
+  op: string,
 ): UpdateCommandInput | undefined {
   const adds: string[] = [];
-  const values: Record<string, number> = {};
+  const values: Record<string, number | string> = { ':op': op };
   if (delta.connected) {
     adds.push('connected :connected');
     values[':connected'] = delta.connected;
@@ -337,10 +338,15 @@ export function zoneCountUpdate(
     values[':away'] = delta.away;
   }
   if (adds.length === 0) return undefined;
+  // `op` names the entry transition being counted. An SDK retry of an ADD whose response was
+  // lost finds its own op as the last one and changes nothing, where it would count twice.
+  // (Only the last op is kept: a retry after another transition of the zone still counts
+  // twice; the decision tolerates a drift of a few.)
   return {
     TableName: tableName,
     Key: zoneKey(zone),
-    UpdateExpression: `ADD ${adds.join(', ')}`,
+    UpdateExpression: `ADD ${adds.join(', ')} SET lastOp = :op`,
+    ConditionExpression: 'attribute_not_exists(lastOp) OR lastOp <> :op',
     ExpressionAttributeValues: values,
   };
 }

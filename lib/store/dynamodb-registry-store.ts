@@ -316,7 +316,11 @@ export class DynamoDbRegistryStore
     }
     // Also when the entry was gone already (a retried delete, or an operator's delete, which
     // counts nothing): the counters follow the entries either way.
-    await this.#count(zoneOf(record.entry.spec.locality), removalDelta(record));
+    await this.#count(
+      zoneOf(record.entry.spec.locality),
+      removalDelta(record),
+      transition(record.entry.metadata, record.revision, 'swept'),
+    );
     return 'deleted';
   }
 
@@ -441,7 +445,11 @@ export class DynamoDbRegistryStore
       );
       if (output.Attributes) {
         const old = decodeEntry(output.Attributes);
-        await this.#count(zoneOf(old.entry.spec.locality), removalDelta(old));
+        await this.#count(
+          zoneOf(old.entry.spec.locality),
+          removalDelta(old),
+          transition(old.entry.metadata, old.revision, 'instance-gone'),
+        );
       }
       return 'deleted';
     } catch (error) {
@@ -458,21 +466,33 @@ export class DynamoDbRegistryStore
       : change.entry.spec.locality;
     const wasAway =
       old !== undefined && old.departure !== 'clean' && old.disconnectedAt !== undefined;
-    await this.#count(zoneOf(locality), { connected: 1, ...(wasAway ? { away: -1 } : {}) });
+    await this.#count(
+      zoneOf(locality),
+      { connected: 1, ...(wasAway ? { away: -1 } : {}) },
+      transition(change.entry.metadata, old?.revision, `connect:${change.connectionId}`),
+    );
   }
 
   /** The last holder left: one fewer connected, one more away after an abnormal departure. */
   async #countLeave(old: Record<string, unknown> | undefined, departure: DepartureKind) {
-    const locality = old ? (old.entry as EntryItem['entry']).spec.locality : undefined;
-    await this.#count(zoneOf(locality), {
-      connected: -1,
-      ...(departure === 'abnormal' ? { away: 1 } : {}),
-    });
+    const entry = old?.entry as EntryItem['entry'] | undefined;
+    await this.#count(
+      zoneOf(entry?.spec.locality),
+      { connected: -1, ...(departure === 'abnormal' ? { away: 1 } : {}) },
+      transition(entry?.metadata, old?.revision, 'leave'),
+    );
   }
 
-  async #count(zone: string, delta: { connected?: number; away?: number }) {
-    const update = zoneCountUpdate(this.#table, zone, delta);
-    if (update) await this.#client.send(new UpdateCommand(update));
+  /** `op` names the transition (entry and its revision before it): see zoneCountUpdate. */
+  async #count(zone: string, delta: { connected?: number; away?: number }, op: string) {
+    const update = zoneCountUpdate(this.#table, zone, delta, op);
+    if (!update) return;
+    try {
+      await this.#client.send(new UpdateCommand(update));
+    } catch (error) {
+      // Our own earlier attempt was applied (its response was lost): counted already.
+      if (!isConditionFailed(error)) throw error;
+    }
   }
 
   applyGroup(group: WorkloadGroup) {
@@ -575,4 +595,13 @@ function holdersOf(attributes: Record<string, unknown> | undefined): Holder[] {
     connectionId,
     since: since[connectionId],
   }));
+}
+
+/** Names one transition of one entry: its reference and the revision it had before it. */
+function transition(
+  ref: { namespace?: string; name?: string } | undefined,
+  revision: unknown,
+  what: string,
+): string {
+  return `${ref?.namespace}/${ref?.name}@${String(revision ?? 'new')}:${what}`;
 }

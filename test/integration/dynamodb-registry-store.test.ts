@@ -346,8 +346,10 @@ describe('connect', () => {
     expect(requests.requests()[1]?.input).toEqual({
       TableName: dynamo.tableName,
       Key: { pk: 'ZONE', sk: '-' },
-      UpdateExpression: 'ADD connected :connected',
-      ExpressionAttributeValues: { ':connected': 1 },
+      UpdateExpression: 'ADD connected :connected SET lastOp = :op',
+      // The transition counted: a resend of this update after a lost response counts nothing.
+      ConditionExpression: 'attribute_not_exists(lastOp) OR lastOp <> :op',
+      ExpressionAttributeValues: { ':connected': 1, ':op': expect.stringMatching(/@new:connect:/) },
     });
   });
 });
@@ -480,8 +482,12 @@ describe('leave', () => {
     });
     expect(requests.requests()[1]?.input).toMatchObject({
       Key: { pk: 'ZONE', sk: '-' },
-      UpdateExpression: 'ADD connected :connected, away :away',
-      ExpressionAttributeValues: { ':connected': -1, ':away': 1 },
+      UpdateExpression: 'ADD connected :connected, away :away SET lastOp = :op',
+      ExpressionAttributeValues: {
+        ':connected': -1,
+        ':away': 1,
+        ':op': expect.stringMatching(/:leave$/),
+      },
     });
   });
 
