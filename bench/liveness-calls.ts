@@ -1,12 +1,10 @@
 import { startDynalite } from '../infra/local/dynalite-server.ts';
-import { buildRegistration } from '../lib/domain/build-entry.ts';
-import { entryOrigin } from '../lib/domain/entry-name.ts';
-import type { WorkloadGroup } from '../lib/domain/model.ts';
 import { runSweep } from '../lib/registration/sweep.ts';
 import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-client.ts';
 import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { ensureTable } from '../lib/store/ensure-table.ts';
 import { countRequests } from '../lib/store/request-counter.ts';
+import { connectBenchVm, inBatches } from './bench-entries.ts';
 
 export interface LivenessCalls {
   vms: number;
@@ -19,13 +17,6 @@ export interface LivenessCalls {
   /** DynamoDB requests over the hour's sweeps, by operation. */
   requests: Record<string, number>;
 }
-
-const group: WorkloadGroup = {
-  apiVersion: 'networking.istio.io/v1',
-  kind: 'WorkloadGroup',
-  metadata: { name: 'bench', namespace: 'bench', uid: 'bench-uid' },
-  spec: { template: { ports: { http: 8080 } } },
-};
 
 const MINUTE = 60_000;
 
@@ -42,32 +33,10 @@ export async function measureLivenessCalls(vms = 1_000, intervalMin = 5): Promis
     await ensureTable(raw, 'bench');
     const store = new DynamoDbRegistryStore(documentClientFor(raw), 'bench');
     const start = Date.UTC(2026, 10, 23, 12);
-    for (let i = 0; i < vms; i += 64) {
-      const batch: Promise<unknown>[] = [];
-      for (let j = i; j < Math.min(vms, i + 64); j++) {
-        const ip = `10.${(j >> 16) & 255}.${(j >> 8) & 255}.${j & 255}`;
-        const connectedAt = start - Math.floor((j / vms) * 60 * MINUTE) - 1;
-        const built = buildRegistration(
-          group,
-          { group: 'bench', namespace: 'bench', ips: [ip], labels: {} },
-          connectedAt,
-        );
-        batch.push(
-          store.connect({
-            ...built,
-            origin: entryOrigin('bench', ip),
-            mayCreate: true,
-            recordConnection: false,
-            groupGeneration: 1,
-            connectionId: `c${j}`,
-            connectedAt,
-            controller: 'bench',
-            identity: { principal: 'token:bench', namespace: 'bench' },
-          }),
-        );
-      }
-      await Promise.all(batch);
-    }
+    // Connects spread over the past hour, as rotation spreads them.
+    await inBatches(vms, 64, (i) =>
+      connectBenchVm(store, i, start - Math.floor((i / vms) * 60 * MINUTE) - 1),
+    );
     const policy = {
       gracePeriodMs: 5 * MINUTE,
       maxConnectionAgeMs: 120 * MINUTE,

@@ -1,12 +1,10 @@
 import { startDynalite } from '../infra/local/dynalite-server.ts';
-import { buildRegistration } from '../lib/domain/build-entry.ts';
-import { entryOrigin } from '../lib/domain/entry-name.ts';
-import type { WorkloadGroup } from '../lib/domain/model.ts';
 import { runSweep } from '../lib/registration/sweep.ts';
 import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-client.ts';
 import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { ensureTable } from '../lib/store/ensure-table.ts';
 import { countRequests } from '../lib/store/request-counter.ts';
+import { connectBenchVm, inBatches } from './bench-entries.ts';
 
 export interface SweepCost {
   entries: number;
@@ -17,13 +15,6 @@ export interface SweepCost {
   requests: Record<string, number>;
   sweepMs: number;
 }
-
-const group: WorkloadGroup = {
-  apiVersion: 'networking.istio.io/v1',
-  kind: 'WorkloadGroup',
-  metadata: { name: 'bench', namespace: 'bench', uid: 'bench-uid' },
-  spec: { template: { ports: { http: 8080 } } },
-};
 
 const MINUTE = 60_000;
 const policy = { gracePeriodMs: 5 * MINUTE, maxConnectionAgeMs: 120 * MINUTE };
@@ -42,7 +33,6 @@ export async function measureSweepCost(entries = 10_000, due = 100): Promise<Swe
     const now = Date.UTC(2026, 10, 21, 12);
     const recentlyDisconnected = Math.floor((entries - due) / 10);
     await inBatches(entries, 64, async (i) => {
-      const ip = `10.${(i >> 16) & 255}.${(i >> 8) & 255}.${i & 255}`;
       const isDue = i < due;
       const stale = isDue && i % 2 === 1;
       // Due-and-disconnected entries connected long ago; stale ones connected 3 h + 1 min ago.
@@ -51,24 +41,7 @@ export async function measureSweepCost(entries = 10_000, due = 100): Promise<Swe
         : isDue
           ? now - 60 * MINUTE
           : now - 30 * MINUTE;
-      const connectionId = `c${i}`;
-      const built = buildRegistration(
-        group,
-        { group: 'bench', namespace: 'bench', ips: [ip], labels: {} },
-        connectedAt,
-      );
-      await store.connect({
-        ...built,
-        origin: entryOrigin('bench', ip),
-        mayCreate: true,
-        recordConnection: false,
-        groupGeneration: 1,
-        connectionId,
-        connectedAt,
-        controller: 'bench',
-        identity: { principal: 'token:bench', namespace: 'bench' },
-      });
-      const entry = built.entry.metadata;
+      const { entry, connectionId } = await connectBenchVm(store, i, connectedAt);
       if (isDue && !stale) await store.leave({ connectionId, entry, at: now - 10 * MINUTE });
       else if (!isDue && i < due + recentlyDisconnected) {
         await store.leave({ connectionId, entry, at: now - 1 * MINUTE });
@@ -97,13 +70,5 @@ export async function measureSweepCost(entries = 10_000, due = 100): Promise<Swe
   } finally {
     raw.destroy();
     await dynamo.close();
-  }
-}
-
-async function inBatches(count: number, width: number, work: (i: number) => Promise<void>) {
-  for (let start = 0; start < count; start += width) {
-    const jobs: Promise<void>[] = [];
-    for (let i = start; i < Math.min(count, start + width); i++) jobs.push(work(i));
-    await Promise.all(jobs);
   }
 }
