@@ -44,7 +44,12 @@ export function createSweeperHandler(
   ): Promise<SweeperSummary> {
     const { sweep } = deps.config;
     // One policy, one place: clients (`registrar sweep`, describe) read what this run applies.
-    await deps.sweepPolicy?.record(sweep, deps.now());
+    // Recorded every run, so a failure now is retried in a minute: it must not stop the sweep.
+    await deps.sweepPolicy?.record(sweep, deps.now()).catch((error: unknown) => {
+      logger.warn('could not record the sweep policy; the next run tries again', {
+        reason: error instanceof Error ? error.message : String(error),
+      });
+    });
     let result: SweepResult | undefined;
     try {
       result = await runSweep(deps.store, {

@@ -162,6 +162,7 @@ async function deleteDue(store: SweepStore, options: SweepOptions, result: Sweep
     sweepCutoffs(options.now, options.policy),
     options.maxDeletes,
     states,
+    (error) => recordFailure(result, error),
   );
   try {
     for await (const record of candidates) {
@@ -205,10 +206,9 @@ async function deleteDue(store: SweepStore, options: SweepOptions, result: Sweep
   } finally {
     if (guard && !result.dryRun) {
       const { sweepIntervalMs: _, ...policy } = options.failStatic ?? guard.policy;
-      await store.saveDisruptionRecord?.({
-        ...nextRecord(guard.state, guard.credit, options.now),
-        policy,
-      });
+      await store
+        .saveDisruptionRecord?.({ ...nextRecord(guard.state, guard.credit, options.now), policy })
+        .catch((error: unknown) => recordFailure(result, error));
     }
   }
 }
@@ -260,10 +260,22 @@ async function checkLiveness(store: SweepStore, options: SweepOptions, result: S
   const outOfTime = options.outOfTime ?? (() => false);
   // Each run covers the time since the previous one: a schedule that fires late, early or
   // twice neither skips an entry nor checks it twice.
-  const from = (await store.livenessMark()) ?? now - policy.sweepIntervalMs;
+  let mark: EpochMillis | undefined;
+  try {
+    mark = await store.livenessMark();
+  } catch (error) {
+    // Without the mark the run cannot tell which entries are due: the next run checks them.
+    recordFailure(result, error);
+    return;
+  }
+  const from = mark ?? now - policy.sweepIntervalMs;
   const windows = livenessWindows({ from, to: now }, policy as LivenessPolicy);
   let failed = false;
-  for await (const record of store.connectedIn(windows, Number.POSITIVE_INFINITY)) {
+  const connected = store.connectedIn(windows, Number.POSITIVE_INFINITY, (error) => {
+    recordFailure(result, error);
+    failed = true;
+  });
+  for await (const record of connected) {
     if (outOfTime()) {
       result.stoppedEarly = true;
       return;
@@ -287,7 +299,9 @@ async function checkLiveness(store: SweepStore, options: SweepOptions, result: S
   // Only a run that checked every due entry moves the mark; one cut short or with a failed
   // check is redone (entries checked again are only read again: a check writes nothing unless
   // a holder is gone).
-  if (!result.dryRun && !failed) await store.setLivenessMark(now);
+  if (!result.dryRun && !failed) {
+    await store.setLivenessMark(now).catch((error: unknown) => recordFailure(result, error));
+  }
 }
 
 function recordFailure(result: SweepResult, error: unknown): void {

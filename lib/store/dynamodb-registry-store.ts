@@ -260,19 +260,21 @@ export class DynamoDbRegistryStore
     cutoffs: SweepCutoffs,
     limit: number,
     states: readonly SweepIndexState[] = ['L', 'D', 'C'],
+    onReadFailure?: (error: unknown) => void,
   ): AsyncIterable<EntryRecord> {
     const ranges = states.map((state) =>
       state === 'C'
         ? { state, condition: 'sweepAt < :to', values: { ':to': cutoffs.connectedBefore } }
         : { state, condition: 'sweepAt <= :to', values: { ':to': cutoffs.disconnectedAtOrBefore } },
     );
-    yield* this.#queryIndex(ranges, limit);
+    yield* this.#queryIndex(ranges, limit, onReadFailure);
   }
 
   /** Connected entries (state C, keyed by their newest connect) in the liveness windows. */
   async *connectedIn(
     windows: readonly LivenessWindow[],
     limit: number,
+    onReadFailure?: (error: unknown) => void,
   ): AsyncIterable<EntryRecord> {
     const ranges = windows.map((window) => ({
       state: 'C' as const,
@@ -280,7 +282,7 @@ export class DynamoDbRegistryStore
       condition: 'sweepAt BETWEEN :from AND :to',
       values: { ':from': window.from, ':to': window.to - 1 },
     }));
-    yield* this.#queryIndex(ranges, limit);
+    yield* this.#queryIndex(ranges, limit, onReadFailure);
   }
 
   async livenessMark(): Promise<EpochMillis | undefined> {
@@ -517,22 +519,26 @@ export class DynamoDbRegistryStore
   async *#queryIndex(
     ranges: { state: SweepIndexState; condition: string; values: Record<string, number> }[],
     limit: number,
+    onReadFailure?: (error: unknown) => void,
   ): AsyncIterable<EntryRecord> {
     let remaining = limit;
     for (const range of ranges) {
       for (let shard = 0; shard < SWEEP_SHARDS; shard++) {
-        const items = queryItems(
-          this.#client,
-          {
-            TableName: this.#table,
-            IndexName: SWEEP_INDEX.name,
-            KeyConditionExpression: `sweepState = :state AND ${range.condition}`,
-            ExpressionAttributeValues: {
-              ':state': sweepState(range.state, shard),
-              ...range.values,
+        const items = this.#isolated(
+          queryItems(
+            this.#client,
+            {
+              TableName: this.#table,
+              IndexName: SWEEP_INDEX.name,
+              KeyConditionExpression: `sweepState = :state AND ${range.condition}`,
+              ExpressionAttributeValues: {
+                ':state': sweepState(range.state, shard),
+                ...range.values,
+              },
             },
-          },
-          remaining,
+            remaining,
+          ),
+          onReadFailure,
         );
         for await (const item of items) {
           remaining -= 1;
@@ -540,6 +546,19 @@ export class DynamoDbRegistryStore
         }
         if (remaining <= 0) return;
       }
+    }
+  }
+
+  /** The items of one shard's query; a failed read ends it, told to `onReadFailure` if given. */
+  async *#isolated<T>(
+    items: AsyncIterable<T>,
+    onReadFailure: ((error: unknown) => void) | undefined,
+  ): AsyncIterable<T> {
+    try {
+      yield* items;
+    } catch (error) {
+      if (!onReadFailure) throw error;
+      onReadFailure(error);
     }
   }
 

@@ -158,14 +158,23 @@ export interface RegistryStore extends DisruptionStore, InstanceStore {
    * Entries that may be due, read from the sparse sweep index (never a table scan), in the
    * order of `states`: `L` left cleanly, `D` left abnormally, `C` still marked connected
    * (stale). Default all three, clean departures first.
+   *
+   * With `onReadFailure`, a read that fails (after the SDK's retries) skips the rest of its
+   * index shard and the others are still read: one throttled page does not hide every other
+   * candidate. Without it, the failure is thrown.
    */
   sweepCandidates(
     cutoffs: SweepCutoffs,
     limit: number,
     states?: readonly SweepIndexState[],
+    onReadFailure?: (error: unknown) => void,
   ): AsyncIterable<EntryRecord>;
   /** Connected entries whose newest connect falls in one of the windows (liveness checks). */
-  connectedIn(windows: readonly LivenessWindow[], limit: number): AsyncIterable<EntryRecord>;
+  connectedIn(
+    windows: readonly LivenessWindow[],
+    limit: number,
+    onReadFailure?: (error: unknown) => void,
+  ): AsyncIterable<EntryRecord>;
   /** Up to when the sweeper's liveness checks have covered time; undefined before the first. */
   livenessMark(): Promise<EpochMillis | undefined>;
   setLivenessMark(at: EpochMillis): Promise<void>;

@@ -55,10 +55,11 @@ interface Scenario {
   seed: number;
   /**
    * Faults stop once the last VM has left, before the registry is checked empty. Throttling
-   * spends the SDK's retry quota (5 tokens a retry, one back per success), and without retries
-   * a sweep run of some 25 reads and writes at 20-30% failure rarely completes: its deletes
-   * are isolated, its reads are not. So the sweep bound is checked once the store recovered;
-   * the VMs' connects, rotations, health and departures all ran under the faults.
+   * spends the SDK's retry quota (5 tokens a retry, one back per success); without retries,
+   * most runs cannot read fail static's counters (6 reads), and a run that cannot tell a
+   * fault from departures deletes only clean departures, by design: the VMs whose disconnect
+   * was lost to the throttling wait for the store to recover. So the sweep bound is checked
+   * once it has; the VMs' connects, rotations, health and departures all ran under the faults.
    */
   recoverBeforeSweep?: boolean;
 }

@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ISTIO_API_VERSION } from '../../lib/domain/model.ts';
 import { runSweep, type SweepOptions, type SweepStore } from '../../lib/registration/sweep.ts';
-import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import { createDynamoDbClient, documentClientFor } from '../../lib/store/dynamodb-client.ts';
+import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import type { ConnectChange } from '../../lib/store/registry-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+import { startFaultProxy } from '../fixtures/fault-proxy.ts';
 
 /**
  * A sweep run whose store fails some writes (after the SDK's own retries): each failure is
@@ -85,6 +87,52 @@ function options(overrides: Partial<SweepOptions> = {}): SweepOptions {
     ...overrides,
   };
 }
+
+describe('a sweep run with failing reads', () => {
+  it('still deletes what the other index shards hold when one shard cannot be read', async () => {
+    // The store reads through a proxy that throttles every Query of one index shard (the
+    // SDK's retries included): a throttled partition of the sweep index.
+    const proxy = await startFaultProxy(dynamo.endpoint, 3);
+    try {
+      const { tableName } = await freshRegistry(dynamo.endpoint, 'sweep-reads');
+      const raw = createDynamoDbClient({ region: 'us-east-1', endpoint: proxy.endpoint });
+      const store = new DynamoDbRegistryStore(documentClientFor(raw), tableName);
+      for (let i = 0; i < 12; i += 1) {
+        await store.connect(connectChange(`vm-${i}`, `c-${i}`, NOW - 60 * MINUTE));
+        await store.leave({
+          connectionId: `c-${i}`,
+          entry: { namespace: NS, name: `vm-${i}` },
+          at: NOW - 10 * MINUTE,
+          departure: 'clean',
+        });
+      }
+      proxy.plan = {
+        rate: 1,
+        when: 'before',
+        kind: 'throttle',
+        match: (operation, body) => operation === 'Query' && body.includes('"L#1"'),
+      };
+
+      const first = await runSweep(store, options());
+      expect(first.failed).toBe(1);
+      expect(first.firstFailure).toMatch(/Rate of requests/);
+      const left = await store.listEntries(NS);
+      // Only the unreadable shard's entries are left (at least one lands in each of 4 shards).
+      expect(first.deleted.length + left.length).toBe(12);
+      expect(first.deleted.length).toBeGreaterThan(0);
+      expect(left.length).toBeGreaterThan(0);
+
+      proxy.plan = { rate: 0, when: 'before', kind: 'internal' };
+      const second = await runSweep(store, options({ now: NOW + MINUTE }));
+      expect(second.failed).toBe(0);
+      expect(second.deleted).toHaveLength(left.length);
+      expect(await store.listEntries(NS)).toEqual([]);
+      raw.destroy();
+    } finally {
+      await proxy.close();
+    }
+  }, 60_000);
+});
 
 describe('a sweep run with failing writes', () => {
   it('deletes every other due entry when some deletes fail, and the next run deletes the rest', async () => {
