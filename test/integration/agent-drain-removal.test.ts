@@ -32,9 +32,14 @@ describe('a drained VM leaves after the grace period', () => {
     const closedAt = agent.events.find((e) => e.type === 'closed')?.at ?? 0;
     expect(agent.events.find((e) => e.type === 'closed')).toMatchObject({ code: 1000 });
 
-    const record = await bed.registry.getEntry({ namespace: 'shop', name: 'web-10.0.7.9' });
+    // The close is the agent's; its $disconnect runs on the gateway a moment later.
+    const record = await waitFor(async () => {
+      const current = await bed.registry.getEntry({ namespace: 'shop', name: 'web-10.0.7.9' });
+      if (current === undefined) return 'gone' as const;
+      return current.connection?.connectedAt === undefined ? current : undefined;
+    }, 'the $disconnect');
     // Gone already, or disconnected by a clean departure and waiting out its grace.
-    if (record) expect(record.connection).toMatchObject({ departure: 'clean' });
+    if (record !== 'gone') expect(record.connection).toMatchObject({ departure: 'clean' });
     await waitFor(
       async () =>
         (await bed.registry.getEntry({ namespace: 'shop', name: 'web-10.0.7.9' })) === undefined,
