@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../cli/main.ts';
+import { captureCli } from '../fixtures/cli-run.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 /**
@@ -15,17 +16,8 @@ import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 let dynamo: TestDynamo;
 let root: string;
 
-async function registrar(args: string[], cwd: string, env: Record<string, string> = {}) {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(args, {
-    stdout: { write: (text: string) => (stdout += text) },
-    stderr: { write: (text: string) => (stderr += text) },
-    stdin: Readable.from(['']),
-    env,
-    cwd,
-  });
-  return { code, stdout, stderr };
+function registrar(args: string[], cwd: string, env: Record<string, string> = {}) {
+  return captureCli(args, { env, cwd });
 }
 
 /** A data dir as the local runtime leaves it while it runs; `endpoint` overrides dynalite's. */

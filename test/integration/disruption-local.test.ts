@@ -1,6 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { tmpdir } from 'node:os';
-import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 vi.hoisted(() => {
@@ -8,13 +6,13 @@ vi.hoisted(() => {
   process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
 });
 
-import { runCli } from '../../cli/main.ts';
 import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
 import { createJoinToken } from '../../lib/auth/join-token.ts';
 import type { WorkloadGroup } from '../../lib/domain/model.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
 import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
+import { captureCli } from '../fixtures/cli-run.ts';
 import { type OutageProxy, startOutageProxy } from '../fixtures/outage-proxy.ts';
 import { openClient, type TestClient } from '../fixtures/websocket-client.ts';
 
@@ -84,21 +82,13 @@ async function harness(functionEnv: Record<string, string> = {}): Promise<Harnes
         { Authorization: `Bearer ${token}` },
       );
     },
-    cli: async (args) => {
-      let stdout = '';
-      let stderr = '';
-      const code = await runCli(args, {
-        stdout: { write: (text: string) => (stdout += text) },
-        stderr: { write: (text: string) => (stderr += text) },
-        stdin: Readable.from(['']),
+    cli: (args) =>
+      captureCli(args, {
         env: {
           REGISTRAR_DYNAMODB_ENDPOINT: runtime.dynamoDbEndpoint,
           REGISTRAR_TABLE: runtime.tableName,
         },
-        cwd: tmpdir(),
-      });
-      return { code, stdout, stderr };
-    },
+      }),
     close: async () => {
       await proxy.close();
       await runtime.close();

@@ -1,16 +1,15 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Readable } from 'node:stream';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { DynamoDBStreamEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
-import { runCli } from '../../cli/main.ts';
 import { createProjectHandler } from '../../functions/project.ts';
 import { LINKERD_ANNOTATIONS } from '../../lib/projection/desired-linkerd.ts';
 import { createKubernetesCluster } from '../../lib/projection/kubernetes-cluster.ts';
 import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import { captureCli } from '../fixtures/cli-run.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import {
   type KubeApiServerStandIn,
@@ -72,13 +71,8 @@ function handler() {
   return createProjectHandler({ store, connect: async () => cluster, targets: ['istio'] });
 }
 
-async function registrar(args: string[], env: Record<string, string> = {}) {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(args, {
-    stdout: { write: (text: string) => (stdout += text) },
-    stderr: { write: (text: string) => (stderr += text) },
-    stdin: Readable.from(['']),
+function registrar(args: string[], env: Record<string, string> = {}) {
+  return captureCli(args, {
     env: {
       REGISTRAR_DYNAMODB_ENDPOINT: dynamo.endpoint,
       REGISTRAR_TABLE: dynamo.tableName,
@@ -86,7 +80,6 @@ async function registrar(args: string[], env: Record<string, string> = {}) {
     },
     cwd: dir,
   });
-  return { code, stdout, stderr };
 }
 
 beforeAll(async () => {

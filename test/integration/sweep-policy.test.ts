@@ -1,5 +1,3 @@
-import { tmpdir } from 'node:os';
-import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 vi.hoisted(() => {
@@ -7,7 +5,6 @@ vi.hoisted(() => {
   process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
 });
 
-import { runCli } from '../../cli/main.ts';
 import { createSweeperHandler } from '../../functions/sweeper.ts';
 import { readConfig } from '../../lib/config.ts';
 import type { Dependencies } from '../../lib/dependencies.ts';
@@ -18,6 +15,7 @@ import {
 } from '../../lib/store/dynamodb-sweep-policy-store.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
 import { countRequests, type RequestCounter } from '../../lib/store/request-counter.ts';
+import { captureCli } from '../fixtures/cli-run.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
 
@@ -51,18 +49,11 @@ const POLICY = {
   sweepIntervalMs: MINUTE,
 };
 
-async function registrar(args: string[]) {
-  let stdout = '';
-  let stderr = '';
-  const code = await runCli(args, {
-    stdout: { write: (text: string) => (stdout += text) },
-    stderr: { write: (text: string) => (stderr += text) },
-    stdin: Readable.from(['']),
+function registrar(args: string[]) {
+  return captureCli(args, {
     env: { REGISTRAR_DYNAMODB_ENDPOINT: dynamo.endpoint, REGISTRAR_TABLE: dynamo.tableName },
-    cwd: tmpdir(),
     now: () => NOW,
   });
-  return { code, stdout, stderr };
 }
 
 describe('the recorded sweep policy', () => {
