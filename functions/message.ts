@@ -7,7 +7,7 @@ import { formatRef } from '../lib/domain/model.ts';
 import { countMetric, logger, METRIC, metrics } from '../lib/observability.ts';
 import { type AgentMessage, parseAgentMessage } from '../lib/protocol/agent-messages.ts';
 import { carriedEntry } from '../lib/protocol/carried-entry.ts';
-import { drainAck, parseDrainMessage } from '../lib/protocol/drain-message.ts';
+import { type DrainAck, drainAck } from '../lib/protocol/drain-message.ts';
 import { errorsToResponses } from '../lib/protocol/error-response.ts';
 import { type AgentReply, describeReply, healthAck, pongReply } from '../lib/protocol/replies.ts';
 import type { WebSocketMessageEvent, WebSocketResult } from '../lib/protocol/websocket-events.ts';
@@ -29,13 +29,6 @@ export function createMessageHandler(
     logger.appendKeys({ connectionId, routeKey });
     const connection = { connectionId, carried: carriedEntry(authorizer) };
     const receivedAt = requestTimeEpoch ?? deps.now();
-    if (parseDrainMessage(event.body, event.isBase64Encoded)) {
-      const { entry } = await drainWorkload(deps.store, { ...connection, at: receivedAt });
-      logger.appendKeys({ entry: formatRef(entry) });
-      countMetric(METRIC.drained);
-      logger.info('workload draining');
-      return { statusCode: 200, body: JSON.stringify(drainAck()) };
-    }
     const message = parseAgentMessage(event.body, event.isBase64Encoded);
     const reply = await answer(deps, message, connection, receivedAt);
     return { statusCode: 200, body: JSON.stringify(reply) };
@@ -54,8 +47,15 @@ async function answer(
   message: AgentMessage,
   connection: { connectionId: string; carried: ObjectRef | undefined },
   receivedAt: EpochMillis,
-): Promise<AgentReply> {
+): Promise<AgentReply | DrainAck> {
   switch (message.action) {
+    case 'drain': {
+      const { entry } = await drainWorkload(deps.store, { ...connection, at: receivedAt });
+      logger.appendKeys({ entry: formatRef(entry) });
+      countMetric(METRIC.drained);
+      logger.info('workload draining');
+      return drainAck();
+    }
     case 'health': {
       const result = await reportHealth(deps.store, {
         ...connection,

@@ -48,12 +48,32 @@ const describeMessage = z.object({ action: z.literal('describe') });
 // Answered by API Gateway's mock integration in AWS; answered here when a gateway forwards it.
 const pingMessage = z.object({ action: z.literal('ping') });
 
+/**
+ * `{"action":"drain"}`: the VM is shutting down (the agent got SIGTERM). Nothing else may come
+ * with it: a field the registrar does not know would be ignored where the agent meant it.
+ */
+const drainMessage = z.strictObject(
+  { action: z.literal('drain') },
+  {
+    error: (issue) =>
+      issue.code === 'unrecognized_keys'
+        ? `unexpected field '${issue.keys[0]}'; send {"action":"drain"}`
+        : undefined,
+  },
+);
+
 export type HealthMessage = z.infer<typeof healthMessage>;
 export type DescribeMessage = z.infer<typeof describeMessage>;
 export type PingMessage = z.infer<typeof pingMessage>;
-export type AgentMessage = HealthMessage | DescribeMessage | PingMessage;
+export type DrainMessage = z.infer<typeof drainMessage>;
+export type AgentMessage = HealthMessage | DescribeMessage | PingMessage | DrainMessage;
 
-const SCHEMAS = { health: healthMessage, describe: describeMessage, ping: pingMessage } as const;
+const SCHEMAS = {
+  health: healthMessage,
+  describe: describeMessage,
+  ping: pingMessage,
+  drain: drainMessage,
+} as const;
 const ACTIONS = Object.keys(SCHEMAS).join(', ');
 
 /** Parses one message body; throws InvalidMessageError with a code for each kind of mistake. */

@@ -34,6 +34,15 @@ describe('parseAgentMessage', () => {
     expect(parseAgentMessage('{"action":"ping"}')).toEqual({ action: 'ping' });
   });
 
+  it('reads a drain, and refuses one with a field it would ignore, naming the field', () => {
+    expect(parseAgentMessage('{"action":"drain"}')).toEqual({ action: 'drain' });
+    const error = refusal('{"action":"drain","now":true}');
+    expect(error.code).toBe('InvalidMessage');
+    expect(error.message).toBe(
+      `invalid drain message: unexpected field 'now'; send {"action":"drain"}`,
+    );
+  });
+
   it('decodes a base64-encoded body', () => {
     const body = Buffer.from('{"action":"describe"}').toString('base64');
     expect(parseAgentMessage(body, true)).toEqual({ action: 'describe' });
