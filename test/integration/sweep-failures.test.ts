@@ -61,17 +61,19 @@ const throttled = () =>
   });
 
 /** The store, with `method` throttled whenever `fails` says so (after the SDK's retries). */
-function withFailing<K extends 'deleteSwept' | 'dropHolders'>(
+function withFailing<
+  K extends 'deleteSwept' | 'dropHolders' | 'livenessMark' | 'saveDisruptionRecord',
+>(
   store: DynamoDbRegistryStore,
   method: K,
-  fails: (...args: Parameters<SweepStore[K]>) => boolean,
+  fails: (...args: Parameters<NonNullable<SweepStore[K]>>) => boolean,
 ): SweepStore {
   return new Proxy(store, {
     get(target, property) {
       const value = Reflect.get(target, property, target) as unknown;
       if (typeof value !== 'function') return value;
       if (property !== method) return value.bind(target);
-      return (...args: Parameters<SweepStore[K]>) =>
+      return (...args: Parameters<NonNullable<SweepStore[K]>>) =>
         fails(...args) ? Promise.reject(throttled()) : value.apply(target, args);
     },
   });
@@ -187,5 +189,37 @@ describe('a sweep run with failing writes', () => {
     expect(await store.livenessMark()).toBe(NOW + 1_000);
     const states = await store.listEntries(NS);
     expect(states.map((r) => r.connection?.connectedAt)).toEqual([undefined, undefined, undefined]);
+  });
+});
+
+describe('a sweep run whose bookkeeping fails', () => {
+  it('still deletes what is due when the liveness mark cannot be read, and checks liveness next run', async () => {
+    const store = await freshStore();
+    await store.connect(connectChange('gone', 'c-gone', NOW - 60 * MINUTE));
+    await store.leave({
+      connectionId: 'c-gone',
+      entry: { namespace: NS, name: 'gone' },
+      at: NOW - 10 * MINUTE,
+    });
+    await store.connect(connectChange('lost', 'c-lost', NOW - 30 * MINUTE));
+    await store.setLivenessMark(NOW - 31 * MINUTE);
+    let markFails = true;
+    const flaky = withFailing(store, 'livenessMark', () => markFails);
+    const liveness = { check: async () => 'gone' as const };
+
+    const first = await runSweep(flaky, options({ liveness, connectSettleMs: 0 }));
+    expect(first.deleted.map((d) => d.name)).toEqual(['gone']);
+    expect(first.failed).toBe(1);
+    expect(first.livenessChecked).toBe(0);
+    // The mark did not move: the window is checked by the next run.
+    expect(await store.livenessMark()).toBe(NOW - 31 * MINUTE);
+
+    markFails = false;
+    const second = await runSweep(
+      flaky,
+      options({ now: NOW + 1_000, liveness, connectSettleMs: 0 }),
+    );
+    expect(second.failed).toBe(0);
+    expect(second.livenessDisconnected).toBe(1);
   });
 });
