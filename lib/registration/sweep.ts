@@ -213,6 +213,9 @@ async function deleteDue(store: SweepStore, options: SweepOptions, result: Sweep
   }
 }
 
+/** Up to this many away entries are counted from the index each run; more: the counters. */
+const AWAY_RECOUNT_LIMIT = 1_000;
+
 /**
  * Reads the zones' counters, the newest connect and the previous run's record (O(zones +
  * shards) reads, whatever the number of entries), and decides this run's mode.
@@ -222,11 +225,17 @@ async function failStaticGuard(store: SweepStore, options: SweepOptions, result:
   if (!policy || !store.zoneCounts || !store.newestConnectAt || !store.disruptionRecord) {
     throw new Error('a fail-static sweep needs a store with zone counters (a DisruptionStore)');
   }
-  const [zones, newestConnectAt, previous] = await Promise.all([
+  const [counted, newestConnectAt, previous, actual] = await Promise.all([
     store.zoneCounts(),
     store.newestConnectAt(),
     store.disruptionRecord(),
+    store.awayByZone?.(AWAY_RECOUNT_LIMIT),
   ]);
+  // The index says how many are really away: a counter that drifted up (an ADD resent after
+  // another transition, a crash between two writes) must not hold deletions on its own.
+  const zones = actual
+    ? counted.map((zone) => ({ ...zone, away: Math.min(zone.away, actual[zone.zone] ?? 0) }))
+    : counted;
   const state = evaluateDisruption({
     now: options.now,
     zones,

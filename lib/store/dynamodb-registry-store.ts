@@ -349,6 +349,34 @@ export class DynamoDbRegistryStore
     return counts;
   }
 
+  async awayByZone(limit: number): Promise<Record<string, number> | undefined> {
+    const away: Record<string, number> = {};
+    let seen = 0;
+    for (let shard = 0; shard < SWEEP_SHARDS; shard++) {
+      const items = queryItems(
+        this.#client,
+        {
+          TableName: this.#table,
+          IndexName: SWEEP_INDEX.name,
+          KeyConditionExpression: 'sweepState = :state',
+          ExpressionAttributeValues: { ':state': sweepState('D', shard) },
+          ProjectionExpression: '#entry.spec.locality',
+          ExpressionAttributeNames: { '#entry': 'entry' },
+        },
+        limit - seen + 1,
+      );
+      for await (const item of items) {
+        seen += 1;
+        if (seen > limit) return undefined;
+        const locality = (item.entry as { spec?: { locality?: string } } | undefined)?.spec
+          ?.locality;
+        const zone = zoneOf(locality);
+        away[zone] = (away[zone] ?? 0) + 1;
+      }
+    }
+    return away;
+  }
+
   /** One item from the newest end of each connected shard: O(shards), never O(entries). */
   async newestConnectAt(): Promise<EpochMillis | undefined> {
     let newest: EpochMillis | undefined;

@@ -197,6 +197,13 @@ export type SweepIndexState = 'C' | 'D' | 'L';
 export interface DisruptionStore {
   /** One counter item per zone: one query of one partition, O(zones). */
   zoneCounts(): Promise<ZoneCount[]>;
+  /**
+   * The entries away after an abnormal departure, counted by zone from the sweep index itself
+   * (its `D` shards: reads proportional to those entries, never the table); undefined when
+   * there are more than `limit`. The counters can drift (a write that failed for good after
+   * its entry's); this cannot.
+   */
+  awayByZone?(limit: number): Promise<Record<string, number> | undefined>;
   /** The newest connect anywhere, from the head of each connected shard of the sweep index. */
   newestConnectAt(): Promise<EpochMillis | undefined>;
   disruptionRecord(): Promise<DisruptionRecord | undefined>;

@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ISTIO_API_VERSION } from '../../lib/domain/model.ts';
+import { runSweep } from '../../lib/registration/sweep.ts';
 import { createDynamoDbClient, documentClientFor } from '../../lib/store/dynamodb-client.ts';
+import { zoneCountUpdate } from '../../lib/store/dynamodb-entry-writes.ts';
 import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { ensureTable } from '../../lib/store/ensure-table.ts';
 import type { ConnectChange } from '../../lib/store/registry-store.ts';
@@ -16,11 +19,12 @@ let dynamo: TestDynamo;
 let proxy: FaultProxy;
 let store: DynamoDbRegistryStore;
 let truth: DynamoDbRegistryStore;
+const TABLE = `zones-${randomUUID()}`;
 
 beforeAll(async () => {
   dynamo = await startTestDynamo();
   proxy = await startFaultProxy(dynamo.endpoint, 7);
-  const tableName = `zones-${randomUUID()}`;
+  const tableName = TABLE;
   const raw = createDynamoDbClient({ region: 'us-east-1', endpoint: proxy.endpoint });
   await ensureTable(raw, tableName);
   store = new DynamoDbRegistryStore(documentClientFor(raw), tableName);
@@ -81,5 +85,56 @@ describe('zone counters under lost responses', () => {
     });
     expect(proxy.counts.failedAfter).toBe(2);
     expect(await counts()).toMatchObject({ connected: 0, away: 1 });
+  });
+});
+
+describe('a zone counter that drifted up', () => {
+  it('does not hold deletions: the sweep counts the away entries from the index', async () => {
+    const MINUTE = 60_000;
+    const T0 = Date.now() - 60 * MINUTE;
+    // The first test's crashed VM is deleted by hand (which moves no counter: its zone's
+    // 'away' stays 1 where the index has none).
+    await truth.deleteEntry({ namespace: 'shop', name: 'vm-1' });
+    // A zone of 2 VMs that both crashed, and an 'away' counter one too high (as after a
+    // resend that landed behind another transition): 3 would be enough for a hold.
+    for (const name of ['crash-1', 'crash-2']) {
+      await truth.connect({
+        ...change(name, `c-${name}`, T0),
+        entry: {
+          ...change(name, '', T0).entry,
+          spec: { address: '10.0.0.2', locality: 'eu-west-1/eu-west-1b/r' },
+        },
+      });
+      await truth.leave({
+        connectionId: `c-${name}`,
+        entry: { namespace: 'shop', name },
+        at: T0 + MINUTE,
+        departure: 'abnormal',
+      });
+    }
+    await dynamo.client.send(
+      new UpdateCommand(
+        zoneCountUpdate(TABLE, 'eu-west-1/eu-west-1b', { away: 1 }, 'drift') as never,
+      ),
+    );
+    const zoneB = (await truth.zoneCounts()).find((z) => z.zone === 'eu-west-1/eu-west-1b');
+    expect(zoneB?.away).toBe(3);
+
+    const result = await runSweep(truth, {
+      now: T0 + 10 * MINUTE,
+      policy: { gracePeriodMs: 5 * MINUTE, maxConnectionAgeMs: 120 * MINUTE },
+      maxDeletes: 100,
+      deletesPerSecond: 1_000,
+      sleep: async () => {},
+      failStatic: {
+        threshold: 0.55,
+        windowMs: 5 * MINUTE,
+        secondaryDeletesPerSecond: 1_000,
+        holdBoundMs: 60 * MINUTE,
+        sweepIntervalMs: MINUTE,
+      },
+    });
+    expect(result.disruption?.mode).not.toBe('held');
+    expect(result.deleted.map((d) => d.name).sort()).toEqual(['crash-1', 'crash-2']);
   });
 });
