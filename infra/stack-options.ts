@@ -36,10 +36,15 @@ export interface StackOptionsInput {
   /** The API Gateway stage, the last path segment of the WebSocket URL. Default `v1`. */
   stageName?: string;
   /**
-   * Whether the stack sets API Gateway's account-wide CloudWatch Logs role, which access
-   * logging needs. Default true; turn it off when the account already has one.
+   * Whether the stack sets API Gateway's CloudWatch Logs role. That setting is account-wide
+   * (per region): it replaces the role every other API there logs through. Default false.
    */
   apiGatewayLogsRole?: boolean | string;
+  /**
+   * Whether the stage writes access logs. They need the account's logs role: default true when
+   * `apiGatewayLogsRole` is, else false; set true when the account already has a role.
+   */
+  accessLogs?: boolean | string;
   /**
    * Fail static (docs/operations.md): share of a zone's entries away after an abnormal
    * departure above which its deletions slow down. `55%` (default) or `0.55`.
@@ -68,6 +73,7 @@ export interface StackOptions {
   alarmEmail: string | undefined;
   stageName: string;
   apiGatewayLogsRole: boolean;
+  accessLogs: boolean;
   disruptionThreshold: number;
   disruptionWindowMs: number;
   secondaryDeletesPerSecond: number;
@@ -85,6 +91,7 @@ export const OPTION_KEYS = [
   'alarmEmail',
   'stageName',
   'apiGatewayLogsRole',
+  'accessLogs',
   'disruptionThreshold',
   'disruptionWindow',
   'secondaryDeletesPerSecond',
@@ -133,7 +140,8 @@ const schema = z.object({
       message: 'must be 1 to 128 letters, digits, hyphens or underscores',
     })
     .default('v1'),
-  apiGatewayLogsRole: booleanOption.default(true),
+  apiGatewayLogsRole: booleanOption.default(false),
+  accessLogs: booleanOption.optional(),
   // cdk.json may give numbers: read them as the text a -c flag would give.
   disruptionThreshold: z
     .preprocess((value) => String(value), shareOption)
@@ -193,6 +201,8 @@ export function resolveStackOptions(
     alarmEmail: v.alarmEmail,
     stageName: v.stageName,
     apiGatewayLogsRole: v.apiGatewayLogsRole,
+    // Access logs without an account role fail the deploy: on by default only with the role.
+    accessLogs: v.accessLogs ?? v.apiGatewayLogsRole,
     disruptionThreshold: v.disruptionThreshold,
     disruptionWindowMs: v.disruptionWindow,
     secondaryDeletesPerSecond: v.secondaryDeletesPerSecond,

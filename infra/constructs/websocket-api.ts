@@ -47,7 +47,8 @@ const THROTTLE = { rateLimit: 200, burstLimit: 400 };
 export class RegistrarWebSocketApi extends Construct {
   readonly api: WebSocketApi;
   readonly stage: WebSocketStage;
-  readonly accessLogs: LogGroup;
+  /** The access log group, when `accessLogs` is on. */
+  readonly accessLogs: LogGroup | undefined;
 
   constructor(scope: Construct, id: string, props: WebSocketApiProps) {
     super(scope, id);
@@ -72,10 +73,15 @@ export class RegistrarWebSocketApi extends Construct {
     acknowledgeConnectionScopedAuth(this.api.node.findChild('$disconnect-Route'));
     acknowledgeConnectionScopedAuth(this.addPingRoute());
 
-    this.accessLogs = new LogGroup(this, 'AccessLogs', {
-      retention: RetentionDays.THREE_MONTHS,
-      removalPolicy: RemovalPolicy.DESTROY,
-    });
+    // Access logs need API Gateway's account-wide logs role: a stage that asks for them in an
+    // account without one fails to deploy. Off unless the operator says the role is there (or
+    // lets the stack set it); every function logs each event it handles either way.
+    this.accessLogs = props.options.accessLogs
+      ? new LogGroup(this, 'AccessLogs', {
+          retention: RetentionDays.THREE_MONTHS,
+          removalPolicy: RemovalPolicy.DESTROY,
+        })
+      : undefined;
     this.stage = new WebSocketStage(this, 'Stage', {
       webSocketApi: this.api,
       stageName: props.options.stageName,
@@ -83,11 +89,20 @@ export class RegistrarWebSocketApi extends Construct {
       throttle: THROTTLE,
       // Per-route metrics: the connect-error alarm watches the $connect route alone.
       detailedMetricsEnabled: true,
-      accessLogSettings: {
-        destination: new LogGroupLogDestination(this.accessLogs),
-        format: ACCESS_LOG_FORMAT,
-      },
+      ...(this.accessLogs && {
+        accessLogSettings: {
+          destination: new LogGroupLogDestination(this.accessLogs),
+          format: ACCESS_LOG_FORMAT,
+        },
+      }),
     });
+    if (!this.accessLogs) {
+      Validations.of(this.stage).acknowledge({
+        id: 'AwsSolutions-APIG1',
+        reason:
+          "Access logs need API Gateway's account-wide CloudWatch Logs role, which this stack does not set unless asked (-c apiGatewayLogsRole=true) because it replaces the role of every other API in the region; -c accessLogs=true turns them on where the account has one. The connect, disconnect and message functions log every event they handle.",
+      });
+    }
   }
 
   /**

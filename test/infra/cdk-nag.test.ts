@@ -43,14 +43,31 @@ describe('cdk-nag AwsSolutions', () => {
     }
   });
 
-  it('acknowledges only the rules a reviewer has agreed to', () => {
-    const { stack } = synthWithNag();
+  function acknowledgedRules(synth: SynthOptions = {}): string[] {
+    const { stack } = synthWithNag(synth);
     const rules = new Set(
       acknowledgements(stack).map((ack) =>
         ack.id.replace(/^Annotation::/, '').replace(/\[.*$/, ''),
       ),
     );
-    expect([...rules].sort()).toEqual([
+    return [...rules].sort();
+  }
+
+  it('acknowledges only the rules a reviewer has agreed to', () => {
+    // APIG1: no access logs unless the account has API Gateway's logs role (stack option).
+    expect(acknowledgedRules()).toEqual([
+      'AwsSolutions-APIG1',
+      'AwsSolutions-APIG4',
+      'AwsSolutions-IAM5',
+      'AwsSolutions-L1',
+    ]);
+  });
+
+  it('needs no access-log acknowledgement once the stack sets the logs role', () => {
+    const { synth } = synthWithNag({ context: { apiGatewayLogsRole: 'true' } });
+    expect(synth).not.toThrow();
+    // IAM4: the account logs role uses the AWS-managed policy AWS documents for it.
+    expect(acknowledgedRules({ context: { apiGatewayLogsRole: 'true' } })).toEqual([
       'AwsSolutions-APIG4',
       'AwsSolutions-IAM4',
       'AwsSolutions-IAM5',

@@ -14,6 +14,7 @@ describe('stack options', () => {
     ['alarmEmail', 'oncall', /alarmEmail \(value 'oncall'\): must be an e-mail address/],
     ['stageName', 'v1/prod', /stageName \(value 'v1\/prod'\): must be 1 to 128 letters/],
     ['apiGatewayLogsRole', 'yes', /apiGatewayLogsRole \(value 'yes'\)/],
+    ['accessLogs', 'on', /accessLogs \(value 'on'\)/],
   ])('refuses %s=%s at synth, naming the option and the value', (key, value, message) => {
     expect(() => createStack({ context: { [key]: value } })).toThrow(message);
   });
@@ -42,6 +43,7 @@ describe('stack options', () => {
           alarmEmail: 'oncall@example.com',
           stageName: 'prod',
           apiGatewayLogsRole: 'false',
+          accessLogs: 'true',
         },
       }),
     ).not.toThrow();

@@ -115,7 +115,7 @@ describe('WebSocket API (token mode)', () => {
     });
   });
 
-  it('throttles every route of the stage by default and writes access logs', () => {
+  it('throttles every route of the stage by default', () => {
     template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
       StageName: 'v1',
       AutoDeploy: true,
@@ -124,32 +124,54 @@ describe('WebSocket API (token mode)', () => {
         ThrottlingBurstLimit: Match.anyValue(),
         DetailedMetricsEnabled: true,
       }),
+    });
+  });
+
+  it('leaves the account-wide logging role alone by default, and so writes no access logs', () => {
+    // The role is one setting per account and region: setting it replaces the role every other
+    // API there logs through. Without one, a stage with access logs fails to deploy.
+    template.resourceCountIs('AWS::ApiGateway::Account', 0);
+    const roles = Object.keys(template.findResources('AWS::IAM::Role'));
+    expect(roles.filter((logicalId) => logicalId.startsWith('ApiGatewayLogs'))).toEqual([]);
+    const [stage] = Object.values(template.findResources('AWS::ApiGatewayV2::Stage'));
+    expect(stage?.Properties.AccessLogSettings).toBeUndefined();
+    expect(stage?.DependsOn ?? []).not.toEqual(
+      expect.arrayContaining([expect.stringMatching(/^ApiGatewayLogs/)]),
+    );
+  });
+
+  it('writes access logs, without setting the role, where the account already has one', () => {
+    const withLogs = synthTemplate({ options: { accessLogs: true } });
+    withLogs.resourceCountIs('AWS::ApiGateway::Account', 0);
+    withLogs.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
       AccessLogSettings: {
         DestinationArn: { 'Fn::GetAtt': [Match.stringLikeRegexp('AccessLogs'), 'Arn'] },
         Format: Match.stringLikeRegexp('\\$context\\.requestId'),
       },
     });
-  });
-
-  it('keeps the Authorization header (the join token) out of the access log', () => {
-    const [stage] = Object.values(template.findResources('AWS::ApiGatewayV2::Stage'));
+    // The Authorization header carries the join token.
+    const [stage] = Object.values(withLogs.findResources('AWS::ApiGatewayV2::Stage'));
     expect(stage?.Properties.AccessLogSettings.Format).not.toMatch(/header|Authorization/i);
   });
 
-  it('sets the account logging role that access logging needs, and keeps it on teardown', () => {
-    template.hasResource('AWS::ApiGateway::Account', {
+  it('sets the account logging role when asked to, keeps it on teardown, and logs through it', () => {
+    const withRole = synthTemplate({ options: { apiGatewayLogsRole: true } });
+    withRole.hasResource('AWS::ApiGateway::Account', {
       DeletionPolicy: 'Retain',
       Properties: { CloudWatchRoleArn: { 'Fn::GetAtt': [Match.anyValue(), 'Arn'] } },
     });
-    const [stage] = Object.values(template.findResources('AWS::ApiGatewayV2::Stage'));
+    const [stage] = Object.values(withRole.findResources('AWS::ApiGatewayV2::Stage'));
+    expect(stage?.Properties.AccessLogSettings).toBeDefined();
     expect(stage?.DependsOn).toEqual(
       expect.arrayContaining([expect.stringMatching(/^ApiGatewayLogsAccount/)]),
     );
   });
 
-  it('leaves the account logging role alone when asked to', () => {
-    const template = synthTemplate({ options: { apiGatewayLogsRole: false } });
-    template.resourceCountIs('AWS::ApiGateway::Account', 0);
+  it('honours accessLogs=false even with the role', () => {
+    const noLogs = synthTemplate({ options: { apiGatewayLogsRole: true, accessLogs: false } });
+    noLogs.resourceCountIs('AWS::ApiGateway::Account', 1);
+    const [stage] = Object.values(noLogs.findResources('AWS::ApiGatewayV2::Stage'));
+    expect(stage?.Properties.AccessLogSettings).toBeUndefined();
   });
 
   it('outputs the WebSocket URL of the stage', () => {
