@@ -40,7 +40,9 @@ export class RegistryTable extends Construct {
       // projector's NS# filter drops.
       timeToLiveAttribute: EXPIRES_AT_ATTRIBUTE,
       // The registry (groups, tokens, IAM policies, entries the mesh routes to) is the state
-      // of the system: neither `cdk destroy` nor a replaced resource may delete it.
+      // of the system: neither `cdk destroy` nor a replaced resource may delete it. No fixed
+      // name (adding one would replace deployed tables): test/infra/registry-table-guard.test.ts
+      // fails any change to this construct's logical ID or a replacement-forcing property.
       deletionProtection: true,
       removalPolicy: RemovalPolicy.RETAIN,
     });
