@@ -53,6 +53,7 @@ export class RegistrarStack extends Stack {
       api: websocket.api,
       stage: websocket.stage,
       alarmEmail: options.alarmEmail,
+      instanceEventDeadLetters: instances.deadLetters,
     });
     // The Kubernetes projection is opt-in: -c projectorClusterName=... (docs/kubernetes.md).
     const projector = resolveProjectorOptions(this.node);

@@ -15,6 +15,7 @@ import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { Topic } from 'aws-cdk-lib/aws-sns';
 import { EmailSubscription } from 'aws-cdk-lib/aws-sns-subscriptions';
+import type { IQueue } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import {
   METRIC,
@@ -30,6 +31,8 @@ export interface MonitoringProps {
   api: WebSocketApi;
   stage: WebSocketStage;
   alarmEmail: string | undefined;
+  /** EC2 state-change events that could not be handled (rule DLQ and on-failure destination). */
+  instanceEventDeadLetters: IQueue;
 }
 
 const FIVE_MINUTES = Duration.minutes(5);
@@ -169,6 +172,21 @@ export class Monitoring extends Construct {
       description:
         'API Gateway failed to run $connect 5 or more times in 5 minutes. See docs/deploy.md#connectexecutionerrors.',
     });
+
+    // An EC2 state change nobody handled: the rule could not invoke the function, or the
+    // function failed it three times. The instance's entries then leave only by the sweeper.
+    this.alarm(
+      'InstanceEventDeadLetters',
+      props.instanceEventDeadLetters.metricApproximateNumberOfMessagesVisible({
+        period: FIVE_MINUTES,
+        statistic: 'Maximum',
+      }),
+      {
+        threshold: 1,
+        description:
+          'An EC2 state-change event could not be handled and is in the dead-letter queue. See docs/deploy.md#instanceeventdeadletters.',
+      },
+    );
 
     // Fail static: the sweeper holds deletions (it suspects its own connectivity), or a hold
     // outlived its bound and deletions resumed. Either needs a person: the mesh keeps VMs

@@ -177,7 +177,11 @@ export class Projector extends Construct {
       treatMissingData: TreatMissingData.NOT_BREACHING,
       alarmDescription: text.description,
     });
-    if (topic) alarm.addAlarmAction(new SnsAction(topic));
+    if (topic) {
+      // The OK notification tells whoever was paged that it is over.
+      alarm.addAlarmAction(new SnsAction(topic));
+      alarm.addOkAction(new SnsAction(topic));
+    }
     this.alarms.push(alarm);
   }
 }

@@ -181,6 +181,26 @@ describe('alarms and dashboard', () => {
     });
   });
 
+  it('alarms on the first EC2 state-change event in the dead-letter queue', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'AWS/SQS',
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Dimensions: [
+        {
+          Name: 'QueueName',
+          Value: {
+            'Fn::GetAtt': [Match.stringLikeRegexp('^InstanceStateDeadLetters'), 'QueueName'],
+          },
+        },
+      ],
+      Statistic: 'Maximum',
+      Threshold: 1,
+      ComparisonOperator: 'GreaterThanOrEqualToThreshold',
+      AlarmActions: [TOPIC],
+      OKActions: [TOPIC],
+    });
+  });
+
   it('shows held and slowed deletions by zone on the dashboard', () => {
     const body = JSON.stringify(template.findResources('AWS::CloudWatch::Dashboard'));
     expect(body).toMatch(/SELECT SUM\(SweepHeld\) FROM SCHEMA\([^)]*Zone, service\) GROUP BY Zone/);
@@ -192,8 +212,8 @@ describe('alarms and dashboard', () => {
   it('sends every alarm, and its recovery, to the alarm topic', () => {
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
     // faults + refusal spike + 6 functions x (errors, throttles) + missed sweeps + $connect
-    // + sweep held
-    expect(alarms.length).toBe(1 + 1 + 6 * 2 + 1 + 1 + 1);
+    // + EC2 dead letters + sweep held
+    expect(alarms.length).toBe(1 + 1 + 6 * 2 + 1 + 1 + 1 + 1);
     for (const alarm of alarms) {
       expect(alarm.Properties.AlarmActions).toEqual([expect.objectContaining(TOPIC_SHAPE)]);
       expect(alarm.Properties.OKActions).toEqual([expect.objectContaining(TOPIC_SHAPE)]);

@@ -119,6 +119,15 @@ describe('Projector construct', () => {
     });
   });
 
+  it('sends each alarm and its recovery (OK) to the alarm topic', () => {
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
+    expect(alarms.length).toBeGreaterThanOrEqual(3);
+    for (const alarm of alarms) {
+      expect(alarm.Properties.AlarmActions).toEqual([{ Ref: expect.stringMatching(/^Alarms/) }]);
+      expect(alarm.Properties.OKActions).toEqual([{ Ref: expect.stringMatching(/^Alarms/) }]);
+    }
+  });
+
   it('alarms on any Lambda error of the function: a timeout or out-of-memory counts nothing', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Namespace: 'AWS/Lambda',
