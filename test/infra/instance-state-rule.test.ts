@@ -31,7 +31,7 @@ describe('EC2 state-change rule: no event dropped silently', () => {
     });
   });
 
-  it('refuses writes without TLS; EventBridge may write for this rule only; the function's role may send', () => {
+  it('refuses writes without TLS; EventBridge may write for this rule only, the function role may send', () => {
     const [policy] = Object.values(template.findResources('AWS::SQS::QueuePolicy'));
     const statements = policy?.Properties.PolicyDocument.Statement as {
       Effect: string;
