@@ -42,6 +42,7 @@ export async function bundleFunction(
     target: BUNDLE.target,
     minify: BUNDLE.minify,
     sourcemap: BUNDLE.sourceMap,
+    sourcesContent: BUNDLE.sourcesContent,
     external: [...(options.externalModules ?? BUNDLE.externalModules)],
     mainFields: [...BUNDLE.mainFields],
     banner: { js: BUNDLE.banner },

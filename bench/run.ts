@@ -140,13 +140,30 @@ const sections: Record<string, Section> = {
     },
   },
   bundles: {
-    title: 'Lambda bundle sizes (esbuild, minified, from the metafile)',
+    title:
+      'Lambda bundles: size (esbuild, minified, from the metafile), cold start and first-error latency',
     run: async () => {
       const { measureBundleSizes } = await import('./bundle-size.ts');
       const rows = await measureBundleSizes();
       table(
         ['function', 'KB'],
         rows.map((r) => [r.name, (r.bytes / 1024).toFixed(1)]),
+      );
+      // Cold start (import in a fresh process) and the first error's cost, as deployed and
+      // with --enable-source-maps (which the stack no longer sets).
+      const { measureFirstErrors } = await import('./first-error.ts');
+      const errors = await measureFirstErrors();
+      console.log('\nCold start and first error (fresh process each run, median of 5)');
+      table(
+        ['function', 'NODE_OPTIONS', 'map KB', 'import ms', 'first error ms', 'second error ms'],
+        errors.map((r) => [
+          r.name,
+          r.variant,
+          (r.mapBytes / 1024).toFixed(0),
+          r.importMs.toFixed(1),
+          r.firstErrorMs.toFixed(1),
+          r.secondErrorMs.toFixed(2),
+        ]),
       );
     },
   },

@@ -31,7 +31,11 @@ export const BUNDLE = {
   // Lambda nodejs22.x.
   target: 'node22',
   minify: true,
+  // A map beside each bundle (index.mjs.map) for decoding a logged stack trace offline; without
+  // the sources' text inside (they are in the repository at the deployed commit): a third of
+  // the size.
   sourceMap: true,
+  sourcesContent: false,
   // Nothing is left to the runtime, the AWS SDK included: production runs the SDK version the
   // tests ran (package-lock.json), not whatever the nodejs22.x runtime ships that month, and
   // the projector's @aws-sdk/credential-providers is there for sure. Measured (`node

@@ -1,11 +1,12 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Metafile } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleFunction } from '../../bench/bundle-size.ts';
 import { type FunctionName, WEBSOCKET_FUNCTIONS } from '../../infra/constructs/bundling.ts';
+import { decodeStack } from '../../scripts/decode-stack.ts';
 
 /**
  * Real esbuild bundles, with the settings the CDK construct deploys (the assertion tests skip
@@ -70,5 +71,27 @@ describe('function bundles', () => {
       },
       60_000,
     );
+
+    it('a logged stack trace maps back to the TypeScript sources with the shipped map', async () => {
+      // The functions run without --enable-source-maps: the stack points into index.mjs, and
+      // scripts/decode-stack.ts maps it with index.mjs.map.
+      const outdir = join(dir, 'decode');
+      await bundleFunction('authorize', { outdir });
+      const file = join(outdir, 'index.mjs');
+      const script = `const m=await import(${JSON.stringify(`file://${file}`)});try{await m.handler({},{getRemainingTimeInMillis:()=>1000})}catch(e){process.stdout.write(e.stack)}`;
+      const stack = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+        cwd: outdir,
+        env: { PATH: process.env.PATH, POWERTOOLS_LOG_LEVEL: 'SILENT', NODE_OPTIONS: '' },
+        encoding: 'utf8',
+      });
+      expect(stack).toMatch(/REGISTRAR_TABLE/);
+      expect(stack).toMatch(/index\.mjs:\d+:\d+/);
+      expect(stack).not.toMatch(/lib\/config\.ts/);
+      const payload = JSON.parse(await readFile(`${file}.map`, 'utf8'));
+      expect(payload.sourcesContent).toBeUndefined();
+      expect(decodeStack(stack, payload)).toMatch(
+        /index\.mjs:\d+:\d+ \[-> lib\/config\.ts:\d+:\d+\]/,
+      );
+    }, 60_000);
   });
 });
