@@ -34,10 +34,10 @@ export class RegistryTable extends Construct {
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       // IAM-mode connection records carry `expiresAt` (epoch seconds, a day after the connect):
       // records of refused connects and of lost `$disconnect`s expire instead of piling up.
-      // Tokens also carry an `expiresAt`, in milliseconds: read as seconds that is tens of
-      // thousands of years away, so TTL never removes a token (expired and revoked ones stay
-      // in `registrar token list`). TTL deletes reach the stream as CONN# keys, which the
-      // projector's NS# filter drops.
+      // Nothing else carries it: a token's expiry is `validUntil` (expired and revoked tokens
+      // stay in `registrar token list`). Tokens written before kept it in `expiresAt`, in
+      // milliseconds, which TTL reads as tens of thousands of years away. TTL deletes reach
+      // the stream as CONN# keys, which the projector's NS# filter drops.
       timeToLiveAttribute: EXPIRES_AT_ATTRIBUTE,
       // The registry (groups, tokens, IAM policies, entries the mesh routes to) is the state
       // of the system: neither `cdk destroy` nor a replaced resource may delete it. No fixed

@@ -278,14 +278,21 @@ export function decodeConnectionRecord(raw: Item): ConnectionRecord {
   };
 }
 
-export type TokenItem = ItemKey & Omit<StoredToken, 'id'>;
+/**
+ * A token's expiry is `validUntil` (epoch milliseconds), never the table's TTL attribute
+ * (`expiresAt`, epoch seconds): an expired or revoked token stays listed until the operator
+ * deletes it. Tokens written before carry their expiry, in milliseconds, as `expiresAt`; they
+ * are read the same way (TTL reads that value as a date past year 50,000 and keeps them).
+ */
+export type TokenItem = ItemKey &
+  Omit<StoredToken, 'id' | 'expiresAt'> & { validUntil: EpochMillis; expiresAt?: never };
 
 export function encodeToken(token: StoredToken): TokenItem {
-  const { id, ...rest } = token;
-  return { ...tokenKey(id), ...rest };
+  const { id, expiresAt, ...rest } = token;
+  return { ...tokenKey(id), ...rest, validUntil: expiresAt };
 }
 
 export function decodeToken(raw: Item): StoredToken {
-  const { pk: _pk, sk, ...rest } = raw as TokenItem;
-  return { id: sk, ...rest } as StoredToken;
+  const { pk: _pk, sk, validUntil, [EXPIRES_AT_ATTRIBUTE]: legacyExpiry, ...rest } = raw;
+  return { id: sk, ...rest, expiresAt: validUntil ?? legacyExpiry } as StoredToken;
 }

@@ -1,5 +1,7 @@
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
+import { EXPIRES_AT_ATTRIBUTE } from '../../lib/store/item-codec.ts';
 import type { StoredToken } from '../../lib/store/token-store.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
@@ -60,4 +62,36 @@ it('lists every token', async () => {
   const ids = (await tokens.listTokens()).map((stored) => stored.id);
 
   expect(ids).toEqual(expect.arrayContaining(['t1', 't2', 't3', 't4']));
+});
+
+it('keeps the expiry out of the TTL attribute, and still reads tokens stored with it there', async () => {
+  await tokens.putToken(token('t-ttl'));
+  const { Item } = await dynamo.client.send(
+    new GetCommand({ TableName: dynamo.tableName, Key: { pk: 'TOKEN', sk: 't-ttl' } }),
+  );
+  expect(Item?.[EXPIRES_AT_ATTRIBUTE]).toBeUndefined();
+  expect(Item?.validUntil).toBe(9_000);
+
+  // As a token created before validUntil was stored.
+  await dynamo.client.send(
+    new PutCommand({
+      TableName: dynamo.tableName,
+      Item: {
+        pk: 'TOKEN',
+        sk: 't-old',
+        secretHash: 'h',
+        namespace: 'shop',
+        createdAt: 1,
+        expiresAt: 7_000,
+      },
+    }),
+  );
+  expect(await tokens.getToken('t-old')).toEqual({
+    id: 't-old',
+    secretHash: 'h',
+    namespace: 'shop',
+    createdAt: 1,
+    expiresAt: 7_000,
+  });
+  expect((await tokens.listTokens()).find((t) => t.id === 't-old')?.expiresAt).toBe(7_000);
 });

@@ -143,8 +143,26 @@ describe('groups, connections and tokens', () => {
       secretHash: 'h',
       namespace: 'shop',
       createdAt: 1,
-      expiresAt: 2,
+      validUntil: 2,
     });
     expect(decodeToken(item)).toEqual(token);
+  });
+
+  it('reads a token written with its expiry in expiresAt (before validUntil)', () => {
+    const legacy = {
+      pk: 'TOKEN',
+      sk: 't1',
+      secretHash: 'h',
+      namespace: 'shop',
+      createdAt: 1,
+      expiresAt: 2,
+    };
+    expect(decodeToken(legacy)).toEqual({
+      id: 't1',
+      secretHash: 'h',
+      namespace: 'shop',
+      createdAt: 1,
+      expiresAt: 2,
+    });
   });
 });
