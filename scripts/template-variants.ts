@@ -1,10 +1,13 @@
 /**
- * The stack variants a deploy can produce, synthesized in-process for the template check:
- * token mode (the default), IAM mode, and the optional parts on (projector, alarm email).
- * Bundling is skipped (esbuild does not change a template's shape; the real `cdk synth` in
- * .ci/run bundles, and its template is checked too).
+ * The stack variants a deploy can produce, synthesized in-process for cfn-lint and the table
+ * guard: token mode (the default), IAM mode, the optional parts on (projector, alarm email),
+ * and the account logs role with access logs. Bundling is skipped (esbuild does not change a
+ * template's shape; the real `cdk synth` in .ci/run bundles, and its template is linted too).
+ *
+ *   node scripts/template-variants.ts <dir>    writes <dir>/<variant>.template.json
  */
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { RegistrarStack } from '../infra/registrar-stack.ts';
 
@@ -27,6 +30,7 @@ export const TEMPLATE_VARIANTS: readonly TemplateVariant[] = [
       alarmEmail: 'oncall@example.com',
     },
   },
+  { name: 'logs-role', context: { apiGatewayLogsRole: 'true' } },
 ];
 
 /** The region the variants are synthesized for (as the CDK tests do). */
@@ -41,4 +45,18 @@ export function synthVariant(variant: TemplateVariant): Record<string, unknown> 
     env: { account: '123456789012', region: VARIANT_REGION },
   });
   return app.synth().getStackByName(stack.stackName).template;
+}
+
+if (import.meta.main) {
+  const dir = process.argv[2];
+  if (!dir) {
+    console.error('usage: node scripts/template-variants.ts <dir>');
+    process.exit(2);
+  }
+  mkdirSync(dir, { recursive: true });
+  for (const variant of TEMPLATE_VARIANTS) {
+    const file = join(dir, `${variant.name}.template.json`);
+    writeFileSync(file, `${JSON.stringify(synthVariant(variant), null, 1)}\n`);
+    console.log(file);
+  }
 }
