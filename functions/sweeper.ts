@@ -17,11 +17,27 @@ export interface SweeperSummary {
   stoppedEarly: boolean;
   /** Deletes and liveness checks that failed; the invocation then fails after the rest. */
   failed: number;
-  /** Fail static: normal, held, hold-expired or released (lib/domain/disruption.ts). */
+  /**
+   * Fail static: normal, held, hold-expired or released (lib/domain/disruption.ts); `skipped`
+   * when another run held the sweep lease.
+   */
   mode: string;
   held: number;
   slowed: number;
 }
+
+const EMPTY_SUMMARY: SweeperSummary = {
+  deleted: 0,
+  conflicts: 0,
+  candidatesRead: 0,
+  livenessChecked: 0,
+  phantomsDropped: 0,
+  stoppedEarly: false,
+  failed: 0,
+  mode: 'normal',
+  held: 0,
+  slowed: 0,
+};
 
 /**
  * Time kept back from the invocation's deadline: one paced delete or one liveness check (a few
@@ -42,6 +58,36 @@ export function createSweeperHandler(
     _event: ScheduledEvent | Record<string, never>,
     context: Context,
   ): Promise<SweeperSummary> {
+    // One run at a time: the lease lasts until this invocation's deadline, so a run that
+    // crashes blocks the next no longer than that. A tick that finds it held (the previous run
+    // is still going) does nothing: the next tick sweeps everything due anyway.
+    const holder = context.awsRequestId;
+    const startedAt = deps.now();
+    const lease = await deps.store.acquireSweepLease(
+      holder,
+      startedAt,
+      startedAt + context.getRemainingTimeInMillis(),
+    );
+    if (!lease.acquired) {
+      logger.info('another sweep run is still going; this tick skips', {
+        holder: lease.holder,
+        until: new Date(lease.until).toISOString(),
+      });
+      return { ...EMPTY_SUMMARY, mode: 'skipped' };
+    }
+    try {
+      return await sweepOnce(context);
+    } finally {
+      // The next tick need not wait for this run's deadline. Best effort: the lease runs out.
+      await deps.store.releaseSweepLease(holder).catch((error: unknown) => {
+        logger.warn('could not release the sweep lease; it runs out at the deadline', {
+          reason: error instanceof Error ? error.message : String(error),
+        });
+      });
+    }
+  }
+
+  async function sweepOnce(context: Context): Promise<SweeperSummary> {
     const { sweep } = deps.config;
     // One policy, one place: clients (`registrar sweep`, describe) read what this run applies.
     // Recorded every run, so a failure now is retried in a minute: it must not stop the sweep.

@@ -19,7 +19,6 @@ export interface RegistrarFunctionProps {
   environment: Record<string, string>;
   timeout?: Duration;
   memorySize?: number;
-  reservedConcurrentExecutions?: number;
   /** For a function that must reach a private endpoint (an EKS API server). */
   vpc?: IVpc;
   vpcSubnets?: SubnetSelection;
@@ -60,7 +59,6 @@ export class RegistrarFunction extends Construct {
       architecture: Architecture.ARM_64,
       memorySize: props.memorySize ?? 256,
       timeout: props.timeout ?? Duration.seconds(10),
-      reservedConcurrentExecutions: props.reservedConcurrentExecutions,
       logGroup,
       role,
       vpc: props.vpc,

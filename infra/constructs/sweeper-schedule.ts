@@ -53,13 +53,13 @@ export class SweeperSchedule extends Construct {
       },
       timeout: Duration.seconds(timeoutS),
       memorySize: 512,
-      // One sweeper at a time replaces leader election: two runs would race for the same
-      // candidates (their deletes are conditional, so safe, but twice the reads for nothing).
-      reservedConcurrentExecutions: 1,
+      // One sweep at a time is a lease in the table (functions/sweeper.ts), not reserved
+      // concurrency: Lambda refuses a reservation in an account at the default limit of 10,
+      // and a late tick throttled by it looked like an outage to the throttle alarm. Two runs
+      // would race for the same candidates and double the delete rate a disrupted zone gets.
     }).function;
-    // A tick that cannot run (the previous run is still going) is dropped, not queued: the
-    // next tick sweeps everything that is due anyway, and a backlog of ticks would only run
-    // back to back.
+    // A failed or throttled tick is not retried past a minute: the next tick sweeps everything
+    // that is due anyway, and a backlog of ticks would only run back to back.
     sweeper.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: Duration.seconds(60) });
     // Queries the sweep index, deletes conditionally, keeps its own state and the policy item.
     props.registry.grantAccess(sweeper, tableAccess('sweeper', props.options.authMode));

@@ -57,6 +57,7 @@ import type {
   RegistryStore,
   StoredGroup,
   SweepIndexState,
+  SweepLease,
 } from './registry-store.ts';
 import { INSTANCE_INDEX, PARTITIONS, SWEEP_INDEX, SWEEP_SHARDS } from './table-definition.ts';
 
@@ -70,6 +71,8 @@ const ROUNDS = 3;
 const LIVENESS_MARK_KEY = { pk: 'SWEEPER', sk: 'liveness' };
 /** The sweeper's fail-static record (lib/domain/disruption.ts). */
 const DISRUPTION_KEY = { pk: 'SWEEPER', sk: 'disruption' };
+/** Which sweeper run holds the sweep, and until when. */
+const SWEEP_LEASE_KEY = { pk: 'SWEEPER', sk: 'lease' };
 
 /**
  * The registry on one DynamoDB table (docs/architecture.md). Each lifecycle event is one
@@ -416,6 +419,56 @@ export class DynamoDbRegistryStore
    * record before `registrar sweep --force` wrote does not erase the release. Only a run that
    * found the disruption over removes it.
    */
+  /**
+   * One conditional put: taken when no lease exists, the last one ran out, or this holder has
+   * it (the SDK retrying a put that was applied). A lost condition (a late tick, rare) reads
+   * the lease to say who holds it.
+   */
+  async acquireSweepLease(
+    holder: string,
+    now: EpochMillis,
+    until: EpochMillis,
+  ): Promise<SweepLease> {
+    try {
+      await this.#client.send(
+        new PutCommand({
+          TableName: this.#table,
+          Item: { ...SWEEP_LEASE_KEY, holder, until },
+          ConditionExpression: 'attribute_not_exists(pk) OR #until <= :now OR holder = :holder',
+          ExpressionAttributeNames: { '#until': 'until' },
+          ExpressionAttributeValues: { ':now': now, ':holder': holder },
+        }),
+      );
+      return { acquired: true };
+    } catch (error) {
+      if (!isConditionFailed(error)) throw error;
+      const item = await this.#get(SWEEP_LEASE_KEY);
+      return {
+        acquired: false,
+        holder: String(item?.holder ?? 'unknown'),
+        until: Number(item?.until ?? now),
+      };
+    }
+  }
+
+  /** Ends the lease (until 0: free whatever any clock says), only if this holder has it. */
+  async releaseSweepLease(holder: string): Promise<void> {
+    try {
+      await this.#client.send(
+        new UpdateCommand({
+          TableName: this.#table,
+          Key: SWEEP_LEASE_KEY,
+          UpdateExpression: 'SET #until = :free',
+          ConditionExpression: 'holder = :holder',
+          ExpressionAttributeNames: { '#until': 'until' },
+          ExpressionAttributeValues: { ':free': 0, ':holder': holder },
+        }),
+      );
+    } catch (error) {
+      if (!isConditionFailed(error)) throw error;
+    }
+  }
+
   async saveDisruptionRecord(record: DisruptionRecord): Promise<void> {
     const { releasedAt, ...rest } = record;
     const over = record.mode === 'normal' && record.disruptedZones.length === 0;

@@ -130,7 +130,23 @@ export interface ConnectionRecord extends HolderRef {
  * What registration, health and the sweeper need from storage, and nothing more.
  * Every state change is one conditional write; losing a race is an outcome, not an error.
  */
-export interface RegistryStore extends DisruptionStore, InstanceStore {
+/** Who runs the sweep now: the holder's id and until when (its invocation's deadline). */
+export type SweepLease =
+  | { acquired: true }
+  | { acquired: false; holder: string; until: EpochMillis };
+
+/**
+ * One sweep at a time, without reserved concurrency: a run takes the lease until its own
+ * deadline; a run that starts while another holds it (a late tick) does nothing. A run that
+ * crashes holds it no longer than its deadline.
+ */
+export interface SweepLeaseStore {
+  acquireSweepLease(holder: string, now: EpochMillis, until: EpochMillis): Promise<SweepLease>;
+  /** Lets the next run start at once; a lease taken over by another holder is left alone. */
+  releaseSweepLease(holder: string): Promise<void>;
+}
+
+export interface RegistryStore extends DisruptionStore, InstanceStore, SweepLeaseStore {
   /** Consistent: `registrar apply` and `delete wg` are read-your-writes for connects. */
   getGroup(ref: ObjectRef): Promise<StoredGroup | undefined>;
   connect(change: ConnectChange): Promise<ConnectOutcome>;

@@ -118,7 +118,7 @@ describe('alarms and dashboard', () => {
     },
   );
 
-  it('alarms when the sweeper has not run for 5 minutes, counting no data as missed', () => {
+  it('alarms when fewer than half the sweeper ticks of 5 minutes ran, counting no data as missed', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Namespace: 'AWS/Lambda',
       MetricName: 'Invocations',
@@ -126,10 +126,20 @@ describe('alarms and dashboard', () => {
         { Name: 'FunctionName', Value: { Ref: Match.stringLikeRegexp('^SweepSweeper') } },
       ],
       Period: 300,
-      Threshold: 1,
+      Threshold: 3,
       ComparisonOperator: 'LessThanThreshold',
       TreatMissingData: 'breaching',
     });
+  });
+
+  it('has no throttle alarm for the sweeper: its missed runs are what matters', () => {
+    const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
+    const sweeperThrottles = alarms.filter(
+      (alarm) =>
+        alarm.Properties.MetricName === 'Throttles' &&
+        JSON.stringify(alarm.Properties.Dimensions).includes('SweepSweeper'),
+    );
+    expect(sweeperThrottles).toEqual([]);
   });
 
   it('widens the missed-run window to three ticks of a slower schedule', () => {
@@ -137,6 +147,7 @@ describe('alarms and dashboard', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       MetricName: 'Invocations',
       Period: 1800,
+      Threshold: 2,
     });
   });
 
@@ -211,9 +222,9 @@ describe('alarms and dashboard', () => {
 
   it('sends every alarm, and its recovery, to the alarm topic', () => {
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
-    // faults + refusal spike + 6 functions x (errors, throttles) + missed sweeps + $connect
-    // + EC2 dead letters + sweep held
-    expect(alarms.length).toBe(1 + 1 + 6 * 2 + 1 + 1 + 1 + 1);
+    // faults + refusal spike + 6 functions' errors + 5 functions' throttles (not the
+    // sweeper's) + missed sweeps + $connect + EC2 dead letters + sweep held
+    expect(alarms.length).toBe(1 + 1 + 6 + 5 + 1 + 1 + 1 + 1);
     for (const alarm of alarms) {
       expect(alarm.Properties.AlarmActions).toEqual([expect.objectContaining(TOPIC_SHAPE)]);
       expect(alarm.Properties.OKActions).toEqual([expect.objectContaining(TOPIC_SHAPE)]);
