@@ -58,16 +58,15 @@ export function createSweeperHandler(
     _event: ScheduledEvent | Record<string, never>,
     context: Context,
   ): Promise<SweeperSummary> {
-    // One run at a time: the lease lasts until this invocation's deadline, so a run that
-    // crashes blocks the next no longer than that. A tick that finds it held (the previous run
-    // is still going) does nothing: the next tick sweeps everything due anyway.
+    // One run at a time: the lease lasts until this invocation's deadline (on Lambda, the
+    // timeout is shorter than the sweep interval), and never longer than one interval (the
+    // local runtime's invocations have 15 minutes), so a run that crashes or is killed blocks
+    // the next no longer than that. A tick that finds it held (the previous run is still
+    // going) does nothing: the next tick sweeps everything due anyway.
     const holder = context.awsRequestId;
     const startedAt = deps.now();
-    const lease = await deps.store.acquireSweepLease(
-      holder,
-      startedAt,
-      startedAt + context.getRemainingTimeInMillis(),
-    );
+    const leaseMs = Math.min(context.getRemainingTimeInMillis(), deps.config.sweep.sweepIntervalMs);
+    const lease = await deps.store.acquireSweepLease(holder, startedAt, startedAt + leaseMs);
     if (!lease.acquired) {
       logger.info('another sweep run is still going; this tick skips', {
         holder: lease.holder,

@@ -103,6 +103,23 @@ describe('sweeper handler with the lease', () => {
     expect(second.mode).not.toBe('skipped');
   });
 
+  it('a run killed before it released (a local runtime gets 15 min) blocks one interval at most', async () => {
+    const killed = new Proxy(store, {
+      get(target, key) {
+        const value = Reflect.get(target, key);
+        if (key === 'releaseSweepLease') return () => Promise.resolve();
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const long = { ...lambdaContext('sweeper'), getRemainingTimeInMillis: () => 15 * 60_000 };
+    await createSweeperHandler(dependencies(killed, () => T0))({}, long);
+    const interval = readConfig({ REGISTRAR_TABLE: 't' }).sweep.sweepIntervalMs;
+    const early = await handlerAt(() => T0 + interval - 1)({}, lambdaContext('sweeper'));
+    expect(early.mode).toBe('skipped');
+    const after = await handlerAt(() => T0 + interval)({}, lambdaContext('sweeper'));
+    expect(after.mode).not.toBe('skipped');
+  });
+
   it('releases the lease when the run fails', async () => {
     // Every store call but the lease's fails (a fault injected here; the lease writes are real).
     const lease = new Set(['acquireSweepLease', 'releaseSweepLease']);
