@@ -13,6 +13,7 @@ export interface SweeperSummary {
   conflicts: number;
   candidatesRead: number;
   livenessChecked: number;
+  livenessUnknown: number;
   phantomsDropped: number;
   stoppedEarly: boolean;
   /** Deletes and liveness checks that failed; the invocation then fails after the rest. */
@@ -31,6 +32,7 @@ const EMPTY_SUMMARY: SweeperSummary = {
   conflicts: 0,
   candidatesRead: 0,
   livenessChecked: 0,
+  livenessUnknown: 0,
   phantomsDropped: 0,
   stoppedEarly: false,
   failed: 0,
@@ -118,6 +120,14 @@ export function createSweeperHandler(
       });
     }
     recordCount(METRIC.livenessChecks, result.livenessChecked);
+    recordCount(METRIC.livenessUnknown, result.livenessUnknown);
+    recordCount(METRIC.sweepStoppedEarly, result.stoppedEarly ? 1 : 0);
+    if (result.livenessUnknown > 0) {
+      logger.warn('API Gateway could not answer some liveness checks; their holders are kept', {
+        unknown: result.livenessUnknown,
+        reason: result.firstUnknown,
+      });
+    }
     recordCount(METRIC.phantomHolders, result.phantomsDropped);
     recordByZone(METRIC.sweepHeld, result.held);
     recordByZone(METRIC.sweepSlowed, result.slowed);
@@ -128,6 +138,7 @@ export function createSweeperHandler(
       conflicts: result.conflicts,
       candidatesRead: result.candidatesRead,
       livenessChecked: result.livenessChecked,
+      livenessUnknown: result.livenessUnknown,
       phantomsDropped: result.phantomsDropped,
       stoppedEarly: result.stoppedEarly,
       failed: result.failed,

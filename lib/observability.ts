@@ -36,6 +36,13 @@ export const METRIC = {
   phantomHolders: 'PhantomHoldersDropped',
   /** Connected entries whose holders the sweeper checked with API Gateway. */
   livenessChecks: 'LivenessChecks',
+  /**
+   * Liveness checks API Gateway could not answer (throttled, access denied, unreachable): the
+   * holder is kept, and a lost `$disconnect` goes unnoticed until a check lands.
+   */
+  livenessUnknown: 'LivenessUnknown',
+  /** Sweeper runs that stopped at their deadline with work left (the next run goes on). */
+  sweepStoppedEarly: 'SweepStoppedEarly',
   /** Fail static: deletions held back this run (entries away abnormally while held), by Zone. */
   sweepHeld: 'SweepHeld',
   /** Fail static: due deletions deferred by a disrupted zone's secondary rate, by Zone. */

@@ -205,6 +205,27 @@ export class Monitoring extends Construct {
       },
     );
 
+    // The sweeper is falling behind: runs end at their deadline with work left, or API
+    // Gateway does not answer its liveness checks (a lost `$disconnect` then goes unnoticed).
+    // Sustained for 15 minutes: one run cut short by a mass expiry is paced, not a fault.
+    this.alarm(
+      'SweepFallingBehind',
+      new MathExpression({
+        expression: 'FILL(stopped, 0) + FILL(unknown, 0)',
+        usingMetrics: {
+          stopped: registrarMetric(METRIC.sweepStoppedEarly, 'Runs stopped at the deadline'),
+          unknown: registrarMetric(METRIC.livenessUnknown, 'Liveness checks unanswered'),
+        },
+        period: FIVE_MINUTES,
+        label: 'Sweeper runs cut short, or liveness checks unanswered',
+      }),
+      {
+        threshold: 1,
+        evaluationPeriods: 3,
+        description: `For 15 minutes, sweeper runs stopped at their deadline with work left, or API Gateway did not answer liveness checks (metrics ${METRICS_NAMESPACE}/${METRIC.sweepStoppedEarly}, ${METRIC.livenessUnknown}; the sweeper's log says why). See docs/deploy.md#sweepfallingbehind.`,
+      },
+    );
+
     // Fail static: the sweeper holds deletions (it suspects its own connectivity), or a hold
     // outlived its bound and deletions resumed. Either needs a person: the mesh keeps VMs
     // that may be gone, or is losing entries after a long outage.
@@ -257,12 +278,14 @@ export class Monitoring extends Construct {
       description: string;
       comparisonOperator?: ComparisonOperator;
       treatMissingData?: TreatMissingData;
+      /** Consecutive periods that must all breach; default 1. */
+      evaluationPeriods?: number;
     },
   ): void {
     const alarm = new Alarm(this, id, {
       metric,
       threshold: options.threshold,
-      evaluationPeriods: 1,
+      evaluationPeriods: options.evaluationPeriods ?? 1,
       comparisonOperator:
         options.comparisonOperator ?? ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
       // No invocations means no errors, not an unknown state.

@@ -17,10 +17,14 @@ export interface LivenessPolicy {
   maxConnectionAgeMs: number;
 }
 
-/** Connected entries whose newest connect is in `[from, to)` are due for a liveness check. */
+/**
+ * Connected entries whose newest connect is in `[from, to)` are due for a liveness check, each
+ * at its newest connect + `dueAfterMs` (a whole number of liveness intervals; 0 if absent).
+ */
 export interface LivenessWindow {
   from: EpochMillis;
   to: EpochMillis;
+  dueAfterMs?: number;
 }
 
 /** 1.5 x the maximum connection age: 1.5 x 2 h = 3 h by default. */
@@ -77,7 +81,9 @@ export function sweepReason(record: EntryRecord): 'disconnected' | 'stale' {
  * the run whose span holds that time checks it. Consecutive runs' spans tile time, so each
  * connected entry is checked once per interval, and no write happens while its holders are
  * alive. Checks go on until the entry would be stale (1.5 x the maximum age), after which the
- * stale rule takes over.
+ * stale rule takes over. Window k holds the entries due `k x interval` after their connect:
+ * the windows are disjoint, so each entry's due time is known, and a run can check in due-time
+ * order and stop (and resume) at any point of its span.
  */
 export function livenessWindows(
   span: { from: EpochMillis; to: EpochMillis },
@@ -91,11 +97,17 @@ export function livenessWindows(
   const checks = Math.ceil(staleAfterMs(policy) / interval);
   const windows: LivenessWindow[] = [];
   for (let k = 1; k <= checks; k++) {
-    const window = { from: from - k * interval, to: span.to - k * interval };
-    const previous = windows[windows.length - 1];
-    // With a span as long as the interval the windows touch: one range, one query per shard.
-    if (previous && previous.from <= window.to) previous.from = window.from;
-    else windows.push(window);
+    const dueAfterMs = k * interval;
+    windows.push({ from: from - dueAfterMs, to: span.to - dueAfterMs, dueAfterMs });
   }
   return windows;
+}
+
+/** When the entry connected at `connectedAt` is due in these windows; undefined if in none. */
+export function livenessDueAt(
+  windows: readonly LivenessWindow[],
+  connectedAt: EpochMillis,
+): EpochMillis | undefined {
+  const window = windows.find((w) => connectedAt >= w.from && connectedAt < w.to);
+  return window ? connectedAt + (window.dueAfterMs ?? 0) : undefined;
 }

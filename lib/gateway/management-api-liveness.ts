@@ -3,7 +3,7 @@ import {
   GetConnectionCommand,
   GoneException,
 } from '@aws-sdk/client-apigatewaymanagementapi';
-import type { ConnectionLiveness } from '../registration/liveness.ts';
+import type { ConnectionLiveness, LivenessAnswer } from '../registration/liveness.ts';
 
 export interface ManagementApiOptions {
   /** `https://{api-id}.execute-api.{region}.amazonaws.com/{stage}`, or the local gateway's URL. */
@@ -26,12 +26,17 @@ export class ManagementApiLiveness implements ConnectionLiveness {
     this.#options = options;
   }
 
-  async check(connectionId: string): Promise<'alive' | 'gone' | 'unknown'> {
+  async check(connectionId: string): Promise<LivenessAnswer> {
     try {
       await this.#connect().send(new GetConnectionCommand({ ConnectionId: connectionId }));
       return 'alive';
     } catch (error) {
-      return error instanceof GoneException ? 'gone' : 'unknown';
+      if (error instanceof GoneException) return 'gone';
+      // AccessDenied, throttling past the retries, a timeout: named, so the sweeper's log and
+      // metric say why checks are not landing.
+      const name = error instanceof Error ? error.name : 'Error';
+      const message = error instanceof Error ? error.message : String(error);
+      return { unknown: `${name}: ${message}` };
     }
   }
 
@@ -41,6 +46,10 @@ export class ManagementApiLiveness implements ConnectionLiveness {
     this.#client ??= new ApiGatewayManagementApiClient({
       region,
       endpoint: typeof endpoint === 'string' ? endpoint : endpoint(),
+      // A check must end well inside the sweeper's deadline margin (5 s), retries included:
+      // an unanswered one is unknown, and the next interval asks again.
+      requestHandler: { connectionTimeout: 1_000, requestTimeout: 1_500 },
+      maxAttempts: 2,
       ...(local ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
     });
     return this.#client;

@@ -1,15 +1,29 @@
 import type { EpochMillis } from '../domain/model.ts';
 import type { Holder } from '../store/registry-store.ts';
 
+/** API Gateway could not say (throttled, access denied, unreachable): why, for the log. */
+export interface UnknownAnswer {
+  unknown: string;
+}
+
+export type LivenessAnswer = 'alive' | 'gone' | 'unknown' | UnknownAnswer;
+
 /**
  * Whether a connection still exists, as API Gateway knows it (`GET @connections/{id}`).
  * `$disconnect` is best-effort: a crash, a failed write or a lost response can leave a
  * connection listed as a holder after it closed. Only API Gateway's own answer that the
- * connection is gone (410) may drop it; any other failure is 'unknown' and drops nothing, so
+ * connection is gone (410) may drop it; any other failure is unknown and drops nothing, so
  * a fault of the management API never disconnects a live VM.
  */
 export interface ConnectionLiveness {
-  check(connectionId: string): Promise<'alive' | 'gone' | 'unknown'>;
+  check(connectionId: string): Promise<LivenessAnswer>;
+}
+
+export interface HolderAnswers {
+  /** Connections API Gateway says are gone. */
+  gone: string[];
+  /** Connections it could not answer for, with the cause. */
+  unknown: { connectionId: string; reason: string }[];
 }
 
 /**
@@ -17,13 +31,31 @@ export interface ConnectionLiveness {
  * `settleMs` is not asked: API Gateway answers 410 for a connection whose `$connect` is still
  * running too, and dropping it would leave a connection that is about to open holding nothing.
  */
+export async function checkHolders(
+  liveness: ConnectionLiveness,
+  holders: readonly Holder[],
+  now: EpochMillis,
+  settleMs: number,
+): Promise<HolderAnswers> {
+  const settled = holders.filter((h) => h.since === undefined || now - h.since >= settleMs);
+  const answers = await Promise.all(settled.map((h) => liveness.check(h.connectionId)));
+  const result: HolderAnswers = { gone: [], unknown: [] };
+  settled.forEach(({ connectionId }, i) => {
+    const answer = answers[i];
+    if (answer === 'gone') result.gone.push(connectionId);
+    else if (answer === 'unknown') result.unknown.push({ connectionId, reason: 'unknown' });
+    else if (typeof answer === 'object')
+      result.unknown.push({ connectionId, reason: answer.unknown });
+  });
+  return result;
+}
+
+/** The holders API Gateway says are gone (see checkHolders). */
 export async function goneHolders(
   liveness: ConnectionLiveness,
   holders: readonly Holder[],
   now: EpochMillis,
   settleMs: number,
 ): Promise<string[]> {
-  const settled = holders.filter((h) => h.since === undefined || now - h.since >= settleMs);
-  const answers = await Promise.all(settled.map((h) => liveness.check(h.connectionId)));
-  return settled.filter((_, i) => answers[i] === 'gone').map((h) => h.connectionId);
+  return (await checkHolders(liveness, holders, now, settleMs)).gone;
 }

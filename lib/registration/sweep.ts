@@ -13,6 +13,7 @@ import type { EpochMillis } from '../domain/model.ts';
 import {
   isDueForSweep,
   type LivenessPolicy,
+  livenessDueAt,
   livenessWindows,
   type SweepPolicy,
   sweepCutoffs,
@@ -24,7 +25,7 @@ import type {
   RegistryStore,
   SweepIndexState,
 } from '../store/registry-store.ts';
-import { type ConnectionLiveness, goneHolders } from './liveness.ts';
+import { type ConnectionLiveness, checkHolders } from './liveness.ts';
 
 export interface SweepOptions {
   now: EpochMillis;
@@ -45,8 +46,10 @@ export interface SweepOptions {
   outOfTime?: () => boolean;
   /** With a liveness policy: check connected entries' holders; absent, no checks. */
   liveness?: ConnectionLiveness;
-  /** A holder younger than this may still be in its `$connect` (see goneHolders). */
+  /** A holder younger than this may still be in its `$connect` (see checkHolders). */
   connectSettleMs?: number;
+  /** Liveness checks in flight at once; default LIVENESS_CONCURRENCY. */
+  livenessConcurrency?: number;
   /**
    * Fail static (lib/domain/disruption.ts): pace, slow or hold the deletions of abnormally
    * departed entries by the zones' disruption. Absent: every due entry at the normal rate
@@ -73,6 +76,10 @@ export interface SweepResult {
   phantomsDropped: number;
   /** Entries marked disconnected because every holder was gone. */
   livenessDisconnected: number;
+  /** Holders API Gateway could not answer for (throttled, denied, unreachable): not dropped. */
+  livenessUnknown: number;
+  /** Why the first unknown answer was unknown, for the log line. */
+  firstUnknown?: string;
   /** The run stopped at its deadline with work left. */
   stoppedEarly: boolean;
   /**
@@ -126,6 +133,7 @@ export async function runSweep(store: SweepStore, options: SweepOptions): Promis
     livenessChecked: 0,
     phantomsDropped: 0,
     livenessDisconnected: 0,
+    livenessUnknown: 0,
     stoppedEarly: false,
     failed: 0,
     dryRun: options.dryRun ?? false,
@@ -263,10 +271,18 @@ function add(counts: Record<string, number>, zone: string): void {
   counts[zone] = (counts[zone] ?? 0) + 1;
 }
 
+/**
+ * Checks run side by side, this many at a time: at ~25 ms a check, 32 lanes answer ~1,200
+ * connections a second, while 100,000 VMs with a 5-minute interval need ~330. The management
+ * API's client keeps up to 50 sockets, so every lane has one.
+ */
+export const LIVENESS_CONCURRENCY = 32;
+
 async function checkLiveness(store: SweepStore, options: SweepOptions, result: SweepResult) {
   const { liveness, policy, now } = options;
   if (!liveness || policy.livenessIntervalMs === undefined || !policy.sweepIntervalMs) return;
   const outOfTime = options.outOfTime ?? (() => false);
+  const concurrency = options.livenessConcurrency ?? LIVENESS_CONCURRENCY;
   // Each run covers the time since the previous one: a schedule that fires late, early or
   // twice neither skips an entry nor checks it twice.
   let mark: EpochMillis | undefined;
@@ -279,37 +295,62 @@ async function checkLiveness(store: SweepStore, options: SweepOptions, result: S
   }
   const from = mark ?? now - policy.sweepIntervalMs;
   const windows = livenessWindows({ from, to: now }, policy as LivenessPolicy);
-  let failed = false;
+  // Entries arrive in due-time order; `resumeAt` is the earliest due time not known to be
+  // checked: where the next run starts. It only moves back (a stop, a failure).
+  let resumeAt = now;
+  let position = windows.length > 0 ? Math.max(from, now - policy.livenessIntervalMs) : now;
   const connected = store.connectedIn(windows, Number.POSITIVE_INFINITY, (error) => {
+    // A shard's read failed: what it had not returned yet is due at or after the position
+    // reached in the merged order.
     recordFailure(result, error);
-    failed = true;
+    resumeAt = Math.min(resumeAt, position);
   });
+  const lanes = new Set<Promise<void>>();
   for await (const record of connected) {
+    const dueAt = livenessDueAt(windows, record.connection?.connectedAt ?? Number.NaN) ?? position;
+    position = dueAt;
+    if (lanes.size >= concurrency) await Promise.race(lanes);
     if (outOfTime()) {
       result.stoppedEarly = true;
-      return;
+      resumeAt = Math.min(resumeAt, dueAt);
+      break;
     }
+    const lane = checkEntry(record, dueAt).finally(() => lanes.delete(lane));
+    lanes.add(lane);
+  }
+  await Promise.all(lanes);
+  // A run that stopped or failed leaves the mark where its unchecked entries begin (entries
+  // checked again are only read again: a check writes nothing unless a holder is gone).
+  if (!result.dryRun && (mark === undefined || resumeAt > mark)) {
+    await store.setLivenessMark(resumeAt).catch((error: unknown) => recordFailure(result, error));
+  }
+
+  async function checkEntry(record: EntryRecord, dueAt: EpochMillis): Promise<void> {
     result.livenessChecked += 1;
     try {
-      const gone = await goneHolders(liveness, holders(record), now, options.connectSettleMs ?? 0);
-      if (gone.length === 0) continue;
+      const answers = await checkHolders(
+        liveness as ConnectionLiveness,
+        holders(record),
+        now,
+        options.connectSettleMs ?? 0,
+      );
+      if (answers.unknown.length > 0) {
+        result.livenessUnknown += answers.unknown.length;
+        result.firstUnknown ??= answers.unknown[0]?.reason;
+      }
+      const gone = answers.gone;
+      if (gone.length === 0) return;
       if (result.dryRun) {
         result.phantomsDropped += gone.length;
-        continue;
+        return;
       }
       const outcome = await store.dropHolders(record.entry.metadata, gone, now);
       if (outcome !== 'unchanged') result.phantomsDropped += gone.length;
       if (outcome === 'disconnected') result.livenessDisconnected += 1;
     } catch (error) {
       recordFailure(result, error);
-      failed = true;
+      resumeAt = Math.min(resumeAt, dueAt);
     }
-  }
-  // Only a run that checked every due entry moves the mark; one cut short or with a failed
-  // check is redone (entries checked again are only read again: a check writes nothing unless
-  // a holder is gone).
-  if (!result.dryRun && !failed) {
-    await store.setLivenessMark(now).catch((error: unknown) => recordFailure(result, error));
   }
 }
 

@@ -41,6 +41,7 @@ import {
   type Item,
   sweepState,
 } from './item-codec.ts';
+import { mergeOrdered } from './merge-ordered.ts';
 import type {
   CatalogStore,
   ConnectChange,
@@ -274,18 +275,41 @@ export class DynamoDbRegistryStore
   }
 
   /** Connected entries (state C, keyed by their newest connect) in the liveness windows. */
+  /**
+   * In due-time order (newest connect + the window's `dueAfterMs`): one query stream per window
+   * and shard, merged, each read a page at a time. A run that stops early has then checked
+   * exactly the entries due before some time, and the next run starts there.
+   */
   async *connectedIn(
     windows: readonly LivenessWindow[],
     limit: number,
     onReadFailure?: (error: unknown) => void,
   ): AsyncIterable<EntryRecord> {
-    const ranges = windows.map((window) => ({
-      state: 'C' as const,
-      // BETWEEN is inclusive; the windows are half-open [from, to).
-      condition: 'sweepAt BETWEEN :from AND :to',
-      values: { ':from': window.from, ':to': window.to - 1 },
-    }));
-    yield* this.#queryIndex(ranges, limit, onReadFailure);
+    const streams = windows.flatMap((window) =>
+      Array.from({ length: SWEEP_SHARDS }, (_, shard) => {
+        const dueAfterMs = window.dueAfterMs ?? 0;
+        const items = this.#isolated(
+          queryItems(this.#client, {
+            TableName: this.#table,
+            IndexName: SWEEP_INDEX.name,
+            // BETWEEN is inclusive; the windows are half-open [from, to).
+            KeyConditionExpression: 'sweepState = :state AND sweepAt BETWEEN :from AND :to',
+            ExpressionAttributeValues: {
+              ':state': sweepState('C', shard),
+              ':from': window.from,
+              ':to': window.to - 1,
+            },
+          }),
+          onReadFailure,
+        );
+        return withDueTime(items, dueAfterMs);
+      }),
+    );
+    let remaining = limit;
+    for await (const { item } of mergeOrdered(streams, (entry) => entry.dueAt)) {
+      if (remaining-- <= 0) return;
+      yield decodeEntry(item);
+    }
   }
 
   async livenessMark(): Promise<EpochMillis | undefined> {
@@ -704,4 +728,12 @@ function transition(
   what: string,
 ): string {
   return `${ref?.namespace}/${ref?.name}@${String(revision ?? 'new')}:${what}`;
+}
+
+/** Index items with the time each is due for a liveness check. */
+async function* withDueTime(
+  items: AsyncIterable<Item>,
+  dueAfterMs: number,
+): AsyncIterable<{ item: Item; dueAt: EpochMillis }> {
+  for await (const item of items) yield { item, dueAt: Number(item.sweepAt) + dueAfterMs };
 }

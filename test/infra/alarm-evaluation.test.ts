@@ -186,6 +186,44 @@ const SCENARIOS: Record<string, AlarmScenarios> = {
       { why: 'no datapoint', periods: [undefined] },
     ],
   },
+  MonitoringSweepFallingBehind: {
+    fires: [
+      {
+        why: 'every run for 15 minutes stopped at its deadline',
+        periods: [
+          { stopped: 5, unknown: 0 },
+          { stopped: 5, unknown: 0 },
+          { stopped: 4, unknown: 0 },
+        ],
+      },
+      {
+        why: 'API Gateway denies the checks (AccessDenied)',
+        periods: [
+          { stopped: 0, unknown: 900 },
+          { stopped: 0, unknown: 880 },
+          { stopped: 0, unknown: 910 },
+        ],
+      },
+    ],
+    quiet: [
+      {
+        why: 'one run cut short by a mass expiry, then caught up',
+        periods: [
+          { stopped: 1, unknown: 0 },
+          { stopped: 0, unknown: 0 },
+          { stopped: 0, unknown: 0 },
+        ],
+      },
+      {
+        why: 'no run emitted (the missed-runs alarm covers that)',
+        periods: [
+          { stopped: undefined, unknown: undefined },
+          { stopped: undefined, unknown: undefined },
+          { stopped: undefined, unknown: undefined },
+        ],
+      },
+    ],
+  },
   MonitoringSweepHeld: {
     fires: [
       { why: 'deletions held', periods: [{ held: 4, expired: undefined }] },
