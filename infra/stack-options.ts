@@ -61,6 +61,11 @@ export interface StackOptionsInput {
    * `shutting-down,terminated`; add `stopping,stopped` when stopped VMs should leave too.
    */
   ec2States?: string;
+  /**
+   * The number of VMs expected to connect at most (default 10,000): sizes the stage's route
+   * throttle (infra/constructs/websocket-api.ts, routeThrottle).
+   */
+  fleetSize?: string | number;
 }
 
 /** The validated options. */
@@ -79,6 +84,7 @@ export interface StackOptions {
   secondaryDeletesPerSecond: number;
   holdBoundMs: number;
   ec2States: readonly string[];
+  fleetSize: number;
 }
 
 /** The context keys, one per option, as they are typed on the command line. */
@@ -97,6 +103,7 @@ export const OPTION_KEYS = [
   'secondaryDeletesPerSecond',
   'holdBound',
   'ec2States',
+  'fleetSize',
 ] as const satisfies readonly (keyof StackOptionsInput)[];
 
 export class StackOptionsError extends Error {}
@@ -155,6 +162,12 @@ const schema = z.object({
     .prefault(String(DEFAULTS.secondaryDeletesPerSecond)),
   holdBound: positiveDuration.prefault(DEFAULTS.holdBound),
   ec2States: ec2StatesOption.prefault(DEFAULTS.ec2States),
+  fleetSize: z.coerce
+    .number({ message: 'must be a whole number of VMs' })
+    .int({ message: 'must be a whole number of VMs' })
+    .min(1, { message: 'must be at least 1' })
+    .max(1_000_000, { message: 'must be at most 1,000,000 (one region, one stage)' })
+    .default(10_000),
 });
 
 /**
@@ -208,5 +221,6 @@ export function resolveStackOptions(
     secondaryDeletesPerSecond: v.secondaryDeletesPerSecond,
     holdBoundMs: v.holdBound,
     ec2States: Object.freeze(v.ec2States),
+    fleetSize: v.fleetSize,
   });
 }

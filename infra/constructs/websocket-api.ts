@@ -34,10 +34,27 @@ export interface WebSocketApiProps {
 /** Agent protocol v1: message routes answered by the message function (replies expected). */
 export const MESSAGE_ROUTES = ['health', 'describe', 'drain', '$default'] as const;
 
-// Steady state is one reconnect per VM every 2 h plus a health report per probe period;
-// these limits leave room for a fleet of thousands while capping a runaway agent loop.
-// API Gateway's account limit is 500 new connections/s, so one stage cannot take it all.
-const THROTTLE = { rateLimit: 200, burstLimit: 400 };
+/** API Gateway's default account limits (per region), which the stage cannot exceed. */
+export const ACCOUNT_LIMITS = { requestsPerSecond: 10_000, burst: 5_000, connectsPerSecond: 500 };
+
+/**
+ * The stage's route throttle for a fleet of `fleetSize` VMs:
+ *   steady  = N x (1/300 s pings + 3 messages per connection / 108 min average lifetime)
+ *   rate    = 2 x steady + 3 x 500   (headroom, plus a reconnect storm: connect, describe and
+ *                                     health for each of the 500 new connections/s the account
+ *                                     admits)
+ *   burst   = 2 x rate
+ * capped at the account's default limits (raise those first for a larger stage limit).
+ * 1,000 VMs: 1,508/s; 100,000: 2,260/s. The old fixed 200/s throttled pings alone past 60,000.
+ */
+export function routeThrottle(fleetSize: number): { rateLimit: number; burstLimit: number } {
+  const perVmPerSecond = 1 / 300 + 3 / (108 * 60);
+  const rate = Math.ceil(2 * fleetSize * perVmPerSecond + 3 * ACCOUNT_LIMITS.connectsPerSecond);
+  return {
+    rateLimit: Math.min(rate, ACCOUNT_LIMITS.requestsPerSecond),
+    burstLimit: Math.min(2 * rate, ACCOUNT_LIMITS.burst),
+  };
+}
 
 /**
  * The agents' WebSocket API: route by `$request.body.action`, `$connect` behind the token
@@ -86,7 +103,7 @@ export class RegistrarWebSocketApi extends Construct {
       webSocketApi: this.api,
       stageName: props.options.stageName,
       autoDeploy: true,
-      throttle: THROTTLE,
+      throttle: routeThrottle(props.options.fleetSize),
       // Per-route metrics: the connect-error alarm watches the $connect route alone.
       detailedMetricsEnabled: true,
       ...(this.accessLogs && {

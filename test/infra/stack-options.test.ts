@@ -15,6 +15,10 @@ describe('stack options', () => {
     ['stageName', 'v1/prod', /stageName \(value 'v1\/prod'\): must be 1 to 128 letters/],
     ['apiGatewayLogsRole', 'yes', /apiGatewayLogsRole \(value 'yes'\)/],
     ['accessLogs', 'on', /accessLogs \(value 'on'\)/],
+    ['fleetSize', 'many', /fleetSize \(value 'many'\): must be a whole number of VMs/],
+    ['fleetSize', '0', /fleetSize \(value '0'\): must be at least 1/],
+    ['fleetSize', '2.5', /fleetSize \(value '2.5'\): must be a whole number of VMs/],
+    ['fleetSize', '2000000', /fleetSize \(value '2000000'\): must be at most 1,000,000/],
   ])('refuses %s=%s at synth, naming the option and the value', (key, value, message) => {
     expect(() => createStack({ context: { [key]: value } })).toThrow(message);
   });
@@ -44,6 +48,7 @@ describe('stack options', () => {
           stageName: 'prod',
           apiGatewayLogsRole: 'false',
           accessLogs: 'true',
+          fleetSize: '100000',
         },
       }),
     ).not.toThrow();

@@ -1,5 +1,6 @@
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { routeThrottle } from '../../infra/constructs/websocket-api.ts';
 import { synthTemplate } from './synth-stack.ts';
 
 /** The integration a route key targets, as the route's `Target` names it. */
@@ -123,6 +124,34 @@ describe('WebSocket API (token mode)', () => {
         ThrottlingRateLimit: Match.anyValue(),
         ThrottlingBurstLimit: Match.anyValue(),
         DetailedMetricsEnabled: true,
+      }),
+    });
+  });
+
+  it('sizes the route throttle to the fleet: 10,000 VMs by default', () => {
+    template.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      DefaultRouteSettings: Match.objectLike({
+        ThrottlingRateLimit: 1576,
+        ThrottlingBurstLimit: 3152,
+      }),
+    });
+  });
+
+  it.each([
+    // steady 2 x N x (1/300 + 3/6480) per second, plus 3 messages x 500 connects/s
+    [1_000, 1508, 3016],
+    [100_000, 2260, 4520],
+    // the burst capped by the account default (5,000)
+    [1_000_000, 9093, 5000],
+  ])('fleetSize=%i -> rate %i/s, burst %i', (fleetSize, rate, burst) => {
+    expect(routeThrottle(fleetSize)).toEqual({ rateLimit: rate, burstLimit: burst });
+    // A fleet's pings alone (every 5 minutes) stay well under the rate.
+    expect(fleetSize / 300).toBeLessThan(rate / 1.5);
+    const sized = synthTemplate({ context: { fleetSize: String(fleetSize) } });
+    sized.hasResourceProperties('AWS::ApiGatewayV2::Stage', {
+      DefaultRouteSettings: Match.objectLike({
+        ThrottlingRateLimit: rate,
+        ThrottlingBurstLimit: burst,
       }),
     });
   });
