@@ -15,7 +15,7 @@ import type { DepartureKind } from '../domain/disruption.ts';
 import type { ObjectRef, VerifiedIdentity } from '../domain/model.ts';
 import { entryKey, heldAttribute, sweepShard, sweepState } from './item-codec.ts';
 import type { ConnectChange, HealthReport, HolderRef } from './registry-store.ts';
-import { PARTITIONS } from './table-definition.ts';
+import { zonePartition } from './table-definition.ts';
 
 const NAMES = {
   '#entry': 'entry',
@@ -310,9 +310,9 @@ export function drainUpdate(tableName: string, holder: HolderRef, at: number): U
   };
 }
 
-/** The key of a zone's counter item. */
-export function zoneKey(zone: string) {
-  return { pk: PARTITIONS.zones, sk: zone };
+/** The key of one of a zone's counter items (ZONE_SHARDS per zone). */
+export function zoneKey(zone: string, shard: number) {
+  return { pk: zonePartition(shard), sk: zone };
 }
 
 /**
@@ -324,6 +324,7 @@ export function zoneKey(zone: string) {
 export function zoneCountUpdate(
   tableName: string,
   zone: string,
+  shard: number,
   delta: { connected?: number; away?: number },
   op: string,
 ): UpdateCommandInput | undefined {
@@ -344,7 +345,7 @@ export function zoneCountUpdate(
   // twice; the decision tolerates a drift of a few.)
   return {
     TableName: tableName,
-    Key: zoneKey(zone),
+    Key: zoneKey(zone, shard),
     UpdateExpression: `ADD ${adds.join(', ')} SET lastOp = :op`,
     ConditionExpression: 'attribute_not_exists(lastOp) OR lastOp <> :op',
     ExpressionAttributeValues: values,

@@ -60,7 +60,16 @@ import type {
   SweepIndexState,
   SweepLease,
 } from './registry-store.ts';
-import { INSTANCE_INDEX, PARTITIONS, SWEEP_INDEX, SWEEP_SHARDS } from './table-definition.ts';
+import {
+  INSTANCE_INDEX,
+  PARTITIONS,
+  SWEEP_INDEX,
+  SWEEP_SHARDS,
+  UNSHARDED_ZONE_PARTITION,
+  ZONE_SHARDS,
+  zonePartition,
+  zoneShardOf,
+} from './table-definition.ts';
 
 /**
  * Rounds of conditional writes before a connect or disconnect gives up. Each round re-reads
@@ -346,6 +355,7 @@ export class DynamoDbRegistryStore
     // Also when the entry was gone already (a retried delete, or an operator's delete, which
     // counts nothing): the counters follow the entries either way.
     await this.#count(
+      record.entry.metadata,
       zoneOf(record.entry.spec.locality),
       removalDelta(record),
       transition(record.entry.metadata, record.revision, 'swept'),
@@ -359,21 +369,37 @@ export class DynamoDbRegistryStore
       : 'not-holder';
   }
 
+  /**
+   * Every counter item of every zone, summed: ZONE_SHARDS partitions read side by side (plus
+   * the unsharded items of before, which entries counted there still move down from their
+   * shards). O(zones x shards) items, never the entries.
+   */
   async zoneCounts(): Promise<ZoneCount[]> {
-    const counts: ZoneCount[] = [];
-    const items = queryItems(this.#client, {
-      TableName: this.#table,
-      KeyConditionExpression: 'pk = :pk',
-      ExpressionAttributeValues: { ':pk': PARTITIONS.zones },
-    });
-    for await (const item of items) {
-      counts.push({
-        zone: String(item.sk),
-        connected: typeof item.connected === 'number' ? item.connected : 0,
-        away: typeof item.away === 'number' ? item.away : 0,
-      });
+    const partitions = [
+      UNSHARDED_ZONE_PARTITION,
+      ...Array.from({ length: ZONE_SHARDS }, (_, shard) => zonePartition(shard)),
+    ];
+    const pages = await Promise.all(
+      partitions.map(async (pk) => {
+        const items: Item[] = [];
+        const query = queryItems(this.#client, {
+          TableName: this.#table,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': pk },
+        });
+        for await (const item of query) items.push(item);
+        return items;
+      }),
+    );
+    const totals = new Map<string, ZoneCount>();
+    for (const item of pages.flat()) {
+      const zone = String(item.sk);
+      const total = totals.get(zone) ?? { zone, connected: 0, away: 0 };
+      total.connected += typeof item.connected === 'number' ? item.connected : 0;
+      total.away += typeof item.away === 'number' ? item.away : 0;
+      totals.set(zone, total);
     }
-    return counts;
+    return [...totals.values()].sort((a, b) => (a.zone < b.zone ? -1 : a.zone > b.zone ? 1 : 0));
   }
 
   async awayByZone(limit: number): Promise<Record<string, number> | undefined> {
@@ -553,6 +579,7 @@ export class DynamoDbRegistryStore
       if (output.Attributes) {
         const old = decodeEntry(output.Attributes);
         await this.#count(
+          old.entry.metadata,
           zoneOf(old.entry.spec.locality),
           removalDelta(old),
           transition(old.entry.metadata, old.revision, 'instance-gone'),
@@ -574,6 +601,7 @@ export class DynamoDbRegistryStore
     const wasAway =
       old !== undefined && old.departure !== 'clean' && old.disconnectedAt !== undefined;
     await this.#count(
+      change.entry.metadata,
       zoneOf(locality),
       { connected: 1, ...(wasAway ? { away: -1 } : {}) },
       transition(change.entry.metadata, old?.revision, `connect:${change.connectionId}`),
@@ -584,15 +612,24 @@ export class DynamoDbRegistryStore
   async #countLeave(old: Record<string, unknown> | undefined, departure: DepartureKind) {
     const entry = old?.entry as EntryItem['entry'] | undefined;
     await this.#count(
+      entry?.metadata,
       zoneOf(entry?.spec.locality),
       { connected: -1, ...(departure === 'abnormal' ? { away: 1 } : {}) },
       transition(entry?.metadata, old?.revision, 'leave'),
     );
   }
 
-  /** `op` names the transition (entry and its revision before it): see zoneCountUpdate. */
-  async #count(zone: string, delta: { connected?: number; away?: number }, op: string) {
-    const update = zoneCountUpdate(this.#table, zone, delta, op);
+  /**
+   * Moves the zone's counters in the entry's shard. `op` names the transition (entry and its
+   * revision before it): see zoneCountUpdate.
+   */
+  async #count(
+    ref: { namespace?: string; name?: string } | undefined,
+    zone: string,
+    delta: { connected?: number; away?: number },
+    op: string,
+  ) {
+    const update = zoneCountUpdate(this.#table, zone, zoneShardOf(ref), delta, op);
     if (!update) return;
     try {
       await this.#client.send(new UpdateCommand(update));

@@ -32,9 +32,38 @@ export const PARTITIONS = {
   sweeper: 'SWEEPER',
   /** The effective registrar configuration every client reads (the sweep policy). */
   config: 'CONFIG',
-  /** One counter item per zone: entries connected and away (fail static; architecture.md). */
-  zones: 'ZONE',
+  /**
+   * Zone counters (fail static; architecture.md): `ZONE#<shard>` / `<zone>`, and the unsharded
+   * `ZONE` / `<zone>` items written before, still read.
+   */
+  zones: 'ZONE*',
 } as const;
+
+/**
+ * Counter shards per zone. A last disconnect writes one counter item; with 100,000 VMs leaving
+ * within a minute (~1,700 writes/s, all in one zone in the worst case), 32 shards keep each
+ * item and partition key near 50 writes/s, far under DynamoDB's 1,000 per key. An entry
+ * always counts in the same shard (a hash of its namespace and name).
+ */
+export const ZONE_SHARDS = 32;
+
+/** Where counters lived before they were sharded: read and summed, never written. */
+export const UNSHARDED_ZONE_PARTITION = 'ZONE';
+
+export function zonePartition(shard: number): string {
+  return `ZONE#${shard}`;
+}
+
+/** The counter shard of an entry: FNV-1a of `namespace/name`, mod ZONE_SHARDS. */
+export function zoneShardOf(ref: { namespace?: string; name?: string } | undefined): number {
+  const text = `${ref?.namespace ?? ''}/${ref?.name ?? ''}`;
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash % ZONE_SHARDS;
+}
 
 export const SWEEP_INDEX = {
   name: 'sweep',

@@ -15,7 +15,7 @@ const ROLES = {
 
 const ZONES = {
   actions: ['dynamodb:UpdateItem'],
-  partitions: ['ZONE'],
+  partitions: ['ZONE*'],
   resource: expect.stringMatching(/"Fn::GetAtt":\["RegistryTable[0-9A-F]+","Arn"\]/),
 };
 
@@ -183,7 +183,7 @@ describe('functions', () => {
       },
       {
         actions: ['dynamodb:Query', 'dynamodb:UpdateItem'],
-        partitions: ['ZONE'],
+        partitions: ['ZONE*'],
         resource: expect.stringMatching(TABLE),
       },
       {

@@ -7,6 +7,7 @@ import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.t
 import { entryKey, sweepShard } from '../../lib/store/item-codec.ts';
 import type { ConnectChange } from '../../lib/store/registry-store.ts';
 import { countRequests, type RequestCounter } from '../../lib/store/request-counter.ts';
+import { zoneShardOf } from '../../lib/store/table-definition.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 const NS = 'shop';
@@ -345,7 +346,8 @@ describe('connect', () => {
     });
     expect(requests.requests()[1]?.input).toEqual({
       TableName: dynamo.tableName,
-      Key: { pk: 'ZONE', sk: '-' },
+      // The entry's counter shard: one key of ZONE_SHARDS, the same for every write of it.
+      Key: { pk: `ZONE#${zoneShardOf(ref(name))}`, sk: '-' },
       UpdateExpression: 'ADD connected :connected SET lastOp = :op',
       // The transition counted: a resend of this update after a lost response counts nothing.
       ConditionExpression: 'attribute_not_exists(lastOp) OR lastOp <> :op',
@@ -481,7 +483,7 @@ describe('leave', () => {
       ReturnValues: 'ALL_OLD',
     });
     expect(requests.requests()[1]?.input).toMatchObject({
-      Key: { pk: 'ZONE', sk: '-' },
+      Key: { pk: `ZONE#${zoneShardOf(ref(name))}`, sk: '-' },
       UpdateExpression: 'ADD connected :connected, away :away SET lastOp = :op',
       ExpressionAttributeValues: {
         ':connected': -1,

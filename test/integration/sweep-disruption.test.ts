@@ -6,6 +6,7 @@ import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
 import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import type { ConnectChange } from '../../lib/store/registry-store.ts';
 import { countRequests } from '../../lib/store/request-counter.ts';
+import { ZONE_SHARDS, zoneShardOf } from '../../lib/store/table-definition.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 const MINUTE = 60_000;
@@ -198,18 +199,23 @@ describe('disruption-aware sweeping', () => {
       const requests = countRequests(client);
       const result = await sweep(store, T0 + 20 * MINUTE);
       expect(result.disruption?.mode).toBe('held');
-      return { counts: requests.counts(), items: requests.itemsRead() };
+      // One counter item per counter shard its entries hash to (one zone here).
+      const counterItems = new Set(names.map((name) => zoneShardOf({ namespace: NS, name }))).size;
+      return { counts: requests.counts(), items: requests.itemsRead(), counterItems };
     };
     const few = await reads(5);
     const many = await reads(60);
 
-    // The same requests whatever the number held: 1 GetItem (the record), 1 Query for the
-    // zone counters, 4 for the newest connect, 4 to count the away entries from the index
-    // (the counters may drift; AWAY_RECOUNT_LIMIT bounds it), 4 for clean departures; 1 write.
+    // The same requests whatever the number held: 1 GetItem (the record), 33 Queries for the
+    // zone counters (32 shards, and the unsharded items of before), 4 for the newest connect,
+    // 4 to count the away entries from the index (the counters may drift; AWAY_RECOUNT_LIMIT
+    // bounds it), 4 for clean departures; 1 write.
     expect(many.counts).toEqual(few.counts);
-    expect(few.counts).toEqual({ GetItem: 1, Query: 13, UpdateItem: 1 });
-    // Items: one more per held entry (the count), never the held entries' deletion path.
-    expect(many.items - few.items).toBe(60 - 5);
+    expect(few.counts).toEqual({ GetItem: 1, Query: 1 + ZONE_SHARDS + 12, UpdateItem: 1 });
+    // Items: one more per held entry (the count), and the zone's counter items (at most
+    // ZONE_SHARDS), never the held entries' deletion path.
+    expect(many.counterItems).toBeLessThanOrEqual(ZONE_SHARDS);
+    expect(many.items - few.items).toBe(60 - 5 + many.counterItems - few.counterItems);
   });
 
   it('resumes normal pacing once a hold outlives its bound, and says so', async () => {

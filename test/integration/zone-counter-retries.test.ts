@@ -62,7 +62,7 @@ function loseNextCounterResponse() {
     when: 'after',
     kind: 'internal',
     limit: proxy.counts.failedAfter + 1,
-    match: (operation, body) => operation === 'UpdateItem' && body.includes('"ZONE"'),
+    match: (operation, body) => operation === 'UpdateItem' && body.includes('"ZONE#'),
   };
 }
 
@@ -114,7 +114,7 @@ describe('a zone counter that drifted up', () => {
     }
     await dynamo.client.send(
       new UpdateCommand(
-        zoneCountUpdate(TABLE, 'eu-west-1/eu-west-1b', { away: 1 }, 'drift') as never,
+        zoneCountUpdate(TABLE, 'eu-west-1/eu-west-1b', 7, { away: 1 }, 'drift') as never,
       ),
     );
     const zoneB = (await truth.zoneCounts()).find((z) => z.zone === 'eu-west-1/eu-west-1b');
