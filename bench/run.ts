@@ -184,6 +184,41 @@ const sections: Record<string, Section> = {
       );
     },
   },
+  storm: {
+    title:
+      "Reconnect storm: every agent loses its connection at once, API Gateway admits 500 new connections/s (simulated clock, the agent's own backoff)",
+    run: async () => {
+      const { simulateReconnectStorm } = await import('./reconnect-storm.ts');
+      for (const vms of [1_000, 10_000, 100_000]) {
+        const r = simulateReconnectStorm({ vms });
+        table(
+          ['VMs', 'all back (s)', 'bound (s)', 'attempts / VM', 'max attempts/s', 'max admitted/s'],
+          [
+            [
+              vms,
+              r.allBackSeconds.toFixed(1),
+              r.boundSeconds.toFixed(0),
+              (r.attempts / vms).toFixed(2),
+              r.maxAttemptsPerSecond,
+              r.maxAdmittedPerSecond,
+            ],
+          ],
+        );
+        console.log(`back by minute: ${r.backByMinute.join(', ')}`);
+        console.log(
+          JSON.stringify({
+            storm: {
+              N: vms,
+              allBackSeconds: r.allBackSeconds,
+              boundSeconds: r.boundSeconds,
+              attemptsPerVm: Number((r.attempts / vms).toFixed(2)),
+              maxAdmittedPerSecond: r.maxAdmittedPerSecond,
+            },
+          }),
+        );
+      }
+    },
+  },
   agent: {
     title: 'Agent memory over an hour-equivalent of probes and rotations',
     run: async () => {

@@ -5,6 +5,15 @@ import { exitUnlessSupportedNode } from '../scripts/node-version.js';
 
 exitUnlessSupportedNode({ program: 'registrar' });
 
+// `--version` alone needs none of the CLI: answer it before loading any of it (the command
+// tree and its stores take a few hundred milliseconds to load). Same text as cli/version.ts.
+if (process.argv.length === 3 && process.argv[2] === '--version') {
+  const { readFileSync } = await import('node:fs');
+  const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+  process.stdout.write(`registrar ${typeof version === 'string' ? version : 'unknown'}\n`);
+  process.exit(0);
+}
+
 async function loadCli() {
   try {
     return await import('../cli/main.ts');

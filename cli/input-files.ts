@@ -47,11 +47,72 @@ export async function readInputs(io: CliIo, names: readonly string[]): Promise<I
 }
 
 async function readText(name: string, path: string): Promise<string> {
+  let bytes: Buffer;
   try {
-    return await readFile(path, 'utf8');
+    bytes = await readFile(path);
   } catch (error) {
     throw unreadable(name, error as NodeJS.ErrnoException);
   }
+  return decodeUtf8(name, bytes);
+}
+
+/**
+ * The text of an input, which must be UTF-8 (as YAML and JSON are): a Latin-1 `café` read as
+ * UTF-8 would be stored as `caf\uFFFD` and exported so. Refused with the file and the offset of
+ * the first byte that is not UTF-8. A UTF-8 byte-order mark is dropped.
+ */
+export function decodeUtf8(name: string, bytes: Uint8Array): string {
+  try {
+    return new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+  } catch {
+    const offset = firstInvalidUtf8(bytes);
+    const byte = bytes[offset] ?? 0;
+    throw new UsageError(
+      `"${name}" is not UTF-8: byte ${offset} (0x${byte.toString(16).padStart(2, '0')}) starts no valid UTF-8 sequence; save the file as UTF-8`,
+    );
+  }
+}
+
+/**
+ * The offset of the first byte that does not begin a well-formed UTF-8 sequence (the Unicode
+ * standard's table: no overlong forms, no surrogates, nothing above U+10FFFF).
+ */
+function firstInvalidUtf8(bytes: Uint8Array): number {
+  let i = 0;
+  while (i < bytes.length) {
+    const lead = bytes[i] ?? 0;
+    if (lead < 0x80) {
+      i += 1;
+      continue;
+    }
+    // [length, lowest and highest allowed second byte]
+    const shape: [number, number, number] | undefined =
+      lead >= 0xc2 && lead <= 0xdf
+        ? [2, 0x80, 0xbf]
+        : lead === 0xe0
+          ? [3, 0xa0, 0xbf]
+          : lead === 0xed
+            ? [3, 0x80, 0x9f]
+            : lead >= 0xe1 && lead <= 0xef
+              ? [3, 0x80, 0xbf]
+              : lead === 0xf0
+                ? [4, 0x90, 0xbf]
+                : lead >= 0xf1 && lead <= 0xf3
+                  ? [4, 0x80, 0xbf]
+                  : lead === 0xf4
+                    ? [4, 0x80, 0x8f]
+                    : undefined;
+    if (!shape) return i;
+    const [length, low, high] = shape;
+    const second = bytes[i + 1];
+    if (second === undefined || second < low || second > high) return i;
+    for (let k = 2; k < length; k++) {
+      const next = bytes[i + k];
+      if (next === undefined || (next & 0xc0) !== 0x80) return i;
+    }
+    i += length;
+  }
+  return bytes.length;
 }
 
 function unreadable(name: string, error: NodeJS.ErrnoException): Error {
@@ -67,5 +128,5 @@ function unreadable(name: string, error: NodeJS.ErrnoException): Error {
 async function readStdin(io: CliIo): Promise<string> {
   const chunks: Buffer[] = [];
   for await (const chunk of io.stdin) chunks.push(Buffer.from(chunk));
-  return Buffer.concat(chunks).toString('utf8');
+  return decodeUtf8('<stdin>', Buffer.concat(chunks));
 }

@@ -62,7 +62,6 @@ import type {
 } from './registry-store.ts';
 import {
   INSTANCE_INDEX,
-  PARTITIONS,
   SWEEP_INDEX,
   SWEEP_SHARDS,
   UNSHARDED_ZONE_PARTITION,

@@ -1,7 +1,10 @@
+import { execFile } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { runCli } from '../../cli/main.ts';
@@ -29,6 +32,8 @@ kind: WorkloadEntry
 metadata: {name: db-1, namespace: shop, labels: {app: db}}
 spec: {address: 10.0.0.5}
 `;
+
+const execFileAsync = promisify(execFile);
 
 let dynamo: TestDynamo;
 let store: DynamoDbRegistryStore;
@@ -348,6 +353,23 @@ describe('-f paths', () => {
     },
   );
 
+  it('refuses a file that is not UTF-8, naming it and the byte, and writes nothing', async () => {
+    // Latin-1 "café": 0xE9 alone is no UTF-8 sequence; read as UTF-8 it was stored as "caf\uFFFD".
+    const latin1 = Buffer.concat([
+      Buffer.from(GROUP_AND_ENTRY.replace('db-1', 'db-latin1').replace('{app: db}', '{app: caf')),
+      Buffer.from([0xe9]),
+      Buffer.from('}'),
+    ]);
+    const offset = latin1.indexOf(0xe9);
+    await writeFile(join(dir, 'latin1.yaml'), latin1);
+    const run = await registrar(['apply', '-f', 'latin1.yaml']);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe(
+      `error: "latin1.yaml" is not UTF-8: byte ${offset} (0xe9) starts no valid UTF-8 sequence; save the file as UTF-8\n(add --help for usage)\n`,
+    );
+    expect((await registrar(['get', 'we', 'db-latin1', '-n', 'shop'])).code).not.toBe(0);
+  });
+
   it('applies every .yaml, .yml and .json file of a directory, in name order', async () => {
     const manifests = join(dir, 'manifests');
     await mkdir(manifests);
@@ -429,5 +451,14 @@ describe('--version', () => {
       stdout: `registrar ${version}\n`,
       stderr: '',
     });
+  });
+
+  it('the bin script answers --version alike without loading the CLI', async () => {
+    const { version } = JSON.parse(
+      await readFile(new URL('../../package.json', import.meta.url), 'utf8'),
+    );
+    const bin = fileURLToPath(new URL('../../bin/registrar.js', import.meta.url));
+    const { stdout } = await execFileAsync(process.execPath, [bin, '--version']);
+    expect(stdout).toBe(`registrar ${version}\n`);
   });
 });

@@ -192,10 +192,40 @@ items:
   });
 
   it('refuses an entry address that is neither an IP nor a DNS name', () => {
+    // An address with a port is IP-shaped: the agent's words for it.
     expect(problemsOf(ENTRY.replace('10.0.0.5', '"10.0.0.5:80"'))[0]).toMatch(
-      /spec\.address: must be an IP address.*got '10\.0\.0\.5:80'$/,
+      /spec\.address: must be an IPv4 or IPv6 address, got '10\.0\.0\.5:80'$/,
+    );
+    expect(problemsOf(ENTRY.replace('10.0.0.5', 'Db_Host'))[0]).toMatch(
+      /spec\.address: must be an IP address, a DNS name or a unix:\/\/ socket path, got 'Db_Host'$/,
     );
   });
+
+  it.each([
+    ['10.0.0.300', "spec.address: must be an IPv4 or IPv6 address, got '10.0.0.300'"],
+    [
+      '127.0.0.1',
+      'spec.address: is a loopback address; give an address other hosts reach this VM at',
+    ],
+    [
+      '169.254.169.254',
+      'spec.address: is a link-local address; give an address other hosts reach this VM at',
+    ],
+    ['"fe80::1%eth0"', 'spec.address: must be an IPv4 or IPv6 address'],
+  ])(
+    'holds an IP-shaped address %s to the rules and words an agent address gets',
+    (value, problem) => {
+      const [found] = problemsOf(ENTRY.replace('10.0.0.5', value));
+      expect(found).toContain(problem);
+    },
+  );
+
+  it.each(['10.0.0.6', '2001:db8::1', 'db.internal.example', 'unix:///var/run/db.sock'])(
+    'accepts the address %s',
+    (value) => {
+      expect(() => parseIstioDocuments(ENTRY.replace('10.0.0.5', `"${value}"`), {})).not.toThrow();
+    },
+  );
 
   it('refuses other kinds and API versions', () => {
     const input = `apiVersion: v1\nkind: Service\nmetadata: {name: web}\n---\n${ENTRY.replace('networking.istio.io/v1', 'networking.istio.io/v2')}`;
