@@ -24,12 +24,14 @@ export async function connectBenchVm(
   store: DynamoDbRegistryStore,
   i: number,
   connectedAt: number,
+  namespace = 'bench',
 ): Promise<{ entry: ObjectRef; connectionId: string }> {
   const ip = benchIp(i);
   const connectionId = `c${i}`;
+  const group = { ...BENCH_GROUP, metadata: { ...BENCH_GROUP.metadata, namespace } };
   const built = buildRegistration(
-    BENCH_GROUP,
-    { group: 'bench', namespace: 'bench', ips: [ip], labels: {} },
+    group,
+    { group: 'bench', namespace, ips: [ip], labels: {} },
     connectedAt,
   );
   await store.connect({
@@ -41,7 +43,7 @@ export async function connectBenchVm(
     connectionId,
     connectedAt,
     controller: 'bench',
-    identity: { principal: 'token:bench', namespace: 'bench' },
+    identity: { principal: 'token:bench', namespace },
   });
   return { entry: built.entry.metadata, connectionId };
 }

@@ -184,6 +184,42 @@ const sections: Record<string, Section> = {
       );
     },
   },
+  scale: {
+    title:
+      'Fleet scale: the real sweep, liveness and counter code against DynamoDB Local (simulated clock, management API stand-in at 25 ms)',
+    run: async () => {
+      const { measureScale } = await import('./scale.ts');
+      const sizes = (process.env.BENCH_SCALE_N ?? '10000,100000').split(',').map(Number);
+      const backend =
+        process.env.BENCH_SCALE_BACKEND === 'dynalite' ? 'dynalite' : 'dynamodb-local';
+      for (const vms of sizes) {
+        const r = await measureScale(vms, { backend, log: (line) => console.log(`  ${line}`) });
+        table(
+          [
+            'VMs',
+            'checked in 1st interval',
+            'worst crashed stay',
+            'longest run',
+            'max WCU/s on one key',
+            'hottest key',
+            'counters exact',
+          ],
+          [
+            [
+              vms,
+              `${r.livenessCoveragePct}%`,
+              `${r.worstCrashedStayMinutes} min`,
+              `${r.longestRunSeconds} s of ${r.sweeperTimeoutSeconds} s`,
+              r.maxPartitionWcuPerSecond,
+              r.hottestKey,
+              r.countersExact ? 'yes' : 'NO',
+            ],
+          ],
+        );
+        console.log(JSON.stringify({ scale: r }));
+      }
+    },
+  },
   storm: {
     title:
       "Reconnect storm: every agent loses its connection at once, API Gateway admits 500 new connections/s (simulated clock, the agent's own backoff)",

@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { measureScale } from '../../bench/scale.ts';
+
+/**
+ * `npm run bench -- scale` at a small size, for its counts (not its times): every connected VM
+ * is checked within one liveness interval, a VM whose `$disconnect` was lost leaves within
+ * grace + liveness interval + 2 sweep intervals, a mass departure writes no key faster than its
+ * share, and the zone counters are exact afterwards. Its own dynalite; the management API is
+ * the benchmark's stand-in.
+ */
+describe('fleet scale benchmark, small', () => {
+  it('covers every VM, removes crashed ones in time, and keeps counters exact', async () => {
+    const vms = 600;
+    const r = await measureScale(vms, { backend: 'dynalite' });
+    expect(r.livenessCoveragePct).toBe(100);
+    // grace 5 + liveness interval 5 + 2 sweep intervals
+    expect(r.worstCrashedStayMinutes).toBeLessThanOrEqual(12);
+    expect(r.countersExact).toBe(true);
+    // 600 departures over 60 s, one namespace: ~10 entry writes a second on its key, each a
+    // few WCU at most; the zone counters are spread over 32 keys.
+    expect(r.hottestKey).toMatch(/^NS#/);
+    expect(r.maxPartitionWcuPerSecond).toBeLessThanOrEqual(3 * Math.ceil(vms / 60));
+    // Once per 5-minute interval, plus the crashed VMs' checks: about 12 an hour per VM.
+    expect(r.managementCallsPerVmPerHour).toBeLessThanOrEqual(13);
+  }, 120_000);
+});
