@@ -1,5 +1,6 @@
 import { failureDelay } from '../agent/backoff.ts';
 import { type AgentTiming, DEFAULT_TIMING } from '../agent/settings.ts';
+import { seededRandom } from '../test/fixtures/fault-proxy.ts';
 
 /**
  * A reconnect storm on a simulated clock: `vms` agents lose their connections at the same
@@ -33,7 +34,7 @@ export interface StormResult {
 export function simulateReconnectStorm(options: StormOptions): StormResult {
   const admitPerSecond = options.admitPerSecond ?? 500;
   const timing = options.timing ?? DEFAULT_TIMING;
-  const random = seeded(options.seed ?? 1);
+  const random = seededRandom(options.seed ?? 1);
   const queue = new MinHeap();
   for (let vm = 0; vm < options.vms; vm++) queue.push(failureDelay(1, timing, random()), 1);
   const attemptsInSecond = new Map<number, number>();
@@ -68,18 +69,6 @@ export function simulateReconnectStorm(options: StormOptions): StormResult {
     maxAttemptsPerSecond: Math.max(0, ...attemptsInSecond.values()),
     maxAdmittedPerSecond: Math.max(0, ...admittedInSecond.values()),
     backByMinute,
-  };
-}
-
-/** mulberry32: a small deterministic generator, so a run can be repeated exactly. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
   };
 }
 

@@ -28,7 +28,7 @@ import { connectBenchVm, inBatches } from './bench-entries.ts';
  *    within the first liveness interval, the longest a crashed VM stayed registered, the
  *    longest run.
  * 2. Mass departure. Every VM's last connection drops within one simulated minute (an AZ
- *    event): the real `leave` write for each, counted on the wire per partition key and
+ *    event), the namespaces mixed evenly over the minute: the real `leave` write for each, counted on the wire per partition key and
  *    simulated second, in WCU by item size (an update costs the larger of the item before and
  *    after; the entry's size is read from the table). Then the zone counters must equal the
  *    truth.
@@ -46,6 +46,11 @@ export interface ScaleResult {
   /** Not measured here yet: the projector's reads per changed entry (see docs/benchmarks.md). */
   projectorReadsPerChangedEntry: null;
   countersExact: boolean;
+  /**
+   * docs/cost.md's model per 1,000 VMs a month: the per-VM part ($36.77), the fixed part
+   * ($22.40) shared by the fleet, and the sweeper's Lambda time at the longest run measured.
+   */
+  costPer1000VmsUsd: number;
   managementCallsPerVmPerHour: number;
   hottestKey: string;
   backend: string;
@@ -163,7 +168,10 @@ export async function measureScale(
     );
 
     // 2. Mass departure within one simulated minute.
-    const survivors = Array.from({ length: vms }, (_, i) => i).filter((i) => !crashed.has(`c${i}`));
+    // In an order unrelated to the namespaces: every second of the minute sees VMs of each.
+    const survivors = Array.from({ length: vms }, (_, i) => i)
+      .filter((i) => !crashed.has(`c${i}`))
+      .sort((a, b) => ((a * 7919) % vms) - ((b * 7919) % vms));
     const sample = await client.send(
       new GetCommand({ TableName: 'scale', Key: entryKey(refs[1] as ObjectRef) }),
     );
@@ -196,6 +204,16 @@ export async function measureScale(
       const cost = pk.startsWith('NS#') ? entryWcu : 1;
       const slot = `${pk}@${currentSecond}`;
       wcu.set(slot, (wcu.get(slot) ?? 0) + cost);
+      // The sweep index (projection ALL) is written too when the entry's index key moves:
+      // out of its C# shard, into the D# shard of the same number, each the entry's size.
+      const values = input.ExpressionAttributeValues as Record<string, unknown> | undefined;
+      const state = values?.[':sweepState'];
+      if (pk.startsWith('NS#') && typeof state === 'string' && state.startsWith('D#')) {
+        for (const indexKey of [`index ${state}`, `index C#${state.slice(2)}`]) {
+          const indexSlot = `${indexKey}@${currentSecond}`;
+          wcu.set(indexSlot, (wcu.get(indexSlot) ?? 0) + entryWcu);
+        }
+      }
     }
     let hottest = ['', 0] as [string, number];
     for (const [slot, units] of wcu) if (units > hottest[1]) hottest = [slot, units];
@@ -212,6 +230,7 @@ export async function measureScale(
       maxPartitionWcuPerSecond: hottest[1],
       projectorReadsPerChangedEntry: null,
       countersExact,
+      costPer1000VmsUsd: costPer1000Vms(vms, longestRunMs / 1000),
       managementCallsPerVmPerHour: Number(((calls / vms) * (60 / runs)).toFixed(1)),
       hottestKey: hottest[0].replace(/@\d+$/, ''),
       backend,
@@ -220,4 +239,13 @@ export async function measureScale(
     raw.destroy();
     await dynamo.close();
   }
+}
+
+/** docs/cost.md, "Per 1,000 VMs per month", with the sweeper's measured run time. */
+export function costPer1000Vms(vms: number, sweeperRunSeconds: number): number {
+  const perVm = 36.77; // per 1,000 VMs: connection minutes, messages, Lambda, DynamoDB, logs
+  const fixed = 22.4; // metrics, alarms, dashboard
+  const sweeperGbSeconds = 43_200 * sweeperRunSeconds * 0.5;
+  const sweeper = sweeperGbSeconds * 0.0000133334;
+  return Number((perVm + ((fixed + sweeper) * 1000) / vms).toFixed(2));
 }

@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ISTIO_API_VERSION } from '../../lib/domain/model.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
 import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
-import type { ConnectChange } from '../../lib/store/registry-store.ts';
+import { connectChange } from '../fixtures/connect-change.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 /**
@@ -30,25 +29,8 @@ afterAll(async () => {
   await dynamo?.close();
 });
 
-function connectChange(name: string, connectedAt: number): ConnectChange {
-  return {
-    entry: {
-      apiVersion: ISTIO_API_VERSION,
-      kind: 'WorkloadEntry',
-      metadata: { name, namespace: NS },
-      spec: { address: '10.0.0.1' },
-    },
-    autoRegistrationGroup: 'web',
-    origin: `origin-${name}`,
-    mayCreate: true,
-    recordConnection: false,
-    healthChecksEnabled: false,
-    groupGeneration: 1,
-    connectionId: `conn-${name}`,
-    connectedAt,
-    controller: 'workload-registrar',
-    identity: { principal: 'token:t1' },
-  };
+function change(name: string, connectedAt: number) {
+  return connectChange({ name, namespace: NS, connectionId: `conn-${name}`, connectedAt });
 }
 
 /**
@@ -60,7 +42,7 @@ async function fleet(count: number): Promise<DynamoDbRegistryStore> {
   for (let i = 0; i < count; i++) {
     const dueAt = NOW - MINUTE + Math.floor((i * MINUTE) / count);
     const intervals = 1 + (i % 7);
-    await store.connect(connectChange(`vm-${i}`, dueAt - intervals * policy.livenessIntervalMs));
+    await store.connect(change(`vm-${i}`, dueAt - intervals * policy.livenessIntervalMs));
   }
   await store.setLivenessMark(NOW - MINUTE);
   return store;

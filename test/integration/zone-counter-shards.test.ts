@@ -1,13 +1,12 @@
 import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ISTIO_API_VERSION } from '../../lib/domain/model.ts';
-import type { ConnectChange } from '../../lib/store/registry-store.ts';
 import { countRequests } from '../../lib/store/request-counter.ts';
 import {
   UNSHARDED_ZONE_PARTITION,
   ZONE_SHARDS,
   zonePartition,
 } from '../../lib/store/table-definition.ts';
+import { connectChange } from '../fixtures/connect-change.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 /**
@@ -26,25 +25,14 @@ afterAll(async () => {
   await dynamo?.close();
 });
 
-function change(name: string, at: number): ConnectChange {
-  return {
-    entry: {
-      apiVersion: ISTIO_API_VERSION,
-      kind: 'WorkloadEntry',
-      metadata: { name, namespace: 'shop' },
-      spec: { address: '10.0.0.1', locality: `${ZONE}/rack-1` },
-    },
-    autoRegistrationGroup: 'web',
-    origin: `origin-${name}`,
-    mayCreate: true,
-    recordConnection: false,
-    healthChecksEnabled: false,
-    groupGeneration: 1,
+function change(name: string, at: number) {
+  return connectChange({
+    name,
+    namespace: 'shop',
     connectionId: `c-${name}`,
     connectedAt: at,
-    controller: 'workload-registrar',
-    identity: { principal: 'token:t1' },
-  };
+    locality: `${ZONE}/rack-1`,
+  });
 }
 
 describe('zone counters spread over shards', () => {
