@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { createEc2StateChangeHandler } from '../../functions/ec2-state-change.ts';
 import { readConfig } from '../../lib/config.ts';
 import type { Dependencies } from '../../lib/dependencies.ts';
 import {
@@ -60,6 +59,9 @@ export const registerEc2Event: CommandRegistration = (program, context) => {
         tokens,
         now: context.now,
       };
+      // Loaded here, not at start: the function's middy and Powertools stack is ~50 ms that
+      // every other command (and --help) would pay.
+      const { createEc2StateChangeHandler } = await import('../../functions/ec2-state-change.ts');
       const handler = createEc2StateChangeHandler(deps);
       const summary = await handler(event, cliLambdaContext());
       for (const entry of summary.removed) context.out(`workloadentry "${entry}" removed\n`);
