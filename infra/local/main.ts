@@ -12,6 +12,21 @@ import type { LocalRuntime, LocalRuntimeOptions } from './runtime.ts';
 // imported: EMF metric lines are for CloudWatch, not for a developer's terminal.
 process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
 
+/**
+ * `npm start | tee log`: Ctrl-C stops `tee` with us, and every line written after that (the
+ * shutdown's own) fails with EPIPE, which crashed the runtime before it closed its connections
+ * and released the data dir. A stream whose reader is gone is written no more; the shutdown
+ * goes on.
+ */
+function surviveClosedReader(stream: NodeJS.WriteStream): void {
+  stream.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    stream.write = (() => true) as typeof stream.write;
+  });
+}
+surviveClosedReader(process.stdout);
+surviveClosedReader(process.stderr);
+
 async function main(): Promise<number> {
   let command: ReturnType<typeof parseLocalOptions>;
   try {
