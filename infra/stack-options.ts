@@ -3,6 +3,8 @@ import * as z from 'zod';
 import {
   DEFAULTS,
   ec2StatesOption,
+  MAX_LIVENESS_WINDOWS,
+  minLivenessIntervalMs,
   positiveDuration,
   positiveRate,
   shareOption,
@@ -203,6 +205,12 @@ export function resolveStackOptions(
   if (livenessInterval < v.sweepRate) {
     throw new StackOptionsError(
       `invalid stack option livenessInterval (value '${String(raw.livenessInterval)}'): must be at least sweepRate (${formatDuration(v.sweepRate)}): the sweeper checks liveness once per run; set it with cdk deploy -c <option>=<value>`,
+    );
+  }
+  const minLiveness = minLivenessIntervalMs(v.maxConnectionAge);
+  if (livenessInterval < minLiveness) {
+    throw new StackOptionsError(
+      `invalid stack option livenessInterval (value '${String(raw.livenessInterval ?? formatDuration(livenessInterval))}'): must be at least ${formatDuration(minLiveness)} with maxConnectionAge ${formatDuration(v.maxConnectionAge)}: each sweep reads the index once per interval of the stale window, at most ${MAX_LIVENESS_WINDOWS} times; set it with cdk deploy -c <option>=<value>`,
     );
   }
   return Object.freeze({

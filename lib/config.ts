@@ -40,6 +40,14 @@ export interface Config {
   authMode: 'token' | 'iam';
 }
 
+/** The most liveness windows (index reads per shard) one sweep may make: see readConfig. */
+export const MAX_LIVENESS_WINDOWS = 360;
+
+/** The shortest liveness interval for a maximum connection age: 1.5 x age / 360, whole seconds. */
+export function minLivenessIntervalMs(maxConnectionAgeMs: number): number {
+  return Math.ceil((1.5 * maxConnectionAgeMs) / MAX_LIVENESS_WINDOWS / 1000) * 1000;
+}
+
 export const ENV = {
   tableName: 'REGISTRAR_TABLE',
   dynamoDbEndpoint: 'REGISTRAR_DYNAMODB_ENDPOINT',
@@ -209,6 +217,15 @@ export function readConfig(env: Record<string, string | undefined>): Readonly<Co
   if (livenessIntervalMs < sweepIntervalMs) {
     throw new ConfigError(
       `invalid configuration: ${ENV.livenessInterval} (value '${env[ENV.livenessInterval]}'): must be at least ${ENV.sweepInterval} (${formatDuration(sweepIntervalMs)}): the sweeper checks liveness once per run`,
+    );
+  }
+  // Each run queries the sweep index once per liveness interval of the stale window (1.5 x the
+  // maximum age) and shard: a 1 s interval with the 2 h age made 10,800 windows a run, which
+  // never finished and grew without bound.
+  const minLiveness = minLivenessIntervalMs(maxConnectionAgeMs);
+  if (livenessIntervalMs < minLiveness) {
+    throw new ConfigError(
+      `invalid configuration: ${ENV.livenessInterval} (value '${env[ENV.livenessInterval] ?? formatDuration(livenessIntervalMs)}'): must be at least ${formatDuration(minLiveness)} with ${ENV.maxConnectionAge} ${formatDuration(maxConnectionAgeMs)}: each sweep reads the index once per interval of the ${formatDuration(1.5 * maxConnectionAgeMs)} stale window, at most ${MAX_LIVENESS_WINDOWS} times`,
     );
   }
   const secondary = v[ENV.secondaryDeletesPerSecond];

@@ -29,6 +29,16 @@ describe('stack options', () => {
     );
   });
 
+  it('refuses a liveness interval that would make a sweep read the index too many times', () => {
+    // 1.5 x 24 h / 360 windows = 6 min
+    expect(() =>
+      createStack({ context: { maxConnectionAge: '24h', livenessInterval: '5m' } }),
+    ).toThrow(/livenessInterval \(value '5m'\): must be at least 6m with maxConnectionAge 1d/);
+    expect(() =>
+      createStack({ context: { maxConnectionAge: '24h', livenessInterval: '6m' } }),
+    ).not.toThrow();
+  });
+
   it('names every bad option at once', () => {
     expect(() => createStack({ context: { gracePeriod: '0s', authMode: 'oidc' } })).toThrow(
       /gracePeriod .*; authMode /,
