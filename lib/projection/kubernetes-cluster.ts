@@ -87,7 +87,15 @@ export function createKubernetesCluster(config: KubeConfig): Cluster {
       try {
         return plain(kind, await read(kind, ref));
       } catch (error) {
-        if (statusOf(error) === 404) return undefined;
+        if (statusOf(error) === 404) {
+          // A missing object's 404 names it (Status details.name); a 404 without that is the
+          // resource type itself not served: its CRD is not installed.
+          const details = (parseStatus((error as ApiException<unknown>).body) as {
+            details?: { name?: string };
+          })?.details;
+          if (details?.name === ref.name) return undefined;
+          throw new KindNotInstalledError(kind, apiVersionOf(kind));
+        }
         throw toClusterError(error, `get ${kind} ${ref.namespace}/${ref.name}`);
       }
     },

@@ -6,7 +6,8 @@ import type { DesiredState } from './desired.ts';
 import { desiredWorkloadEntries } from './desired-istio.ts';
 import { desiredExternalWorkloads } from './desired-linkerd.ts';
 import { diff } from './diff.ts';
-import { KINDS, MANAGED_SELECTOR } from './kinds.ts';
+import { KINDS, MANAGED_BY_LABEL, MANAGED_SELECTOR, MANAGER } from './kinds.ts';
+import type { KubeObject } from './objects.ts';
 import { emptyReport, type ProjectionReport, TARGET_KINDS, type Target } from './report.ts';
 import { reconcileSlices } from './slice-reconciler.ts';
 
@@ -36,7 +37,7 @@ export interface NamespaceScope {
 }
 
 export interface ProjectorDeps {
-  store: Pick<CatalogStore, 'listEntries' | 'listGroups'>;
+  store: Pick<CatalogStore, 'listEntries' | 'listGroups' | 'getEntry'>;
   cluster: Cluster;
 }
 
@@ -57,10 +58,25 @@ export async function reconcile(
     scope.kind === 'all' ? [{ namespace: undefined }] : scope.namespaces;
   const unmanaged = new Set<string>();
   for (const unit of units) {
+    // A stream batch names the entries it changed: WorkloadEntries and ExternalWorkloads are
+    // one object per entry, so they are read and written for those entries only (a read each,
+    // from the registry and from the cluster), never the whole namespace. EndpointSlices pack a
+    // Service's endpoints together and still need the namespace's entries.
+    const changed = unit.namespace !== undefined ? unit.changedEntries : undefined;
+    const needsAll = changed === undefined || options.targets.includes('endpointslices');
     let entries: EntryRecord[];
+    let changedRecords: EntryRecord[] | undefined;
     let groups: StoredGroup[] = [];
     try {
-      entries = await deps.store.listEntries(unit.namespace);
+      entries = needsAll ? await deps.store.listEntries(unit.namespace) : [];
+      if (changed !== undefined && unit.namespace !== undefined) {
+        const namespace = unit.namespace;
+        changedRecords = needsAll
+          ? entries.filter((record) => changed.includes(record.entry.metadata.name))
+          : (
+              await Promise.all(changed.map((name) => deps.store.getEntry({ namespace, name })))
+            ).filter((record): record is EntryRecord => record !== undefined);
+      }
       if (options.targets.includes('linkerd')) groups = await deps.store.listGroups(unit.namespace);
     } catch (error) {
       report.errors.push({
@@ -89,15 +105,16 @@ export async function reconcile(
             attempts,
           });
         } else {
+          const named = changedRecords ?? entries;
           const compute =
             target === 'istio'
               ? async () =>
                   desiredWorkloadEntries(
-                    entries,
+                    named,
                     await deps.cluster.list('WorkloadGroup', { namespace: unit.namespace }),
                   )
-              : async () => desiredExternalWorkloads(entries, groups);
-          await reconcileNamed(ctx, target, unit.namespace, compute, attempts);
+              : async () => desiredExternalWorkloads(named, groups);
+          await reconcileNamed(ctx, target, unit.namespace, compute, attempts, changed);
         }
       } catch (error) {
         report.errors.push({
@@ -113,19 +130,27 @@ export async function reconcile(
   return report;
 }
 
-/** WorkloadEntries and ExternalWorkloads: one object per entry, matched by name. */
+/**
+ * WorkloadEntries and ExternalWorkloads: one object per entry, matched by name. With `names`
+ * (a stream batch), only those objects are read, one GET each, and only they are written or
+ * deleted: the rest of the namespace is the periodic reconcile's.
+ */
 async function reconcileNamed(
   ctx: ApplyContext,
   target: Target,
   namespace: string | undefined,
   compute: () => Promise<DesiredState>,
   attempts: number,
+  names?: readonly string[],
 ): Promise<void> {
   const kind = TARGET_KINDS[target];
   let desired: DesiredState | undefined;
   for (let attempt = 1; attempt <= attempts; attempt += 1) {
-    // Listed first: when the CRD is missing this is the request that says so.
-    const actual = await ctx.cluster.list(kind, { namespace, labelSelector: MANAGED_SELECTOR });
+    // Read first: when the CRD is missing this is the request that says so.
+    const actual =
+      names !== undefined && namespace !== undefined
+        ? await managedObjects(ctx, kind, namespace, names)
+        : await ctx.cluster.list(kind, { namespace, labelSelector: MANAGED_SELECTOR });
     if (!desired) {
       desired = await compute();
       ctx.report.problems.push(...desired.problems);
@@ -145,5 +170,20 @@ async function reconcileNamed(
   }
   throw new Error(
     `gave up after ${attempts} passes: ${kind} objects kept changing while being written`,
+  );
+}
+
+/** The objects of these names that the projector manages (its label), read one by one. */
+async function managedObjects(
+  ctx: ApplyContext,
+  kind: (typeof TARGET_KINDS)[Target],
+  namespace: string,
+  names: readonly string[],
+): Promise<KubeObject[]> {
+  const objects = await Promise.all(
+    names.map((name) => ctx.cluster.get(kind, { namespace, name })),
+  );
+  return objects.filter(
+    (object): object is KubeObject => object?.metadata.labels?.[MANAGED_BY_LABEL] === MANAGER,
   );
 }

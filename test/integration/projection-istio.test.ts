@@ -167,3 +167,66 @@ describe('istio WorkloadEntries', () => {
     expect(api.object('WorkloadEntry', 'shop', 'by-hand')).toBeDefined();
   });
 });
+
+describe('a stream batch reconciles only the entries it changed', () => {
+  function projectChanged(changedEntries: string[], targets: ('istio' | 'linkerd')[] = ['istio']) {
+    const config = new KubeConfig();
+    config.loadFromString(api.kubeconfig);
+    return reconcile(
+      { store: catalog, cluster: createKubernetesCluster(config) },
+      { targets },
+      { kind: 'namespaces', namespaces: [{ namespace: 'shop', changedEntries }] },
+    );
+  }
+
+  it('reads and writes the same whether the namespace holds 10 entries or 200', async () => {
+    const requestsFor = async (size: number) => {
+      catalog = new MemoryCatalog();
+      for (let i = 0; i < size; i++) catalog.set(entryRecord(`vm-${i}`));
+      await project(); // everything in place
+      catalog.set(entryRecord('vm-3', { address: '10.0.9.9' }));
+      api.resetRequests();
+      catalog.reads = { listEntries: 0, getEntry: 0 };
+      const report = await projectChanged(['vm-3']);
+      expect(report.errors).toEqual([]);
+      expect(addressOf('vm-3')).toBe('10.0.9.9');
+      return {
+        registry: { ...catalog.reads },
+        cluster: api.requests.map((r) => `${r.method} ${r.path.replace(/\?.*$/, '')}`),
+      };
+    };
+    const small = await requestsFor(10);
+    const large = await requestsFor(200);
+    expect(large).toEqual(small);
+    // One registry read for the changed entry, no namespace listing; in the cluster the one
+    // object, the namespace's WorkloadGroups (for owner references), and the update.
+    expect(small.registry).toEqual({ listEntries: 0, getEntry: 1 });
+    expect(small.cluster).toEqual([
+      'GET /apis/networking.istio.io/v1/namespaces/shop/workloadentries/vm-3',
+      'GET /apis/networking.istio.io/v1/namespaces/shop/workloadgroups',
+      'PUT /apis/networking.istio.io/v1/namespaces/shop/workloadentries/vm-3',
+    ]);
+  });
+
+  it('deletes the object of an entry the batch saw deleted, and touches no other', async () => {
+    for (const name of ['vm-a', 'vm-b']) catalog.set(entryRecord(name));
+    await project();
+    catalog.delete('shop', 'vm-a');
+    const report = await projectChanged(['vm-a']);
+    expect(report.errors).toEqual([]);
+    expect(api.object('WorkloadEntry', 'shop', 'vm-a')).toBeUndefined();
+    expect(api.object('WorkloadEntry', 'shop', 'vm-b')).toBeDefined();
+  });
+
+  it('leaves an object of the same name that it does not manage alone', async () => {
+    api.put('WorkloadEntry', {
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'WorkloadEntry',
+      metadata: { name: 'vm-x', namespace: 'shop', labels: { owner: 'someone' } },
+      spec: { address: '10.1.1.1' },
+    });
+    const report = await projectChanged(['vm-x']);
+    expect(report.errors).toEqual([]);
+    expect(api.object('WorkloadEntry', 'shop', 'vm-x')?.spec).toEqual({ address: '10.1.1.1' });
+  });
+});

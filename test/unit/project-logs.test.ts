@@ -39,7 +39,11 @@ describe('projector logs', () => {
 
   it('say why a reconcile failed in the error line', async () => {
     const unreachable = () => Promise.reject(new Error('registry table unreachable'));
-    const store: ProjectorDeps['store'] = { listEntries: unreachable, listGroups: unreachable };
+    const store: ProjectorDeps['store'] = {
+      listEntries: unreachable,
+      listGroups: unreachable,
+      getEntry: unreachable,
+    };
     const cluster: Cluster = {
       list: async () => [],
       get: async () => undefined,
