@@ -266,9 +266,26 @@ const sections: Record<string, Section> = {
   projection: {
     title: 'Kubernetes projection: 10,000 entries against the API stand-in',
     run: async () => {
-      const { measureProjection } = await import('./projection.ts');
+      const { measureProjection, measureStreamProjection } = await import('./projection.ts');
       const r = await measureProjection();
       console.log(JSON.stringify(r, null, 2));
+      console.log('\nA stream batch of 10 changed entries (istio), by namespace size');
+      const rows = [];
+      for (const size of [100, 1_000, 10_000]) rows.push(await measureStreamProjection(size));
+      table(
+        [
+          'entries in the namespace',
+          'registry reads / changed entry',
+          'Kubernetes requests / changed entry',
+          'writes',
+        ],
+        rows.map((x) => [
+          x.namespaceSize,
+          x.registryReadsPerChangedEntry,
+          x.kubernetesRequestsPerChangedEntry,
+          x.writes,
+        ]),
+      );
     },
   },
 };

@@ -14,6 +14,7 @@ import { entryKey } from '../lib/store/item-codec.ts';
 import { itemSize } from '../lib/store/item-size.ts';
 import { countRequests } from '../lib/store/request-counter.ts';
 import { connectBenchVm, inBatches } from './bench-entries.ts';
+import { measureStreamProjection } from './projection.ts';
 
 /**
  * The registrar at fleet size, with its real code against DynamoDB Local (or dynalite):
@@ -43,8 +44,11 @@ export interface ScaleResult {
   longestRunSeconds: number;
   sweeperTimeoutSeconds: number;
   maxPartitionWcuPerSecond: number;
-  /** Not measured here yet: the projector's reads per changed entry (see docs/benchmarks.md). */
-  projectorReadsPerChangedEntry: null;
+  /**
+   * Registry reads of a projector stream batch per changed entry, in a namespace of 1,000
+   * (bench/projection.ts, measureStreamProjection: the Kubernetes API is a stand-in).
+   */
+  projectorReadsPerChangedEntry: number;
   countersExact: boolean;
   /**
    * docs/cost.md's model per 1,000 VMs a month: the per-VM part ($36.77), the fixed part
@@ -228,7 +232,8 @@ export async function measureScale(
       longestRunSeconds: Number((longestRunMs / 1000).toFixed(1)),
       sweeperTimeoutSeconds: SWEEPER_TIMEOUT_S,
       maxPartitionWcuPerSecond: hottest[1],
-      projectorReadsPerChangedEntry: null,
+      projectorReadsPerChangedEntry: (await measureStreamProjection(1_000))
+        .registryReadsPerChangedEntry,
       countersExact,
       costPer1000VmsUsd: costPer1000Vms(vms, longestRunMs / 1000),
       managementCallsPerVmPerHour: Number(((calls / vms) * (60 / runs)).toFixed(1)),

@@ -16,6 +16,8 @@ describe('fleet scale benchmark, small', () => {
     // grace 5 + liveness interval 5 + 2 sweep intervals
     expect(r.worstCrashedStayMinutes).toBeLessThanOrEqual(12);
     expect(r.countersExact).toBe(true);
+    // A projector stream batch reads each changed entry once, not its namespace.
+    expect(r.projectorReadsPerChangedEntry).toBe(1);
     // 600 departures over 60 s, one namespace: ~10 entry writes a second on its key, each a
     // few WCU at most; the zone counters are spread over 32 keys.
     expect(r.hottestKey).toMatch(/^NS#/);
