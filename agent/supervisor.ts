@@ -454,12 +454,15 @@ export class Supervisor {
   }
 }
 
-function seconds(ms: number): string {
-  return `${(ms / 1000).toFixed(1)} s`;
+/** A delay as the log says it: `340 ms` under a second (not `0.3 s`, nor `0.0 s`), else `2.5 s`. */
+export function seconds(ms: number): string {
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`;
 }
 
-function describeError(error: unknown): string {
+/** Node's `connect ECONNREFUSED 127.0.0.1:8080` already names its code: said once. */
+export function describeError(error: unknown): string {
   if (error instanceof RefusedError) return `HTTP ${error.status}: ${error.message}`;
   const code = (error as NodeJS.ErrnoException).code;
-  return code ? `${code} ${(error as Error).message}` : (error as Error).message;
+  const message = (error as Error).message;
+  return code && !message.includes(code) ? `${code} ${message}` : message;
 }
