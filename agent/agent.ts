@@ -63,6 +63,7 @@ export async function startAgent(
         clock,
         connectTimeoutMs: config.timing.connectTimeoutMs,
         replyTimeoutMs: config.timing.ackTimeoutMs,
+        trace: (direction, text) => logger.debug(`${direction} ${text}`),
       });
     },
     refusalHint: (status) =>

@@ -84,6 +84,11 @@ export interface LinkOptions {
   replyTimeoutMs: number;
   /** Test hook: the WebSocket implementation's options. */
   wsOptions?: WebSocket.ClientOptions;
+  /**
+   * Told every protocol message sent and received, as its JSON text (`--debug`). Messages
+   * never carry a credential: the join token and the SigV4 signature travel in the upgrade.
+   */
+  trace?: (direction: 'sent' | 'received', text: string) => void;
 }
 
 interface Pending {
@@ -167,6 +172,7 @@ function createLink(socket: WebSocket, options: LinkOptions): AgentLink {
   };
 
   socket.on('message', (data) => {
+    options.trace?.('received', String(data));
     let reply: Reply;
     try {
       reply = JSON.parse(String(data)) as Reply;
@@ -222,7 +228,9 @@ function createLink(socket: WebSocket, options: LinkOptions): AgentLink {
           ),
         );
         pending.set(action, { resolve, reject, timer });
-        socket.send(JSON.stringify({ action, ...body }));
+        const text = JSON.stringify({ action, ...body });
+        options.trace?.('sent', text);
+        socket.send(text);
       });
     },
     close(reason = AGENT_CLOSE_REASON) {

@@ -208,7 +208,7 @@ export const AGENT_SETTINGS: readonly AgentSetting[] = Object.freeze([
     env: 'REGISTRAR_AGENT_DEBUG',
     kind: 'switch',
     default: 'false',
-    help: 'log every message',
+    help: 'log every protocol message sent and received (JSON, never a credential)',
   },
   {
     key: 'imds.enabled',

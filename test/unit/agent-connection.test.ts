@@ -40,6 +40,27 @@ describe('agent connection', () => {
     expect(await link.request('ping')).toEqual({ action: 'pong' });
   });
 
+  it('traces every message sent and received (--debug), and no credential', async () => {
+    const traced: string[] = [];
+    const traceLink = await openLink(`${gateway.url}?group=web&namespace=shop&ip=10.0.0.1`, auth, {
+      ...options,
+      trace: (direction, text) => traced.push(`${direction} ${text}`),
+    });
+    try {
+      await traceLink.request('health', { healthy: true });
+      await traceLink.request('ping');
+    } finally {
+      await traceLink.close();
+    }
+    expect(traced).toEqual([
+      'sent {"action":"health","healthy":true}',
+      'received {"action":"health","ok":true}',
+      'sent {"action":"ping"}',
+      'received {"action":"pong"}',
+    ]);
+    expect(traced.join('\n')).not.toContain('test-token');
+  });
+
   it('fails a request whose reply does not come within the timeout', async () => {
     gateway.dropHealthReplies = 1;
     await expect(link.request('health', { healthy: false })).rejects.toMatchObject({
