@@ -116,6 +116,10 @@ export function readFile(path: string): Layer {
     throw new AgentConfigError(`config file ${path} must be a YAML mapping of settings`);
   }
   const values = document as RawConfig;
+  const unknown = unknownKeys(values);
+  if (unknown.length > 0) {
+    throw new AgentConfigError(`config file ${path}: ${unknown.map(describeUnknown).join('; ')}`);
+  }
   // Nested keys too (`auth.token`), so a message can tell which layer gave the nested value.
   const sources: Record<string, string> = {};
   for (const [key, value] of Object.entries(values)) {
@@ -174,4 +178,52 @@ function splitList(text: string): string[] {
     .split(',')
     .map((part) => part.trim())
     .filter((part) => part.length > 0);
+}
+
+/** The keys of a config file no setting has (`groop:`), nested ones as `timing.pingIntervall`. */
+function unknownKeys(values: RawConfig): string[] {
+  const known = new Set(AGENT_SETTINGS.map((setting) => setting.key));
+  const unknown: string[] = [];
+  for (const [key, value] of Object.entries(values)) {
+    const parent = [...known].some((name) => name.startsWith(`${key}.`));
+    if (parent && isMapping(value)) {
+      for (const inner of Object.keys(value)) {
+        if (!known.has(`${key}.${inner}`)) unknown.push(`${key}.${inner}`);
+      }
+    } else if (!known.has(key) && !parent) {
+      unknown.push(key);
+    }
+  }
+  return unknown;
+}
+
+function describeUnknown(key: string): string {
+  const closest = closestKey(
+    key,
+    AGENT_SETTINGS.map((setting) => setting.key),
+  );
+  return `unknown setting '${key}'${closest ? ` (did you mean '${closest}'?)` : ''}`;
+}
+
+/** The known key nearest by edit distance, if it is near (at most a third of the key). */
+export function closestKey(key: string, known: readonly string[]): string | undefined {
+  let best: { key: string; distance: number } | undefined;
+  for (const candidate of known) {
+    const distance = editDistance(key.toLowerCase(), candidate.toLowerCase());
+    if (!best || distance < best.distance) best = { key: candidate, distance };
+  }
+  return best && best.distance <= Math.max(1, Math.floor(key.length / 3)) ? best.key : undefined;
+}
+
+function editDistance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      const substitution = (previous[j - 1] ?? 0) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      current[j] = Math.min((previous[j] ?? 0) + 1, (current[j - 1] ?? 0) + 1, substitution);
+    }
+    previous = current;
+  }
+  return previous[b.length] ?? 0;
 }

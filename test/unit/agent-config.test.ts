@@ -140,6 +140,19 @@ timing: { pingInterval: 1m }
     );
   });
 
+  it('names a config file key no setting has, with the closest one', () => {
+    const file = yamlFile('url: wss://registrar.example/v1\ngroop: web\nnamespace: shop\n');
+    expect(() => load(['--config', file])).toThrow(
+      `config file ${file}: unknown setting 'groop' (did you mean 'group'?)`,
+    );
+    const nested = yamlFile(
+      'url: wss://registrar.example/v1\ngroup: web\nnamespace: shop\ntiming: {pingIntervall: 4m}\nflavour: x\n',
+    );
+    expect(() => load(['--config', nested])).toThrow(
+      `config file ${nested}: unknown setting 'timing.pingIntervall' (did you mean 'timing.pingInterval'?); unknown setting 'flavour'`,
+    );
+  });
+
   it('reports a config file that is not YAML', () => {
     expect(() => load(['--config', yamlFile('url: [unclosed')])).toThrow(/is not valid YAML/);
   });
