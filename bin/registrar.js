@@ -5,6 +5,10 @@ import { exitUnlessSupportedNode } from '../scripts/node-version.js';
 
 exitUnlessSupportedNode({ program: 'registrar' });
 
+// The CLI runs functions' code in-process (ec2-event): their EMF metric lines are for
+// CloudWatch, not for the operator's terminal. Read by Powertools when it loads.
+process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+
 // `--version` alone needs none of the CLI: answer it before loading any of it (the command
 // tree and its stores take a few hundred milliseconds to load). Same text as cli/version.ts.
 if (process.argv.length === 3 && process.argv[2] === '--version') {
