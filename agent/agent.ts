@@ -66,8 +66,8 @@ export async function startAgent(
         trace: (direction, text) => logger.debug(`${direction} ${text}`),
       });
     },
-    refusalHint: (status) =>
-      refusalHint(status, { auth: config.auth, namespace: config.namespace }),
+    refusalHint: (status, reasonGiven) =>
+      refusalHint(status, { auth: config.auth, namespace: config.namespace }, reasonGiven),
     // The probe's "pod IP" is the VM itself.
     createCheck: (probe, settings) => createProbeCheck(probe, settings),
     ...(deps.onEvent ? { onEvent: deps.onEvent } : {}),

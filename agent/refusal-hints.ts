@@ -19,8 +19,23 @@ const COMMON: Record<number, string> = {
   409: 'an entry with this name was created by hand; delete it or register with another address or network',
 };
 
-export function refusalHint(status: number, context: HintContext): string | undefined {
+/**
+ * `reasonGiven`: the refusal carries the registrar's own reason (a local gateway forwards it;
+ * on AWS only the message routes do), which already says what is wrong and what to create; the
+ * hint then only adds where a new token goes, so no advice is said twice.
+ */
+export function refusalHint(
+  status: number,
+  context: HintContext,
+  reasonGiven = false,
+): string | undefined {
   const { auth, namespace } = context;
+  if (reasonGiven) {
+    if (auth.mode === 'token' && (status === 401 || status === 403)) {
+      return `then ${replaceToken(auth)}`;
+    }
+    return status === 400 || status === 404 || status === 409 ? COMMON[status] : undefined;
+  }
   if (auth.mode === 'iam') {
     if (status === 401) {
       // API Gateway's IAM authorization refuses with 403; a 401 comes from the token authorizer.

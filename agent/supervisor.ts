@@ -40,8 +40,11 @@ export interface SupervisorOptions {
   /** Opens one connection; resolving means the registrar accepted ($connect registered). */
   open: () => Promise<AgentLink>;
   createCheck: (probe: Probe, settings: ProbeSettings) => ProbeCheck | undefined;
-  /** What to do about a refusal with this status (it depends on how the agent authenticates). */
-  refusalHint?: (status: number) => string | undefined;
+  /**
+   * What to do about a refusal with this status (it depends on how the agent authenticates);
+   * `reasonGiven` when the refusal carries the registrar's own reason.
+   */
+  refusalHint?: (status: number, reasonGiven: boolean) => string | undefined;
   onEvent?: (event: AgentEvent & { at: number }) => void;
 }
 
@@ -316,7 +319,12 @@ export class Supervisor {
     if (refused) {
       this.#refusals += 1;
       delay = refusalDelay(this.#refusals, timing, clock.random());
-      const hint = error instanceof RefusedError ? this.#o.refusalHint?.(error.status) : undefined;
+      // The registrar's own refusal (it names a code) already says what to do; API Gateway's
+      // bare `Forbidden`/`Unauthorized` forwards no reason, so the agent adds the likely ones.
+      const hint =
+        error instanceof RefusedError
+          ? this.#o.refusalHint?.(error.status, error.code !== undefined)
+          : undefined;
       reason =
         error instanceof RefusedError
           ? `refused (${error.status}${error.code ? ` ${error.code}` : ''}): ${error.message}`

@@ -53,7 +53,7 @@ describe('agent refused by the registrar', () => {
     expect(refusal?.level).toBe('error');
     // API Gateway forwards no reason for a 401; the agent says what to check.
     expect(refusal?.msg).toMatch(
-      /^refused \(401\): Unauthorized; the join token is wrong, expired or revoked.*; retrying in \d+\.\d s$/,
+      /^refused \(401\): Unauthorized; the join token is wrong, expired or revoked.*; retrying in (\d+ ms|\d+\.\d s)$/,
     );
     expect(retries.every((r) => r.refused)).toBe(true);
     expect(retries[0]?.delayMs).toBeGreaterThanOrEqual(250);

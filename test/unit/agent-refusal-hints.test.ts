@@ -60,6 +60,15 @@ describe('refusal hints follow how the agent authenticates', () => {
     );
   });
 
+  it("after the registrar's own reason, says only where the new token goes", () => {
+    const auth = { mode: 'token' as const, tokenFile: '/etc/registrar-agent/token' };
+    expect(refusalHint(403, { auth, namespace }, true)).toBe(
+      'then write it to the token file /etc/registrar-agent/token (read again on every connect: no restart needed)',
+    );
+    expect(refusalHint(403, { auth: { mode: 'iam' }, namespace }, true)).toBeUndefined();
+    expect(refusalHint(404, { auth, namespace }, true)).toMatch(/create the WorkloadGroup/);
+  });
+
   it('records where the token came from', () => {
     const base = ['--url', 'ws://127.0.0.1:1', '--group', 'web', '--namespace', 'shop'];
     const fromEnv = loadAgentConfig([...base, '--ip', '10.0.0.5'], { REGISTRAR_AGENT_TOKEN: 'x' });

@@ -35,6 +35,7 @@ function harness(
     /** Outcome of each open() in turn: 'link', an error, or a promise the test resolves. */
     outcomes?: (() => 'link' | Error | Promise<AgentLink>)[];
     onLink?: (link: FakeLink) => void;
+    refusalHint?: (status: number, reasonGiven: boolean) => string | undefined;
   } = {},
 ): Harness {
   const clock = new ManualClock();
@@ -66,6 +67,7 @@ function harness(
     createCheck: () => async () =>
       h.results.length > 1 ? (h.results.shift() as ProbeResult) : (h.results[0] as ProbeResult),
     onEvent: (event) => h.events.push(event),
+    ...(options.refusalHint ? { refusalHint: options.refusalHint } : {}),
   });
   return h;
 }
@@ -159,6 +161,30 @@ describe('agent supervisor', () => {
     await h.clock.advance(60_000);
     const retries = h.events.filter((e) => e.type === 'retry-scheduled');
     expect(retries.map((e) => (e as { delayMs: number }).delayMs)).toEqual([15_000, 30_000]);
+  });
+
+  it("adds its full hint only to API Gateway's bare refusal, not after the registrar's own reason", async () => {
+    const h = harness({
+      outcomes: [
+        () =>
+          new RefusedError(
+            403,
+            'Forbidden',
+            "join token has no service account; create a token for service account 'web'",
+          ),
+        () => new RefusedError(403, undefined, 'Forbidden'),
+      ],
+      refusalHint: (_status, reasonGiven) => (reasonGiven ? 'WHERE' : 'HINT'),
+    });
+    h.clock.fallbackRandom = 0;
+    h.supervisor.start();
+    await h.clock.advance(0);
+    await h.clock.advance(60_000);
+    const refusals = h.logs.filter((line) => line.includes('refused (403'));
+    expect(refusals).toHaveLength(2);
+    expect(refusals[0]).toContain("create a token for service account 'web'; WHERE; retrying in");
+    expect(refusals[0]).not.toContain('HINT');
+    expect(refusals[1]).toContain('refused (403): Forbidden; HINT; retrying in');
   });
 
   it('retries a server error (503) with the ordinary short backoff', async () => {
