@@ -90,10 +90,8 @@ export function createKubernetesCluster(config: KubeConfig): Cluster {
         if (statusOf(error) === 404) {
           // A missing object's 404 names it (Status details.name); a 404 without that is the
           // resource type itself not served: its CRD is not installed.
-          const details = (parseStatus((error as ApiException<unknown>).body) as {
-            details?: { name?: string };
-          })?.details;
-          if (details?.name === ref.name) return undefined;
+          const status = parseStatus((error as ApiException<unknown>).body);
+          if (status?.details?.name === ref.name) return undefined;
           throw new KindNotInstalledError(kind, apiVersionOf(kind));
         }
         throw toClusterError(error, `get ${kind} ${ref.namespace}/${ref.name}`);
@@ -290,11 +288,18 @@ function failure(error: unknown): string {
   return `${error.message} (${why})`;
 }
 
-function parseStatus(body: unknown): { message?: string; reason?: string } | undefined {
-  if (body && typeof body === 'object') return body as { message?: string; reason?: string };
+/** The API server's Status object, as far as the projector reads it. */
+interface ApiStatus {
+  message?: string;
+  reason?: string;
+  details?: { name?: string };
+}
+
+function parseStatus(body: unknown): ApiStatus | undefined {
+  if (body && typeof body === 'object') return body as ApiStatus;
   if (typeof body !== 'string') return undefined;
   try {
-    return JSON.parse(body) as { message?: string; reason?: string };
+    return JSON.parse(body) as ApiStatus;
   } catch {
     return undefined;
   }
