@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DisruptionPolicy } from '../../lib/domain/disruption.ts';
-import { ISTIO_API_VERSION } from '../../lib/domain/model.ts';
 import type { SweepPolicy } from '../../lib/domain/sweep-policy.ts';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
 import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
-import type { ConnectChange } from '../../lib/store/registry-store.ts';
 import { countRequests } from '../../lib/store/request-counter.ts';
 import { ZONE_SHARDS, zoneShardOf } from '../../lib/store/table-definition.ts';
+import { connectChange as storeConnect } from '../fixtures/connect-change.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 const MINUTE = 60_000;
@@ -36,25 +35,14 @@ function freshStore() {
   return freshRegistry(dynamo.endpoint, 'disruption');
 }
 
-function connectChange(name: string, zone: string, at: number): ConnectChange {
-  return {
-    entry: {
-      apiVersion: ISTIO_API_VERSION,
-      kind: 'WorkloadEntry',
-      metadata: { name, namespace: NS },
-      spec: { address: '10.0.0.1', locality: `${zone}/rack-1` },
-    },
-    autoRegistrationGroup: 'web',
-    origin: `origin-${name}`,
-    mayCreate: true,
-    recordConnection: false,
-    healthChecksEnabled: false,
-    groupGeneration: 1,
+function connectChange(name: string, zone: string, at: number) {
+  return storeConnect({
+    name,
+    namespace: NS,
     connectionId: `${name}-c${at}`,
     connectedAt: at,
-    controller: 'workload-registrar',
-    identity: { principal: 'token:t1' },
-  };
+    locality: `${zone}/rack-1`,
+  });
 }
 
 type Store = DynamoDbRegistryStore;

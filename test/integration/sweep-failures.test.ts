@@ -1,9 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ISTIO_API_VERSION } from '../../lib/domain/model.ts';
 import { runSweep, type SweepOptions, type SweepStore } from '../../lib/registration/sweep.ts';
 import { createDynamoDbClient, documentClientFor } from '../../lib/store/dynamodb-client.ts';
 import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
-import type { ConnectChange } from '../../lib/store/registry-store.ts';
+import { connectChange as storeConnect } from '../fixtures/connect-change.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { startFaultProxy } from '../fixtures/fault-proxy.ts';
 
@@ -34,25 +33,8 @@ async function freshStore() {
   return (await freshRegistry(dynamo.endpoint, 'sweep-failures')).store;
 }
 
-function connectChange(name: string, connectionId: string, connectedAt: number): ConnectChange {
-  return {
-    entry: {
-      apiVersion: ISTIO_API_VERSION,
-      kind: 'WorkloadEntry',
-      metadata: { name, namespace: NS },
-      spec: { address: '10.0.0.1' },
-    },
-    autoRegistrationGroup: 'web',
-    origin: `origin-${name}`,
-    mayCreate: true,
-    recordConnection: false,
-    healthChecksEnabled: false,
-    groupGeneration: 1,
-    connectionId,
-    connectedAt,
-    controller: 'workload-registrar',
-    identity: { principal: 'token:t1' },
-  };
+function connectChange(name: string, connectionId: string, connectedAt: number) {
+  return storeConnect({ name, namespace: NS, connectionId, connectedAt });
 }
 
 const throttled = () =>

@@ -1,13 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ISTIO_API_VERSION } from '../../lib/domain/model.ts';
 import { runSweep } from '../../lib/registration/sweep.ts';
 import { createDynamoDbClient, documentClientFor } from '../../lib/store/dynamodb-client.ts';
 import { zoneCountUpdate } from '../../lib/store/dynamodb-entry-writes.ts';
 import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { ensureTable } from '../../lib/store/ensure-table.ts';
-import type { ConnectChange } from '../../lib/store/registry-store.ts';
+import { connectChange } from '../fixtures/connect-change.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { type FaultProxy, startFaultProxy } from '../fixtures/fault-proxy.ts';
 
@@ -36,24 +35,14 @@ afterAll(async () => {
 });
 
 const ZONE = 'eu-west-1/eu-west-1a';
-const change = (name: string, connectionId: string, at: number): ConnectChange => ({
-  entry: {
-    apiVersion: ISTIO_API_VERSION,
-    kind: 'WorkloadEntry',
-    metadata: { name, namespace: 'shop' },
-    spec: { address: '10.0.0.1', locality: `${ZONE}/rack-1` },
-  },
-  autoRegistrationGroup: 'web',
-  origin: `origin-${name}`,
-  mayCreate: true,
-  recordConnection: false,
-  healthChecksEnabled: false,
-  groupGeneration: 1,
-  connectionId,
-  connectedAt: at,
-  controller: 'workload-registrar',
-  identity: { principal: 'token:t1' },
-});
+const change = (name: string, connectionId: string, at: number) =>
+  connectChange({
+    name,
+    namespace: 'shop',
+    connectionId,
+    connectedAt: at,
+    locality: `${ZONE}/rack-1`,
+  });
 
 /** Fails the next zone-counter update after DynamoDB applied it (the SDK then retries it). */
 function loseNextCounterResponse() {
