@@ -1,7 +1,7 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { AgentConfigError, loadAgentConfig } from '../../agent/config.ts';
 
 const BASE = [
@@ -14,8 +14,14 @@ const BASE = [
 ];
 const TOKEN_ENV = { REGISTRAR_AGENT_TOKEN: 'wrt.x.y' };
 
+// One directory for every config file of this suite, removed when it ends.
+const dir = mkdtempSync(join(tmpdir(), 'agent-config-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+let files = 0;
+
 function yamlFile(text: string): string {
-  const path = join(mkdtempSync(join(tmpdir(), 'agent-config-')), 'agent.yaml');
+  files += 1;
+  const path = join(dir, `agent-${files}.yaml`);
   writeFileSync(path, text);
   return path;
 }

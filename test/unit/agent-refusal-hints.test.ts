@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +8,10 @@ import { memoryLogger } from '../../agent/logger.ts';
 import { refusalHint } from '../../agent/refusal-hints.ts';
 import { type StandInGateway, startStandInGateway } from '../fixtures/agent-stand-in-gateway.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';
+
+// The files this suite writes, removed when it ends.
+const hintsDir = mkdtempSync(join(tmpdir(), 'agent-hints-'));
+afterAll(() => rmSync(hintsDir, { recursive: true, force: true }));
 
 const namespace = 'shop';
 
@@ -73,7 +77,7 @@ describe('refusal hints follow how the agent authenticates', () => {
     const base = ['--url', 'ws://127.0.0.1:1', '--group', 'web', '--namespace', 'shop'];
     const fromEnv = loadAgentConfig([...base, '--ip', '10.0.0.5'], { REGISTRAR_AGENT_TOKEN: 'x' });
     expect(fromEnv).toMatchObject({ auth: { tokenSource: 'REGISTRAR_AGENT_TOKEN' } });
-    const file = join(mkdtempSync(join(tmpdir(), 'agent-hints-')), 'agent.yaml');
+    const file = join(hintsDir, 'agent.yaml');
     writeFileSync(file, 'auth: { token: x }\nip: [10.0.0.5]\n');
     expect(loadAgentConfig([...base, '--config', file], {})).toMatchObject({
       auth: { tokenSource: file },
@@ -126,7 +130,7 @@ describe('an agent refused 401 by a registrar (stand-in, real WebSocket)', () =>
   });
 
   it('tells an agent with a token file to write the file', async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'agent-hints-')), 'token');
+    const file = join(hintsDir, 'token');
     writeFileSync(file, 'wrong\n');
     const line = await refusalLine({ mode: 'token', tokenFile: file });
     expect(line).toContain(`write it to the token file ${file}`);
