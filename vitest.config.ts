@@ -6,6 +6,8 @@ const resultsFile = process.env.REGISTRAR_TEST_RESULTS;
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // Every temporary file of the run under one directory, removed at the end.
+    globalSetup: ['test/global-tmpdir.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Integration suites start servers on random ports; two cores are enough for two forks.

@@ -6,7 +6,8 @@
  *
  *   node scripts/template-variants.ts <dir>    writes <dir>/<variant>.template.json
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { App } from 'aws-cdk-lib';
 import { RegistrarStack } from '../infra/registrar-stack.ts';
@@ -36,9 +37,21 @@ export const TEMPLATE_VARIANTS: readonly TemplateVariant[] = [
 /** The region the variants are synthesized for (as the CDK tests do). */
 export const VARIANT_REGION = 'eu-west-1';
 
+/** One directory for every synth of this process, removed when it exits. */
+let synthRoot: string | undefined;
+function synthOutdir(): string {
+  if (!synthRoot) {
+    const root = mkdtempSync(join(tmpdir(), 'registrar-variants-'));
+    process.once('exit', () => rmSync(root, { recursive: true, force: true }));
+    synthRoot = root;
+  }
+  return mkdtempSync(join(synthRoot, 'app-'));
+}
+
 export function synthVariant(variant: TemplateVariant): Record<string, unknown> {
   const cdkJson = JSON.parse(readFileSync(new URL('../cdk.json', import.meta.url), 'utf8'));
   const app = new App({
+    outdir: synthOutdir(),
     context: { ...cdkJson.context, 'aws:cdk:bundling-stacks': [], ...variant.context },
   });
   const stack = new RegistrarStack(app, 'Registrar', {

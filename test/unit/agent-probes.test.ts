@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -90,10 +90,12 @@ describe('httpGet probe', () => {
       ],
       { stdio: 'ignore' },
     );
-    const server = createServer(
-      { key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) },
-      (_req, res) => res.writeHead(200).end(),
-    );
+    const tls = {
+      key: readFileSync(join(dir, 'key.pem')),
+      cert: readFileSync(join(dir, 'cert.pem')),
+    };
+    rmSync(dir, { recursive: true, force: true });
+    const server = createServer(tls, (_req, res) => res.writeHead(200).end());
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as AddressInfo).port;
     const result = await httpProbe({ port, scheme: 'HTTPS' }, '127.0.0.1', 2_000);
