@@ -188,12 +188,14 @@ function logDisruption(
 ): void {
   const state = result.disruption;
   if (!state) return;
-  const disrupted = state.zones.filter((zone) => zone.disrupted).map((zone) => zone.zone);
+  const disrupted = state.zones.filter((zone) => zone.disrupted).map((zone) => zone.cell);
   const fields = {
     mode: state.mode,
     since: new Date(state.since).toISOString(),
     ...(state.reason ? { why: describeHoldReason(state.reason, policy) } : {}),
     ...(state.holdUntil ? { holdUntil: new Date(state.holdUntil).toISOString() } : {}),
+    ...(state.heldNamespaces ? { heldNamespaces: state.heldNamespaces } : {}),
+    // Cells: `<namespace>#<zone>`.
     disruptedZones: disrupted,
     held: sum(result.held),
     slowed: sum(result.slowed),

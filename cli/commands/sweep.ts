@@ -1,8 +1,10 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { DEFAULTS, ENV } from '../../lib/config.ts';
 import {
+  cellKey,
   type DisruptionRecord,
   describeHoldReason,
+  NO_ZONE,
   type ZoneCount,
 } from '../../lib/domain/disruption.ts';
 import { formatDuration, parseDuration } from '../../lib/domain/duration.ts';
@@ -142,7 +144,7 @@ export const registerSweep: CommandRegistration = (program, context) => {
   sweep
     .command('status')
     .description(
-      "the sweeper's fail-static state: normal, held or slowed, why, since when, what is held, until when",
+      "the sweeper's fail-static state per namespace and zone: normal, held or slowed, why, since when, until when",
     )
     .option('-o, --output <format>', 'text or json', 'text')
     .action(async (options: { output: string }, command: Command) => {
@@ -155,7 +157,7 @@ export const registerSweep: CommandRegistration = (program, context) => {
         registry.zoneCounts(),
       ]);
       if (options.output === 'json') {
-        context.out(`${JSON.stringify(statusJson(record, zones), null, 2)}\n`);
+        context.out(`${JSON.stringify(statusJson(record, zones, context.now()), null, 2)}\n`);
         return;
       }
       context.out(statusText(record, zones, context.now()));
@@ -171,70 +173,151 @@ function heldSummary(
     Object.values(counts).reduce((sum, value) => sum + value, 0);
   const parts = [];
   if (count(held) > 0) parts.push(`${count(held)} held (${mode}; see registrar sweep status)`);
-  if (count(slowed) > 0) parts.push(`${count(slowed)} deferred by a disrupted zone's slower rate`);
+  if (count(slowed) > 0) parts.push(`${count(slowed)} deferred by a disrupted cell's slower rate`);
   return parts.join('; ');
 }
 
-function statusJson(record: DisruptionRecord | undefined, zones: ZoneCount[]) {
+function statusJson(record: DisruptionRecord | undefined, zones: ZoneCount[], now: number) {
   const holdUntil =
     record?.holdSince !== undefined && record.policy
       ? record.holdSince + record.policy.holdBoundMs
       : undefined;
+  const iso = (at: number | undefined) => (at === undefined ? null : new Date(at).toISOString());
   return {
     mode: record?.mode ?? 'normal',
-    since: record ? new Date(record.since).toISOString() : null,
+    since: iso(record?.since),
     reason: record?.reason ?? null,
     why: record?.reason && record.policy ? describeHoldReason(record.reason, record.policy) : null,
-    holdUntil: holdUntil === undefined ? null : new Date(holdUntil).toISOString(),
-    releasedAt: record?.releasedAt ? new Date(record.releasedAt).toISOString() : null,
-    evaluatedAt: record ? new Date(record.evaluatedAt).toISOString() : null,
-    disruptedZones: record?.disruptedZones ?? [],
+    // null: every namespace (a hold judged a fault of the control plane).
+    heldNamespaces: record?.heldNamespaces ?? null,
+    holdUntil: iso(holdUntil),
+    releasedAt: iso(record?.releasedAt),
+    evaluatedAt: iso(record?.evaluatedAt),
     away: zones.reduce((sum, zone) => sum + Math.max(0, zone.away), 0),
-    zones: zones.map((zone) => ({
-      ...zone,
-      disrupted: record?.disruptedZones.includes(zone.zone) ?? false,
-    })),
+    cells: zones.map((zone) => {
+      const state = cellState(record, zone, now);
+      return { ...zone, state: state.state, until: iso(state.until) };
+    }),
   };
+}
+
+/**
+ * What the sweeper does with a cell's abnormally departed entries, and until when at the
+ * latest, as the last run decided (lib/domain/disruption.ts: pacingOf).
+ */
+function cellState(
+  record: DisruptionRecord | undefined,
+  zone: ZoneCount,
+  now: number,
+): { state: 'held' | 'slowed' | 'bound passed' | 'normal'; until?: number } {
+  if (!record) return { state: 'normal' };
+  const cell = cellKey(zone.namespace, zone.zone);
+  const bound = record.policy?.holdBoundMs;
+  const held =
+    record.mode === 'held' &&
+    zone.away > 0 &&
+    (record.heldNamespaces === undefined || record.heldNamespaces.includes(zone.namespace));
+  if (held) {
+    return record.holdSince !== undefined && bound !== undefined
+      ? { state: 'held', until: record.holdSince + bound }
+      : { state: 'held' };
+  }
+  if (record.mode !== 'normal' || !record.disruptedZones.includes(cell)) return { state: 'normal' };
+  const since = record.slowedSince?.[cell];
+  if (since === undefined || bound === undefined) return { state: 'slowed' };
+  return since + bound <= now
+    ? { state: 'bound passed', until: since + bound }
+    : { state: 'slowed', until: since + bound };
 }
 
 const MODE_TEXT: Record<string, string> = {
   normal: 'normal: every due entry is deleted at the normal rate',
-  held: 'HELD: no abnormally departed entry is deleted; clean departures and terminated instances still are',
+  held: 'HELD: abnormally departed entries of the held namespaces are not deleted; clean departures and terminated instances still are',
   'hold-expired':
     'HOLD EXPIRED: the hold outlived its bound; deletions resumed at the normal rate (the alarm stays raised)',
   released: 'RELEASED by an operator: deletions at the normal rate until the disruption ends',
+};
+
+const STATE_TEXT: Record<string, string> = {
+  normal: 'normal rate',
+  slowed: 'slowed',
+  held: 'held',
+  'bound passed': 'normal rate (slowed past its bound)',
 };
 
 function statusText(record: DisruptionRecord | undefined, zones: ZoneCount[], now: number): string {
   if (!record) {
     return 'mode:    normal (the sweeper has not run with fail static yet)\n';
   }
-  const status = statusJson(record, zones);
+  const status = statusJson(record, zones, now);
   const ago = (at: number) =>
     `${formatDuration(Math.max(0, Math.round((now - at) / 1000) * 1000))} ago`;
-  const lines = [
-    `mode:    ${MODE_TEXT[record.mode] ?? record.mode}`,
-    `since:   ${status.since} (${ago(record.since)})`,
-  ];
+  const slowed = status.cells.filter((cell) => cell.state === 'slowed').length;
+  const mode =
+    record.mode === 'normal' && slowed > 0
+      ? `normal: every due entry is deleted at the normal rate, except in the ${slowed} slowed ${slowed === 1 ? 'cell' : 'cells'} below`
+      : (MODE_TEXT[record.mode] ?? record.mode);
+  const lines = [`mode:    ${mode}`, `since:   ${status.since} (${ago(record.since)})`];
   if (status.why) lines.push(`why:     ${status.why}`);
   if (record.mode === 'held' || record.mode === 'hold-expired') {
-    lines.push(`holding: ${status.away} entries away after an abnormal departure`);
+    const where = status.heldNamespaces
+      ? `in namespace${status.heldNamespaces.length === 1 ? '' : 's'} ${status.heldNamespaces.join(', ')}`
+      : 'in every namespace';
+    const held = status.cells
+      .filter((cell) => record.mode !== 'held' || cell.state === 'held')
+      .filter(
+        (cell) => status.heldNamespaces === null || status.heldNamespaces.includes(cell.namespace),
+      )
+      .reduce((sum, cell) => sum + Math.max(0, cell.away), 0);
+    lines.push(`holding: ${held} entries away after an abnormal departure ${where}`);
   }
   if (status.holdUntil) lines.push(`until:   ${status.holdUntil} at the latest (the hold bound)`);
   if (status.releasedAt) lines.push(`released: ${status.releasedAt} (registrar sweep --force)`);
   lines.push(`checked: ${status.evaluatedAt} (${ago(record.evaluatedAt)}, the sweeper's last run)`);
   if (zones.length > 0) {
-    lines.push('', 'ZONE                          CONNECTED  AWAY  SHARE  STATE');
-    for (const zone of status.zones) {
-      const total = Math.max(0, zone.connected) + Math.max(0, zone.away);
-      const share = total === 0 ? 0 : Math.max(0, zone.away) / total;
-      const state = zone.disrupted ? (record.mode === 'held' ? 'held' : 'slowed') : 'ok';
-      lines.push(
-        `${zone.zone.padEnd(30)}${String(zone.connected).padStart(9)}${String(zone.away).padStart(6)}${`${Math.round(share * 100)}%`.padStart(7)}  ${state}`,
-      );
+    const rows = status.cells.map((cell) => {
+      const total = Math.max(0, cell.connected) + Math.max(0, cell.away);
+      const share = total === 0 ? 0 : Math.max(0, cell.away) / total;
+      return [
+        cell.namespace,
+        cell.zone,
+        String(cell.connected),
+        String(cell.away),
+        `${Math.round(share * 100)}%`,
+        STATE_TEXT[cell.state] ?? cell.state,
+        cell.until ?? '',
+      ];
+    });
+    lines.push(
+      '',
+      ...table(['NAMESPACE', 'ZONE', 'CONNECTED', 'AWAY', 'SHARE', 'STATE', 'UNTIL'], rows),
+    );
+    lines.push(
+      '',
+      "Each namespace is judged in each zone on its own: one namespace's departures never slow or hold another's.",
+      'SHARE: entries away after an abnormal departure, of the most the cell had in the last window and grace period.',
+    );
+    if (zones.some((zone) => zone.zone === NO_ZONE)) {
+      lines.push(`ZONE ${NO_ZONE}: entries whose locality names no zone.`);
     }
   }
   return `${lines.join('\n')}\n`;
+}
+
+/** Left-aligned columns, two spaces apart, numbers right-aligned (kubectl's style). */
+function table(header: string[], rows: string[][]): string[] {
+  const numeric = new Set([2, 3, 4]);
+  const widths = header.map((title, i) =>
+    Math.max(title.length, ...rows.map((row) => (row[i] ?? '').length)),
+  );
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) =>
+        numeric.has(i) ? cell.padStart(widths[i] ?? 0) : cell.padEnd(widths[i] ?? 0),
+      )
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)];
 }
 
 /** Without a recorded policy, the sweeper's own variables, then the defaults. */

@@ -5,9 +5,15 @@
  * Every disconnected entry records how it went away. A deliberate departure (a clean close,
  * an instance EC2 reports terminated) is never held back. An abnormal one (no close frame,
  * 1006, an idle timeout, a holder a liveness check found gone) may be a fault of the control
- * plane rather than of the VM, so when many of a zone's entries are away abnormally at once
- * their deletions slow down, and when every zone is (or nobody could connect at all) they stop,
+ * plane rather than of the VM, so when many of a cell's entries are away abnormally at once
+ * their deletions slow down, and when every cell is (or nobody could connect at all) they stop,
  * for a bounded time.
+ *
+ * Judged per tenant: a **cell** is one namespace's entries in one zone. A namespace's agents
+ * choose what they claim (in token mode, even their zone), so one namespace's departures may
+ * only ever slow that namespace's own deletions: a team that drops 1,000 fake VMs in a zone
+ * disrupts its own cell of that zone, never another team's. A fault of the control plane cuts
+ * every namespace's VMs at once, so it disrupts every cell, and only then is there a hold.
  */
 import type { EpochMillis } from './model.ts';
 
@@ -45,19 +51,38 @@ export function zoneOf(locality: string | undefined): string {
 
 export const NO_ZONE = '-';
 
+/**
+ * The key of a cell: `<namespace>#<zone>`. '#' is in neither a namespace (DNS-1123) nor a
+ * zone (locality segments are validated the same way), so the key splits back unambiguously.
+ */
+export function cellKey(namespace: string, zone: string): string {
+  return `${namespace}#${zone}`;
+}
+
+/** The namespace and zone of a cell key; undefined for a key without a namespace. */
+export function splitCell(key: string): { namespace: string; zone: string } | undefined {
+  const at = key.indexOf('#');
+  if (at <= 0) return undefined;
+  return { namespace: key.slice(0, at), zone: key.slice(at + 1) };
+}
+
 export interface DisruptionPolicy {
-  /** Share of a zone's entries away abnormally above which the zone is disrupted. Default 0.55. */
+  /** Share of a cell's entries away abnormally above which the cell is disrupted. Default 0.55. */
   threshold: number;
   /** No successful connect anywhere for this long (with entries away): hold. Default 5 min. */
   windowMs: number;
-  /** Deletions per second of abnormally departed entries in a disrupted zone. Default 0.1. */
+  /** Deletions per second of abnormally departed entries in a disrupted cell. Default 0.1. */
   secondaryDeletesPerSecond: number;
-  /** A hold lasts at most this long, then normal pacing resumes (alarm kept). Default 1 h. */
+  /**
+   * A hold, and a cell's slowdown, last at most this long, then normal pacing resumes (the
+   * alarm stays raised). Default 1 h.
+   */
   holdBoundMs: number;
 }
 
-/** One zone's counters: entries connected, and entries away after an abnormal departure. */
+/** One cell's counters: entries connected, and entries away after an abnormal departure. */
 export interface ZoneCount {
+  namespace: string;
   zone: string;
   connected: number;
   away: number;
@@ -67,7 +92,7 @@ export type HoldReason = 'all-zones-disrupted' | 'no-connects';
 
 /**
  * What the sweeper remembers between runs (one item), so a hold has a start, a bound and an
- * override, and a slowed zone's pace carries over from one run to the next.
+ * override, and a slowed cell's pace carries over from one run to the next.
  */
 export interface DisruptionRecord {
   /** The mode of the last run. */
@@ -77,60 +102,72 @@ export interface DisruptionRecord {
   /** When the current hold began (kept through hold-expired and released). */
   holdSince?: EpochMillis;
   reason?: HoldReason;
+  /** The namespaces a hold applies to; absent: every namespace (a fault of the control plane). */
+  heldNamespaces?: string[];
   /** An operator released the hold (`registrar sweep --force`) at this time. */
   releasedAt?: EpochMillis;
-  /** Deletions a slowed zone may still make (fractional; refilled at the secondary rate). */
+  /** Deletions a slowed cell may still make (fractional; refilled at the secondary rate). */
   credit: Record<string, number>;
   /** The run that last refilled `credit`. */
   evaluatedAt: EpochMillis;
-  /** Zones disrupted at the last run. */
+  /** Cells (see cellKey) disrupted at the last run. */
   disruptedZones: string[];
+  /** When each disrupted cell became disrupted: its slowdown's bound counts from there. */
+  slowedSince?: Record<string, EpochMillis>;
   /** Entries away abnormally at the last run (what a hold keeps). */
   away: number;
   /** The policy the last run applied, for `registrar sweep status`. */
   policy?: DisruptionPolicy;
-  /** Each recent run's zone populations (see {@link PopulationSample}), oldest first. */
-  population?: PopulationSample[];
+  /** Each cell's recent populations (see {@link PopulationPeaks}). */
+  peaks?: PopulationPeaks;
 }
 
 /**
- * A zone's population at one run: its entries connected plus those away abnormally. A zone's
- * share is taken against its largest recent population, not the one left now: when 8 of 10
+ * A cell's population is its entries connected plus those away abnormally. A cell's share is
+ * taken against its largest population over the lookback, not the one left now: when 8 of 10
  * VMs leave cleanly and 2 crash, 2 of 10 went away abnormally (a VM's own fault), not 2 of 2
- * (which would look like a zone-wide outage and hold the two back).
+ * (which would look like an outage and hold the two back).
+ *
+ * Kept as a sliding maximum per cell: `[at, population]` pairs, oldest first, each smaller
+ * than the one before, so the head is the peak and a steady cell keeps one pair. The record
+ * grows with the cells (namespaces x zones), never with the entries.
  */
-export interface PopulationSample {
-  at: EpochMillis;
-  zones: Record<string, number>;
-}
+export type PopulationPeaks = Record<string, [EpochMillis, number][]>;
 
 /**
- * - normal: every deletion at the normal rate; disrupted zones (if any) at the secondary rate.
- * - held: no deletion of an abnormally departed (or stale) entry anywhere.
+ * - normal: every deletion at the normal rate; disrupted cells (if any) at the secondary rate.
+ * - held: no deletion of an abnormally departed (or stale) entry in the held namespaces.
  * - hold-expired: the hold outlived its bound; normal pacing, the alarm stays raised.
  * - released: an operator released the hold; normal pacing until the disruption ends.
  */
 export type SweepMode = 'normal' | 'held' | 'hold-expired' | 'released';
 
 export interface ZoneStatus extends ZoneCount {
-  /** away / the zone's largest population over the lookback; 0 for an empty zone. */
+  /** The cell's key (cellKey). */
+  cell: string;
+  /** away / the cell's largest population over the lookback; 0 for an empty cell. */
   share: number;
   disrupted: boolean;
+  /** Disrupted since; with `slowedUntil`, the end of its slowdown at the latest. */
+  slowedSince?: EpochMillis;
+  slowedUntil?: EpochMillis;
 }
 
 export interface DisruptionState {
   mode: SweepMode;
   since: EpochMillis;
   reason?: HoldReason;
+  /** The namespaces a hold applies to; absent: every namespace. */
+  heldNamespaces?: string[];
   holdSince?: EpochMillis;
   /** Until when a hold lasts at most. */
   holdUntil?: EpochMillis;
   releasedAt?: EpochMillis;
   zones: ZoneStatus[];
-  /** Entries away abnormally, all zones. */
+  /** Entries away abnormally, all cells. */
   away: number;
-  /** The populations of the lookback, this run's last: what the next run compares against. */
-  population: PopulationSample[];
+  /** The cells' peaks, this run's population included: what the next run compares against. */
+  peaks: PopulationPeaks;
 }
 
 export interface DisruptionInput {
@@ -141,7 +178,7 @@ export interface DisruptionInput {
   previous: DisruptionRecord | undefined;
   policy: DisruptionPolicy;
   /**
-   * How far back a zone's population counts: the window plus the grace period (an entry that
+   * How far back a cell's population counts: the window plus the grace period (an entry that
    * went away at the window's start is due only a grace period later). Default the window.
    */
   lookbackMs?: number;
@@ -156,34 +193,34 @@ export interface DisruptionInput {
 /**
  * A quiet window proves an outage only where rotation alone should have produced this many
  * connects in it: the chance of none at all by luck is then below 1% (e^-5). At the defaults
- * (5 min, 2 h) that takes 120 VMs; a smaller fleet relies on its zones' shares (an outage
+ * (5 min, 2 h) that takes 120 VMs; a smaller namespace relies on its cells' shares (an outage
  * drops every VM abnormally), so one crashed VM in a quiet small fleet is not held for an hour.
  */
 export const MIN_EXPECTED_CONNECTS = 5;
 
 /**
- * A hold needs at least this many entries away: with fewer, "every zone disrupted" is one or
+ * A hold needs at least this many entries away: with fewer, "every cell disrupted" is one or
  * two VMs of a tiny fleet (100% of one VM is not a control-plane outage), and holding them
- * would keep a crashed VM in the mesh for the hold's bound. Their zones still slow down.
+ * would keep a crashed VM in the mesh for the hold's bound. Their cells still slow down.
  */
 export const MIN_AWAY_TO_HOLD = 3;
 
 /**
- * Decides the mode of this run from the zone counters and the previous run's record.
+ * Decides the mode of this run from the cells' counters and the previous run's record.
  *
- * Deleting an away entry lowers its zone's share, so a share alone would let a slowed zone
+ * Deleting an away entry lowers its cell's share, so a share alone would let a slowed cell
  * speed up halfway through (12 of 20 away, 6 deleted: 6 of 14, below 55%). So a disrupted
- * zone stays disrupted until none of its entries is away (each came back or was deleted), and
- * a hold that expired or was released stays so until nothing is away anywhere: the episode
- * ends when the disruption does, not when the deletions have thinned it.
+ * cell stays disrupted until none of its entries is away (each came back or was deleted) or
+ * its slowdown reached the bound, and a hold that expired or was released stays so until
+ * nothing is away anywhere: the episode ends when the disruption does, not when the deletions
+ * have thinned it.
  */
 export function evaluateDisruption(input: DisruptionInput): DisruptionState {
   const { now, policy, previous } = input;
   const sticky = new Set(previous?.disruptedZones ?? []);
-  const population = populationOf(input);
-  const peak = peakOf(population);
+  const peaks = nextPeaks(input);
   const zones = input.zones.map((count) =>
-    zoneStatus(count, policy.threshold, sticky, peak[count.zone] ?? 0),
+    zoneStatus(count, input, sticky, peaks[cellKey(count.namespace, count.zone)]?.[0]?.[1] ?? 0),
   );
   const populated = zones.filter((zone) => zone.connected + zone.away > 0);
   const away = populated.reduce((sum, zone) => sum + zone.away, 0);
@@ -193,8 +230,9 @@ export function evaluateDisruption(input: DisruptionInput): DisruptionState {
     since: sinceOf(previous, mode, now),
     zones,
     away,
-    population,
+    peaks,
     ...(previous?.reason ? { reason: previous.reason } : {}),
+    ...(previous?.heldNamespaces ? { heldNamespaces: previous.heldNamespaces } : {}),
     ...(holdSince !== undefined ? { holdSince, holdUntil: holdSince + policy.holdBoundMs } : {}),
     ...(mode === 'released' && previous?.releasedAt !== undefined
       ? { releasedAt: previous.releasedAt }
@@ -205,19 +243,19 @@ export function evaluateDisruption(input: DisruptionInput): DisruptionState {
   if (previous?.releasedAt !== undefined && disrupted) return after('released');
   if (previous?.mode === 'hold-expired' && away > 0) return after('hold-expired');
 
-  const reason = holdReason(input, populated, away, peak);
-  if (!reason) {
-    return { mode: 'normal', since: sinceOf(previous, 'normal', now), zones, away, population };
+  const hold = holdOf(input, populated, away, peaks);
+  if (!hold) {
+    return { mode: 'normal', since: sinceOf(previous, 'normal', now), zones, away, peaks };
   }
   // A hold goes on: it keeps its start, so the bound counts from the first held run.
   const start = holdSince ?? now;
   const base = {
-    reason,
+    ...hold,
     holdSince: start,
     holdUntil: start + policy.holdBoundMs,
     zones,
     away,
-    population,
+    peaks,
   };
   if (now >= base.holdUntil) {
     return { ...base, mode: 'hold-expired', since: sinceOf(previous, 'hold-expired', now) };
@@ -225,78 +263,104 @@ export function evaluateDisruption(input: DisruptionInput): DisruptionState {
   return { ...base, mode: 'held', since: sinceOf(previous, 'held', now) };
 }
 
-/** The lookback's samples, this run's added last (one per run; a few per zone). */
-function populationOf(input: DisruptionInput): PopulationSample[] {
+/** Each cell's sliding maximum over the lookback, this run's population pushed last. */
+function nextPeaks(input: DisruptionInput): PopulationPeaks {
   const lookbackMs = input.lookbackMs ?? input.policy.windowMs;
-  const current: PopulationSample = { at: input.now, zones: {} };
+  const previous = input.previous?.peaks ?? {};
+  const current = new Map<string, number>();
   for (const count of input.zones) {
-    current.zones[count.zone] = Math.max(0, count.connected) + Math.max(0, count.away);
+    const size = Math.max(0, count.connected) + Math.max(0, count.away);
+    const key = cellKey(count.namespace, count.zone);
+    current.set(key, (current.get(key) ?? 0) + size);
   }
-  const recent = (input.previous?.population ?? []).filter(
-    (sample) => sample.at < input.now && input.now - sample.at <= lookbackMs,
-  );
-  return [...recent, current];
-}
-
-function peakOf(samples: readonly PopulationSample[]): Record<string, number> {
-  const peak: Record<string, number> = {};
-  for (const sample of samples) {
-    for (const [zone, size] of Object.entries(sample.zones)) {
-      peak[zone] = Math.max(peak[zone] ?? 0, size);
-    }
+  const peaks: PopulationPeaks = {};
+  for (const key of new Set([...Object.keys(previous), ...current.keys()])) {
+    const kept = (previous[key] ?? []).filter(
+      ([at]) => at < input.now && input.now - at <= lookbackMs,
+    );
+    const size = current.get(key) ?? 0;
+    while (kept.length > 0 && (kept[kept.length - 1]?.[1] ?? 0) <= size) kept.pop();
+    kept.push([input.now, size]);
+    // An empty cell with nothing larger in its lookback is forgotten.
+    if (kept.length > 1 || size > 0) peaks[key] = kept;
   }
-  return peak;
+  return peaks;
 }
 
 function zoneStatus(
   count: ZoneCount,
-  threshold: number,
+  input: DisruptionInput,
   sticky: Set<string>,
   peak: number,
 ): ZoneStatus {
   // Counters may drift below zero (a retried decrement); a share is never negative.
   const connected = Math.max(0, count.connected);
   const away = Math.max(0, count.away);
+  const cell = cellKey(count.namespace, count.zone);
   const total = Math.max(connected + away, peak);
   const share = total === 0 ? 0 : away / total;
-  const disrupted = share > threshold || (sticky.has(count.zone) && away > 0);
-  return { zone: count.zone, connected, away, share, disrupted };
+  const disrupted = share > input.policy.threshold || (sticky.has(cell) && away > 0);
+  const status: ZoneStatus = { ...count, connected, away, cell, share, disrupted };
+  if (disrupted) {
+    const since = input.previous?.slowedSince?.[cell] ?? input.now;
+    status.slowedSince = since;
+    status.slowedUntil = since + input.policy.holdBoundMs;
+  }
+  return status;
 }
 
 /**
- * Hold when every zone with entries is disrupted (the registrar's own connectivity is the
- * likelier fault: Kubernetes stops evicting then), or when entries went away abnormally and
- * no VM at all could connect for the window (a gateway or Lambda outage refuses the very
- * reconnects that would prove the VMs alive).
+ * Hold when every cell with entries is disrupted: every namespace's VMs went away at once in
+ * every zone, and the registrar's own connectivity is the likelier fault (Kubernetes stops
+ * evicting then). A namespace's own mass departure disrupts only its cells, so it never
+ * holds, or slows, another namespace.
+ *
+ * Or when entries went away abnormally and no VM at all could connect for the window (a
+ * gateway or Lambda outage refuses the very reconnects that would prove the VMs alive). That
+ * holds only the namespaces large enough that their own rotations should have connected in
+ * the window: another namespace's size (a tenant's 1,000 idle fakes) never makes a small
+ * namespace's quiet look like an outage.
  */
-function holdReason(
+function holdOf(
   input: DisruptionInput,
   populated: readonly ZoneStatus[],
   away: number,
-  peak: Record<string, number>,
-): HoldReason | undefined {
+  peaks: PopulationPeaks,
+): { reason: HoldReason; heldNamespaces?: string[] } | undefined {
   // One or two VMs away are those VMs' own trouble: a fleet of one whose VM crashed is not an
   // outage to hold for an hour.
   if (away < MIN_AWAY_TO_HOLD) return undefined;
   // The share itself, not the sticky flag: a hold ends as soon as the VMs are mostly back,
-  // and the few still away are left to their zones' (slowed) pace.
+  // and the few still away are left to their cells' (slowed) pace.
   if (populated.length > 0 && populated.every((zone) => zone.share > input.policy.threshold)) {
-    return 'all-zones-disrupted';
+    return { reason: 'all-zones-disrupted' };
   }
   // The newest connect is read from the connected entries themselves (the sweep index, not
   // the counters, which may drift): with none connected at all (every VM left, or an outage
-  // dropped them all) there is no window to judge, and the zones' shares decide alone (an
-  // outage puts every zone above the threshold).
+  // dropped them all) there is no window to judge, and the cells' shares decide alone (an
+  // outage puts every cell above the threshold).
   const quiet =
     input.newestConnectAt !== undefined &&
     input.now - input.newestConnectAt > input.policy.windowMs;
-  if (away === 0 || !quiet) return undefined;
-  const fleet = Object.values(peak).reduce((sum, size) => sum + size, 0);
-  const expected =
-    input.maxConnectionAgeMs === undefined
-      ? Number.POSITIVE_INFINITY
-      : (fleet * input.policy.windowMs) / input.maxConnectionAgeMs;
-  return expected >= MIN_EXPECTED_CONNECTS ? 'no-connects' : undefined;
+  if (!quiet) return undefined;
+  const fleet = new Map<string, number>();
+  for (const [key, samples] of Object.entries(peaks)) {
+    const namespace = splitCell(key)?.namespace;
+    if (namespace === undefined) continue;
+    fleet.set(namespace, (fleet.get(namespace) ?? 0) + (samples[0]?.[1] ?? 0));
+  }
+  const awayIn = new Set(populated.filter((zone) => zone.away > 0).map((zone) => zone.namespace));
+  const held = [...awayIn]
+    .filter((namespace) => {
+      const size = fleet.get(namespace) ?? 0;
+      const expected =
+        input.maxConnectionAgeMs === undefined
+          ? Number.POSITIVE_INFINITY
+          : (size * input.policy.windowMs) / input.maxConnectionAgeMs;
+      return expected >= MIN_EXPECTED_CONNECTS;
+    })
+    .sort();
+  return held.length > 0 ? { reason: 'no-connects', heldNamespaces: held } : undefined;
 }
 
 function sinceOf(previous: DisruptionRecord | undefined, mode: SweepMode, now: EpochMillis) {
@@ -306,16 +370,32 @@ function sinceOf(previous: DisruptionRecord | undefined, mode: SweepMode, now: E
 /** How the sweeper treats the deletion of one abnormally departed (or stale) entry. */
 export type Pacing = 'normal' | 'slowed' | 'held';
 
-export function pacingOf(state: DisruptionState, zone: string): Pacing {
-  if (state.mode === 'held') return 'held';
-  if (state.mode !== 'normal') return 'normal';
-  return state.zones.some((z) => z.zone === zone && z.disrupted) ? 'slowed' : 'normal';
+/** The pacing of a cell's abnormally departed entries this run. */
+export function pacingOf(
+  state: DisruptionState,
+  namespace: string,
+  zone: string,
+  now: EpochMillis,
+): Pacing {
+  if (state.mode === 'held' && isHeld(state, namespace)) return 'held';
+  if (state.mode === 'hold-expired' || state.mode === 'released') return 'normal';
+  const cell = cellKey(namespace, zone);
+  const status = state.zones.find((z) => z.cell === cell);
+  if (!status?.disrupted) return 'normal';
+  // Every slowdown is bounded: a tenant that keeps its own cell disrupted (dripping in new
+  // fakes) keeps it slowed at most the bound, and only its own.
+  return status.slowedUntil !== undefined && now >= status.slowedUntil ? 'normal' : 'slowed';
+}
+
+/** Whether a hold of this state applies to the namespace. */
+export function isHeld(state: Pick<DisruptionState, 'heldNamespaces'>, namespace: string) {
+  return state.heldNamespaces === undefined || state.heldNamespaces.includes(namespace);
 }
 
 /**
- * The slowed zones' deletion credit for this run: what was left, plus the secondary rate
+ * The slowed cells' deletion credit for this run: what was left, plus the secondary rate
  * times the time since the last run, capped at one sweep interval's worth (a sweeper that was
- * down does not earn a burst). A zone no longer disrupted loses its credit.
+ * down does not earn a burst). A cell no longer slowed loses its credit.
  */
 export function refillCredit(
   state: DisruptionState,
@@ -328,10 +408,10 @@ export function refillCredit(
   const cap = Math.max(1, perMs * policy.sweepIntervalMs);
   const credit: Record<string, number> = {};
   for (const zone of state.zones) {
-    if (pacingOf(state, zone.zone) !== 'slowed') continue;
-    // A zone that just became disrupted starts with one deletion: never a stall.
-    const left = previous?.credit[zone.zone] ?? 1;
-    credit[zone.zone] = Math.min(cap, left + perMs * Math.min(elapsedMs, policy.sweepIntervalMs));
+    if (pacingOf(state, zone.namespace, zone.zone, now) !== 'slowed') continue;
+    // A cell that just became disrupted starts with one deletion: never a stall.
+    const left = previous?.credit[zone.cell] ?? 1;
+    credit[zone.cell] = Math.min(cap, left + perMs * Math.min(elapsedMs, policy.sweepIntervalMs));
   }
   return credit;
 }
@@ -342,17 +422,22 @@ export function nextRecord(
   credit: Record<string, number>,
   now: EpochMillis,
 ): DisruptionRecord {
+  const disrupted = state.zones.filter((zone) => zone.disrupted);
+  const slowedSince: Record<string, EpochMillis> = {};
+  for (const zone of disrupted) slowedSince[zone.cell] = zone.slowedSince ?? now;
   const record: DisruptionRecord = {
     mode: state.mode,
     since: state.since,
     credit,
     evaluatedAt: now,
-    disruptedZones: state.zones.filter((zone) => zone.disrupted).map((zone) => zone.zone),
+    disruptedZones: disrupted.map((zone) => zone.cell),
+    slowedSince,
     away: state.away,
-    population: state.population,
+    peaks: state.peaks,
   };
   if (state.holdSince !== undefined) record.holdSince = state.holdSince;
   if (state.reason !== undefined) record.reason = state.reason;
+  if (state.heldNamespaces !== undefined) record.heldNamespaces = state.heldNamespaces;
   if (state.releasedAt !== undefined) record.releasedAt = state.releasedAt;
   return record;
 }
@@ -360,6 +445,6 @@ export function nextRecord(
 /** For logs and `registrar sweep status`: why the sweeper holds. */
 export function describeHoldReason(reason: HoldReason, policy: DisruptionPolicy): string {
   return reason === 'all-zones-disrupted'
-    ? `more than ${Math.round(policy.threshold * 100)}% of the entries of every zone went away abnormally`
+    ? `more than ${Math.round(policy.threshold * 100)}% of the entries of every namespace in every zone went away abnormally`
     : `entries went away abnormally and no VM connected for ${policy.windowMs / 1000}s`;
 }

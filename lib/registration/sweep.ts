@@ -1,4 +1,5 @@
 import {
+  cellKey,
   type DisruptionPolicy,
   type DisruptionState,
   evaluateDisruption,
@@ -93,11 +94,11 @@ export interface SweepResult {
   dryRun: boolean;
   /** With failStatic: the disruption this run saw, and the mode of the run before. */
   disruption?: DisruptionState & { previousMode: SweepMode | undefined };
-  /** Deletions held back, by zone (the zone's entries away abnormally, while held). */
+  /** Deletions held back, by cell (`<namespace>#<zone>`: the cell's entries away abnormally). */
   held: Record<string, number>;
-  /** Due deletions deferred by a disrupted zone's secondary rate, by zone. */
+  /** Due deletions deferred by a disrupted cell's secondary rate, by cell. */
   slowed: Record<string, number>;
-  /** Deletions of abnormally departed entries made after a hold outlived its bound, by zone. */
+  /** Deletions of abnormally departed entries made after a hold outlived its bound, by cell. */
   afterHoldBound: Record<string, number>;
 }
 
@@ -162,10 +163,11 @@ async function deleteDue(store: SweepStore, options: SweepOptions, result: Sweep
   // Spacing deletions evenly: 1000 ms / 50 per second = one every 20 ms.
   const intervalMs = 1000 / options.deletesPerSecond;
   let attempts = 0;
-  // While held, the abnormal (D) and stale (C) shards are not even read: a hold costs no
-  // reads per held entry, and clean departures (L, read first) are never stuck behind them.
-  const states: SweepIndexState[] =
-    guard?.state.mode === 'held' || unknown ? ['L'] : ['L', 'D', 'C'];
+  // While every namespace is held, the abnormal (D) and stale (C) shards are not even read: a
+  // hold costs no reads per held entry, and clean departures (L, read first) are never stuck
+  // behind them. A hold of some namespaces only (see holdOf) reads them and skips those.
+  const allHeld = guard?.state.mode === 'held' && guard.state.heldNamespaces === undefined;
+  const states: SweepIndexState[] = allHeld || unknown ? ['L'] : ['L', 'D', 'C'];
   const candidates = store.sweepCandidates(
     sweepCutoffs(options.now, options.policy),
     options.maxDeletes,
@@ -176,20 +178,23 @@ async function deleteDue(store: SweepStore, options: SweepOptions, result: Sweep
     for await (const record of candidates) {
       result.candidatesRead += 1;
       if (!isDueForSweep(record, options.now, options.policy)) continue;
+      const { namespace } = record.entry.metadata;
       const zone = zoneOf(record.entry.spec.locality);
+      const cell = cellKey(namespace, zone);
       if (unknown && !isDeliberate(record)) continue;
       const guarded = guard !== undefined && !isDeliberate(record);
-      if (guarded && guard.state.mode === 'held') {
-        add(result.held, zone);
+      const pacing = guarded ? pacingOf(guard.state, namespace, zone, options.now) : 'normal';
+      if (pacing === 'held') {
+        add(result.held, cell);
         continue;
       }
-      if (guarded && pacingOf(guard.state, zone) === 'slowed') {
-        // A disrupted zone deletes at the secondary rate, carried from run to run as credit.
-        if ((guard.credit[zone] ?? 0) < 1) {
-          add(result.slowed, zone);
+      if (guarded && pacing === 'slowed') {
+        // A disrupted cell deletes at the secondary rate, carried from run to run as credit.
+        if ((guard.credit[cell] ?? 0) < 1) {
+          add(result.slowed, cell);
           continue;
         }
-        guard.credit[zone] = (guard.credit[zone] ?? 0) - 1;
+        guard.credit[cell] = (guard.credit[cell] ?? 0) - 1;
       }
       if (outOfTime()) {
         result.stoppedEarly = true;
@@ -205,7 +210,7 @@ async function deleteDue(store: SweepStore, options: SweepOptions, result: Sweep
         });
         if (outcome === 'deleted') {
           result.deleted.push(swept(record));
-          if (guarded && guard.state.mode === 'hold-expired') add(result.afterHoldBound, zone);
+          if (guarded && guard.state.mode === 'hold-expired') add(result.afterHoldBound, cell);
         } else if (outcome === 'conflict') result.conflicts += 1;
       }
       attempts += 1;
@@ -225,7 +230,7 @@ async function deleteDue(store: SweepStore, options: SweepOptions, result: Sweep
 const AWAY_RECOUNT_LIMIT = 1_000;
 
 /**
- * Reads the zones' counters, the newest connect and the previous run's record (O(zones +
+ * Reads the cells' counters, the newest connect and the previous run's record (O(cells +
  * shards) reads, whatever the number of entries), and decides this run's mode.
  */
 async function failStaticGuard(store: SweepStore, options: SweepOptions, result: SweepResult) {
@@ -242,7 +247,10 @@ async function failStaticGuard(store: SweepStore, options: SweepOptions, result:
   // The index says how many are really away: a counter that drifted up (an ADD resent after
   // another transition, a crash between two writes) must not hold deletions on its own.
   const zones = actual
-    ? counted.map((zone) => ({ ...zone, away: Math.min(zone.away, actual[zone.zone] ?? 0) }))
+    ? counted.map((zone) => ({
+        ...zone,
+        away: Math.min(zone.away, actual[cellKey(zone.namespace, zone.zone)] ?? 0),
+      }))
     : counted;
   const state = evaluateDisruption({
     now: options.now,
@@ -255,8 +263,10 @@ async function failStaticGuard(store: SweepStore, options: SweepOptions, result:
   });
   const credit = refillCredit(state, previous, options.now, policy);
   result.disruption = { ...state, previousMode: previous?.mode };
-  if (state.mode === 'held') {
-    for (const zone of state.zones) if (zone.away > 0) result.held[zone.zone] = zone.away;
+  // A hold of every namespace does not read the entries it holds: count them from the cells.
+  // A hold of some namespaces counts each held entry as the run meets it.
+  if (state.mode === 'held' && state.heldNamespaces === undefined) {
+    for (const zone of state.zones) if (zone.away > 0) result.held[zone.cell] = zone.away;
   }
   return { state, credit, policy };
 }

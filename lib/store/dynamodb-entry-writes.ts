@@ -310,20 +310,20 @@ export function drainUpdate(tableName: string, holder: HolderRef, at: number): U
   };
 }
 
-/** The key of one of a zone's counter items (ZONE_SHARDS per zone). */
-export function zoneKey(zone: string, shard: number) {
-  return { pk: zonePartition(shard), sk: zone };
+/** The key of one of a cell's counter items (`cell`: `<namespace>#<zone>`, see cellKey). */
+export function zoneKey(cell: string, shard: number) {
+  return { pk: zonePartition(shard), sk: cell };
 }
 
 /**
- * Moves a zone's counters (`connected`, `away`) by the given amounts: ADD creates the item
+ * Moves a cell's counters (`connected`, `away`) by the given amounts: ADD creates the item
  * and the attributes on first use. Not conditional: each call follows one entry write that
  * succeeded, so only an SDK retry after a lost response can count twice (see
  * docs/architecture.md, "Fail static", on drift).
  */
 export function zoneCountUpdate(
   tableName: string,
-  zone: string,
+  cell: string,
   shard: number,
   delta: { connected?: number; away?: number },
   op: string,
@@ -345,7 +345,7 @@ export function zoneCountUpdate(
   // twice; the decision tolerates a drift of a few.)
   return {
     TableName: tableName,
-    Key: zoneKey(zone, shard),
+    Key: zoneKey(cell, shard),
     UpdateExpression: `ADD ${adds.join(', ')} SET lastOp = :op`,
     ConditionExpression: 'attribute_not_exists(lastOp) OR lastOp <> :op',
     ExpressionAttributeValues: values,

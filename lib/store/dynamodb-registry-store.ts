@@ -7,8 +7,10 @@ import {
   type UpdateCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 import {
+  cellKey,
   type DepartureKind,
   type DisruptionRecord,
+  splitCell,
   type ZoneCount,
   zoneOf,
 } from '../domain/disruption.ts';
@@ -64,7 +66,6 @@ import {
   INSTANCE_INDEX,
   SWEEP_INDEX,
   SWEEP_SHARDS,
-  UNSHARDED_ZONE_PARTITION,
   ZONE_SHARDS,
   zonePartition,
   zoneShardOf,
@@ -369,15 +370,12 @@ export class DynamoDbRegistryStore
   }
 
   /**
-   * Every counter item of every zone, summed: ZONE_SHARDS partitions read side by side (plus
-   * the unsharded items of before, which entries counted there still move down from their
-   * shards). O(zones x shards) items, never the entries.
+   * Every counter item of every cell, summed: ZONE_SHARDS partitions read side by side.
+   * O(cells x CELL_SPREAD) items, never the entries. Items of before (a zone without a
+   * namespace) are skipped.
    */
   async zoneCounts(): Promise<ZoneCount[]> {
-    const partitions = [
-      UNSHARDED_ZONE_PARTITION,
-      ...Array.from({ length: ZONE_SHARDS }, (_, shard) => zonePartition(shard)),
-    ];
+    const partitions = Array.from({ length: ZONE_SHARDS }, (_, shard) => zonePartition(shard));
     const pages = await Promise.all(
       partitions.map(async (pk) => {
         const items: Item[] = [];
@@ -392,13 +390,17 @@ export class DynamoDbRegistryStore
     );
     const totals = new Map<string, ZoneCount>();
     for (const item of pages.flat()) {
-      const zone = String(item.sk);
-      const total = totals.get(zone) ?? { zone, connected: 0, away: 0 };
+      const key = String(item.sk);
+      const cell = splitCell(key);
+      if (!cell) continue;
+      const total = totals.get(key) ?? { ...cell, connected: 0, away: 0 };
       total.connected += typeof item.connected === 'number' ? item.connected : 0;
       total.away += typeof item.away === 'number' ? item.away : 0;
-      totals.set(zone, total);
+      totals.set(key, total);
     }
-    return [...totals.values()].sort((a, b) => (a.zone < b.zone ? -1 : a.zone > b.zone ? 1 : 0));
+    return [...totals.entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, count]) => count);
   }
 
   async awayByZone(limit: number): Promise<Record<string, number> | undefined> {
@@ -412,7 +414,7 @@ export class DynamoDbRegistryStore
           IndexName: SWEEP_INDEX.name,
           KeyConditionExpression: 'sweepState = :state',
           ExpressionAttributeValues: { ':state': sweepState('D', shard) },
-          ProjectionExpression: '#entry.spec.locality',
+          ProjectionExpression: 'pk, #entry.spec.locality',
           ExpressionAttributeNames: { '#entry': 'entry' },
         },
         limit - seen + 1,
@@ -422,8 +424,9 @@ export class DynamoDbRegistryStore
         if (seen > limit) return undefined;
         const locality = (item.entry as { spec?: { locality?: string } } | undefined)?.spec
           ?.locality;
-        const zone = zoneOf(locality);
-        away[zone] = (away[zone] ?? 0) + 1;
+        const pk = String(item.pk);
+        const cell = cellKey(pk.slice(pk.indexOf('#') + 1), zoneOf(locality));
+        away[cell] = (away[cell] ?? 0) + 1;
       }
     }
     return away;
@@ -619,8 +622,8 @@ export class DynamoDbRegistryStore
   }
 
   /**
-   * Moves the zone's counters in the entry's shard. `op` names the transition (entry and its
-   * revision before it): see zoneCountUpdate.
+   * Moves the counters of the entry's cell (its namespace in its zone) in the entry's shard.
+   * `op` names the transition (entry and its revision before it): see zoneCountUpdate.
    */
   async #count(
     ref: { namespace?: string; name?: string } | undefined,
@@ -628,7 +631,8 @@ export class DynamoDbRegistryStore
     delta: { connected?: number; away?: number },
     op: string,
   ) {
-    const update = zoneCountUpdate(this.#table, zone, zoneShardOf(ref), delta, op);
+    const cell = cellKey(ref?.namespace ?? '', zone);
+    const update = zoneCountUpdate(this.#table, cell, zoneShardOf(ref), delta, op);
     if (!update) return;
     try {
       await this.#client.send(new UpdateCommand(update));

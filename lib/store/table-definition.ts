@@ -33,36 +33,47 @@ export const PARTITIONS = {
   /** The effective registrar configuration every client reads (the sweep policy). */
   config: 'CONFIG',
   /**
-   * Zone counters (fail static; architecture.md): `ZONE#<shard>` / `<zone>`, and the unsharded
-   * `ZONE` / `<zone>` items written before, still read.
+   * Cell counters (fail static; architecture.md): `ZONE#<shard>` / `<namespace>#<zone>`.
    */
   zones: 'ZONE*',
 } as const;
 
 /**
- * Counter shards per zone. A last disconnect writes one counter item; with 100,000 VMs leaving
- * within a minute (~1,700 writes/s, all in one zone in the worst case), 32 shards keep each
- * item and partition key near 50 writes/s, far under DynamoDB's 1,000 per key. An entry
- * always counts in the same shard (a hash of its namespace and name).
+ * Counter partitions. A last disconnect writes one counter item; with 100,000 VMs leaving
+ * within a minute (~1,700 writes/s) the items are spread over 32 partition keys. Each cell
+ * (a namespace's entries in one zone) has an item in up to CELL_SPREAD of them, chosen by a
+ * hash of the entry's name from a start chosen by a hash of the namespace: 20,000 VMs of one
+ * namespace leaving within a minute write ~42/s to each of its 8 items, and the reads grow
+ * with the cells (at most 8 items each), never with the entries. An entry always counts in
+ * the same item.
  */
 export const ZONE_SHARDS = 32;
+export const CELL_SPREAD = 8;
 
-/** Where counters lived before they were sharded: read and summed, never written. */
+/**
+ * Where counters lived before they were per namespace (`ZONE` / `<zone>` and `ZONE#<shard>` /
+ * `<zone>`): no longer read (a zone-wide count cannot say whose VMs went away); see
+ * docs/operations.md on upgrading.
+ */
 export const UNSHARDED_ZONE_PARTITION = 'ZONE';
 
 export function zonePartition(shard: number): string {
   return `ZONE#${shard}`;
 }
 
-/** The counter shard of an entry: FNV-1a of `namespace/name`, mod ZONE_SHARDS. */
-export function zoneShardOf(ref: { namespace?: string; name?: string } | undefined): number {
-  const text = `${ref?.namespace ?? ''}/${ref?.name ?? ''}`;
+function fnv1a(text: string): number {
   let hash = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) {
     hash ^= text.charCodeAt(i);
     hash = Math.imul(hash, 0x01000193) >>> 0;
   }
-  return hash % ZONE_SHARDS;
+  return hash;
+}
+
+/** The counter partition of an entry: its namespace's first shard, plus its name's spread. */
+export function zoneShardOf(ref: { namespace?: string; name?: string } | undefined): number {
+  const first = fnv1a(ref?.namespace ?? '');
+  return (first + (fnv1a(ref?.name ?? '') % CELL_SPREAD)) % ZONE_SHARDS;
 }
 
 export const SWEEP_INDEX = {

@@ -166,11 +166,13 @@ describe('a simulated API Gateway outage', () => {
     expect(status.code).toBe(0);
     expect(status.stdout).toMatch(/^mode: {4}HELD/m);
     expect(status.stdout).toMatch(
-      /^why: {5}more than 55% of the entries of every zone went away abnormally/m,
+      /^why: {5}more than 55% of the entries of every namespace in every zone went away abnormally/m,
     );
-    expect(status.stdout).toMatch(/^holding: 10 entries away/m);
+    expect(status.stdout).toMatch(/^holding: 10 entries away .* in every namespace$/m);
     expect(status.stdout).toMatch(/^until: {3}\d{4}-.*the hold bound/m);
-    expect(status.stdout).toMatch(/^eu-west-1\/eu-west-1a\s+0\s+5\s+100%\s+held$/m);
+    expect(status.stdout).toMatch(
+      /^\S+\s+eu-west-1\/eu-west-1a\s+0\s+5\s+100%\s+held\s+\d{4}-\S+Z$/m,
+    );
 
     // A manual sweep respects the hold too.
     const manual = await h.cli(['sweep']);

@@ -347,7 +347,7 @@ describe('connect', () => {
     expect(requests.requests()[1]?.input).toEqual({
       TableName: dynamo.tableName,
       // The entry's counter shard: one key of ZONE_SHARDS, the same for every write of it.
-      Key: { pk: `ZONE#${zoneShardOf(ref(name))}`, sk: '-' },
+      Key: { pk: `ZONE#${zoneShardOf(ref(name))}`, sk: `${ref(name).namespace}#-` },
       UpdateExpression: 'ADD connected :connected SET lastOp = :op',
       // The transition counted: a resend of this update after a lost response counts nothing.
       ConditionExpression: 'attribute_not_exists(lastOp) OR lastOp <> :op',
@@ -483,7 +483,7 @@ describe('leave', () => {
       ReturnValues: 'ALL_OLD',
     });
     expect(requests.requests()[1]?.input).toMatchObject({
-      Key: { pk: `ZONE#${zoneShardOf(ref(name))}`, sk: '-' },
+      Key: { pk: `ZONE#${zoneShardOf(ref(name))}`, sk: `${ref(name).namespace}#-` },
       UpdateExpression: 'ADD connected :connected, away :away SET lastOp = :op',
       ExpressionAttributeValues: {
         ':connected': -1,

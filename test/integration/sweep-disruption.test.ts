@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { DisruptionPolicy } from '../../lib/domain/disruption.ts';
+import { cellKey, type DisruptionPolicy } from '../../lib/domain/disruption.ts';
 import type { SweepPolicy } from '../../lib/domain/sweep-policy.ts';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
 import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { countRequests } from '../../lib/store/request-counter.ts';
-import { ZONE_SHARDS, zoneShardOf } from '../../lib/store/table-definition.ts';
+import { CELL_SPREAD, ZONE_SHARDS, zoneShardOf } from '../../lib/store/table-definition.ts';
 import { connectChange as storeConnect } from '../fixtures/connect-change.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
@@ -99,8 +99,8 @@ describe('zone counters', () => {
     await leaveAll(store, a.slice(2, 3), T0, T0 + 1, 'clean');
 
     expect(await store.zoneCounts()).toEqual([
-      { zone: ZONE_A, connected: 1, away: 2 },
-      { zone: ZONE_B, connected: 2, away: 0 },
+      { namespace: NS, zone: ZONE_A, connected: 1, away: 2 },
+      { namespace: NS, zone: ZONE_B, connected: 2, away: 0 },
     ]);
 
     // One comes back, the clean one and one abnormal one are swept.
@@ -108,8 +108,8 @@ describe('zone counters', () => {
     await sweep(store, T0 + 1 + policy.gracePeriodMs);
 
     expect(await store.zoneCounts()).toEqual([
-      { zone: ZONE_A, connected: 2, away: 0 },
-      { zone: ZONE_B, connected: 2, away: 0 },
+      { namespace: NS, zone: ZONE_A, connected: 2, away: 0 },
+      { namespace: NS, zone: ZONE_B, connected: 2, away: 0 },
     ]);
   });
 
@@ -117,7 +117,9 @@ describe('zone counters', () => {
     const { store } = await freshStore();
     await fleet(store, 'p', ZONE_A, 1, T0);
     await store.dropHolders({ namespace: NS, name: 'p-0' }, [`p-0-c${T0}`], T0 + MINUTE);
-    expect(await store.zoneCounts()).toEqual([{ zone: ZONE_A, connected: 0, away: 1 }]);
+    expect(await store.zoneCounts()).toEqual([
+      { namespace: NS, zone: ZONE_A, connected: 0, away: 1 },
+    ]);
   });
 });
 
@@ -145,12 +147,12 @@ describe('disruption-aware sweeping', () => {
     // (0.1/s x 60 s = 6), the other 6 deferred.
     expect(first.deleted.filter((e) => e.name.startsWith('b-'))).toHaveLength(4);
     expect(first.deleted.filter((e) => e.name.startsWith('a-'))).toHaveLength(6);
-    expect(first.slowed).toEqual({ [ZONE_A]: 6 });
+    expect(first.slowed).toEqual({ [cellKey(NS, ZONE_A)]: 6 });
 
     // 30 s later half an interval's credit: 3 more.
     const second = await sweep(store, due + 30_000);
     expect(second.deleted.map((e) => e.name).filter((n) => n.startsWith('a-'))).toHaveLength(3);
-    expect(second.slowed).toEqual({ [ZONE_A]: 3 });
+    expect(second.slowed).toEqual({ [cellKey(NS, ZONE_A)]: 3 });
     expect(await remaining(store, a.slice(0, 12))).toBe(3);
   });
 
@@ -174,7 +176,7 @@ describe('disruption-aware sweeping', () => {
       away: 70,
     });
     expect(result.deleted.map((e) => e.name).sort()).toEqual([...stopping].sort());
-    expect(result.held).toEqual({ [ZONE_A]: 35, [ZONE_B]: 35 });
+    expect(result.held).toEqual({ [cellKey(NS, ZONE_A)]: 35, [cellKey(NS, ZONE_B)]: 35 });
     expect(await remaining(store, dropped)).toBe(70);
     expect(await store.disruptionRecord()).toMatchObject({ mode: 'held', holdSince: now });
   });
@@ -194,15 +196,15 @@ describe('disruption-aware sweeping', () => {
     const few = await reads(5);
     const many = await reads(60);
 
-    // The same requests whatever the number held: 1 GetItem (the record), 33 Queries for the
-    // zone counters (32 shards, and the unsharded items of before), 4 for the newest connect,
+    // The same requests whatever the number held: 1 GetItem (the record), 32 Queries for the
+    // cell counters (the shards), 4 for the newest connect,
     // 4 to count the away entries from the index (the counters may drift; AWAY_RECOUNT_LIMIT
     // bounds it), 4 for clean departures; 1 write.
     expect(many.counts).toEqual(few.counts);
-    expect(few.counts).toEqual({ GetItem: 1, Query: 1 + ZONE_SHARDS + 12, UpdateItem: 1 });
-    // Items: one more per held entry (the count), and the zone's counter items (at most
-    // ZONE_SHARDS), never the held entries' deletion path.
-    expect(many.counterItems).toBeLessThanOrEqual(ZONE_SHARDS);
+    expect(few.counts).toEqual({ GetItem: 1, Query: ZONE_SHARDS + 12, UpdateItem: 1 });
+    // Items: one more per held entry (the count), and the cell's counter items (at most
+    // CELL_SPREAD), never the held entries' deletion path.
+    expect(many.counterItems).toBeLessThanOrEqual(CELL_SPREAD);
     expect(many.items - few.items).toBe(60 - 5 + many.counterItems - few.counterItems);
   });
 
@@ -223,7 +225,7 @@ describe('disruption-aware sweeping', () => {
 
     expect(after.disruption).toMatchObject({ mode: 'hold-expired', holdSince: start });
     expect(after.deleted).toHaveLength(10);
-    expect(after.afterHoldBound).toEqual({ [ZONE_A]: 10 });
+    expect(after.afterHoldBound).toEqual({ [cellKey(NS, ZONE_A)]: 10 });
     // Paced at the normal 50/s: one every 20 ms.
     expect(sleeps).toEqual(Array(9).fill(20));
   });

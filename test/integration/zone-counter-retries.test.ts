@@ -103,7 +103,7 @@ describe('a zone counter that drifted up', () => {
     }
     await dynamo.client.send(
       new UpdateCommand(
-        zoneCountUpdate(TABLE, 'eu-west-1/eu-west-1b', 7, { away: 1 }, 'drift') as never,
+        zoneCountUpdate(TABLE, 'shop#eu-west-1/eu-west-1b', 7, { away: 1 }, 'drift') as never,
       ),
     );
     const zoneB = (await truth.zoneCounts()).find((z) => z.zone === 'eu-west-1/eu-west-1b');

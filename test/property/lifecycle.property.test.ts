@@ -341,7 +341,8 @@ function failStaticView(store: DynamoDbRegistryStore, held: boolean, now: number
     livenessMark: () => store.livenessMark(),
     setLivenessMark: (at) => store.setLivenessMark(at),
     // Enough away for a hold (one or two VMs away never hold: MIN_AWAY_TO_HOLD).
-    zoneCounts: async () => (held ? [{ zone: '-', connected: 0, away: MIN_AWAY_TO_HOLD }] : []),
+    zoneCounts: async () =>
+      held ? [{ namespace: NS, zone: '-', connected: 0, away: MIN_AWAY_TO_HOLD }] : [],
     newestConnectAt: async () => now,
     disruptionRecord: async () => undefined,
     saveDisruptionRecord: async () => {},
