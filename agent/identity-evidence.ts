@@ -39,12 +39,9 @@ export async function loadIdentityEvidence(
     }
     return { headers: evidenceHeaders(document, signature), source: 'files' };
   }
-  if (!imds.enabled) {
-    logger.info(
-      'no instance identity document: IMDS is off and --identity-document is not given; a registrar that requires attestation will refuse this agent',
-    );
-    return { headers: {}, source: 'none' };
-  }
+  // Off by choice (--no-imds): the start line says identityDocument=none, and a registrar
+  // that requires attestation says why it refuses.
+  if (!imds.enabled) return { headers: {}, source: 'none' };
   try {
     const signed = await fetchDocument({ baseUrl: imds.url, timeoutMs: imds.timeoutMs });
     return { headers: evidenceHeaders(signed.document, signed.signature), source: 'IMDS' };
