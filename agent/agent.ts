@@ -46,9 +46,7 @@ export async function startAgent(
     ...(config.network ? { network: config.network } : {}),
     ...(found.locality ? { locality: found.locality } : {}),
   });
-  const evidence = deps.authenticator
-    ? undefined
-    : await loadIdentityEvidence(config, logger);
+  const evidence = deps.authenticator ? undefined : await loadIdentityEvidence(config, logger);
   const auth =
     deps.authenticator ??
     (await createAuthenticator(config.auth, config.url, found.region, evidence?.headers));

@@ -257,9 +257,7 @@ export function resolveStackOptions(
     // its namespace, including another VM's (README "IAM mode").
     instanceAttestation: v.authMode === 'iam' ? (v.instanceAttestation ?? 'required') : undefined,
     instanceIdentityCertsPem:
-      v.instanceIdentityCerts === undefined
-        ? undefined
-        : certificatesPem(v.instanceIdentityCerts),
+      v.instanceIdentityCerts === undefined ? undefined : certificatesPem(v.instanceIdentityCerts),
     alarmEmail: v.alarmEmail,
     stageName: v.stageName,
     apiGatewayLogsRole: v.apiGatewayLogsRole,

@@ -92,7 +92,10 @@ function localityOf(claimed: string | undefined, zone: string): string {
   if (claimed === undefined) return zone;
   const [region, availabilityZone, subzone] = claimed.split('/');
   const [documentRegion, documentZone] = zone.split('/');
-  if (region !== documentRegion || (availabilityZone !== undefined && availabilityZone !== documentZone)) {
+  if (
+    region !== documentRegion ||
+    (availabilityZone !== undefined && availabilityZone !== documentZone)
+  ) {
     throw new ForbiddenError(
       `locality ${claimed} disagrees with the instance identity document's region/availabilityZone ${zone}: leave --locality unset (it is read from the document) or give ${zone}[/<subzone>]`,
     );

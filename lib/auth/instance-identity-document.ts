@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { verify, X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { ForbiddenError, InvalidRequestError } from '../domain/errors.ts';
 import { AWS_INSTANCE_IDENTITY_CERTIFICATES } from './aws-instance-identity-certs.ts';
 

@@ -87,7 +87,9 @@ describe('instance attestation (IAM mode)', () => {
 
     expect(() =>
       createStack({ context: { authMode: 'iam', instanceIdentityCerts: file } }),
-    ).toThrow(`invalid stack option instanceIdentityCerts (value '${file}'): holds no PEM certificate`);
+    ).toThrow(
+      `invalid stack option instanceIdentityCerts (value '${file}'): holds no PEM certificate`,
+    );
   });
 
   it("refuses more certificates than fit in a function's 4 KB environment", () => {

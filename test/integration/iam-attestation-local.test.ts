@@ -60,7 +60,14 @@ beforeAll(async () => {
   const certs = join(dir, 'certs.pem');
   await writeFile(certs, signer.certificatePem);
   const parsed = parseLocalOptions(
-    ['--auth-mode', 'iam', '--iam-callers', await callersFile(), '--instance-identity-certs', certs],
+    [
+      '--auth-mode',
+      'iam',
+      '--iam-callers',
+      await callersFile(),
+      '--instance-identity-certs',
+      certs,
+    ],
     {},
   );
   if (parsed.kind !== 'run') throw new Error('expected runtime options');
@@ -270,7 +277,14 @@ describe('--instance-identity-certs options', () => {
 
     expect(() =>
       parseLocalOptions(
-        ['--auth-mode', 'iam', '--iam-callers', join(dir, 'callers.json'), '--instance-identity-certs', bad],
+        [
+          '--auth-mode',
+          'iam',
+          '--iam-callers',
+          join(dir, 'callers.json'),
+          '--instance-identity-certs',
+          bad,
+        ],
         {},
       ),
     ).toThrow(

@@ -107,7 +107,10 @@ describe('loadTrustedCertificates', () => {
 
   it('reads every certificate of a PEM file', () => {
     const file = join(dir, 'two.pem');
-    writeFileSync(file, `${signer.certificatePem}\n${AWS_INSTANCE_IDENTITY_CERTIFICATES[0]?.pem}\n`);
+    writeFileSync(
+      file,
+      `${signer.certificatePem}\n${AWS_INSTANCE_IDENTITY_CERTIFICATES[0]?.pem}\n`,
+    );
 
     expect(loadTrustedCertificates(file, '--instance-identity-certs')).toHaveLength(2);
   });
