@@ -4,6 +4,7 @@ import type { AgentConfig } from './config.ts';
 import { buildConnectUrl } from './connect-url.ts';
 import { openLink } from './connection.ts';
 import { type Discovered, discover } from './discovery.ts';
+import { loadIdentityEvidence } from './identity-evidence.ts';
 import { createLogger, type Logger, redactUrl } from './logger.ts';
 import { createProbeCheck } from './probes/probe-runner.ts';
 import { refusalHint } from './refusal-hints.ts';
@@ -45,13 +46,16 @@ export async function startAgent(
     ...(config.network ? { network: config.network } : {}),
     ...(found.locality ? { locality: found.locality } : {}),
   });
+  const evidence = deps.authenticator ? undefined : await loadIdentityEvidence(config, logger);
   const auth =
-    deps.authenticator ?? (await createAuthenticator(config.auth, config.url, found.region));
+    deps.authenticator ??
+    (await createAuthenticator(config.auth, config.url, found.region, evidence?.headers));
   logger.info(`joining ${config.namespace}/${config.group}`, {
     url: redactUrl(config.url),
     address: found.ips.join(','),
     locality: found.locality,
     auth: config.auth.mode,
+    ...(config.auth.mode === 'iam' && evidence ? { identityDocument: evidence.source } : {}),
   });
   const supervisor = new Supervisor({
     clock,

@@ -36,16 +36,23 @@ async function readToken(path: string): Promise<string> {
   }
 }
 
-/** IAM mode: presigns every attempt with fresh credentials from the provider. */
+/**
+ * IAM mode: presigns every attempt with fresh credentials from the provider, and sends the
+ * instance identity document's headers (agent/identity-evidence.ts) with each one.
+ */
 export function iamAuthenticator(
   region: string,
   credentials: () => Promise<AwsCredentials>,
+  evidenceHeaders: Record<string, string> = {},
 ): Authenticator {
   return {
     async prepare(url) {
       // Loaded on first use: token-mode agents never pay for the signer's memory.
       const { presignConnectUrl } = await import('./sigv4.ts');
-      return { url: await presignConnectUrl(url, { region, credentials }), headers: {} };
+      return {
+        url: await presignConnectUrl(url, { region, credentials }),
+        headers: { ...evidenceHeaders },
+      };
     },
   };
 }
@@ -58,6 +65,7 @@ export async function createAuthenticator(
   auth: AgentAuth,
   url: string,
   instanceRegion: string | undefined,
+  evidenceHeaders: Record<string, string> = {},
 ): Promise<Authenticator> {
   if (auth.mode === 'token') return tokenAuthenticator(auth);
   const { regionFromUrl } = await import('./sigv4.ts');
@@ -70,5 +78,5 @@ export async function createAuthenticator(
   // Loaded only in IAM mode: the provider chain pulls in a large part of the SDK.
   const { fromNodeProviderChain } = await import('@aws-sdk/credential-providers');
   // The chain ends with the instance profile (IMDS) and caches until shortly before expiry.
-  return iamAuthenticator(region, fromNodeProviderChain());
+  return iamAuthenticator(region, fromNodeProviderChain(), evidenceHeaders);
 }

@@ -29,8 +29,12 @@ export type AgentAuth =
    * config file's path), so advice about a refused token can say where to replace it.
    */
   | { mode: 'token'; token?: string; tokenFile?: string; tokenSource?: string }
-  /** SigV4 with the instance profile; region from here, else the URL, else IMDS. */
-  | { mode: 'iam'; region?: string };
+  /**
+   * SigV4 with the instance profile; region from here, else the URL, else IMDS. The instance
+   * identity document and its signature come from these files when given (both), else from
+   * IMDSv2 (agent/identity-evidence.ts).
+   */
+  | { mode: 'iam'; region?: string; identityDocument?: string; identitySignature?: string };
 
 export interface AgentConfig {
   url: string;
@@ -162,6 +166,8 @@ export const agentConfigSchema = z.object({
       token: z.string().min(1).optional(),
       tokenFile: z.string().min(1).optional(),
       region: z.string().min(1).optional(),
+      identityDocument: z.string().min(1).optional(),
+      identitySignature: z.string().min(1).optional(),
     })
     .default({ mode: 'token' }),
   logFormat: z
@@ -227,6 +233,21 @@ export function validateAgentConfig(layer: Layer): AgentConfig {
       'token mode needs a join token: set REGISTRAR_AGENT_TOKEN or --token-file <path> (create one with registrar token create), or use --auth iam',
     );
   }
+  const { identityDocument, identitySignature } = v.auth;
+  if ((identityDocument === undefined) !== (identitySignature === undefined)) {
+    const [given, missing] =
+      identityDocument === undefined
+        ? ['--identity-signature', '--identity-document']
+        : ['--identity-document', '--identity-signature'];
+    throw new AgentConfigError(
+      `${given} needs ${missing} too: the registrar checks the document against its signature`,
+    );
+  }
+  if (identityDocument !== undefined && v.auth.mode !== 'iam') {
+    throw new AgentConfigError(
+      '--identity-document and --identity-signature are used only with --auth iam: a join token needs no instance identity document',
+    );
+  }
   if (!v.imds.enabled && v.ip.length === 0) {
     const from = layer.sources['imds.enabled'];
     const source =
@@ -254,7 +275,11 @@ export function validateAgentConfig(layer: Layer): AgentConfig {
   };
   const auth: AgentAuth =
     v.auth.mode === 'iam'
-      ? { mode: 'iam', ...(v.auth.region ? { region: v.auth.region } : {}) }
+      ? {
+          mode: 'iam',
+          ...(v.auth.region ? { region: v.auth.region } : {}),
+          ...(identityDocument && identitySignature ? { identityDocument, identitySignature } : {}),
+        }
       : {
           mode: 'token',
           ...(v.auth.token

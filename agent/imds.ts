@@ -50,6 +50,38 @@ export async function discoverInstance(options: ImdsOptions): Promise<InstanceId
   };
 }
 
+/** The instance identity document, byte for byte, and its base64 RSA-SHA256 signature. */
+export interface SignedIdentityDocument {
+  /** Exactly as IMDS served it: the signature covers these bytes, whitespace included. */
+  document: Buffer;
+  /** Base64, line-wrapped as IMDS serves it. */
+  signature: string;
+}
+
+/**
+ * `/latest/dynamic/instance-identity/document` and `.../signature` (the base64 one, which AWS
+ * signs with RSA-SHA256; not `pkcs7` nor `rsa2048`), with an IMDSv2 session token.
+ */
+export async function fetchIdentityDocument(options: ImdsOptions): Promise<SignedIdentityDocument> {
+  const token = await fetchToken(options);
+  const get = async (name: 'document' | 'signature'): Promise<Buffer> => {
+    const response = await fetch(
+      new URL(`/latest/dynamic/instance-identity/${name}`, options.baseUrl),
+      {
+        headers: { 'X-aws-ec2-metadata-token': token },
+        signal: AbortSignal.timeout(options.timeoutMs),
+      },
+    );
+    if (!response.ok) {
+      await response.body?.cancel();
+      throw new Error(`instance identity ${name}: HTTP ${response.status}`);
+    }
+    return Buffer.from(await response.arrayBuffer());
+  };
+  const [document, signature] = await Promise.all([get('document'), get('signature')]);
+  return { document, signature: signature.toString('utf8') };
+}
+
 async function fetchToken(options: ImdsOptions): Promise<string> {
   let response: Response;
   try {

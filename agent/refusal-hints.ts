@@ -43,7 +43,7 @@ export function refusalHint(
     }
     if (status === 403) {
       // API Gateway refuses a bad SigV4 signature with 403, not 401.
-      return `the IAM signature was refused (clock skew, --region, credentials), the role lacks execute-api:Invoke on $connect, or the registry does not allow the role for namespace ${namespace} (registrar policy allow --role-arn <arn> -n ${namespace}); see docs/agent.md`;
+      return `the IAM signature was refused (clock skew, --region, credentials), the role lacks execute-api:Invoke on $connect, the registry does not allow the role for namespace ${namespace} (registrar policy allow --role-arn <arn> -n ${namespace}), or the instance identity document was refused (missing, not this instance's, or its address or zone disagrees with --ip/--locality); see docs/agent.md`;
     }
     return COMMON[status];
   }

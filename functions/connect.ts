@@ -1,6 +1,7 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
+import { attestPlacement, type InstanceAttestation } from '../lib/auth/instance-attestation.ts';
 import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
 import { formatRef } from '../lib/domain/model.ts';
 import { countMetric, logger, METRIC, metrics } from '../lib/observability.ts';
@@ -8,6 +9,7 @@ import { carriedEntry } from '../lib/protocol/carried-entry.ts';
 import { parseConnectRequest } from '../lib/protocol/connect-request.ts';
 import { errorsToResponses } from '../lib/protocol/error-response.ts';
 import { verifiedIdentity } from '../lib/protocol/identity.ts';
+import { readIdentityEvidence } from '../lib/protocol/identity-evidence.ts';
 import type { WebSocketConnectEvent, WebSocketResult } from '../lib/protocol/websocket-events.ts';
 import { registerWorkload } from '../lib/registration/register-workload.ts';
 
@@ -18,11 +20,20 @@ export function createConnectHandler(
   async function onConnect(event: WebSocketConnectEvent): Promise<WebSocketResult> {
     const { connectionId, connectedAt, requestTimeEpoch, authorizer } = event.requestContext;
     logger.appendKeys({ connectionId });
-    const request = parseConnectRequest(event);
-    const identity = await verifiedIdentity(event, deps.config.authMode, {
+    const claimed = parseConnectRequest(event);
+    const caller = await verifiedIdentity(event, deps.config.authMode, {
       policies: deps.policies,
-      namespace: request.namespace,
+      namespace: claimed.namespace,
     });
+    // IAM mode: address, zone and instance from EC2's signed document, not the agent's word.
+    const { request, identity } =
+      deps.config.authMode === 'iam'
+        ? attestPlacement(
+            deps.attestation ?? NO_TRUSTED_CERTIFICATES,
+            readIdentityEvidence(event.headers),
+            { request: claimed, identity: caller },
+          )
+        : { request: claimed, identity: caller };
     const result = await registerWorkload(
       { store: deps.store, controller: deps.config.controller },
       // Server time only: API Gateway's connect time, never the agent's clock.
@@ -37,7 +48,11 @@ export function createConnectHandler(
     logger.appendKeys({ entry: formatRef(result.entry) });
     if (result.outcome === 'created') countMetric(METRIC.registered);
     else countMetric(METRIC.reconnected);
-    logger.info('workload connected', { outcome: result.outcome, principal: identity.principal });
+    logger.info('workload connected', {
+      outcome: result.outcome,
+      principal: identity.principal,
+      ...(identity.instanceId === undefined ? {} : { attestedInstance: identity.instanceId }),
+    });
     return { statusCode: 200 };
   }
 
@@ -48,5 +63,8 @@ export function createConnectHandler(
     .use(errorsToResponses(logger))
     .handler(onConnect);
 }
+
+/** Wiring without attestation (a test's hand-built dependencies): no document can verify. */
+const NO_TRUSTED_CERTIFICATES: InstanceAttestation = { mode: 'optional', trusted: [] };
 
 export const handler = lazyHandler(createConnectHandler);

@@ -1,5 +1,6 @@
 import type { Node } from 'constructs';
 import * as z from 'zod';
+import { loadTrustedCertificates } from '../lib/auth/instance-identity-document.ts';
 import {
   DEFAULTS,
   ec2StatesOption,
@@ -33,6 +34,19 @@ export interface StackOptionsInput {
   livenessInterval?: string;
   /** `token` (default): join tokens checked by the REQUEST authorizer; `iam`: SigV4 connects. */
   authMode?: string;
+  /**
+   * IAM mode only. `required` (default): a connect must carry the EC2 instance identity
+   * document, verified against AWS's certificates and bound to the caller, and the entry's
+   * address and zone are the document's. `optional`: a connect without one is accepted on the
+   * caller's word (one with one must still verify). See README "IAM mode".
+   */
+  instanceAttestation?: string;
+  /**
+   * IAM mode only: a PEM file, read at synth, of the certificates documents are verified
+   * against, replacing the ones shipped (AWS's RSA certificate for us-east-1). Give AWS's RSA
+   * certificate of every region your VMs run in (EC2 User Guide, regions-certs.html).
+   */
+  instanceIdentityCerts?: string;
   /** Subscribed to the alarm topic when set (the address must confirm the subscription). */
   alarmEmail?: string;
   /** The API Gateway stage, the last path segment of the WebSocket URL. Default `v1`. */
@@ -77,6 +91,10 @@ export interface StackOptions {
   sweepRateMinutes: number;
   livenessIntervalMs: number;
   authMode: 'token' | 'iam';
+  /** Set in IAM mode only. */
+  instanceAttestation: 'required' | 'optional' | undefined;
+  /** The PEM text of `instanceIdentityCerts`, checked; undefined: the shipped certificates. */
+  instanceIdentityCertsPem: string | undefined;
   alarmEmail: string | undefined;
   stageName: string;
   apiGatewayLogsRole: boolean;
@@ -96,6 +114,8 @@ export const OPTION_KEYS = [
   'sweepRate',
   'livenessInterval',
   'authMode',
+  'instanceAttestation',
+  'instanceIdentityCerts',
   'alarmEmail',
   'stageName',
   'apiGatewayLogsRole',
@@ -142,6 +162,10 @@ const schema = z.object({
     .prefault(DEFAULTS.sweepInterval),
   livenessInterval: positiveDuration.optional(),
   authMode: z.enum(['token', 'iam'], { message: "must be 'token' or 'iam'" }).default('token'),
+  instanceAttestation: z
+    .enum(['required', 'optional'], { message: "must be 'required' or 'optional'" })
+    .optional(),
+  instanceIdentityCerts: z.string().optional(),
   alarmEmail: z.email({ message: 'must be an e-mail address' }).optional(),
   stageName: z
     .string()
@@ -213,12 +237,27 @@ export function resolveStackOptions(
       `invalid stack option livenessInterval (value '${String(raw.livenessInterval ?? formatDuration(livenessInterval))}'): must be at least ${formatDuration(minLiveness)} with maxConnectionAge ${formatDuration(v.maxConnectionAge)}: each sweep reads the index once per interval of the stale window, at most ${MAX_LIVENESS_WINDOWS} times; set it with cdk deploy -c <option>=<value>`,
     );
   }
+  if (v.authMode !== 'iam') {
+    const given = (['instanceAttestation', 'instanceIdentityCerts'] as const).find(
+      (key) => raw[key] !== undefined,
+    );
+    if (given) {
+      throw new StackOptionsError(
+        `invalid stack option ${given} (value '${String(raw[given])}'): applies to authMode iam only (token-mode agents present no instance identity document); set it with cdk deploy -c authMode=iam -c ${given}=<value>`,
+      );
+    }
+  }
   return Object.freeze({
     gracePeriodMs: v.gracePeriod,
     maxConnectionAgeMs: v.maxConnectionAge,
     sweepRateMinutes: v.sweepRate / MINUTE_MS,
     livenessIntervalMs: livenessInterval,
     authMode: v.authMode,
+    // Required by default: without the document an allowed role may register any address in
+    // its namespace, including another VM's (README "IAM mode").
+    instanceAttestation: v.authMode === 'iam' ? (v.instanceAttestation ?? 'required') : undefined,
+    instanceIdentityCertsPem:
+      v.instanceIdentityCerts === undefined ? undefined : certificatesPem(v.instanceIdentityCerts),
     alarmEmail: v.alarmEmail,
     stageName: v.stageName,
     apiGatewayLogsRole: v.apiGatewayLogsRole,
@@ -231,4 +270,30 @@ export function resolveStackOptions(
     ec2States: Object.freeze(v.ec2States),
     fleetSize: v.fleetSize,
   });
+}
+
+// Lambda allows 4 KB of environment variables per function, names and values together; the
+// other variables take about 1 KB. Two RSA-1024 certificates (about 1.2 KB each) fit.
+const MAX_CERTIFICATES_PEM = 2_800;
+
+/** The certificates of the file, re-encoded one after another; checked, and small enough. */
+function certificatesPem(path: string): string {
+  const fail = (problem: string) =>
+    new StackOptionsError(
+      `invalid stack option instanceIdentityCerts (value '${path}'): ${problem}; set it with cdk deploy -c <option>=<value>`,
+    );
+  let pem: string;
+  try {
+    pem = loadTrustedCertificates(path, 'instanceIdentityCerts')
+      .map((certificate) => certificate.toString().trim())
+      .join('\n');
+  } catch (error) {
+    throw fail((error as Error).message.replace(/^instanceIdentityCerts '[^']*': /, ''));
+  }
+  if (pem.length > MAX_CERTIFICATES_PEM) {
+    throw fail(
+      `holds ${pem.length} characters of PEM; at most ${MAX_CERTIFICATES_PEM} fit in the connect function's 4 KB environment (two RSA-1024 certificates): trust only the regions your VMs run in`,
+    );
+  }
+  return pem;
 }

@@ -38,6 +38,17 @@ export interface Config {
   /** The EC2 instance states whose entries are removed at once (the EC2 state-change rule). */
   ec2States: readonly string[];
   authMode: 'token' | 'iam';
+  /**
+   * IAM mode: whether a connect must carry a verified EC2 instance identity document
+   * (lib/auth/instance-attestation.ts). Default `optional` here; the stack deploys `required`.
+   */
+  instanceAttestation: 'required' | 'optional';
+  /**
+   * The certificates instance identity documents are verified against: PEM text or the path of
+   * a PEM file; unset, the ones shipped in lib/auth/aws-instance-identity-certs.ts. Loaded by
+   * the wiring (lib/dependencies.ts), which names this variable when it fails.
+   */
+  instanceIdentityCerts: string | undefined;
 }
 
 /** The most liveness windows (index reads per shard) one sweep may make: see readConfig. */
@@ -67,6 +78,8 @@ export const ENV = {
   secondaryDeletesPerSecond: 'REGISTRAR_SWEEP_SECONDARY_DELETES_PER_SECOND',
   holdBound: 'REGISTRAR_SWEEP_HOLD_BOUND',
   ec2States: 'REGISTRAR_EC2_STATES',
+  instanceAttestation: 'REGISTRAR_INSTANCE_ATTESTATION',
+  instanceIdentityCerts: 'REGISTRAR_INSTANCE_IDENTITY_CERTS',
 } as const;
 
 export const DEFAULTS = {
@@ -187,6 +200,10 @@ const schema = z.object({
   ),
   [ENV.holdBound]: positiveDuration.prefault(DEFAULTS.holdBound),
   [ENV.ec2States]: ec2StatesOption.prefault(DEFAULTS.ec2States),
+  [ENV.instanceAttestation]: z
+    .enum(['required', 'optional'], { message: "must be 'required' or 'optional'" })
+    .default('optional'),
+  [ENV.instanceIdentityCerts]: z.string().optional(),
 });
 
 /** Reads and validates the configuration; throws ConfigError naming the variable and value. */
@@ -257,6 +274,8 @@ export function readConfig(env: Record<string, string | undefined>): Readonly<Co
     controller: v[ENV.controller],
     ec2States: Object.freeze(v[ENV.ec2States]),
     authMode: v[ENV.authMode],
+    instanceAttestation: v[ENV.instanceAttestation],
+    instanceIdentityCerts: v[ENV.instanceIdentityCerts],
   });
 }
 

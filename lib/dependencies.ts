@@ -1,5 +1,7 @@
 import type { Context } from 'aws-lambda';
-import { type Config, readConfig } from './config.ts';
+import type { InstanceAttestation } from './auth/instance-attestation.ts';
+import { loadTrustedCertificates } from './auth/instance-identity-document.ts';
+import { type Config, ConfigError, ENV, readConfig } from './config.ts';
 import type { EpochMillis } from './domain/model.ts';
 import { ManagementApiLiveness } from './gateway/management-api-liveness.ts';
 import type { ConnectionLiveness } from './registration/liveness.ts';
@@ -25,6 +27,11 @@ export interface Dependencies {
   tokens: TokenStore;
   /** IAM mode's allow rules (role -> namespace), read on connect; absent, none is allowed. */
   policies?: PolicyReader;
+  /**
+   * IAM mode's instance attestation (mode and trusted certificates); absent, a connect with a
+   * document is refused (nothing to verify it against) and one without is accepted.
+   */
+  attestation?: InstanceAttestation;
   /** API Gateway's word on whether a connection still exists; absent, no liveness checks. */
   liveness?: ConnectionLiveness;
   /** Where the effective sweep policy is recorded for every client to read. */
@@ -50,6 +57,7 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
     store: new DynamoDbRegistryStore(client, config.tableName),
     tokens: new DynamoDbTokenStore(client, config.tableName),
     policies: new DynamoDbPolicyStore(client, config.tableName),
+    ...(config.authMode === 'iam' ? { attestation: attestationOf(config) } : {}),
     sweepPolicy: new DynamoDbSweepPolicyStore(client, config.tableName),
     ...(config.connectionsUrl === undefined
       ? {}
@@ -63,6 +71,18 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
         }),
     now: () => Date.now(),
   };
+}
+
+/** Reads the trusted certificates once, at start; a bad file or PEM names the variable. */
+function attestationOf(config: Config): InstanceAttestation {
+  try {
+    return {
+      mode: config.instanceAttestation,
+      trusted: loadTrustedCertificates(config.instanceIdentityCerts, ENV.instanceIdentityCerts),
+    };
+  } catch (error) {
+    throw new ConfigError(`invalid configuration: ${(error as Error).message}`);
+  }
 }
 
 /**

@@ -33,6 +33,21 @@ export function registrarEnvironment(
 }
 
 /**
+ * IAM mode: what `$connect` needs to attest instances (lib/auth/instance-attestation.ts). Only
+ * the connect function gets it: no other route sees a document, and certificates would take
+ * room in every function's 4 KB environment.
+ */
+export function attestationEnvironment(options: StackOptions): Record<string, string> {
+  if (options.instanceAttestation === undefined) return {};
+  return {
+    [ENV.instanceAttestation]: options.instanceAttestation,
+    ...(options.instanceIdentityCertsPem === undefined
+      ? {}
+      : { [ENV.instanceIdentityCerts]: options.instanceIdentityCertsPem }),
+  };
+}
+
+/**
  * The functions behind the WebSocket routes. Each gets only the table access its route needs
  * (infra/constructs/table-access.ts). Replies travel back as route responses; only disconnect
  * gets the management API (granted by the stack, which knows the stage), to check whether the
@@ -50,10 +65,17 @@ export class RegistrarFunctions extends Construct {
   constructor(scope: Construct, id: string, props: RegistrarFunctionsProps) {
     super(scope, id);
     const environment = registrarEnvironment(props.registry, props.options);
-    const build = (name: 'authorize' | 'connect' | 'disconnect' | 'message', construct: string) =>
-      new RegistrarFunction(this, construct, { name, environment }).function;
+    const build = (
+      name: 'authorize' | 'connect' | 'disconnect' | 'message',
+      construct: string,
+      extra: Record<string, string> = {},
+    ) =>
+      new RegistrarFunction(this, construct, {
+        name,
+        environment: { ...environment, ...extra },
+      }).function;
 
-    this.connect = build('connect', 'Connect');
+    this.connect = build('connect', 'Connect', attestationEnvironment(props.options));
     this.disconnect = build('disconnect', 'Disconnect');
     this.message = build('message', 'Message');
     const { authMode } = props.options;

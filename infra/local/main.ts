@@ -125,7 +125,11 @@ async function humanConsole(command: { options: LocalRuntimeOptions; console: Co
 
 function describeAuthMode(mode: string, options: LocalRuntimeOptions): string {
   return mode === 'iam'
-    ? `iam (SigV4-presigned upgrades, ${options.iamCallers?.length ?? 0} caller(s) from --iam-callers)`
+    ? `iam (SigV4-presigned upgrades, ${options.iamCallers?.length ?? 0} caller(s) from --iam-callers; ${
+        options.instanceIdentityCerts === undefined
+          ? "instance identity documents optional, checked against AWS's certificates"
+          : `instance identity documents required, signed by a certificate of ${options.instanceIdentityCerts}`
+      })`
     : 'token (agents present a join token: npx registrar token create -n <namespace>)';
 }
 

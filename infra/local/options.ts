@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
+import { loadTrustedCertificates } from '../../lib/auth/instance-identity-document.ts';
 import { ConfigError, ENV, readConfig } from '../../lib/config.ts';
 import { parseDuration } from '../../lib/domain/duration.ts';
 import { parseTargets } from '../../lib/projection/projector-config.ts';
@@ -66,6 +67,9 @@ Options (a flag wins over its environment variable):
   --projection-interval <d>   REGISTRAR_PROJECTION_INTERVAL how often the projector reconciles (default 10s)
   --auth-mode <m>             REGISTRAR_AUTH_MODE           token (join tokens, default) or iam (SigV4, as the stack's authMode=iam)
   --iam-callers <path>        REGISTRAR_IAM_CALLERS         iam mode: JSON/YAML list of {accessKeyId, secretAccessKey, arn} that may sign
+  --instance-identity-certs <pem>
+                              REGISTRAR_INSTANCE_IDENTITY_CERTS  iam mode: require an EC2 instance identity document signed by a
+                                                            certificate in this PEM file (default: optional, AWS's certificates)
   --log-format <f>            REGISTRAR_LOG_FORMAT          human: one line per event (default); json: the functions' raw JSON lines
   Fail static (docs/operations.md):
   --disruption-threshold <s>  REGISTRAR_DISRUPTION_THRESHOLD share of a zone away abnormally that slows it (default 55%)
@@ -109,6 +113,7 @@ export function parseLocalOptions(
         'projection-interval': { type: 'string' },
         'auth-mode': { type: 'string' },
         'iam-callers': { type: 'string' },
+        'instance-identity-certs': { type: 'string' },
         'log-format': { type: 'string' },
         'disruption-threshold': { type: 'string' },
         'disruption-window': { type: 'string' },
@@ -190,6 +195,20 @@ export function parseLocalOptions(
       throw new OptionsError(`${callers.source} is used only with --auth-mode iam`);
     }
     options.iamCallers = readIamCallers(callers.value, callers.source);
+  }
+  const certs = pick('instance-identity-certs', ENV.instanceIdentityCerts);
+  if (certs) {
+    if (options.authMode !== 'iam') {
+      throw new OptionsError(
+        `${certs.source} is used only with --auth-mode iam: token-mode agents present no instance identity document`,
+      );
+    }
+    try {
+      loadTrustedCertificates(certs.value, certs.source);
+    } catch (error) {
+      throw new OptionsError(`invalid ${(error as Error).message}`);
+    }
+    options.instanceIdentityCerts = certs.value;
   }
   return { kind: 'run', options, console: consoleSettings(pick, env) };
 }

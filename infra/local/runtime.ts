@@ -92,6 +92,12 @@ export interface LocalRuntimeOptions {
   authMode?: 'token' | 'iam';
   /** IAM mode's local principals: who may sign, with which keys (no IAM runs locally). */
   iamCallers?: readonly IamCallerCredentials[];
+  /**
+   * IAM mode: a PEM file of the certificates instance identity documents must be signed by
+   * (no EC2 signs documents locally: tests sign with their own key). Given, attestation is
+   * required; absent, it is optional and checked against AWS's shipped certificates.
+   */
+  instanceIdentityCerts?: string;
 }
 
 export interface LocalRuntime {
@@ -324,6 +330,10 @@ function functionEnv(
     [ENV.region]: region,
   };
   if (options.authMode !== undefined) env[ENV.authMode] = options.authMode;
+  if (options.instanceIdentityCerts !== undefined) {
+    env[ENV.instanceIdentityCerts] = options.instanceIdentityCerts;
+    env[ENV.instanceAttestation] = 'required';
+  }
   // Milliseconds pass through readConfig's validation like any configured duration.
   if (options.gracePeriodMs !== undefined) env[ENV.gracePeriod] = `${options.gracePeriodMs}ms`;
   if (options.maxConnectionAgeMs !== undefined) {

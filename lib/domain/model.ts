@@ -116,6 +116,11 @@ export interface VerifiedIdentity {
   principal: string;
   namespace?: string;
   serviceAccount?: string;
+  /**
+   * IAM mode with attestation: the EC2 instance named by an instance identity document whose
+   * AWS signature verified and whose instanceId is the caller's role session name.
+   */
+  instanceId?: string;
 }
 
 /** What an agent asks for when it connects (protocol v1 query parameters), already validated. */

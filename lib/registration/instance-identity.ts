@@ -17,6 +17,8 @@ export function isInstanceId(text: string): boolean {
 
 /**
  * The EC2 instance a connect comes from, from a source the registrar trusts:
+ * - IAM mode with a verified instance identity document: the instance it names (already
+ *   checked to be the role session name, lib/auth/instance-attestation.ts).
  * - IAM mode: the role session name of the verified caller. EC2 signs with its instance
  *   profile as `assumed-role/<role>/<instance id>`; any other session name (a person, a CI
  *   job) names no instance. A label is ignored: the signature is the better witness.
@@ -25,6 +27,7 @@ export function isInstanceId(text: string): boolean {
  *   entry at once. A VM that lies can only hasten the removal of its own entry.
  */
 export function instanceIdOf(identity: VerifiedIdentity, labels: StringMap): string | undefined {
+  if (identity.instanceId !== undefined) return identity.instanceId;
   if (!isTokenPrincipal(identity)) {
     const session = parseAssumedRoleArn(identity.principal)?.sessionName;
     return session !== undefined && isInstanceId(session) ? session : undefined;

@@ -1,7 +1,20 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AWS_INSTANCE_IDENTITY_CERTIFICATES } from '../../lib/auth/aws-instance-identity-certs.ts';
 import { ENV } from '../../lib/config.ts';
-import { synthTemplate } from './synth-stack.ts';
+import { createStack, synthTemplate } from './synth-stack.ts';
+
+/** The environment variables of the function whose logical id starts with `prefix`. */
+function variablesOf(template: Template, prefix: string): Record<string, unknown> {
+  const functions = template.findResources('AWS::Lambda::Function');
+  const [, resource] =
+    Object.entries(functions).find(([id]) => id.startsWith(prefix)) ?? ([] as never[]);
+  return (resource as { Properties: { Environment: { Variables: Record<string, unknown> } } })
+    .Properties.Environment.Variables;
+}
 
 describe('IAM auth mode', () => {
   let template: Template;
@@ -33,5 +46,76 @@ describe('IAM auth mode', () => {
     template.hasOutput('ConnectRouteArn', {
       Value: { 'Fn::Join': ['', Match.arrayWith([Match.stringLikeRegexp('/v1/\\$connect$')])] },
     });
+  });
+});
+
+describe('instance attestation (IAM mode)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'stack-iid-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  const publishedPem = AWS_INSTANCE_IDENTITY_CERTIFICATES[0]?.pem ?? '';
+
+  it('requires the instance identity document by default, in the connect function only', () => {
+    const template = synthTemplate({ context: { authMode: 'iam' } });
+
+    expect(variablesOf(template, 'FunctionsConnect')[ENV.instanceAttestation]).toBe('required');
+    expect(variablesOf(template, 'FunctionsConnect')[ENV.instanceIdentityCerts]).toBeUndefined();
+    expect(variablesOf(template, 'FunctionsMessage')[ENV.instanceAttestation]).toBeUndefined();
+  });
+
+  it('makes it optional with -c instanceAttestation=optional', () => {
+    const template = synthTemplate({
+      context: { authMode: 'iam', instanceAttestation: 'optional' },
+    });
+
+    expect(variablesOf(template, 'FunctionsConnect')[ENV.instanceAttestation]).toBe('optional');
+  });
+
+  it('hands the connect function the certificates of -c instanceIdentityCerts=<pem>', () => {
+    const file = join(dir, 'regions.pem');
+    writeFileSync(file, `${publishedPem}\n`);
+
+    const template = synthTemplate({ context: { authMode: 'iam', instanceIdentityCerts: file } });
+
+    expect(variablesOf(template, 'FunctionsConnect')[ENV.instanceIdentityCerts]).toBe(
+      publishedPem.trim(),
+    );
+  });
+
+  it('refuses a certificates file that holds no certificate, naming the option and the path', () => {
+    const file = join(dir, 'empty.pem');
+    writeFileSync(file, 'nothing\n');
+
+    expect(() =>
+      createStack({ context: { authMode: 'iam', instanceIdentityCerts: file } }),
+    ).toThrow(
+      `invalid stack option instanceIdentityCerts (value '${file}'): holds no PEM certificate`,
+    );
+  });
+
+  it("refuses more certificates than fit in a function's 4 KB environment", () => {
+    const file = join(dir, 'three.pem');
+    writeFileSync(file, [publishedPem, publishedPem, publishedPem].join('\n'));
+
+    expect(() =>
+      createStack({ context: { authMode: 'iam', instanceIdentityCerts: file } }),
+    ).toThrow(/at most 2800 fit in the connect function's 4 KB environment/);
+  });
+
+  it('refuses the attestation options in token mode, naming the option', () => {
+    expect(() => createStack({ context: { instanceAttestation: 'required' } })).toThrow(
+      /instanceAttestation \(value 'required'\): applies to authMode iam only/,
+    );
+  });
+
+  it('refuses an attestation mode it does not know', () => {
+    expect(() =>
+      createStack({ context: { authMode: 'iam', instanceAttestation: 'always' } }),
+    ).toThrow(/instanceAttestation \(value 'always'\): must be 'required' or 'optional'/);
+  });
+
+  it('sets no attestation in token mode', () => {
+    const template = synthTemplate();
+
+    expect(variablesOf(template, 'FunctionsConnect')[ENV.instanceAttestation]).toBeUndefined();
   });
 });
