@@ -22,8 +22,14 @@ export function createDisconnectHandler(
   deps: Dependencies,
 ): FunctionHandler<WebSocketDisconnectEvent, WebSocketResult> {
   async function onDisconnect(event: WebSocketDisconnectEvent): Promise<WebSocketResult> {
-    const { connectionId, requestTimeEpoch, disconnectReason, disconnectStatusCode, authorizer } =
-      event.requestContext;
+    const {
+      connectionId,
+      connectedAt,
+      requestTimeEpoch,
+      disconnectReason,
+      disconnectStatusCode,
+      authorizer,
+    } = event.requestContext;
     logger.appendKeys({ connectionId });
     // A clean close (the agent stopping) is a deliberate departure, never held back; no close
     // frame, 1006 or API Gateway's own timeouts may be a fault of ours (fail static).
@@ -40,6 +46,7 @@ export function createDisconnectHandler(
         at: requestTimeEpoch ?? deps.now(),
         replaced: disconnectReason === REPLACED_CLOSE_REASON,
         departure,
+        ...(connectedAt !== undefined ? { connectedAt } : {}),
       },
     );
     if (result.outcome !== 'unknown-connection') {

@@ -14,6 +14,8 @@ export interface UnregisterInput {
   replaced?: boolean;
   /** How the connection closed, read from its close code (departureOf); absent: abnormal. */
   departure?: DepartureKind;
+  /** When the connection connected (API Gateway's `connectedAt`): see LeaveChange.since. */
+  connectedAt?: EpochMillis;
 }
 
 export interface UnregisterDeps {
@@ -56,6 +58,7 @@ export async function unregisterWorkload(
     at: input.at,
     replaced: input.replaced,
     departure: input.departure ?? 'abnormal',
+    ...(input.connectedAt !== undefined ? { since: input.connectedAt } : {}),
   });
   // IAM mode's record points at nothing now. The table's TTL removes it if this fails.
   if (!input.carried) await deps.store.forgetConnection(input.connectionId);

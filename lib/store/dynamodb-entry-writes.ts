@@ -156,6 +156,7 @@ export function leaveAsLast(
   connectionIds: readonly string[],
   at: number,
   departure: DepartureKind = 'abnormal',
+  cleanExit?: CleanExitGuard,
 ): UpdateCommandInput {
   const values: Record<string, unknown> = {
     ':at': at,
@@ -166,18 +167,58 @@ export function leaveAsLast(
     ':one': 1,
   };
   const holders = leavingHolders(connectionIds, values);
+  let guard = '';
+  if (cleanExit) {
+    values[':since'] = cleanExit.since;
+    guard =
+      cleanExit.newer === 'none'
+        ? ' AND (attribute_not_exists(cleanExitSince) OR cleanExitSince < :since)'
+        : ' AND cleanExitSince >= :since';
+  }
   return {
     TableName: tableName,
     Key: entryKey(ref),
     UpdateExpression:
       'SET disconnectedAt = :at, departure = :departure, sweepState = :sweepState, sweepAt = :at' +
-      ` REMOVE connectedAt, newestConnectionId, ${holders.remove}` +
+      ` REMOVE connectedAt, newestConnectionId, cleanExitSince, ${holders.remove}` +
       ' DELETE conns :connections ADD revision :one',
-    ConditionExpression: `size(conns) = :count AND ${holders.condition}`,
+    ConditionExpression: `size(conns) = :count AND ${holders.condition}${guard}`,
     ExpressionAttributeNames: holders.names,
     ExpressionAttributeValues: values,
     ReturnValues: 'ALL_OLD',
   };
+}
+
+/**
+ * A departure is as clean as the VM's last live connection. A `$disconnect` can be lost (a
+ * crash of the registrar, a failed write), leaving an older connection listed as a holder;
+ * when the VM's newest connection then closes cleanly, the entry stays held by that phantom,
+ * and the liveness check that later drops it would call the departure abnormal and hold it
+ * back. So a clean close that leaves other holders records when its connection connected
+ * (`cleanExitSince`), and the last holder to go, if it connected before that, leaves cleanly.
+ * - newer 'none': this last holder leaves abnormally only if no newer connection left cleanly;
+ * - newer 'clean': it leaves cleanly because a connection newer than it (or as new) did.
+ */
+export interface CleanExitGuard {
+  /** When the last holder connected. */
+  since: number;
+  newer: 'none' | 'clean';
+}
+
+/**
+ * Records a clean close of a connection that left other holders behind (see CleanExitGuard).
+ * Only while the entry is still held, and only forward: an older clean close arriving late
+ * never moves the mark back.
+ */
+export function cleanExitUpdate(tableName: string, ref: ObjectRef, since: number) {
+  return {
+    TableName: tableName,
+    Key: entryKey(ref),
+    UpdateExpression: 'SET cleanExitSince = :since',
+    ConditionExpression:
+      'attribute_exists(conns) AND (attribute_not_exists(cleanExitSince) OR cleanExitSince < :since)',
+    ExpressionAttributeValues: { ':since': since },
+  } satisfies UpdateCommandInput;
 }
 
 /**

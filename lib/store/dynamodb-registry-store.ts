@@ -20,6 +20,8 @@ import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
 import { DynamoDbCatalog } from './dynamodb-catalog.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import {
+  type CleanExitGuard,
+  cleanExitUpdate,
   connectAsNewest,
   connectAsOlder,
   drainUpdate,
@@ -172,17 +174,30 @@ export class DynamoDbRegistryStore
   async leave(change: LeaveChange): Promise<LeaveResult> {
     const { entry, connectionId, at } = change;
     const departure = change.departure ?? 'abnormal';
-    const last = async (): Promise<LeaveResult | undefined> => {
+    const { since } = change;
+    const leaveLast = async (kind: DepartureKind, guard?: CleanExitGuard) => {
       const output = await this.#tryUpdate(
-        leaveAsLast(this.#table, entry, [connectionId], at, departure),
+        leaveAsLast(this.#table, entry, [connectionId], at, kind, guard),
       );
       if (!output) return undefined;
-      await this.#countLeave(output.Attributes, departure);
-      return { outcome: 'disconnected' };
+      await this.#countLeave(output.Attributes, kind);
+      return { outcome: 'disconnected' } as const;
     };
+    // An abnormal close of a holder older than a connection that already left cleanly is a
+    // leftover (its $disconnect late, or its VM's newest connection the clean one): clean.
+    const last = async (): Promise<LeaveResult | undefined> =>
+      departure === 'abnormal' && since !== undefined
+        ? ((await leaveLast('abnormal', { since, newer: 'none' })) ??
+          (await leaveLast('clean', { since, newer: 'clean' })))
+        : leaveLast(departure);
     const oneOfMany = async (): Promise<LeaveResult | undefined> => {
       const output = await this.#tryUpdate(leaveAsOneOfMany(this.#table, entry, [connectionId]));
       if (!output) return undefined;
+      // A clean close that leaves holders behind, other than a rotation's old connection
+      // (the VM lives on in the newer one): mark it for the holders left over.
+      if (departure === 'clean' && !change.replaced && since !== undefined) {
+        await this.#tryUpdate(cleanExitUpdate(this.#table, entry, since));
+      }
       return { outcome: 'still-held', holders: holdersOf(output.Attributes) };
     };
     // Every rotation ends with the old connection's $disconnect while the new one holds the
@@ -219,13 +234,27 @@ export class DynamoDbRegistryStore
       const dropping = gone.filter((id) => holders.includes(id));
       if (dropping.length === 0) return 'unchanged';
       const last = dropping.length === holders.length;
-      // Found gone by API Gateway, without a $disconnect: abnormal by definition.
+      // Found gone by API Gateway, without a $disconnect: abnormal, unless a connection newer
+      // than every one of them already left cleanly (they are leftovers of lost $disconnects:
+      // see CleanExitGuard). The write's condition re-checks the mark the read saw.
+      const times = item ? holderTimes(item) : {};
+      const newest = Math.max(...dropping.map((id) => times[id] ?? Number.MAX_VALUE));
+      const cleanExit = item?.cleanExitSince;
+      const departure: DepartureKind =
+        cleanExit !== undefined && newest <= cleanExit ? 'clean' : 'abnormal';
       const write = last
-        ? leaveAsLast(this.#table, entry, dropping, at, 'abnormal')
+        ? leaveAsLast(
+            this.#table,
+            entry,
+            dropping,
+            at,
+            departure,
+            departure === 'clean' ? { since: newest, newer: 'clean' } : undefined,
+          )
         : leaveAsOneOfMany(this.#table, entry, dropping);
       const output = await this.#tryUpdate(write);
       if (output) {
-        if (last) await this.#countLeave(output.Attributes, 'abnormal');
+        if (last) await this.#countLeave(output.Attributes, departure);
         return last ? 'disconnected' : 'still-held';
       }
     }

@@ -107,6 +107,11 @@ export type EntryItem = ItemKey & {
   /** Connections whose `$disconnect` came before their `$connect` wrote: they hold nothing. */
   departed?: Set<string>;
   newestConnectionId?: string;
+  /**
+   * While held: when the newest connection that closed cleanly had connected. Holders older
+   * than it are leftovers of lost `$disconnect`s, and their going is a clean departure.
+   */
+  cleanExitSince?: EpochMillis;
   healthStatus?: 'True' | 'False';
   healthMessage?: string;
   lastProbeTime?: EpochMillis;

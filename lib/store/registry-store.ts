@@ -85,6 +85,12 @@ export interface LeaveChange extends HolderRef {
   replaced?: boolean;
   /** How the connection closed (its close code); absent: abnormal, the cautious reading. */
   departure?: DepartureKind;
+  /**
+   * When the leaving connection connected (API Gateway's `connectedAt`). With it, a clean
+   * close leaves its mark for holders left over from lost `$disconnect`s, and a late abnormal
+   * one of such a holder is read as the clean departure it follows (see CleanExitGuard).
+   */
+  since?: EpochMillis;
 }
 
 /** A connection holding an entry, and when it connected (absent in records of old entries). */

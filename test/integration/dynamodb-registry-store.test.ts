@@ -468,7 +468,7 @@ describe('leave', () => {
       Key: { pk: `NS#${NS}`, sk: `WE#${name}` },
       UpdateExpression:
         'SET disconnectedAt = :at, departure = :departure, sweepState = :sweepState, sweepAt = :at ' +
-        'REMOVE connectedAt, newestConnectionId, #h0 DELETE conns :connections ADD revision :one',
+        'REMOVE connectedAt, newestConnectionId, cleanExitSince, #h0 DELETE conns :connections ADD revision :one',
       ConditionExpression: 'size(conns) = :count AND contains(conns, :c0)',
       ExpressionAttributeNames: { '#h0': 'held:pin-leave' },
       ExpressionAttributeValues: {
