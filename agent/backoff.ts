@@ -24,6 +24,22 @@ export function refusalDelay(refusals: number, timing: AgentTiming, random: numb
 }
 
 /**
+ * After a 404 (`cannot find WorkloadGroup`): the group was deleted, or is not applied yet. An
+ * operator's `apply` fixes it with nothing to change on the VM, so the agent keeps trying
+ * often enough to be back soon after (an accidental `delete wg` re-applied), but with equal
+ * jitter like any refusal: 2-4 s, 4-8 s, 8-16 s, then 10-20 s at defaults. Once the group is
+ * back every agent's next attempt comes within `missingGroupRetryMs` (20 s). The price is one
+ * refused `$connect` per agent every 15 s on average while the group is missing: a fleet of
+ * 7,500 VMs stays under API Gateway's 500 new connections/s per account, and a larger one is
+ * throttled (429) into the failure backoff, which bounds it too.
+ */
+export function missingGroupDelay(refusals: number, timing: AgentTiming, random: number): number {
+  const exponent = Math.min(Math.max(refusals, 0), 30) + 1;
+  const ceiling = Math.min(timing.missingGroupRetryMs, timing.backoffBaseMs * 2 ** exponent);
+  return Math.floor(ceiling / 2 + (random * ceiling) / 2);
+}
+
+/**
  * When to open the replacement connection: at a random point in 75-90 % of the maximum age
  * (90-108 min of API Gateway's 2 h), so agents started together do not rotate together and
  * the new connection has minutes to register before the old one is cut.

@@ -191,6 +191,7 @@ export const agentConfigSchema = z.object({
       backoffCap: duration.optional(),
       refusalBackoff: duration.optional(),
       refusalBackoffCap: duration.optional(),
+      missingGroupRetry: duration.optional(),
       stableAfter: duration.optional(),
       probeTimeScale: z.coerce.number().positive().max(1).optional(),
       drainDelay: drainDelay.optional(),
@@ -269,6 +270,7 @@ export function validateAgentConfig(layer: Layer): AgentConfig {
     refusalBackoffMs: t.refusalBackoff ?? DEFAULT_TIMING.refusalBackoffMs,
     refusalBackoffCapMs:
       t.refusalBackoffCap ?? Math.max(DEFAULT_TIMING.refusalBackoffCapMs, t.refusalBackoff ?? 0),
+    missingGroupRetryMs: t.missingGroupRetry ?? DEFAULT_TIMING.missingGroupRetryMs,
     stableAfterMs: t.stableAfter ?? DEFAULT_TIMING.stableAfterMs,
     probeTimeScale: t.probeTimeScale ?? DEFAULT_TIMING.probeTimeScale,
     drainDelayMs: t.drainDelay ?? DEFAULT_TIMING.drainDelayMs,

@@ -1,6 +1,10 @@
+import { printable, printableJson } from '../lib/printable.ts';
+
 /**
  * One line per state change, as text for people or JSON for log pipelines (`--log-format
  * json`). Fields never carry a token or a signed URL: callers pass `redactUrl` output.
+ * What the registrar or a probe said (a refusal's reason, a close reason, a command's output)
+ * is escaped, so one line stays one line and no escape sequence reaches the terminal.
  */
 export type LogFormat = 'text' | 'json';
 export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
@@ -29,11 +33,15 @@ export function createLogger(options: LoggerOptions): Logger {
     const time = new Date(now()).toISOString();
     const defined = Object.entries(fields).filter(([, value]) => value !== undefined);
     if (options.format === 'json') {
-      write(JSON.stringify({ time, level, msg: message, ...Object.fromEntries(defined) }));
+      write(
+        printableJson(
+          JSON.stringify({ time, level, msg: message, ...Object.fromEntries(defined) }),
+        ),
+      );
       return;
     }
     const suffix = defined.map(([key, value]) => ` ${key}=${formatValue(value)}`).join('');
-    write(`${time} ${level.toUpperCase().padEnd(5)} ${message}${suffix}`);
+    write(printable(`${time} ${level.toUpperCase().padEnd(5)} ${message}${suffix}`));
   };
   return {
     debug: (message, fields) => emit('debug', message, fields),

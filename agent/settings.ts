@@ -21,6 +21,12 @@ export interface AgentTiming {
   /** After a refusal (400/401/403/404/409) retrying soon cannot help: wait longer. */
   refusalBackoffMs: number;
   refusalBackoffCapMs: number;
+  /**
+   * After a 404 (the WorkloadGroup is missing) the longest wait between attempts: unlike a
+   * bad token, a missing group is fixed by an operator's `apply` without touching the VM (an
+   * accidental `delete wg` re-applied), and the VM should be back within this once it is.
+   */
+  missingGroupRetryMs: number;
   /** A connection that lived this long resets the backoff; one that died sooner does not. */
   stableAfterMs: number;
   /** Multiplies the probe's seconds; below 1 only for tests and the benchmark. */
@@ -42,6 +48,8 @@ export const DEFAULT_TIMING: Readonly<AgentTiming> = Object.freeze({
   backoffCapMs: 60_000,
   refusalBackoffMs: 30_000,
   refusalBackoffCapMs: 10 * 60_000,
+  // Every VM of a re-applied group back within 20 s + one connect (the goal: 30 s).
+  missingGroupRetryMs: 20_000,
   stableAfterMs: 60_000,
   probeTimeScale: 1,
   drainDelayMs: 10_000,
@@ -270,6 +278,11 @@ export const AGENT_SETTINGS: readonly AgentSetting[] = Object.freeze([
   timing('backoffCapMs', 'backoff-cap', 'longest wait between failed attempts'),
   timing('refusalBackoffMs', 'refusal-backoff', 'first wait after a refusal (doubles)'),
   timing('refusalBackoffCapMs', 'refusal-backoff-cap', 'longest wait after refusals'),
+  timing(
+    'missingGroupRetryMs',
+    'missing-group-retry',
+    'longest wait between attempts while the WorkloadGroup is missing (404)',
+  ),
   timing(
     'stableAfterMs',
     'stable-after',

@@ -1,7 +1,13 @@
 import { formatRef, type Probe } from '../lib/domain/model.ts';
 import { REPLACED_CLOSE_REASON } from '../lib/protocol/close-reasons.ts';
 import { AuthSetupError } from './auth.ts';
-import { failureDelay, REFUSAL_STATUSES, refusalDelay, rotationDelay } from './backoff.ts';
+import {
+  failureDelay,
+  missingGroupDelay,
+  REFUSAL_STATUSES,
+  refusalDelay,
+  rotationDelay,
+} from './backoff.ts';
 import type { Clock, Timer } from './clock.ts';
 import type { AgentTiming } from './config.ts';
 import {
@@ -265,11 +271,15 @@ export class Supervisor {
     // The reason lets $disconnect expect another connection to hold the entry: one write.
     if (previous) void previous.link.close(REPLACED_CLOSE_REASON);
     // In the background: a slow describe must not hold up reconnects or rotations.
-    void this.#describe(current);
+    void this.#describe(current, kind);
   }
 
-  /** Learns the entry's name and the group's probe; retried while the connection lives. */
-  async #describe(current: Current): Promise<void> {
+  /**
+   * Learns the entry's name and the group's probe; retried while the connection lives. Says
+   * `registered as` on every registration (a re-registration says so and why), with the
+   * gateway's id of the connection, the one the registrar's own logs and console name.
+   */
+  async #describe(current: Current, kind: AttemptKind): Promise<void> {
     while (!this.#stopped && !this.#draining && this.#current === current && !current.link.closed) {
       try {
         const reply = await current.link.request('describe');
@@ -282,7 +292,17 @@ export class Supervisor {
           metadata?.name && metadata.namespace
             ? formatRef({ namespace: metadata.namespace, name: metadata.name })
             : '?';
-        if (name !== this.#entryName) this.#o.logger.info(`registered as ${name}`, { entry: name });
+        // A rotation (or the replacement of a connection that held nothing) opens the new
+        // connection while the old one still holds the entry; a reconnect follows a loss.
+        const line =
+          this.#entryName === undefined
+            ? `registered as ${name}`
+            : `re-registered as ${name} ${kind === 'rotate' ? 'on a new connection' : 'after a reconnect'}`;
+        this.#o.logger.info(line, {
+          entry: name,
+          connection: current.id,
+          connectionId: typeof reply.connectionId === 'string' ? reply.connectionId : undefined,
+        });
         this.#entryName = name;
         this.#replacements = 0;
         this.#emit({ type: 'registered', name, linkId: current.id });
@@ -318,7 +338,12 @@ export class Supervisor {
     let reason: string;
     if (refused) {
       this.#refusals += 1;
-      delay = refusalDelay(this.#refusals, timing, clock.random());
+      // A missing group is fixed by an operator's apply alone (an accidental `delete wg`
+      // re-applied): retried often enough that the VM is back soon after, without a restart.
+      delay =
+        error instanceof RefusedError && error.status === 404
+          ? missingGroupDelay(this.#refusals, timing, clock.random())
+          : refusalDelay(this.#refusals, timing, clock.random());
       // The registrar's own refusal (it names a code) already says what to do; API Gateway's
       // bare `Forbidden`/`Unauthorized` forwards no reason, so the agent adds the likely ones.
       const hint =

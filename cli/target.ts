@@ -31,6 +31,8 @@ export interface Target {
   source: string;
   /** Whether it came from a local runtime's `local.json` (its endpoint stops with `npm start`). */
   local: boolean;
+  /** The local runtime's `@connections` API, from its `local.json`. */
+  managementUrl?: string;
 }
 
 export class TargetError extends Error {}
@@ -78,6 +80,7 @@ export async function resolveTarget(
     region: region ?? local.region ?? DEFAULTS.region,
     source: displayPath(path, cwd),
     local: true,
+    ...(local.managementUrl ? { managementUrl: local.managementUrl } : {}),
   };
 }
 

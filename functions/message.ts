@@ -80,7 +80,7 @@ async function answer(
         connection.carried,
       );
       logger.appendKeys({ entry: formatRef(described.entry.metadata) });
-      return describeReply(described.entry, described.probe);
+      return describeReply(described.entry, described.probe, connection.connectionId);
     }
     case 'ping':
       return pongReply();

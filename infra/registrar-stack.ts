@@ -69,6 +69,11 @@ export class RegistrarStack extends Stack {
       description: 'Agents connect here (registrar-agent --url)',
       value: websocket.stage.url,
     });
+    new CfnOutput(this, 'ManagementEndpoint', {
+      description:
+        'API Gateway management endpoint (@connections): registrar delete --management-endpoint, or REGISTRAR_CONNECTIONS_URL, closes the connections of deleted entries so their agents register again at once; needs execute-api:ManageConnections',
+      value: websocket.connectionsUrl,
+    });
     new CfnOutput(this, 'TableName', {
       description: 'The registry table (registrar --table)',
       value: registry.table.tableName,

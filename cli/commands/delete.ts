@@ -1,7 +1,15 @@
 import { type Command, Option } from 'commander';
+import { ENV } from '../../lib/config.ts';
 import type { ObjectRef } from '../../lib/domain/model.ts';
 import { readDocuments } from '../../lib/protocol/istio-document-reader.ts';
 import { DEFAULT_NAMESPACE, showValue } from '../../lib/protocol/istio-documents.ts';
+import {
+  closeHolders,
+  count,
+  type Holder,
+  managementEndpoint,
+  managementEndpointOption,
+} from '../close-holders.ts';
 import { type InputFile, readInputs } from '../input-files.ts';
 import { parseResourceArgs } from '../resource-args.ts';
 import {
@@ -25,6 +33,14 @@ interface DeleteOptions {
   cascade: 'background' | 'orphan';
   filename?: string[];
   ignoreNotFound?: boolean;
+  managementEndpoint?: string;
+}
+
+/** Where the connections of deleted entries are closed, and how to warn. */
+interface Closing {
+  endpoint: string | undefined;
+  region: string;
+  warn: (line: string) => void;
 }
 
 /** One object to delete, from the command line or a document of `-f`. */
@@ -54,6 +70,7 @@ export const registerDelete: CommandRegistration = (program, context) => {
         .choices(['background', 'orphan'])
         .default('background'),
     )
+    .addOption(managementEndpointOption())
     .addHelpText(
       'after',
       `
@@ -62,7 +79,11 @@ Examples:
   registrar delete we/web-10.0.0.12 wg/web -n shop
   registrar delete -f web.yaml --ignore-not-found
 
-Deleting an auto-registered entry of a connected VM is temporary: it registers again on its next connect.`,
+Deleting an auto-registered entry of a connected VM closes the connections that held it, so
+its agent reconnects and registers again at once from the group's current template; deleting
+a group (cascade background) closes those of its entries, and their agents retry until the
+group is applied again. The connections are closed through API Gateway's management endpoint:
+--management-endpoint, ${ENV.connectionsUrl}, or the local runtime's (npm start).`,
     )
     .action(
       async (
@@ -73,9 +94,16 @@ Deleting an auto-registered entry of a connected VM is temporary: it registers a
       ) => {
         const targets = await targetsOf(context, resource, names, options);
         const stores = await context.stores(command);
+        const target = context.target();
+        if (target === undefined) throw new Error('the registry target is not resolved');
+        const closing: Closing = {
+          endpoint: managementEndpoint(options.managementEndpoint, context.io.env, target),
+          region: target.region,
+          warn: (line) => context.io.stderr.write(`${line}\n`),
+        };
         let failed = false;
         for (const target of targets) {
-          if (!(await deleteOne(context, stores, target, options.cascade))) {
+          if (!(await deleteOne(context, stores, target, options.cascade, closing))) {
             if (options.ignoreNotFound) continue;
             context.io.stderr.write(`error: ${notFound(target.kind, target.ref).message}\n`);
             failed = true;
@@ -179,17 +207,31 @@ function targetsOfFiles(
   return { targets, problems };
 }
 
-/** Deletes one object and says so; false when it was not there. */
+/**
+ * Deletes one object and says so; false when it was not there. An entry's holders are closed
+ * after the entry is gone (never before: a reconnect that beat the delete would join the old
+ * entry and be deleted with it), so the agent's reconnect creates a fresh one.
+ */
 async function deleteOne(
   context: CliContext,
   stores: Stores,
   { kind, ref }: Target,
   cascade: DeleteOptions['cascade'],
+  closing: Closing,
 ): Promise<boolean> {
   const { catalog } = stores;
   if (kind === 'WorkloadEntry') {
-    if (!(await catalog.deleteEntry(ref))) return false;
+    const removed = await catalog.removeEntry(ref);
+    if (!removed) return false;
     context.out(`${QUALIFIED[kind]} "${ref.name}" deleted\n`);
+    const shown = `${QUALIFIED[kind]} "${ref.name}"`;
+    const holders = removed.holders.map((connectionId) => ({ entry: shown, connectionId }));
+    const { closed } = await closeHolders(holders, closing.endpoint, closing.region, closing.warn);
+    if (closed > 0) {
+      context.out(
+        `closed ${count(closed, 'connection')} that held it: its agent reconnects and registers again from the group's current template\n`,
+      );
+    }
     return true;
   }
   // The group goes first, so connects are refused (404) from then on. A $connect function
@@ -201,11 +243,23 @@ async function deleteOne(
   const owned = (await catalog.listEntries(ref.namespace)).filter(
     (record) => record.autoRegistrationGroup === ref.name,
   );
+  const holders: Holder[] = [];
   for (const record of owned) {
     const entryName = record.entry.metadata.name;
-    if (await catalog.deleteEntry({ namespace: ref.namespace, name: entryName })) {
+    const removed = await catalog.removeEntry({ namespace: ref.namespace, name: entryName });
+    if (removed) {
       context.out(`${QUALIFIED.WorkloadEntry} "${entryName}" deleted (owned by the group)\n`);
+      const shown = `${QUALIFIED.WorkloadEntry} "${entryName}"`;
+      for (const connectionId of removed.holders) holders.push({ entry: shown, connectionId });
     }
+  }
+  // Closed once every entry is gone: the agents reconnect, are refused (404) while the group
+  // is missing, and keep retrying (every 10-20 s) until it is applied again.
+  const { closed } = await closeHolders(holders, closing.endpoint, closing.region, closing.warn);
+  if (closed > 0) {
+    context.out(
+      `closed ${count(closed, 'connection')} that held them: their agents register again once ${QUALIFIED[kind]} "${ref.name}" is applied again\n`,
+    );
   }
   return true;
 }

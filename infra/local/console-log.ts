@@ -1,4 +1,5 @@
 import { formatDuration } from '../../lib/domain/duration.ts';
+import { printable, printableJson } from '../../lib/printable.ts';
 
 /**
  * The local runtime's console. The handlers log what happened as Powertools JSON lines (on
@@ -6,6 +7,10 @@ import { formatDuration } from '../../lib/domain/duration.ts';
  * short line instead: `registered shop/web-10.0.0.12 (connection abc=)`,
  * `shop/web-10.0.0.12 healthy -> false: HTTP 503`, a refusal with its status and reason.
  * `--log-format json` keeps the raw lines.
+ *
+ * Whatever an agent sent (a health message, its namespace, group or labels, a close reason)
+ * is escaped on the way out (lib/printable.ts): one event is one line, and no escape sequence
+ * an agent chose reaches the developer's terminal.
  *
  * Levels (LOG_LEVEL): events are INFO; the handlers' other INFO lines (a token accepted, a
  * sweep that found nothing, the gateway's own connected/disconnected) are chatter, shown at
@@ -257,9 +262,33 @@ export function renderingConsole(
       // Not a Powertools line: show it as it is.
     }
     const text = record ? render(record) : String(line);
-    if (text !== undefined) write(`${text}\n`);
+    if (text !== undefined) write(`${printable(text)}\n`);
   };
   return { debug: print, info: print, warn: print, error: print, log: print, trace: print };
+}
+
+/**
+ * `--log-format json`: the functions' lines as Powertools prints them, with only what
+ * `JSON.stringify` leaves raw (C1 controls, U+2028/2029) escaped; a line that is not JSON
+ * is escaped whole, so it too stays one line.
+ */
+export function jsonConsole(
+  write: (line: string) => void,
+): Pick<Console, 'debug' | 'info' | 'warn' | 'error' | 'log' | 'trace'> {
+  const print = (line: unknown) => {
+    const text = String(line);
+    write(`${isJson(text) ? printableJson(text) : printable(text)}\n`);
+  };
+  return { debug: print, info: print, warn: print, error: print, log: print, trace: print };
+}
+
+function isJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**

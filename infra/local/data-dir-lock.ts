@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { link, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { isExited, readProcessStat } from './process-state.ts';
 
 /** Who holds a data dir: written to `<dataDir>/runtime.lock` for the next runtime to name. */
 export interface LockHolder {
@@ -11,6 +12,12 @@ export interface LockHolder {
   url?: string;
   /** Tells this holder's own file from a later holder's with a reused PID. */
   owner: string;
+  /**
+   * The holder process's start time (`/proc/<pid>/stat` field 22; unset off Linux): after a
+   * `kill -9` and a reboot or a busy machine, another process may get the same PID, and must
+   * not count as the registrar that held the dir.
+   */
+  startTime?: string;
 }
 
 export const LOCK_FILE = 'runtime.lock';
@@ -52,7 +59,13 @@ export interface DataDirLock {
 export async function lockDataDir(dataDir: string, port: number): Promise<DataDirLock> {
   await mkdir(dataDir, { recursive: true });
   const path = join(dataDir, LOCK_FILE);
-  let holder: LockHolder = { pid: process.pid, port, owner: randomUUID() };
+  const startTime = readProcessStat(process.pid)?.startTime;
+  let holder: LockHolder = {
+    pid: process.pid,
+    port,
+    owner: randomUUID(),
+    ...(startTime ? { startTime } : {}),
+  };
   let tookOverFrom: LockHolder | undefined;
   // Written whole beside the lock, then linked into place: link fails when the lock exists,
   // and a reader never sees half a file.
@@ -68,7 +81,7 @@ export async function lockDataDir(dataDir: string, port: number): Promise<DataDi
         if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt > 0) throw error;
       }
       const existing = await readHolder(path);
-      if (existing && isRunning(existing.pid)) throw new DataDirInUseError(dataDir, existing);
+      if (existing && isRunning(existing)) throw new DataDirInUseError(dataDir, existing);
       tookOverFrom = existing;
       await rm(path, { force: true });
     }
@@ -102,6 +115,7 @@ async function readHolder(path: string): Promise<LockHolder | undefined> {
           port: typeof parsed.port === 'number' ? parsed.port : 0,
           owner: String(parsed.owner),
           ...(typeof parsed.url === 'string' ? { url: parsed.url } : {}),
+          ...(typeof parsed.startTime === 'string' ? { startTime: parsed.startTime } : {}),
         }
       : undefined;
   } catch {
@@ -110,12 +124,22 @@ async function readHolder(path: string): Promise<LockHolder | undefined> {
   }
 }
 
-/** Signal 0 checks that the process exists; EPERM means it does, under another user. */
-function isRunning(pid: number): boolean {
+/**
+ * Whether the registrar that wrote the lock still runs. Signal 0 checks that the PID exists
+ * (EPERM: it does, under another user), but after `kill -9` that is not enough: a runtime
+ * whose parent has not reaped it yet (a shell, a test runner, a container without an init) is
+ * a zombie that answers signal 0, and a PID reused by another process answers too. Both would
+ * keep `npm start` refusing until someone removed the lock by hand. Where /proc is missing
+ * (macOS) signal 0 decides alone.
+ */
+function isRunning(holder: LockHolder): boolean {
   try {
-    process.kill(pid, 0);
-    return true;
+    process.kill(holder.pid, 0);
   } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
+    if ((error as NodeJS.ErrnoException).code !== 'EPERM') return false;
   }
+  const stat = readProcessStat(holder.pid);
+  if (stat === undefined) return true;
+  if (isExited(stat)) return false;
+  return holder.startTime === undefined || holder.startTime === stat.startTime;
 }

@@ -44,6 +44,7 @@ async function main(): Promise<number> {
   // Read by Powertools when the handlers load, like POWERTOOLS_METRICS_DISABLED above.
   process.env.POWERTOOLS_LOG_LEVEL = loggerLevelFor(command.console);
   if (command.console.format === 'human') await humanConsole(command);
+  else await jsonLines();
 
   // Installed before the start: a Ctrl-C while the store and the gateway come up is kept and
   // honoured once they are up, so they are closed (and the data dir's lock and local.json
@@ -120,6 +121,16 @@ async function humanConsole(command: { options: LocalRuntimeOptions; console: Co
   installConsole(
     logger,
     renderingConsole(render, (line) => process.stdout.write(line)),
+  );
+}
+
+/** The functions' JSON lines as they are, but each one line and free of terminal controls. */
+async function jsonLines() {
+  const { logger } = await import('../../lib/observability.ts');
+  const { installConsole, jsonConsole } = await import('./console-log.ts');
+  installConsole(
+    logger,
+    jsonConsole((line) => process.stdout.write(line)),
   );
 }
 

@@ -13,6 +13,12 @@ export interface DescribeReply {
   entry: WorkloadEntry;
   /** The group's probe, so the agent learns what to run; null when the group has none. */
   probe: Probe | null;
+  /**
+   * The gateway's id of the connection that asked: the agent logs it, so its lines can be
+   * matched with the registrar's (the console, CloudWatch). API Gateway tells a client its
+   * id neither in the upgrade nor in any frame of its own.
+   */
+  connectionId: string;
 }
 
 export interface PongReply {
@@ -30,8 +36,12 @@ export function healthAck(): HealthAck {
   return { action: 'health', ok: true };
 }
 
-export function describeReply(entry: WorkloadEntry, probe: Probe | undefined): DescribeReply {
-  return { action: 'describe', ok: true, entry, probe: probe ?? null };
+export function describeReply(
+  entry: WorkloadEntry,
+  probe: Probe | undefined,
+  connectionId: string,
+): DescribeReply {
+  return { action: 'describe', ok: true, entry, probe: probe ?? null, connectionId };
 }
 
 export function pongReply(): PongReply {

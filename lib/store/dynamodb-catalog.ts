@@ -148,10 +148,20 @@ export class DynamoDbCatalog {
 
   /** Deletes the entry and the records of the connections it listed (they point at nothing). */
   async deleteEntry(ref: ObjectRef): Promise<boolean> {
+    return (await this.removeEntry(ref)) !== undefined;
+  }
+
+  /**
+   * Deletes the entry and says which connections held it: read from the deleted item itself
+   * (`ALL_OLD`), so a connect that landed between an operator's read and this delete is among
+   * them, and one that lands after it creates a fresh entry. Undefined when it was not there.
+   */
+  async removeEntry(ref: ObjectRef): Promise<{ holders: string[] } | undefined> {
     const old = await this.#delete(entryKey(ref));
-    if (!old) return false;
-    await this.deleteConnectionRecords([...((old as EntryItem).conns ?? [])]);
-    return true;
+    if (!old) return undefined;
+    const holders = [...((old as EntryItem).conns ?? [])];
+    await this.deleteConnectionRecords(holders);
+    return { holders };
   }
 
   async deleteConnectionRecords(connectionIds: string[]): Promise<void> {

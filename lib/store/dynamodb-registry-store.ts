@@ -689,6 +689,9 @@ export class DynamoDbRegistryStore
   deleteEntry(ref: ObjectRef): Promise<boolean> {
     return this.#catalog.deleteEntry(ref);
   }
+  removeEntry(ref: ObjectRef): Promise<{ holders: string[] } | undefined> {
+    return this.#catalog.removeEntry(ref);
+  }
 
   async *#queryIndex(
     ranges: { state: SweepIndexState; condition: string; values: Record<string, number> }[],

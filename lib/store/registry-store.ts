@@ -258,4 +258,6 @@ export interface CatalogStore {
   getEntry(ref: ObjectRef): Promise<EntryRecord | undefined>;
   listEntries(namespace?: string): Promise<EntryRecord[]>;
   deleteEntry(ref: ObjectRef): Promise<boolean>;
+  /** Deletes an entry; the connections that held it when it went, undefined when it was not there. */
+  removeEntry(ref: ObjectRef): Promise<{ holders: string[] } | undefined>;
 }

@@ -208,4 +208,10 @@ describe('WebSocket API (token mode)', () => {
       Value: { 'Fn::Join': ['', Match.arrayWith(['wss://', Match.stringLikeRegexp('/v1$')])] },
     });
   });
+
+  it('outputs the management endpoint that registrar delete closes connections through', () => {
+    template.hasOutput('ManagementEndpoint', {
+      Value: { 'Fn::Join': ['', Match.arrayWith(['https://', Match.stringLikeRegexp('/v1$')])] },
+    });
+  });
 });

@@ -512,7 +512,13 @@ describe('messages', () => {
     const { connectionId } = await gatewayConnect({ ...WEB, ip: '10.3.0.4' }, { token });
     const { statusCode, reply } = await send(connectionId, '{"action":"describe"}', 'describe');
     expect(statusCode).toBe(200);
-    expect(reply).toMatchObject({ action: 'describe', ok: true, probe: webGroup.spec.probe });
+    expect(reply).toMatchObject({
+      action: 'describe',
+      ok: true,
+      probe: webGroup.spec.probe,
+      // The agent logs it, so its lines can be matched with the registrar's.
+      connectionId,
+    });
     expect(reply.entry.metadata.name).toBe('web-10.3.0.4');
     expect(reply.entry.metadata.annotations).toMatchObject({
       'istio.io/autoRegistrationGroup': 'web',

@@ -420,7 +420,8 @@ describe('@connections', () => {
   it('DELETE closes the connection, invokes $disconnect, and the id is gone afterwards', async () => {
     const { client, url, recorded, gateway } = await connected();
     expect((await fetch(url, { method: 'DELETE' })).status).toBe(204);
-    await client.closed;
+    // API Gateway's DeleteConnection closes with 1000, as a normal close.
+    expect((await client.closed).code).toBe(1000);
     await eventually(() => recorded.disconnect.length === 1);
     expect(gateway.connectionIds()).toEqual([]);
     expect((await fetch(url)).status).toBe(410);

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createJoinToken } from '../../lib/auth/join-token.ts';
 import type { Probe } from '../../lib/domain/model.ts';
+import { printable } from '../../lib/printable.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
 import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
@@ -209,5 +210,40 @@ describe('the local console', () => {
     ]);
     expect(line(/registered/)(runtime.stdout())).toBe(false);
     await client.close(1000);
+  });
+
+  it('escapes what an agent sends, so one event is one line and no escape sequence reaches the terminal', async () => {
+    runtime = await startRuntimeProcess(['--data-dir', dataDir]);
+    const token = await prepare({ periodSeconds: 10, httpGet: { path: '/healthz', port: 9 } });
+    const client = await openClient(`${runtime.url}/?group=web&namespace=shop&ip=10.0.0.16`, {
+      Authorization: `Bearer ${token}`,
+    });
+    // A forged second line, a colour, a C1 CSI and a Unicode line separator.
+    const message = 'probe failed\n12:00:00 registered shop/evil\r\u001b[31mred\u009b2J\u2028end';
+    expect(await client.request({ action: 'health', healthy: false, message })).toMatchObject({
+      ok: true,
+    });
+    await waitForEvent(/shop\/web-10\.0\.0\.16 healthy -> false/);
+    // A label value with a newline and an escape, refused 400 with the value quoted.
+    const refusal = await refusedUpgrade(
+      `${runtime.url}/?group=web&namespace=shop&ip=10.0.0.17&label=${encodeURIComponent('team=a\n\u001b[2Jb')}`,
+      { Authorization: `Bearer ${token}` },
+    );
+    expect(refusal.statusCode).toBe(400);
+    await waitForEvent(/refused \$connect with 400 /);
+    await client.close(1000, 'bye\n\u001b[0m');
+    await waitForEvent(/disconnected shop\/web-10\.0\.0\.16/);
+
+    const output = runtime.stdout();
+    // Lines hold no control character: printable() has nothing left to escape.
+    for (const l of output.split('\n')) expect(printable(l)).toBe(l);
+    expect(events(output)).toContain(
+      'shop/web-10.0.0.16 healthy -> false: probe failed\\n12:00:00 registered shop/evil\\r\\u001b[31mred\\u009b2J\\u2028end',
+    );
+    expect(events(output).filter((l) => l.startsWith('refused $connect with 400 '))).toEqual([
+      expect.stringContaining('\\n\\u001b[2J'),
+    ]);
+    // Nothing forged a line of its own.
+    expect(output).not.toMatch(/^12:00:00 registered shop\/evil/m);
   });
 });

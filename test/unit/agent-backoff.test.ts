@@ -1,6 +1,11 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { failureDelay, refusalDelay, rotationDelay } from '../../agent/backoff.ts';
+import {
+  failureDelay,
+  missingGroupDelay,
+  refusalDelay,
+  rotationDelay,
+} from '../../agent/backoff.ts';
 import { DEFAULT_TIMING } from '../../agent/config.ts';
 
 const random = fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true });
@@ -29,6 +34,20 @@ describe('agent backoff', () => {
         return delay >= 15_000 && delay <= DEFAULT_TIMING.refusalBackoffCapMs;
       }),
     );
+  });
+
+  it('retries a missing group (404) within 20 s at most, and never sooner than 2 s', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 200 }), random, (refusals, r) => {
+        const delay = missingGroupDelay(refusals, DEFAULT_TIMING, r);
+        return delay >= 2_000 && delay <= DEFAULT_TIMING.missingGroupRetryMs;
+      }),
+    );
+    // Equal jitter: 2-4 s, 4-8 s, 8-16 s, then 10-20 s.
+    expect([1, 2, 3, 4, 9].map((n) => missingGroupDelay(n, DEFAULT_TIMING, 0))).toEqual([
+      2_000, 4_000, 8_000, 10_000, 10_000,
+    ]);
+    expect(missingGroupDelay(9, DEFAULT_TIMING, 0.999999)).toBeLessThan(20_000);
   });
 
   it('rotates between 75 % and 90 % of the maximum connection age (90 to 108 min of 2 h)', () => {

@@ -163,6 +163,63 @@ describe('agent supervisor', () => {
     expect(retries.map((e) => (e as { delayMs: number }).delayMs)).toEqual([15_000, 30_000]);
   });
 
+  it('keeps retrying a missing group (404) every 10-20 s, and registers once it is back', async () => {
+    const missing = () => new RefusedError(404, 'NotFound', 'cannot find WorkloadGroup ns/web');
+    const h = harness({ outcomes: [missing, missing, missing, missing, missing, missing] });
+    h.clock.fallbackRandom = 0.999999;
+    h.supervisor.start();
+    await h.clock.advance(10 * 60_000);
+    const delays = h.events
+      .filter((e) => e.type === 'retry-scheduled')
+      .map((e) => (e as { delayMs: number }).delayMs);
+    expect(delays).toEqual([3_999, 7_999, 15_999, 19_999, 19_999, 19_999]);
+    // The seventh attempt found the group: no restart, and the backoff starts over.
+    expect(h.links).toHaveLength(1);
+    expect(
+      h.logs.filter((line) => line.includes('"msg":"registered as ns/web-10-0-0-1"')),
+    ).toHaveLength(1);
+  });
+
+  it('says registered on every registration, a re-registration with its cause, with the gateway connection id', async () => {
+    const h = harness({
+      onLink: (link) => {
+        const answer = link.respond;
+        link.respond = (action, body) => {
+          const reply = answer(action, body);
+          return action === 'describe' && reply !== 'drop'
+            ? { ...reply, connectionId: `gw-${link.id}=` }
+            : reply;
+        };
+      },
+    });
+    h.supervisor.start();
+    await h.clock.advance(1_000);
+    (h.links[0] as FakeLink).serverClose(1000);
+    await h.clock.advance(2_000);
+    await h.clock.advance(DEFAULT_TIMING.maxConnectionAgeMs);
+    const registered = h.logs
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((line) => String(line.msg).includes('registered as'));
+    const [first, second, third] = h.links as FakeLink[];
+    expect(registered.slice(0, 3)).toEqual([
+      expect.objectContaining({
+        msg: 'registered as ns/web-10-0-0-1',
+        connection: 1,
+        connectionId: `gw-${first?.id}=`,
+      }),
+      expect.objectContaining({
+        msg: 're-registered as ns/web-10-0-0-1 after a reconnect',
+        connection: 2,
+        connectionId: `gw-${second?.id}=`,
+      }),
+      expect.objectContaining({
+        msg: 're-registered as ns/web-10-0-0-1 on a new connection',
+        connection: 3,
+        connectionId: `gw-${third?.id}=`,
+      }),
+    ]);
+  });
+
   it("adds its full hint only to API Gateway's bare refusal, not after the registrar's own reason", async () => {
     const h = harness({
       outcomes: [

@@ -1,9 +1,10 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DataDirInUseError, LOCK_FILE, lockDataDir } from '../../infra/local/data-dir-lock.ts';
+import { readProcessStat } from '../../infra/local/process-state.ts';
 
 let dataDir: string;
 beforeEach(() => {
@@ -74,4 +75,62 @@ describe('lockDataDir', () => {
     await lock.release();
     expect(readFileSync(lockFile(), 'utf8')).toBe(other);
   });
+
+  it('refuses while the holder runs with the start time it recorded', async () => {
+    const startTime = readProcessStat(process.pid)?.startTime;
+    expect(startTime).toMatch(/^\d+$/);
+    await lockDataDir(dataDir, 0).then((lock) => lock.release());
+    writeFileSync(
+      lockFile(),
+      JSON.stringify({ pid: process.pid, port: 8080, owner: 'x', startTime }),
+    );
+    await expect(lockDataDir(dataDir, 0)).rejects.toBeInstanceOf(DataDirInUseError);
+  });
+
+  it('takes over a lock whose PID now belongs to another process (started at another time)', async () => {
+    await lockDataDir(dataDir, 0).then((lock) => lock.release());
+    // This process runs, but it is not the one that wrote the lock: that one started earlier.
+    writeFileSync(
+      lockFile(),
+      JSON.stringify({ pid: process.pid, port: 8080, owner: 'old', startTime: '1' }),
+    );
+    const lock = await lockDataDir(dataDir, 0);
+    expect(lock.tookOverFrom).toMatchObject({ pid: process.pid, startTime: '1' });
+    expect(holder().owner).not.toBe('old');
+    await lock.release();
+  });
+
+  it('takes over a lock whose holder was killed and is a zombie its parent has not reaped', async () => {
+    // `sh` starts a child that exits at once, then becomes `sleep`, which never reaps it.
+    const parent = spawn('sh', ['-c', 'sh -c "exit 0" & echo $!; exec sleep 60'], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
+    const exited = new Promise((resolve) => parent.once('exit', resolve));
+    try {
+      const zombie = await new Promise<number>((resolve, reject) => {
+        parent.stdout.once('data', (chunk: Buffer) => resolve(Number(String(chunk).trim())));
+        parent.once('error', reject);
+      });
+      await until(() => readProcessStat(zombie)?.state === 'Z');
+      // Signal 0 alone would call it running.
+      expect(() => process.kill(zombie, 0)).not.toThrow();
+      await lockDataDir(dataDir, 0).then((lock) => lock.release());
+      writeFileSync(lockFile(), JSON.stringify({ pid: zombie, port: 8080, owner: 'old' }));
+      const lock = await lockDataDir(dataDir, 0);
+      expect(lock.tookOverFrom).toMatchObject({ pid: zombie });
+      await lock.release();
+    } finally {
+      parent.kill('SIGKILL');
+      await exited;
+    }
+  });
 });
+
+/** Waits on a condition, checking every 10 ms, for at most 5 s. */
+async function until(condition: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met within 5 s');
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
