@@ -103,7 +103,7 @@ export async function measureStreamProjection(size: number, changed = 10) {
       );
     }
     api.resetRequests();
-    catalog.reads = { listEntries: 0, getEntry: 0 };
+    catalog.reads = { listNamespaces: 0, listEntries: 0, getEntry: 0 };
     const report = await reconcile(
       { store: catalog, cluster },
       { targets: ['istio'] },
