@@ -266,7 +266,8 @@ const sections: Record<string, Section> = {
   projection: {
     title: 'Kubernetes projection: 10,000 entries against the API stand-in',
     run: async () => {
-      const { measureProjection, measureStreamProjection } = await import('./projection.ts');
+      const { measureProjection, measureStreamProjection, measureFullReconcileReads } =
+        await import('./projection.ts');
       const r = await measureProjection();
       console.log(JSON.stringify(r, null, 2));
       console.log('\nA stream batch of 10 changed entries (istio), by namespace size');
@@ -284,6 +285,38 @@ const sections: Record<string, Section> = {
           x.registryReadsPerChangedEntry,
           x.kubernetesRequestsPerChangedEntry,
           x.writes,
+        ]),
+      );
+      console.log(
+        '\nThe full reconcile (every 5 min) with nothing changed: registry reads by fleet',
+      );
+      const fleets = (process.env.BENCH_RECONCILE_FLEETS ?? '100,1000,5000').split(',').map(Number);
+      const full = [];
+      for (const n of fleets) full.push(await measureFullReconcileReads(n));
+      table(
+        [
+          'entries',
+          'namespaces',
+          'DynamoDB requests',
+          'Scans',
+          'items read',
+          'read units',
+          'bytes / entry',
+          'Kubernetes requests',
+          'writes',
+          'ms',
+        ],
+        full.map((x) => [
+          x.entries,
+          x.namespaces,
+          formatCounts(x.requests),
+          x.scans,
+          x.itemsRead,
+          x.readUnits,
+          x.entryBytes,
+          x.kubernetesRequests,
+          x.writes,
+          x.ms,
         ]),
       );
     },

@@ -57,6 +57,14 @@ export function createProjectHandler(
       scope,
     );
     recordProjectionMetrics(metrics, report);
+    if (report.namespaces && !report.namespaces.indexComplete) {
+      // A table from before the namespace index: safe (the cluster's namespaces are read too),
+      // but a namespace with entries not yet in the cluster waits for its next change.
+      logger.warn(
+        'the namespace index is not backfilled: namespaces are also taken from the cluster; run `registrar get we -A` once with operator credentials',
+        { fromCluster: report.namespaces.fromCluster },
+      );
+    }
     for (const change of report.changes) logger.info('projected', { ...change });
     for (const problem of report.problems) logger.warn('entry not projected', logFields(problem));
     for (const unmanaged of report.unmanaged) {

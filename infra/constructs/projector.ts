@@ -1,7 +1,7 @@
-import { Duration, Stack, Validations } from 'aws-cdk-lib';
+import { Duration, Validations } from 'aws-cdk-lib';
 import { Alarm, ComparisonOperator, Metric, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
-import { CfnTable, type ITable } from 'aws-cdk-lib/aws-dynamodb';
+import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { ISecurityGroup, IVpc, SubnetSelection } from 'aws-cdk-lib/aws-ec2';
 import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
@@ -18,6 +18,7 @@ import { PROJECTION_METRIC } from '../../lib/projection/projection-metrics.ts';
 import { PROJECTOR_ENV, parseTargets } from '../../lib/projection/projector-config.ts';
 import type { Target } from '../../lib/projection/report.ts';
 import { RegistrarFunction } from './registrar-function.ts';
+import { partitionStatements, tableAccess } from './table-access.ts';
 
 export interface ProjectorProps {
   /** The registry table; it must have a stream (KEYS_ONLY is enough: the projector re-reads). */
@@ -82,8 +83,16 @@ export class Projector extends Construct {
     });
     this.function = projector.function;
     const role = projector.role;
-    props.table.grantReadData(role);
-    acknowledgeGrantWildcards(role, props.table);
+    // Not `grantReadData`: that reads every item, join-token hashes and IAM allow rules
+    // included, and Scans. The projector reads groups and entries (NS#...) and the namespace
+    // index, by GetItem and Query only; the stream read is the event source's own grant.
+    for (const statement of partitionStatements(
+      props.table.tableArn,
+      tableAccess('projector', 'token').items,
+    )) {
+      role.addToPrincipalPolicy(statement);
+    }
+    acknowledgeStreamListing(role);
 
     this.deadLetterQueue = new Queue(this, 'DeadLetters', {
       retentionPeriod: Duration.days(14),
@@ -186,22 +195,13 @@ export class Projector extends Construct {
   }
 }
 
-/** The wildcards the CDK's own grants add to the role, named so cdk-nag can check them. */
-function acknowledgeGrantWildcards(role: Role, table: ITable): void {
+/** The one wildcard on the role, named so cdk-nag can check it. */
+function acknowledgeStreamListing(role: Role): void {
   Validations.of(role).acknowledge({
     id: 'AwsSolutions-IAM5[Resource::*]',
     reason:
       'dynamodb:ListStreams, added by the DynamoDB event source, has no resource-level permissions.',
   });
-  const cfnTable = table.node.defaultChild;
-  if (cfnTable instanceof CfnTable) {
-    const logicalId = Stack.of(table).getLogicalId(cfnTable);
-    Validations.of(role).acknowledge({
-      id: `AwsSolutions-IAM5[Resource::<${logicalId}.Arn>/index/*]`,
-      reason:
-        "Table.grantReadData names the table's own secondary indexes (<table ARN>/index/*), no other table.",
-    });
-  }
 }
 
 /** Errors counted by the projector (Powertools EMF: namespace WorkloadRegistrar, service). */

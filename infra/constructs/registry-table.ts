@@ -11,7 +11,7 @@ import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { Construct } from 'constructs';
 import { EXPIRES_AT_ATTRIBUTE } from '../../lib/store/item-codec.ts';
 import { INSTANCE_INDEX, REGISTRY_TABLE, SWEEP_INDEX } from '../../lib/store/table-definition.ts';
-import type { TableAccess } from './table-access.ts';
+import { partitionStatements, type TableAccess } from './table-access.ts';
 
 /**
  * The registry table, built from the one table definition the local runtime also creates
@@ -71,16 +71,8 @@ export class RegistryTable extends Construct {
    */
   grantAccess(grantee: IGrantable, access: TableAccess): void {
     const principal = grantee.grantPrincipal;
-    for (const { actions, partitions } of access.items) {
-      principal.addToPrincipalPolicy(
-        new PolicyStatement({
-          actions: actions.map((action) => `dynamodb:${action}`),
-          resources: [this.table.tableArn],
-          conditions: {
-            'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...partitions] },
-          },
-        }),
-      );
+    for (const statement of partitionStatements(this.table.tableArn, access.items)) {
+      principal.addToPrincipalPolicy(statement);
     }
     if (access.querySweepIndex) {
       principal.addToPrincipalPolicy(

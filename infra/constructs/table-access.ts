@@ -1,3 +1,4 @@
+import { PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import { PARTITIONS } from '../../lib/store/table-definition.ts';
 
 /** The DynamoDB item actions the functions call (each is one SDK command in lib/store). */
@@ -24,7 +25,8 @@ export type AccessingFunction =
   | 'disconnect'
   | 'message'
   | 'sweeper'
-  | 'ec2StateChange';
+  | 'ec2StateChange'
+  | 'projector';
 
 /** The zone counters (fail static): moved by every write that connects or removes an entry. */
 const ZONE_COUNTERS = { actions: ['UpdateItem'], partitions: [PARTITIONS.zones] } as const;
@@ -44,6 +46,8 @@ const ZONE_COUNTERS = { actions: ['UpdateItem'], partitions: [PARTITIONS.zones] 
  * - connect, disconnect, sweeper and ec2StateChange move the zone counters; the sweeper also
  *   reads them (one Query of the ZONE partition) and keeps its fail-static record.
  * - ec2StateChange: queries the instance index, deletes the entries it names.
+ * - projector: reads entries (GetItem), lists a namespace's entries and groups (Query) and the
+ *   namespace index (Query); nothing else: no token, allow rule, connection record or counter.
  */
 export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'): TableAccess {
   const iam = authMode === 'iam';
@@ -102,5 +106,35 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
         queryInstanceIndex: true,
         items: [{ actions: ['DeleteItem'], partitions: [PARTITIONS.namespaces] }, ZONE_COUNTERS],
       };
+    case 'projector':
+      return {
+        items: [
+          {
+            actions: ['GetItem', 'Query'],
+            partitions: [PARTITIONS.namespaces, PARTITIONS.namespaceIndex],
+          },
+        ],
+      };
   }
+}
+
+/**
+ * One statement per partition access, each conditioned on `dynamodb:LeadingKeys` (the
+ * partition key of the items a request reads or writes). GetItem, PutItem, UpdateItem,
+ * DeleteItem and Query always name one partition key, so `ForAllValues` is never vacuously
+ * true for them; a Scan names none (`ForAllValues` is true for an absent key), which is why no
+ * statement here ever lists Scan.
+ */
+export function partitionStatements(
+  tableArn: string,
+  items: readonly PartitionAccess[],
+): PolicyStatement[] {
+  return items.map(
+    ({ actions, partitions }) =>
+      new PolicyStatement({
+        actions: actions.map((action) => `dynamodb:${action}`),
+        resources: [tableArn],
+        conditions: { 'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [...partitions] } },
+      }),
+  );
 }

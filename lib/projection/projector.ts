@@ -8,6 +8,7 @@ import { desiredExternalWorkloads } from './desired-linkerd.ts';
 import { diff } from './diff.ts';
 import { KINDS, MANAGED_BY_LABEL, MANAGED_SELECTOR, MANAGER } from './kinds.ts';
 import type { KubeObject } from './objects.ts';
+import { readRegistry } from './registry-read.ts';
 import { emptyReport, type ProjectionReport, TARGET_KINDS, type Target } from './report.ts';
 import { reconcileSlices } from './slice-reconciler.ts';
 
@@ -37,7 +38,7 @@ export interface NamespaceScope {
 }
 
 export interface ProjectorDeps {
-  store: Pick<CatalogStore, 'listEntries' | 'listGroups' | 'getEntry'>;
+  store: Pick<CatalogStore, 'listNamespaces' | 'listEntries' | 'listGroups' | 'getEntry'>;
   cluster: Cluster;
 }
 
@@ -68,7 +69,17 @@ export async function reconcile(
     let changedRecords: EntryRecord[] | undefined;
     let groups: StoredGroup[] = [];
     try {
-      entries = needsAll ? await deps.store.listEntries(unit.namespace) : [];
+      if (unit.namespace === undefined) {
+        // The full reconcile: the registry by namespace, never a Scan (registry-read.ts).
+        const snapshot = await readRegistry(deps.store, deps.cluster, options.targets);
+        entries = snapshot.entries;
+        groups = snapshot.groups;
+        report.namespaces = snapshot.coverage;
+      } else {
+        entries = needsAll ? await deps.store.listEntries(unit.namespace) : [];
+        if (options.targets.includes('linkerd'))
+          groups = await deps.store.listGroups(unit.namespace);
+      }
       if (changed !== undefined && unit.namespace !== undefined) {
         const namespace = unit.namespace;
         changedRecords = needsAll
@@ -77,7 +88,6 @@ export async function reconcile(
               await Promise.all(changed.map((name) => deps.store.getEntry({ namespace, name })))
             ).filter((record): record is EntryRecord => record !== undefined);
       }
-      if (options.targets.includes('linkerd')) groups = await deps.store.listGroups(unit.namespace);
     } catch (error) {
       report.errors.push({
         target: 'registry',

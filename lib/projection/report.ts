@@ -1,5 +1,6 @@
 import type { Problem } from './desired.ts';
 import type { Kind, ManagedKind } from './kinds.ts';
+import type { NamespaceCoverage } from './registry-read.ts';
 
 export const TARGETS = ['istio', 'linkerd', 'endpointslices'] as const;
 /** What the projector writes: istio WorkloadEntries, linkerd ExternalWorkloads, EndpointSlices. */
@@ -40,6 +41,8 @@ export interface ProjectionReport {
   problems: Problem[];
   /** Requests that failed for another reason (CRD not installed, 422, 5xx, registry read). */
   errors: ProjectionError[];
+  /** A full reconcile: the namespaces it read, and whether the namespace index was complete. */
+  namespaces?: NamespaceCoverage;
   durationMs: number;
 }
 

@@ -18,7 +18,8 @@ import {
 } from '../domain/model.ts';
 import { type Forgery, forgedEntryState, forgedGroupState } from '../domain/registrar-state.ts';
 import { entrySizeRefusal, groupSizeRefusal, type SizeRefusal } from './catalog-item-limits.ts';
-import { isConditionFailed, queryItems, scanItems } from './dynamodb-client.ts';
+import { isConditionFailed, queryItems } from './dynamodb-client.ts';
+import { DynamoDbNamespaceIndex } from './dynamodb-namespace-index.ts';
 import {
   connectionKey,
   decodeEntry,
@@ -34,12 +35,17 @@ import {
   type Item,
   namespacePartition,
 } from './item-codec.ts';
-import type { StoredGroup } from './registry-store.ts';
+import type { NamespaceList, StoredGroup } from './registry-store.ts';
 
 /** Optimistic-lock retries of an apply that raced another writer of the same object. */
 const APPLY_ATTEMPTS = 3;
 /** BatchWriteItem's limit. */
 const BATCH_SIZE = 25;
+/**
+ * Namespace Queries in flight at once when listing every namespace: a few hundred namespaces
+ * read in a few dozen round trips, without a burst against the table.
+ */
+const LIST_CONCURRENCY = 8;
 
 type ApplyGroupResult = { outcome: 'created' | 'updated' | 'unchanged'; group: WorkloadGroup };
 
@@ -51,10 +57,17 @@ type ApplyGroupResult = { outcome: 'created' | 'updated' | 'unchanged'; group: W
 export class DynamoDbCatalog {
   readonly #client: DynamoDBDocumentClient;
   readonly #table: string;
+  readonly #namespaces: DynamoDbNamespaceIndex;
 
   constructor(client: DynamoDBDocumentClient, tableName: string) {
     this.#client = client;
     this.#table = tableName;
+    this.#namespaces = new DynamoDbNamespaceIndex(client, tableName);
+  }
+
+  /** The namespace index as it is (no backfill): what the projector's full reconcile reads. */
+  listNamespaces(): Promise<NamespaceList> {
+    return this.#namespaces.list();
   }
 
   async getGroup(ref: ObjectRef): Promise<StoredGroup | undefined> {
@@ -66,6 +79,9 @@ export class DynamoDbCatalog {
   async applyGroup(group: WorkloadGroup): Promise<ApplyGroupResult> {
     refuseForged('workloadgroup', group, forgedGroupState(group));
     refuseOversized('workloadgroup', group, groupSizeRefusal(group));
+    // Every apply, 'unchanged' too: re-applying the groups indexes a namespace from before
+    // the index (and repairs one whose index write failed after the group's).
+    await this.#namespaces.record(group.metadata.namespace);
     const wanted = normalized(group);
     for (let attempt = 0; attempt < APPLY_ATTEMPTS; attempt++) {
       const existing = (await this.#get(groupKey(group.metadata), true)) as GroupItem | undefined;
@@ -124,6 +140,7 @@ export class DynamoDbCatalog {
   ): Promise<'created' | 'updated' | 'unchanged' | 'conflict'> {
     refuseForged('workloadentry', entry, forgedEntryState(entry));
     refuseOversized('workloadentry', entry, entrySizeRefusal(entry));
+    await this.#namespaces.record(entry.metadata.namespace);
     for (let attempt = 0; attempt < APPLY_ATTEMPTS; attempt++) {
       const existing = (await this.#get(entryKey(entry.metadata), true)) as EntryItem | undefined;
       if (existing?.autoRegistrationGroup !== undefined) return 'conflict';
@@ -183,20 +200,33 @@ export class DynamoDbCatalog {
     }
   }
 
-  /** One namespace: a Query. All namespaces (the operator's `list -A`): a Scan, never on a hot path. */
+  /**
+   * One namespace: a Query. All namespaces (`get -A`, `export -A`): the namespace index, then
+   * a Query per namespace, LIST_CONCURRENCY at a time, in namespace order. A table from before
+   * the index is backfilled by the first such listing (one Scan of the keys, then never again).
+   */
   async #list(prefix: string, namespace: string | undefined): Promise<Item[]> {
+    if (namespace !== undefined) return this.#listNamespace(prefix, namespace);
+    const index = await this.#namespaces.list();
+    const namespaces = index.complete ? index.namespaces : await this.#namespaces.backfill();
+    const lists: Item[][] = new Array(namespaces.length);
+    let next = 0;
+    const lane = async () => {
+      for (let at = next++; at < namespaces.length; at = next++) {
+        lists[at] = await this.#listNamespace(prefix, namespaces[at] as string);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(LIST_CONCURRENCY, namespaces.length) }, lane));
+    return lists.flat();
+  }
+
+  async #listNamespace(prefix: string, namespace: string): Promise<Item[]> {
     const items: Item[] = [];
-    const pages = namespace
-      ? queryItems(this.#client, {
-          TableName: this.#table,
-          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
-          ExpressionAttributeValues: { ':pk': namespacePartition(namespace), ':prefix': prefix },
-        })
-      : scanItems(this.#client, {
-          TableName: this.#table,
-          FilterExpression: 'begins_with(pk, :ns) AND begins_with(sk, :prefix)',
-          ExpressionAttributeValues: { ':ns': namespacePartition(''), ':prefix': prefix },
-        });
+    const pages = queryItems(this.#client, {
+      TableName: this.#table,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+      ExpressionAttributeValues: { ':pk': namespacePartition(namespace), ':prefix': prefix },
+    });
     for await (const item of pages) items.push(item);
     return items;
   }

@@ -59,6 +59,7 @@ import type {
   InstanceStore,
   LeaveChange,
   LeaveResult,
+  NamespaceList,
   RegistryStore,
   StoredGroup,
   SweepIndexState,
@@ -685,6 +686,9 @@ export class DynamoDbRegistryStore
   }
   listEntries(namespace?: string): Promise<EntryRecord[]> {
     return this.#catalog.listEntries(namespace);
+  }
+  listNamespaces(): Promise<NamespaceList> {
+    return this.#catalog.listNamespaces();
   }
   deleteEntry(ref: ObjectRef): Promise<boolean> {
     return this.#catalog.deleteEntry(ref);

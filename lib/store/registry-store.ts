@@ -245,8 +245,20 @@ export interface InstanceStore {
   removeInstanceEntry(ref: ObjectRef, instanceId: string): Promise<'deleted' | 'kept'>;
 }
 
+/** The namespaces that hold groups or entries, from the namespace index (never a Scan). */
+export interface NamespaceList {
+  namespaces: string[];
+  /**
+   * False on a table written before the index existed, until its one-time backfill (the first
+   * `registrar get -A` by an operator): namespaces may then be missing from `namespaces`.
+   */
+  complete: boolean;
+}
+
 /** What the operator CLI needs: groups and entries as documents. */
 export interface CatalogStore {
+  /** One Query of the namespace index: the projector's full reconcile reads namespaces so. */
+  listNamespaces(): Promise<NamespaceList>;
   /** Creates or updates a group; `generation` goes up only when its spec changes. */
   applyGroup(
     group: WorkloadGroup,
@@ -256,6 +268,7 @@ export interface CatalogStore {
   /** Creates or updates a hand-made entry; refuses ('conflict') to overwrite an auto-registered one. */
   applyEntry(entry: WorkloadEntry): Promise<'created' | 'updated' | 'unchanged' | 'conflict'>;
   getEntry(ref: ObjectRef): Promise<EntryRecord | undefined>;
+  /** One namespace: a Query. All: the namespace index, then a Query per namespace. */
   listEntries(namespace?: string): Promise<EntryRecord[]>;
   deleteEntry(ref: ObjectRef): Promise<boolean>;
   /** Deletes an entry; the connections that held it when it went, undefined when it was not there. */

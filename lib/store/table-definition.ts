@@ -8,6 +8,8 @@
  *   CONN#<id>       / CONN             a live connection -> the entry it registered
  *   TOKEN           / <id>             a join token (hashed secret)
  *   POLICY          / <roleArn>#<ns>   an IAM-mode allow rule
+ *   NAMESPACES      / <namespace>      a namespace that holds groups or entries (the full
+ *                                      listing's Query; `#complete` once none is missing)
  *
  * The sweep index is sparse: only auto-registered entries carry `sweepState` and `sweepAt`.
  *   sweepState = "C#<shard>" with sweepAt = newest connectedAt    (stale after 1.5 x max age)
@@ -24,6 +26,11 @@ export const TABLE_KEYS = { partitionKey: 'pk', sortKey: 'sk' } as const;
 export const PARTITIONS = {
   /** Groups and entries of one namespace. */
   namespaces: 'NS#*',
+  /**
+   * The namespaces that hold groups or entries (lib/store/dynamodb-namespace-index.ts): the
+   * full reconcile and `get -A` list them with one Query instead of a Scan.
+   */
+  namespaceIndex: 'NAMESPACES',
   /** Connection records. */
   connections: 'CONN#*',
   tokens: 'TOKEN',

@@ -32,6 +32,17 @@ describe('cdk-nag AwsSolutions', () => {
     expect(synth).not.toThrow();
   });
 
+  it('finds nothing unacknowledged with the Kubernetes projector deployed', () => {
+    const { synth } = synthWithNag({
+      context: {
+        projectorClusterName: 'prod',
+        projectorEndpoint: 'https://ABC123.gr7.eu-west-1.eks.amazonaws.com',
+        projectorCertificateAuthority: 'LS0tLS1CRUdJTg==',
+      },
+    });
+    expect(synth).not.toThrow();
+  });
+
   it('acknowledges each finding on the construct it concerns, with a reason', () => {
     const { stack } = synthWithNag();
     const acks = acknowledgements(stack);

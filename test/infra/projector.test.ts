@@ -7,6 +7,17 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { Projector, resolveProjectorOptions } from '../../infra/constructs/projector.ts';
 import { METRICS_NAMESPACE } from '../../lib/observability.ts';
 import { PROJECTION_METRIC } from '../../lib/projection/projection-metrics.ts';
+import { namespaceIndexKey } from '../../lib/store/dynamodb-namespace-index.ts';
+import { POLICY_PARTITION } from '../../lib/store/dynamodb-policy-store.ts';
+import { connectionKey, entryKey, groupKey, TOKEN_PARTITION } from '../../lib/store/item-codec.ts';
+import { PARTITIONS, zonePartition } from '../../lib/store/table-definition.ts';
+import { actionsOf, type Statement, statementsOfRole } from './policy-statements.ts';
+
+/** IAM's StringLike: `*` matches any run of characters, everything else itself. */
+function like(pattern: string, value: string): boolean {
+  const escaped = pattern.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replaceAll('*', '.*');
+  return new RegExp(`^${escaped}$`).test(value);
+}
 
 // A bare stack with a test table that has a stream; bundling is skipped (bundle-contents and
 // `cdk synth` prove esbuild), so this only checks what the template says.
@@ -89,17 +100,87 @@ describe('Projector construct', () => {
     });
   });
 
-  it('may read the table and its stream, and write nothing to it', () => {
+  /** The DynamoDB statements of the projector's role. */
+  function dynamoStatements() {
+    return statementsOfRole(template, 'Projector/Function/Role').filter((s) =>
+      actionsOf([s]).some((a) => a.startsWith('dynamodb:')),
+    ) as (Statement & { Condition?: Record<string, Record<string, string[]>> })[];
+  }
+
+  it('may GetItem and Query only groups, entries and the namespace index (dynamodb:LeadingKeys)', () => {
+    template.hasResourceProperties('AWS::IAM::Policy', {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          {
+            Effect: 'Allow',
+            Action: ['dynamodb:GetItem', 'dynamodb:Query'],
+            Resource: { 'Fn::GetAtt': [Match.stringLikeRegexp('^Registry'), 'Arn'] },
+            Condition: {
+              'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': ['NS#*', 'NAMESPACES'] },
+            },
+          },
+        ]),
+      },
+      Roles: [{ Ref: Match.stringLikeRegexp('^ProjectorFunctionRole') }],
+    });
+  });
+
+  it('reads the table only under that condition, never by Scan, and writes nothing', () => {
+    const statements = dynamoStatements();
+    const actions = actionsOf(statements);
+    expect([...new Set(actions)]).toEqual([
+      'dynamodb:DescribeStream',
+      'dynamodb:GetItem',
+      'dynamodb:GetRecords',
+      'dynamodb:GetShardIterator',
+      'dynamodb:ListStreams',
+      'dynamodb:Query',
+    ]);
+    // Every statement that reads items names the partitions; the stream actions read records
+    // of keys only, from the stream's ARN.
+    for (const statement of statements) {
+      const itemActions = actionsOf([statement]).filter((a) => /GetItem|Query/.test(a));
+      if (itemActions.length === 0) {
+        expect(JSON.stringify(statement.Resource)).toMatch(/StreamArn|"\*"/);
+      } else {
+        expect(statement.Condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys']).toEqual([
+          'NS#*',
+          'NAMESPACES',
+        ]);
+        expect(JSON.stringify(statement.Resource)).not.toContain('/index/');
+      }
+    }
+  });
+
+  it('is denied every partition but groups, entries and the namespace index', () => {
+    const granted = dynamoStatements().flatMap(
+      (s) => s.Condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'] ?? [],
+    );
+    const allowed = (pk: string) => granted.some((pattern) => like(pattern, pk));
+    expect(allowed(groupKey({ namespace: 'shop', name: 'web' }).pk)).toBe(true);
+    expect(allowed(entryKey({ namespace: 'shop', name: 'web-1' }).pk)).toBe(true);
+    expect(allowed(namespaceIndexKey('shop').pk)).toBe(true);
+    for (const pk of [
+      TOKEN_PARTITION,
+      POLICY_PARTITION,
+      PARTITIONS.config,
+      PARTITIONS.sweeper,
+      'ZONE',
+      zonePartition(3),
+      connectionKey('Lx1abcd=').pk,
+    ]) {
+      expect(allowed(pk), pk).toBe(false);
+    }
+  });
+
+  it('still sends failed stream batches to its dead-letter queue', () => {
     const policies = template.findResources('AWS::IAM::Policy');
     const actions = Object.values(policies).flatMap((policy) =>
       (policy.Properties.PolicyDocument.Statement as { Action: string | string[] }[]).flatMap((s) =>
         [s.Action].flat(),
       ),
     );
-    expect(actions).toEqual(
-      expect.arrayContaining(['dynamodb:Query', 'dynamodb:GetRecords', 'sqs:SendMessage']),
-    );
-    expect(actions.filter((a) => /^dynamodb:(Put|Update|Delete|BatchWrite)/.test(a))).toEqual([]);
+    expect(actions).toContain('sqs:SendMessage');
   });
 
   it('alarms on a message in the DLQ and on projection errors, to the alarm topic', () => {

@@ -73,7 +73,7 @@ describe('groups', () => {
     expect((await store.applyGroup(relabelled)).outcome).toBe('unchanged');
   });
 
-  it('lists a namespace with a Query and every namespace with a Scan', async () => {
+  it('lists a namespace with a Query, and every namespace with Queries of the index and of each, no Scan', async () => {
     await store.applyGroup(group('g4', 'a'));
     await store.applyGroup(group('g4', 'b'));
     await store.applyGroup(group('g5', 'c'));
@@ -87,6 +87,9 @@ describe('groups', () => {
       (stored) => `${stored.group.metadata.namespace}/${stored.group.metadata.name}`,
     );
     expect(all).toEqual(expect.arrayContaining(['g4/a', 'g4/b', 'g5/c']));
+    const { namespaces } = await store.listNamespaces();
+    expect(namespaces).toEqual(expect.arrayContaining(['g4', 'g5']));
+    expect(requests.counts()).toEqual({ Query: 1 + 1 + namespaces.length + 1 });
   });
 
   it('deletes a group once', async () => {

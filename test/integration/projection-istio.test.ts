@@ -186,7 +186,7 @@ describe('a stream batch reconciles only the entries it changed', () => {
       await project(); // everything in place
       catalog.set(entryRecord('vm-3', { address: '10.0.9.9' }));
       api.resetRequests();
-      catalog.reads = { listEntries: 0, getEntry: 0 };
+      catalog.reads = { listNamespaces: 0, listEntries: 0, getEntry: 0 };
       const report = await projectChanged(['vm-3']);
       expect(report.errors).toEqual([]);
       expect(addressOf('vm-3')).toBe('10.0.9.9');
@@ -200,7 +200,7 @@ describe('a stream batch reconciles only the entries it changed', () => {
     expect(large).toEqual(small);
     // One registry read for the changed entry, no namespace listing; in the cluster the one
     // object, the namespace's WorkloadGroups (for owner references), and the update.
-    expect(small.registry).toEqual({ listEntries: 0, getEntry: 1 });
+    expect(small.registry).toEqual({ listNamespaces: 0, listEntries: 0, getEntry: 1 });
     expect(small.cluster).toEqual([
       'GET /apis/networking.istio.io/v1/namespaces/shop/workloadentries/vm-3',
       'GET /apis/networking.istio.io/v1/namespaces/shop/workloadgroups',

@@ -40,6 +40,7 @@ describe('projector logs', () => {
   it('say why a reconcile failed in the error line', async () => {
     const unreachable = () => Promise.reject(new Error('registry table unreachable'));
     const store: ProjectorDeps['store'] = {
+      listNamespaces: unreachable,
       listEntries: unreachable,
       listGroups: unreachable,
       getEntry: unreachable,

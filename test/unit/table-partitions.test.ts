@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { tableAccess } from '../../infra/constructs/table-access.ts';
+import {
+  NAMESPACE_INDEX_COMPLETE,
+  namespaceIndexKey,
+} from '../../lib/store/dynamodb-namespace-index.ts';
 import { POLICY_PARTITION, policyKey } from '../../lib/store/dynamodb-policy-store.ts';
 import {
   connectionKey,
@@ -29,19 +33,25 @@ describe('the partitions IAM grants name are the ones the store writes', () => {
       policyKey('arn:aws:iam::123456789012:role/vm', 'shop').pk,
       PARTITIONS.policies,
     ],
+    ['a namespace index item', namespaceIndexKey('shop').pk, PARTITIONS.namespaceIndex],
+    [
+      'the namespace index marker',
+      namespaceIndexKey(NAMESPACE_INDEX_COMPLETE).pk,
+      PARTITIONS.namespaceIndex,
+    ],
   ])('%s is keyed inside its granted partition', (_what, pk, pattern) => {
     expect(like(pattern, pk)).toBe(true);
   });
 
   it('keeps tokens and allow rules out of the namespace and connection patterns', () => {
-    for (const pk of [TOKEN_PARTITION, POLICY_PARTITION]) {
+    for (const pk of [TOKEN_PARTITION, POLICY_PARTITION, PARTITIONS.namespaceIndex]) {
       expect(like(PARTITIONS.namespaces, pk)).toBe(false);
       expect(like(PARTITIONS.connections, pk)).toBe(false);
     }
   });
 
   it('gives no function but the authorizer the token partition', () => {
-    for (const name of ['connect', 'disconnect', 'message', 'sweeper'] as const) {
+    for (const name of ['connect', 'disconnect', 'message', 'sweeper', 'projector'] as const) {
       for (const mode of ['token', 'iam'] as const) {
         const partitions = tableAccess(name, mode).items.flatMap((item) => item.partitions);
         expect(partitions, `${name} (${mode})`).not.toContain(PARTITIONS.tokens);
