@@ -37,8 +37,9 @@ const ZONE_COUNTERS = { actions: ['UpdateItem'], partitions: [PARTITIONS.zones] 
  * widening a role:
  * - authorize: reads the presented token.
  * - connect: reads the group and the entry, writes the entry conditionally (and deletes one
- *   it created when the connect is withdrawn); in IAM mode also reads the caller's allow rule
- *   and records the connection (no authorizer carries its entry).
+ *   it created when the connect is withdrawn, or one its address claim replaces); claims the
+ *   entry's address (one conditional put, read when held); in IAM mode also reads the
+ *   caller's allow rule and records the connection (no authorizer carries its entry).
  * - disconnect: reads and updates the entry; reads and forgets the connection record.
  * - message: reads and updates the entry (health); reads the connection record.
  * - sweeper: queries the sweep index, reads/updates/deletes entries, forgets connection
@@ -62,6 +63,7 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
             partitions: [PARTITIONS.namespaces],
           },
           ZONE_COUNTERS,
+          { actions: ['GetItem', 'PutItem'], partitions: [PARTITIONS.addresses] },
           ...(iam
             ? [
                 { actions: ['PutItem'], partitions: [PARTITIONS.connections] } as const,

@@ -63,6 +63,17 @@ export interface EntryRecord {
   instanceId?: string;
   /** Bumped by every write; the sweeper's delete is conditional on the revision it read. */
   revision: number;
+  /**
+   * The latest claim of this entry's address that was refused while the entry held it (an
+   * address is unique within a network): when, and by which entry's connect.
+   */
+  addressConflict?: AddressConflict;
+}
+
+export interface AddressConflict {
+  at: EpochMillis;
+  /** The entry the refused connect would have registered (`<namespace>/<name>`). */
+  claimant: string;
 }
 
 export function isAutoRegistered(record: EntryRecord): boolean {

@@ -66,3 +66,16 @@ export class NotRegisteredError extends RegistrarError {
     super(message, 404, NotRegisteredError.CODE);
   }
 }
+
+/**
+ * 409 with its own code (counted apart, `Refused` by Reason `AddressInUse`): the address is
+ * held, within its network, by another entry's connected VM. An address is unique within a
+ * network: two live entries for one IP would route one address to two workloads.
+ */
+export class AddressInUseError extends RegistrarError {
+  static readonly CODE = 'AddressInUse';
+
+  constructor(message: string) {
+    super(message, 409, AddressInUseError.CODE);
+  }
+}

@@ -11,6 +11,7 @@ import {
 } from '../domain/model.ts';
 import { isTokenPrincipal } from '../protocol/identity.ts';
 import type { ConnectChange, ConnectOutcome, RegistryStore } from '../store/registry-store.ts';
+import { type AddressClaimStore, claimEntryAddress } from './address-claim.ts';
 import { instanceIdOf } from './instance-identity.ts';
 
 export interface RegisterWorkloadInput {
@@ -25,7 +26,7 @@ export interface RegisterWorkloadInput {
 }
 
 export interface RegisterWorkloadDeps {
-  store: Pick<RegistryStore, 'getGroup' | 'connect' | 'withdrawCreated'>;
+  store: Pick<RegistryStore, 'getGroup' | 'connect' | 'withdrawCreated'> & AddressClaimStore;
   /** The `istio.io/workloadController` value. */
   controller: string;
 }
@@ -33,6 +34,8 @@ export interface RegisterWorkloadDeps {
 export interface RegisterWorkloadResult {
   outcome: 'created' | 'reconnected' | 'joined';
   entry: ObjectRef;
+  /** An entry that held this address and was replaced (a VM that moved groups). */
+  replaced?: ObjectRef;
 }
 
 /**
@@ -76,10 +79,25 @@ export async function registerWorkload(
   };
   const instanceId = instanceIdOf(identity, request.labels);
   if (instanceId !== undefined) change.instanceId = instanceId;
+  // Before the entry: a refused claim writes nothing. One conditional write per connect. A
+  // caller the template refuses can only join an existing entry, which holds its claim.
+  const { replaced } = templateRefusal
+    ? {}
+    : await claimEntryAddress(deps.store, {
+        address: built.entry.spec.address ?? '',
+        network: built.entry.spec.network ?? '',
+        entry,
+        at: input.connectedAt,
+        ...(identity.instanceId !== undefined ? { instanceId: identity.instanceId } : {}),
+      });
   const outcome = await deps.store.connect(change);
   refuse(outcome, entry, templateRefusal);
   if (outcome === 'created') await ensureGroupStillExists(deps, stored.group, change);
-  return { outcome: outcome as RegisterWorkloadResult['outcome'], entry };
+  return {
+    outcome: outcome as RegisterWorkloadResult['outcome'],
+    entry,
+    ...(replaced ? { replaced } : {}),
+  };
 }
 
 function refuse(

@@ -15,8 +15,15 @@ import {
   zoneOf,
 } from '../domain/disruption.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
-import type { EpochMillis, ObjectRef, WorkloadEntry, WorkloadGroup } from '../domain/model.ts';
+import {
+  type EpochMillis,
+  formatRef,
+  type ObjectRef,
+  type WorkloadEntry,
+  type WorkloadGroup,
+} from '../domain/model.ts';
 import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
+import { DynamoDbAddressClaims } from './dynamodb-address-claims.ts';
 import { DynamoDbCatalog } from './dynamodb-catalog.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import {
@@ -47,7 +54,9 @@ import {
 } from './item-codec.ts';
 import { mergeOrdered } from './merge-ordered.ts';
 import type {
+  AddressClaim,
   CatalogStore,
+  ClaimResult,
   ConnectChange,
   ConnectionRecord,
   ConnectOutcome,
@@ -98,11 +107,33 @@ export class DynamoDbRegistryStore
   readonly #client: DynamoDBDocumentClient;
   readonly #table: string;
   readonly #catalog: DynamoDbCatalog;
+  readonly #addresses: DynamoDbAddressClaims;
 
   constructor(client: DynamoDBDocumentClient, tableName: string) {
     this.#client = client;
     this.#table = tableName;
     this.#catalog = new DynamoDbCatalog(client, tableName);
+    this.#addresses = new DynamoDbAddressClaims(client, tableName);
+  }
+
+  claimAddress(claim: AddressClaim): Promise<ClaimResult> {
+    return this.#addresses.claim(claim);
+  }
+
+  takeAddress(claim: AddressClaim, from: ObjectRef): Promise<boolean> {
+    return this.#addresses.take(claim, from);
+  }
+
+  async noteAddressConflict(holder: ObjectRef, claim: AddressClaim): Promise<void> {
+    await this.#tryUpdate({
+      TableName: this.#table,
+      Key: entryKey(holder),
+      UpdateExpression: 'SET addressConflict = :conflict',
+      ConditionExpression: 'attribute_exists(pk)',
+      ExpressionAttributeValues: {
+        ':conflict': { at: claim.at, claimant: formatRef(claim.entry) },
+      },
+    });
   }
 
   async getGroup(ref: ObjectRef): Promise<StoredGroup | undefined> {

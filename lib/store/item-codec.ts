@@ -112,6 +112,8 @@ export type EntryItem = ItemKey & {
    * than it are leftovers of lost `$disconnect`s, and their going is a clean departure.
    */
   cleanExitSince?: EpochMillis;
+  /** The latest refused claim of the address (see EntryRecord.addressConflict). */
+  addressConflict?: { at: EpochMillis; claimant: string };
   healthStatus?: 'True' | 'False';
   healthMessage?: string;
   lastProbeTime?: EpochMillis;
@@ -188,6 +190,7 @@ export function decodeEntry(raw: Item): EntryRecord {
   if (item.groupGeneration !== undefined) record.groupGeneration = item.groupGeneration;
   if (item.identity !== undefined) record.identity = item.identity;
   if (item.instanceId !== undefined) record.instanceId = item.instanceId;
+  if (item.addressConflict !== undefined) record.addressConflict = item.addressConflict;
   if (item.controller !== undefined) {
     const connectionIds = [...(item.conns ?? [])].sort();
     const times = holderTimes(raw);

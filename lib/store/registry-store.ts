@@ -93,6 +93,23 @@ export interface LeaveChange extends HolderRef {
   since?: EpochMillis;
 }
 
+/** An entry's claim of its address within its network (DESIGN: an address is unique). */
+export interface AddressClaim {
+  address: string;
+  /** '' when the entry has no network. */
+  network: string;
+  entry: ObjectRef;
+  /** The EC2 instance AWS signed the address for (IAM mode with attestation). */
+  instanceId?: string;
+  /** Server time of the connect. */
+  at: EpochMillis;
+}
+
+export type ClaimResult =
+  | { outcome: 'claimed' }
+  /** Another entry holds the address (`instanceId`: the attested instance that claimed it). */
+  | { outcome: 'held'; holder: ObjectRef; instanceId?: string };
+
 /** A connection holding an entry, and when it connected (absent in records of old entries). */
 export interface Holder {
   connectionId: string;
@@ -161,6 +178,18 @@ export interface RegistryStore extends DisruptionStore, InstanceStore, SweepLeas
    * (`delete wg` cascades; an entry created after the cascade read would outlive its group).
    */
   withdrawCreated(ref: ObjectRef, origin: string): Promise<void>;
+  /**
+   * Claims the address for the entry: taken when free, expired, or the entry's own; else who
+   * holds it. One conditional write; a read only when it is held.
+   */
+  claimAddress(claim: AddressClaim): Promise<ClaimResult>;
+  /** Takes the claim from an entry being replaced; false when the claim changed meanwhile. */
+  takeAddress(claim: AddressClaim, from: ObjectRef): Promise<boolean>;
+  /**
+   * Records on the holder that a claim of its address was refused, for `registrar get we`.
+   * Not a change of the entry's state: no revision bump, so no sweep or connect loses to it.
+   */
+  noteAddressConflict(holder: ObjectRef, claim: AddressClaim): Promise<void>;
   /** The connection stops holding its entry (its `$disconnect`). */
   leave(change: LeaveChange): Promise<LeaveResult>;
   /**

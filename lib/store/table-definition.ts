@@ -6,6 +6,7 @@
  *   NS#<namespace>  / WG#<name>        a WorkloadGroup
  *   NS#<namespace>  / WE#<name>        a WorkloadEntry (hand-made or auto-registered)
  *   CONN#<id>       / CONN             a live connection -> the entry it registered
+ *   ADDR#<net>#<ip> / ADDR             the entry that holds an address within its network
  *   TOKEN           / <id>             a join token (hashed secret)
  *   POLICY          / <roleArn>#<ns>   an IAM-mode allow rule
  *   NAMESPACES      / <namespace>      a namespace that holds groups or entries (the full
@@ -33,6 +34,11 @@ export const PARTITIONS = {
   namespaceIndex: 'NAMESPACES',
   /** Connection records. */
   connections: 'CONN#*',
+  /**
+   * Address claims: which entry holds an address within its network (an address is unique
+   * within a network, across groups and namespaces; lib/store/dynamodb-address-claims.ts).
+   */
+  addresses: 'ADDR#*',
   tokens: 'TOKEN',
   policies: 'POLICY',
   /** The sweeper's own state (how far its liveness checks have covered). */

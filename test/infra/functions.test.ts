@@ -18,6 +18,12 @@ const ZONES = {
   partitions: ['ZONE*'],
   resource: expect.stringMatching(/"Fn::GetAtt":\["RegistryTable[0-9A-F]+","Arn"\]/),
 };
+/** The address claims (an address is unique within a network): connect only. */
+const ADDRESSES = {
+  actions: ['dynamodb:GetItem', 'dynamodb:PutItem'],
+  partitions: ['ADDR#*'],
+  resource: expect.stringMatching(/"Fn::GetAtt":\["RegistryTable[0-9A-F]+","Arn"\]/),
+};
 
 describe('functions', () => {
   let template: Template;
@@ -104,7 +110,7 @@ describe('functions', () => {
     ]);
   });
 
-  it('connect may read, update and delete entries and read groups, in namespace partitions only', () => {
+  it('connect may read, update and delete entries and read groups, in namespace partitions, and claim addresses', () => {
     expect(dynamoGrants(ROLES.connect)).toEqual([
       {
         actions: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
@@ -112,6 +118,7 @@ describe('functions', () => {
         resource: expect.stringMatching(TABLE),
       },
       ZONES,
+      ADDRESSES,
     ]);
   });
 
@@ -120,6 +127,7 @@ describe('functions', () => {
     expect(dynamoGrants(ROLES.connect, iam)).toEqual([
       expect.objectContaining({ partitions: ['NS#*'] }),
       ZONES,
+      ADDRESSES,
       {
         actions: ['dynamodb:PutItem'],
         partitions: ['CONN#*'],

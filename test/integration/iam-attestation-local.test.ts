@@ -261,6 +261,58 @@ describe('npm start --auth-mode iam --instance-identity-certs', () => {
   });
 });
 
+describe('an attested address is unique within its network', () => {
+  /** Opens a connection as `caller` to `group` and keeps it open; undefined when refused. */
+  async function hold(caller: IamCallerCredentials, group: string, document: string) {
+    const privateIp = (JSON.parse(document) as { privateIp: string }).privateIp;
+    const url = buildConnectUrl(bed.runtime.url, {
+      group,
+      namespace: NAMESPACE,
+      ips: [privateIp],
+      labels: {},
+    });
+    const signed = await presignConnectUrl(url, { region: 'us-east-1', credentials: caller });
+    return openLink(signed, signedHeaders(document), {
+      clock: systemClock,
+      connectTimeoutMs: 5_000,
+      replyTimeoutMs: 2_000,
+    });
+  }
+
+  it('lets the same instance move groups make before break: its new entry replaces the old one', async () => {
+    await bed.applyGroup('api');
+    const document = documentOf(INSTANCE_A, '10.0.1.30');
+    const old = await hold(VM_A, 'web', document);
+    expect(await bed.entry(entryName('web', '10.0.1.30'))).toMatchObject({ connected: true });
+
+    // Still connected in `web`, the same instance (AWS's word) registers in `api`.
+    const moved = await hold(VM_A, 'api', document);
+
+    expect(await bed.entry(entryName('web', '10.0.1.30'))).toBeUndefined();
+    expect(await bed.entry(entryName('api', '10.0.1.30'))).toMatchObject({ connected: true });
+    await old.close('done');
+    await moved.close('done');
+  });
+
+  it('gives an address to the instance AWS now signs it for, replacing the entry of the one that had it', async () => {
+    // Instance A held 10.0.1.31 in `web` (its $disconnect lost: still connected); EC2 has
+    // since given the address to instance B, which registers in `api`.
+    await bed.applyGroup('api');
+    const before = await hold(VM_A, 'web', documentOf(INSTANCE_A, '10.0.1.31'));
+
+    const after = await hold(VM_B, 'api', documentOf(INSTANCE_B, '10.0.1.31'));
+
+    expect(await bed.entry(entryName('web', '10.0.1.31'))).toBeUndefined();
+    const record = await bed.registry.getEntry({
+      namespace: NAMESPACE,
+      name: entryName('api', '10.0.1.31'),
+    });
+    expect(record?.identity?.instanceId).toBe(INSTANCE_B);
+    await before.close('done').catch(() => {});
+    await after.close('done');
+  });
+});
+
 describe('--instance-identity-certs options', () => {
   it('is refused without --auth-mode iam', async () => {
     const certs = join(dir, 'only.pem');

@@ -1,0 +1,74 @@
+import { type ClaimDecision, claimDecision } from '../domain/address-uniqueness.ts';
+import { AddressInUseError } from '../domain/errors.ts';
+import { formatRef, type ObjectRef } from '../domain/model.ts';
+import type { AddressClaim, RegistryStore } from '../store/registry-store.ts';
+
+export type AddressClaimStore = Pick<
+  RegistryStore,
+  'claimAddress' | 'takeAddress' | 'getEntry' | 'deleteSwept' | 'noteAddressConflict'
+>;
+
+/**
+ * Claims the entry's address within its network before the entry is written, so a refused
+ * claim writes nothing. A holder the decision lets go is deleted (conditional on the revision
+ * read, as the sweeper's deletes: a reconnect landing in between wins, and the claim is
+ * decided again), then its claim is taken. Returns the entry it replaced, if any.
+ */
+export async function claimEntryAddress(
+  store: AddressClaimStore,
+  claim: AddressClaim,
+): Promise<{ replaced?: ObjectRef }> {
+  for (let round = 0; round < 3; round++) {
+    const result = await store.claimAddress(claim);
+    if (result.outcome === 'claimed') return {};
+    const record = await store.getEntry(result.holder);
+    const sameAddress =
+      record?.entry.spec.address === claim.address &&
+      (record.entry.spec.network ?? '') === claim.network;
+    if (!record || !sameAddress) {
+      // The claim names an entry that is gone (swept, deleted by hand) or no longer has this
+      // address: it is stale, and free to take.
+      if (await store.takeAddress(claim, result.holder)) return {};
+      continue;
+    }
+    const decision = claimDecision(
+      {
+        entry: claim.entry,
+        ...(claim.instanceId !== undefined ? { attestedInstanceId: claim.instanceId } : {}),
+      },
+      {
+        entry: result.holder,
+        autoRegistered: record.autoRegistrationGroup !== undefined,
+        connected: record.connection?.connectedAt !== undefined,
+      },
+    );
+    if (!decision.replace) {
+      // Best effort: the refusal stands whether or not the holder shows it.
+      await store.noteAddressConflict(result.holder, claim).catch(() => {});
+      throw refusal(claim, result.holder, decision);
+    }
+    if ((await store.deleteSwept(record)) === 'conflict') continue;
+    if (await store.takeAddress(claim, result.holder)) return { replaced: result.holder };
+  }
+  throw new Error(
+    `the claim of address ${claim.address} kept changing while this VM registered; reconnect`,
+  );
+}
+
+function refusal(claim: AddressClaim, holder: ObjectRef, decision: ClaimDecision) {
+  const where = claim.network ? `in network '${claim.network}'` : 'without a network';
+  // Another namespace's entry is not named to this caller: its name is that tenant's.
+  const who =
+    holder.namespace === claim.entry.namespace
+      ? `WorkloadEntry ${formatRef(holder)}`
+      : 'a WorkloadEntry of another namespace';
+  const what =
+    decision.why === 'connected'
+      ? `is held by ${who}, whose VM is connected`
+      : decision.why === 'hand-made'
+        ? `is held by ${who}, which was created by hand`
+        : `is held by ${who} until its grace period ends`;
+  return new AddressInUseError(
+    `address ${claim.address} ${where} ${what}; an address is unique within a network: stop the VM that holds it, or connect with another ip or network`,
+  );
+}

@@ -1,0 +1,183 @@
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+
+vi.hoisted(() => {
+  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
+  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
+});
+
+import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
+import { createJoinToken } from '../../lib/auth/join-token.ts';
+import type { WorkloadGroup } from '../../lib/domain/model.ts';
+import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
+import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
+import { openClient, refusedUpgrade, type TestClient } from '../fixtures/websocket-client.ts';
+
+/**
+ * An address is unique within a network, across groups and namespaces (token mode: the
+ * address is the agent's word, so the first live claim wins). Real WebSocket clients against
+ * the local runtime; the registry read back from its dynalite.
+ */
+
+let runtime: LocalRuntime;
+let store: DynamoDbRegistryStore;
+const tokens: Record<string, string> = {};
+
+function group(namespace: string, name: string): WorkloadGroup {
+  return {
+    apiVersion: 'networking.istio.io/v1',
+    kind: 'WorkloadGroup',
+    metadata: { name, namespace },
+    spec: { template: { ports: { http: 8080 } } },
+  };
+}
+
+beforeAll(async () => {
+  runtime = await startLocalRuntime({
+    port: 0,
+    memory: true,
+    tableName: `registry-${randomUUID()}`,
+    sweepIntervalMs: 3_600_000,
+    logLevel: 'SILENT',
+  });
+  const client = createDocumentClient({
+    region: runtime.region,
+    endpoint: runtime.dynamoDbEndpoint,
+  });
+  store = new DynamoDbRegistryStore(client, runtime.tableName);
+  const tokenStore = new DynamoDbTokenStore(client, runtime.tableName);
+  for (const [namespace, names] of [
+    ['shop', ['g1', 'g2']],
+    ['evil', ['g1']],
+  ] as const) {
+    for (const name of names) await store.applyGroup(group(namespace, name));
+    const { token, stored } = createJoinToken({ namespace, ttlMs: 3_600_000, now: Date.now() });
+    await tokenStore.putToken(stored);
+    tokens[namespace] = token;
+  }
+});
+
+afterAll(async () => {
+  await runtime?.close();
+});
+
+const url = (namespace: string, name: string, ip: string, network?: string) =>
+  `${runtime.url}/?group=${name}&namespace=${namespace}&ip=${ip}${network ? `&network=${network}` : ''}`;
+const auth = (namespace: string) => ({ Authorization: `Bearer ${tokens[namespace]}` });
+
+function connect(namespace: string, name: string, ip: string, network?: string) {
+  return openClient(url(namespace, name, ip, network), auth(namespace));
+}
+
+async function refusal(namespace: string, name: string, ip: string, network?: string) {
+  const refused = await refusedUpgrade(url(namespace, name, ip, network), auth(namespace));
+  return {
+    status: refused.statusCode,
+    error: (JSON.parse(refused.body) as { error: { code: string; message: string } }).error,
+  };
+}
+
+const entry = (namespace: string, name: string) => store.getEntry({ namespace, name });
+
+async function until<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+const closeAll = (clients: TestClient[]) =>
+  Promise.all(clients.map((client) => client.close(1000, 'test over')));
+
+describe('an address is unique within a network', () => {
+  it('replaces the entry of a VM that stopped in one group and came straight back in another', async () => {
+    const first = await connect('shop', 'g1', '10.9.0.1');
+    await first.close(1000, 'agent closing');
+    await until(async () => (await entry('shop', 'g1-10.9.0.1'))?.connection?.disconnectedAt);
+
+    const moved = await connect('shop', 'g2', '10.9.0.1');
+
+    // At once, not after g1's grace period: one address, one entry.
+    expect(await entry('shop', 'g1-10.9.0.1')).toBeUndefined();
+    expect((await entry('shop', 'g2-10.9.0.1'))?.connection?.connectedAt).toBeDefined();
+    await closeAll([moved]);
+  });
+
+  it("refuses (409) a second live claim of a connected VM's address, naming the entry, and writes nothing", async () => {
+    const holder = await connect('shop', 'g1', '10.9.0.2');
+
+    const refused = await refusal('shop', 'g2', '10.9.0.2');
+
+    expect(refused.status).toBe(409);
+    expect(refused.error.code).toBe('AddressInUse');
+    expect(refused.error.message).toBe(
+      'address 10.9.0.2 without a network is held by WorkloadEntry shop/g1-10.9.0.2, whose VM is connected; an address is unique within a network: stop the VM that holds it, or connect with another ip or network',
+    );
+    expect(await entry('shop', 'g2-10.9.0.2')).toBeUndefined();
+    const kept = await entry('shop', 'g1-10.9.0.2');
+    expect(kept?.connection?.connectedAt).toBeDefined();
+    // The holder shows the refused claim (registrar get we).
+    expect(kept?.addressConflict).toEqual({ at: expect.any(Number), claimant: 'shop/g2-10.9.0.2' });
+    await closeAll([holder]);
+  });
+
+  it('lets the same address live in another network', async () => {
+    const a = await connect('shop', 'g1', '10.9.0.3', 'net-a');
+    const b = await connect('shop', 'g2', '10.9.0.3', 'net-b');
+    expect(await entry('shop', 'g1-10.9.0.3-net-a')).toBeDefined();
+    expect(await entry('shop', 'g2-10.9.0.3-net-b')).toBeDefined();
+    await closeAll([a, b]);
+  });
+
+  it("keeps the claim across a VM's own rotations", async () => {
+    const old = await connect('shop', 'g1', '10.9.0.4');
+    const rotated = await connect('shop', 'g1', '10.9.0.4');
+    await old.close(1000, 'rotated');
+    await until(async () =>
+      (await entry('shop', 'g1-10.9.0.4'))?.connection?.connectionIds?.length === 1
+        ? true
+        : undefined,
+    );
+    expect((await entry('shop', 'g1-10.9.0.4'))?.connection?.connectedAt).toBeDefined();
+    await closeAll([rotated]);
+  });
+
+  it("never lets another namespace take, or learn the name of, a live VM's entry", async () => {
+    const holder = await connect('shop', 'g1', '10.9.0.5');
+
+    const refused = await refusal('evil', 'g1', '10.9.0.5');
+
+    expect(refused.status).toBe(409);
+    expect(refused.error.message).toContain('is held by a WorkloadEntry of another namespace');
+    expect(refused.error.message).not.toContain('shop');
+    expect(await entry('evil', 'g1-10.9.0.5')).toBeUndefined();
+    expect((await entry('shop', 'g1-10.9.0.5'))?.connection?.connectedAt).toBeDefined();
+    await closeAll([holder]);
+  });
+
+  it("never lets another namespace delete a disconnected VM's entry by claiming its address", async () => {
+    const holder = await connect('shop', 'g1', '10.9.0.6');
+    holder.socket.terminate();
+    await until(async () => (await entry('shop', 'g1-10.9.0.6'))?.connection?.disconnectedAt);
+
+    const refused = await refusal('evil', 'g1', '10.9.0.6');
+
+    expect(refused.status).toBe(409);
+    expect(refused.error.message).toContain('until its grace period ends');
+    expect(await entry('shop', 'g1-10.9.0.6')).toBeDefined();
+  });
+
+  it('takes over the claim of an entry deleted by hand', async () => {
+    const first = await connect('shop', 'g1', '10.9.0.7');
+    await first.close(1000, 'agent closing');
+    await store.deleteEntry({ namespace: 'shop', name: 'g1-10.9.0.7' });
+
+    const next = await connect('evil', 'g1', '10.9.0.7');
+    expect(await entry('evil', 'g1-10.9.0.7')).toBeDefined();
+    await closeAll([next]);
+  });
+});
