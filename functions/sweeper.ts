@@ -3,7 +3,7 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context, ScheduledEvent } from 'aws-lambda';
 import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
-import { describeHoldReason } from '../lib/domain/disruption.ts';
+import { describeHoldReason, splitCell } from '../lib/domain/disruption.ts';
 import { logger, METRIC, metrics, recordByZone, recordCount } from '../lib/observability.ts';
 import { errorsLoggedAndRethrown } from '../lib/protocol/error-response.ts';
 import { runSweep, type SweepResult } from '../lib/registration/sweep.ts';
@@ -129,9 +129,11 @@ export function createSweeperHandler(
       });
     }
     recordCount(METRIC.phantomHolders, result.phantomsDropped);
-    recordByZone(METRIC.sweepHeld, result.held);
-    recordByZone(METRIC.sweepSlowed, result.slowed);
-    recordByZone(METRIC.sweepHoldExpired, result.afterHoldBound);
+    // By zone, summed over namespaces: a metric's dimensions stay as few as the zones (one
+    // per tenant would cost a custom metric each); `registrar sweep status` shows each cell.
+    recordByZone(METRIC.sweepHeld, byZone(result.held));
+    recordByZone(METRIC.sweepSlowed, byZone(result.slowed));
+    recordByZone(METRIC.sweepHoldExpired, byZone(result.afterHoldBound));
     logDisruption(result, sweep.failStatic);
     const summary: SweeperSummary = {
       deleted: result.deleted.length,
@@ -205,6 +207,16 @@ function logDisruption(
   } else if (state.mode !== 'normal' || disrupted.length > 0) {
     logger.warn(`sweep ${state.mode}`, fields);
   }
+}
+
+/** Counts by cell (`<namespace>#<zone>`) summed by zone. */
+function byZone(byCell: Record<string, number>): Record<string, number> {
+  const zones: Record<string, number> = {};
+  for (const [cell, count] of Object.entries(byCell)) {
+    const zone = splitCell(cell)?.zone ?? cell;
+    zones[zone] = (zones[zone] ?? 0) + count;
+  }
+  return zones;
 }
 
 function sum(counts: Record<string, number>): number {
