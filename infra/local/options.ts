@@ -2,8 +2,15 @@ import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { loadTrustedCertificates } from '../../lib/auth/instance-identity-document.ts';
-import { ConfigError, ENV, readConfig } from '../../lib/config.ts';
-import { parseDuration } from '../../lib/domain/duration.ts';
+import {
+  ConfigError,
+  DEFAULTS,
+  ENV,
+  MAX_LIVENESS_WINDOWS,
+  minLivenessIntervalMs,
+  readConfig,
+} from '../../lib/config.ts';
+import { formatDuration, parseDuration } from '../../lib/domain/duration.ts';
 import { parseTargets } from '../../lib/projection/projector-config.ts';
 import { type ConsoleSettings, parseConsoleLevel } from './console-log.ts';
 import { LOCAL_DEFAULTS } from './defaults.ts';
@@ -144,6 +151,7 @@ export function parseLocalOptions(
     const given = pick(flag, variable);
     if (given) options[key] = parsePositiveDuration(given.value, given.source);
   }
+  checkLivenessInterval(options, pick);
   const dataDir = pick('data-dir', 'REGISTRAR_DATA_DIR');
   if (dataDir) options.dataDir = dataDir.value;
   if (values.memory) options.memory = true;
@@ -273,4 +281,25 @@ function parsePositiveDuration(text: string, source: string): number {
     );
   }
   return ms;
+}
+
+/**
+ * A liveness interval too short for the maximum connection age cannot work: each sweep would
+ * read the sweep index once per interval of the 1.5 x age stale window (1 s with 2 h: 10,800
+ * reads a run, which never finishes). Refused here, naming the flags, before anything starts.
+ */
+function checkLivenessInterval(
+  options: LocalRuntimeOptions,
+  pick: (flag: string, variable: string) => { value: string; source: string } | undefined,
+): void {
+  const interval = options.livenessIntervalMs;
+  if (interval === undefined) return;
+  const age = options.maxConnectionAgeMs ?? parseDuration(DEFAULTS.maxConnectionAge) ?? 0;
+  const minimum = minLivenessIntervalMs(age);
+  if (interval >= minimum) return;
+  const given = pick('liveness-interval', ENV.livenessInterval);
+  const ageSource = pick('max-connection-age', ENV.maxConnectionAge)?.source ?? 'the default';
+  throw new OptionsError(
+    `invalid ${given?.source ?? '--liveness-interval'} '${given?.value ?? formatDuration(interval)}': must be at least ${formatDuration(minimum)} with a maximum connection age of ${formatDuration(age)} (${ageSource}): each sweep reads the sweep index once per interval of the ${formatDuration(1.5 * age)} stale window, at most ${MAX_LIVENESS_WINDOWS} times; use a longer interval or a shorter --max-connection-age`,
+  );
 }

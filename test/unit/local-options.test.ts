@@ -47,7 +47,9 @@ describe('npm start options', () => {
   });
 
   it('reads the liveness interval and the connect settle time from flags and variables', () => {
-    expect(run(['--liveness-interval', '2s', '--connect-settle', '1s'])).toMatchObject({
+    expect(
+      run(['--liveness-interval', '2s', '--max-connection-age', '60s', '--connect-settle', '1s']),
+    ).toMatchObject({
       livenessIntervalMs: 2_000,
       connectSettleMs: 1_000,
     });
@@ -55,6 +57,17 @@ describe('npm start options', () => {
       run([], { REGISTRAR_LIVENESS_INTERVAL: '1m', REGISTRAR_CONNECT_SETTLE: '5s' }),
     ).toMatchObject({ livenessIntervalMs: 60_000, connectSettleMs: 5_000 });
     expect(refusal(['--connect-settle', '0s'])).toContain('--connect-settle');
+  });
+
+  it('refuses a liveness interval too short for the maximum connection age, naming both flags', () => {
+    expect(refusal(['--liveness-interval', '1s', '--sweep-interval', '500ms'])).toBe(
+      "invalid --liveness-interval '1s': must be at least 30s with a maximum connection age of 2h (the default): each sweep reads the sweep index once per interval of the 3h stale window, at most 360 times; use a longer interval or a shorter --max-connection-age",
+    );
+    expect(refusal(['--liveness-interval', '1s', '--max-connection-age', '10m'])).toContain(
+      'must be at least 3s with a maximum connection age of 10m (--max-connection-age)',
+    );
+    // The shortest interval for an age starts: 1.5 x 2 h / 360 = 30 s.
+    expect(run(['--liveness-interval', '30s'])).toMatchObject({ livenessIntervalMs: 30_000 });
   });
 
   it('defaults to port 8080 and the runtime defaults for everything else', () => {
