@@ -51,7 +51,7 @@ export interface ScaleResult {
   projectorReadsPerChangedEntry: number;
   countersExact: boolean;
   /**
-   * docs/cost.md's model per 1,000 VMs a month: the per-VM part ($36.77), the fixed part
+   * docs/cost.md's model per 1,000 VMs a month: the per-VM part ($37.05), the fixed part
    * ($22.40) shared by the fleet, and the sweeper's Lambda time at the longest run measured.
    */
   costPer1000VmsUsd: number;
@@ -194,8 +194,8 @@ export async function measureScale(
         departure: 'abnormal',
       });
     });
-    // Per key and simulated second, in WCU. Requests arrive in order of the VMs, so the
-    // second of a counter write is the second of the entry write before it.
+    // Per key and simulated second, in WCU. An entry write's second is its VM's; a counter
+    // write names the entry whose transition it counts in its `:op` (`<ns>/<name>@<rev>:...`).
     const wcu = new Map<string, number>();
     let currentSecond = 0;
     for (const { command, input } of counter.requests()) {
@@ -204,6 +204,10 @@ export async function measureScale(
       const pk = key?.pk ?? String((input.Item as { pk?: string } | undefined)?.pk);
       if (pk.startsWith('NS#')) {
         currentSecond = secondOf.get(`${pk.slice(3)}/${String(key?.sk).slice(3)}`) ?? currentSecond;
+      }
+      const op = (input.ExpressionAttributeValues as { ':op'?: unknown } | undefined)?.[':op'];
+      if (pk.startsWith('ZONE') && typeof op === 'string') {
+        currentSecond = secondOf.get(op.slice(0, op.indexOf('@'))) ?? currentSecond;
       }
       const cost = pk.startsWith('NS#') ? entryWcu : 1;
       const slot = `${pk}@${currentSecond}`;
@@ -248,7 +252,7 @@ export async function measureScale(
 
 /** docs/cost.md, "Per 1,000 VMs per month", with the sweeper's measured run time. */
 export function costPer1000Vms(vms: number, sweeperRunSeconds: number): number {
-  const perVm = 36.77; // per 1,000 VMs: connection minutes, messages, Lambda, DynamoDB, logs
+  const perVm = 37.05; // per 1,000 VMs: connection minutes, messages, Lambda, DynamoDB (the address claim included), logs
   const fixed = 22.4; // metrics, alarms, dashboard
   const sweeperGbSeconds = 43_200 * sweeperRunSeconds * 0.5;
   const sweeper = sweeperGbSeconds * 0.0000133334;

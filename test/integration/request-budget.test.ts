@@ -22,10 +22,12 @@ it('keeps every agent event within its DynamoDB request budget', async () => {
 
   // 1 token read (authorizer) + 1 group read + 1 write; a new entry reads its group once more,
   // after the write, so an entry never outlives a group deleted meanwhile, and counts itself
-  // in its zone (fail static: one more write when an entry becomes connected or leaves).
-  expect(of('connect (new entry)').requests).toEqual({ GetItem: 3, UpdateItem: 2 });
+  // in its cell (fail static: one more write when an entry becomes connected or leaves). Every
+  // connect claims its address first (an address is unique within a network): one put.
+  expect(of('connect (new entry)').requests).toEqual({ GetItem: 3, PutItem: 1, UpdateItem: 2 });
   expect(of('connect (make-before-break reconnect)').requests).toEqual({
     GetItem: 2,
+    PutItem: 1,
     UpdateItem: 1,
   });
   expect(of('health (transition)').requests).toEqual({ UpdateItem: 1 });

@@ -38,6 +38,8 @@ const FLAGS = [
   '1s',
 ];
 const GRACE_MS = 2_000;
+/** Each group's VMs have their own addresses: an address is unique within a network. */
+const subnet = (group: string) => `10.2.${['gone', 'back', 'stay'].indexOf(group)}`;
 
 const children: ChildProcess[] = [];
 const beds: AgentTestbed[] = [];
@@ -65,7 +67,7 @@ describe.skipIf(testBackend() === 'dynamodb-local')(
       for (const group of ['gone', 'back', 'stay']) {
         const started: TestAgent[] = [];
         for (let i = 1; i <= 4; i += 1)
-          started.push(await bed.agent({ group, ips: [`10.2.0.${i}`] }));
+          started.push(await bed.agent({ group, ips: [`${subnet(group)}.${i}`] }));
         agents.set(group, started);
       }
       const all = [...agents.values()].flat();
@@ -84,7 +86,7 @@ describe.skipIf(testBackend() === 'dynamodb-local')(
       beds.push(after);
       const state = async (group: string, i: number) =>
         after
-          .entry(`${group}-10.2.0.${i}`)
+          .entry(`${group}-${subnet(group)}.${i}`)
           .then((entry) =>
             entry === undefined ? 'absent' : entry.connected ? 'connected' : 'disconnected',
           );
