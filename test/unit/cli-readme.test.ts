@@ -12,10 +12,10 @@ function leafCommands(command: Command, path: string[] = []): string[] {
   return command.commands.flatMap((sub) => leafCommands(sub, [...path, sub.name()]));
 }
 
-describe("README's CLI section", () => {
+describe("README's CLI section", async () => {
   const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
   const section = /## The CLI: `registrar`\n([\s\S]*?)\n## /.exec(readme)?.[1] ?? '';
-  const program = buildProgram(
+  const program = await buildProgram(
     createContext({
       stdout: { write: () => true },
       stderr: { write: () => true },
