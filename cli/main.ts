@@ -5,6 +5,7 @@ import {
   type CliContext,
   type CliIo,
   createContext,
+  ExitStatus,
   ReportedFailure,
   UsageError,
 } from './commands/context.ts';
@@ -142,6 +143,10 @@ function report(error: unknown, context: CliContext): number {
     return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
   }
   if (error instanceof Interrupted) return error.exitCode;
+  if (error instanceof ExitStatus) {
+    if (error.cause !== undefined) report(error.cause, context);
+    return error.exitCode;
+  }
   if (error instanceof ReportedFailure) return EXIT.failed;
   if (error instanceof UsageError) {
     write(`error: ${error.message}\n(add --help for usage)\n`);

@@ -49,6 +49,18 @@ export class UsageError extends Error {}
  */
 export class ReportedFailure extends Error {}
 
+/**
+ * Ends the command with this exit status (`diff`: 1 when there are differences, as kubectl);
+ * `cause`, when set, is reported as any other error would be.
+ */
+export class ExitStatus extends Error {
+  readonly exitCode: number;
+  constructor(exitCode: number, options?: { cause?: unknown }) {
+    super(`exit status ${exitCode}`, options);
+    this.exitCode = exitCode;
+  }
+}
+
 /** Adds one command (or command group) to the program; see `index.ts`. */
 export type CommandRegistration = (program: Command, context: CliContext) => void;
 

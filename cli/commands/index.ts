@@ -43,6 +43,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./describe.ts')).registerDescribe,
   },
   {
+    name: 'diff',
+    term: 'diff [options]',
+    description: 'show how the registry differs from the objects of a file (as kubectl diff)',
+    load: async () => (await import('./diff.ts')).registerDiff,
+  },
+  {
     name: 'delete',
     term: 'delete [options] [resource] [names...]',
     description:
@@ -85,5 +91,13 @@ export const COMMANDS: readonly CommandEntry[] = [
     term: 'project [options]',
     description: 'reconcile the registry into a Kubernetes cluster once and print what changed',
     load: async () => (await import('./project.ts')).registerProject,
+  },
+  {
+    name: 'completion',
+    term: 'completion <shell>',
+    description: 'print a bash or zsh completion script: source <(registrar completion bash)',
+    load: async () => (await import('./completion.ts')).registerCompletion,
+    hidden: ['complete'],
+    needsAll: true,
   },
 ];

@@ -51,7 +51,7 @@ describe('registrar --help', () => {
     for (const command of lazy.commands) expect(command.options).toEqual([]);
   });
 
-  it.each(COMMANDS.map((entry) => entry.name))(
+  it.each(COMMANDS.filter((entry) => !entry.needsAll).map((entry) => entry.name))(
     'loads %s alone when the command line names it',
     async (name) => {
       const program = await buildProgram(context(), ['--table', 't', name, '--help']);
@@ -61,6 +61,12 @@ describe('registrar --help', () => {
       expect(loaded.map((command) => command.name())).toEqual([name]);
     },
   );
+
+  it('loads every command for completion, which reads the whole tree', async () => {
+    const program = await buildProgram(context(), ['complete', '--', 'get', '']);
+    const get = program.commands.find((command) => command.name() === 'get');
+    expect(get?.options.length).toBeGreaterThan(0);
+  });
 
   it('loads the command that `help <command>` asks about', async () => {
     const program = await buildProgram(context(), ['help', 'describe']);
