@@ -254,3 +254,18 @@ describe('describe we: Events', () => {
     );
   });
 });
+
+describe('export --format linkerd: what was left out', () => {
+  it('says it once per group and gives hand-made entries advice that fits them', async () => {
+    // web (no meshTLS annotations) holds web-10.0.0.20 and web-10.0.0.21; db-1 is hand-made.
+    expect((await registrar(['apply', '-f', '-'], ENTRY)).code).toBe(0);
+    const run = await registrar(['export', '--format', 'linkerd', '-A']);
+    expect(run.code).toBe(0);
+    const warnings = run.stderr.split('\n').filter((line) => line.startsWith('warning:'));
+    expect(warnings).toEqual([
+      "warning: 2 entries of WorkloadGroup shop/web left out: the group has no 'workload-registrar/linkerd-identity' or 'workload-registrar/linkerd-server-name' annotation; annotate the group once (below) and export again",
+      "warning: 1 hand-made entry left out (shop/db-1): an entry without a group carries 'workload-registrar/linkerd-identity' and 'workload-registrar/linkerd-server-name' in its own metadata.annotations; add them to its YAML and registrar apply it again",
+    ]);
+    expect(run.stderr.match(/spiffe:\/\//g)).toHaveLength(1);
+  });
+});
