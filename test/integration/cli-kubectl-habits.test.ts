@@ -268,4 +268,12 @@ describe('export --format linkerd: what was left out', () => {
     ]);
     expect(run.stderr.match(/spiffe:\/\//g)).toHaveLength(1);
   });
+
+  it('diff of a hand-made entry as the registry holds it exits 0', async () => {
+    const same = await registrar(['diff', '-f', '-'], ENTRY);
+    expect(same).toMatchObject({ code: 0, stdout: '' });
+    const moved = await registrar(['diff', '-f', '-'], ENTRY.replace('10.0.0.5', '10.0.0.6'));
+    expect(moved.code).toBe(1);
+    expect(moved.stdout).toMatch(/^-\s+address: 10\.0\.0\.5\n\+\s+address: 10\.0\.0\.6$/m);
+  });
 });
