@@ -23,13 +23,18 @@ const runtimeMain = new URL('../infra/local/main.ts', import.meta.url).pathname;
 
 export async function measureCliStartup(runs = 9): Promise<CliStartupRow[]> {
   const cwd = await mkdtemp(join(tmpdir(), 'bench-cli-'));
+  // Neither the runtime nor the CLI may pick up the caller's registry settings.
+  const clean = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !/^(REGISTRAR_|AWS_REGION$)/.test(name)),
+  );
   const runtime = spawn(process.execPath, [runtimeMain, '--port', '0', '--memory'], {
     cwd,
+    env: clean,
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   try {
     const dataDir = await bannerDataDir(runtime);
-    const env = { ...process.env, REGISTRAR_DATA_DIR: dataDir };
+    const env = { ...clean, REGISTRAR_DATA_DIR: dataDir };
     const commands = [['--version'], ['--help'], ['get', 'we', '-A']];
     return commands.map((args) => timeCommand(args, env, cwd, runs));
   } finally {
@@ -43,10 +48,15 @@ export async function measureCliStartup(runs = 9): Promise<CliStartupRow[]> {
 function bannerDataDir(runtime: ReturnType<typeof spawn>): Promise<string> {
   return new Promise((resolve, reject) => {
     let out = '';
+    const timer = setTimeout(() => reject(new Error(`no banner within 30 s:\n${out}`)), 30_000);
+    timer.unref();
     runtime.stdout?.on('data', (chunk: Buffer) => {
       out += chunk.toString();
       const match = /REGISTRAR_DATA_DIR=(\S+?)\)/.exec(out);
-      if (match?.[1] && out.includes('Press Ctrl-C')) resolve(match[1]);
+      if (match?.[1] && out.includes('Press Ctrl-C')) {
+        clearTimeout(timer);
+        resolve(match[1]);
+      }
     });
     runtime.once('exit', (code) =>
       reject(new Error(`the local runtime exited (${code}):\n${out}`)),

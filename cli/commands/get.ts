@@ -17,7 +17,13 @@ import { type OutputSpec, outputOption } from '../output-option.ts';
 import { namesObjects, parseResourceArgs, type ResourceRequest } from '../resource-args.ts';
 import { type PrintScope, printItems, WatchPrinter } from '../resource-printer.ts';
 import { watchChanges } from '../watch.ts';
-import { type CommandRegistration, ReportedFailure, type Stores, UsageError } from './context.ts';
+import {
+  type CatalogLists,
+  type CommandRegistration,
+  ReportedFailure,
+  type Stores,
+  UsageError,
+} from './context.ts';
 import {
   byNamespaceAndName,
   entryItem,
@@ -119,8 +125,11 @@ the last row of each one deleted (--output-watch-events says which). Ctrl-C stop
         qualifyNames: requests.length > 1,
         showLabels: options.showLabels === true,
       };
-      const stores = await context.stores(command);
-      const read = () => readItems(stores, requests, namespace, named, selector);
+      // A list needs only the catalog's lists; objects by name need the stores' reads.
+      const reads: Reads = named
+        ? { named: await context.stores(command) }
+        : { lists: await context.catalogLists(command) };
+      const read = () => readItems(reads, requests, namespace, selector);
       const first = await read();
       if (first.missing.length > 0) {
         if (!watching && first.items.length > 0) {
@@ -194,17 +203,18 @@ function kindsOf(requests: readonly ResourceRequest[]) {
  * The objects asked for: by name (each missing one is a message), or listed, filtered by the
  * selector and sorted by namespace and name. `namespace` is undefined under -A.
  */
+type Reads = { named: Stores; lists?: undefined } | { lists: CatalogLists; named?: undefined };
+
 async function readItems(
-  stores: Stores,
+  { named: stores, lists }: Reads,
   requests: readonly ResourceRequest[],
   namespace: string | undefined,
-  named: boolean,
   selector: LabelSelector,
 ): Promise<{ items: ResourceItem[]; missing: string[] }> {
   const items: ResourceItem[] = [];
   const missing: string[] = [];
   for (const { kind, names } of requests) {
-    if (named) {
+    if (stores) {
       const ns = namespace ?? namespaceOf({});
       for (const name of names) {
         const ref = { namespace: ns, name };
@@ -219,8 +229,8 @@ async function readItems(
     }
     const listed =
       kind === 'WorkloadGroup'
-        ? (await stores.catalog.listGroups(namespace)).map(groupItem)
-        : (await stores.catalog.listEntries(namespace)).map(entryItem);
+        ? (await lists.listGroups(namespace)).map(groupItem)
+        : (await lists.listEntries(namespace)).map(entryItem);
     items.push(
       ...listed
         .filter((item) => matchesSelector(selector, item.object.metadata.labels))

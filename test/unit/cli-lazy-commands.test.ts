@@ -26,8 +26,8 @@ function context() {
   });
 }
 
-/** The packages (or `project`) of the modules `registrar <args>` loaded. */
-async function loadedPackages(args: string[]): Promise<Set<string>> {
+/** The URLs of the modules `registrar <args>` loaded. */
+async function loadedModules(args: string[]): Promise<string[]> {
   const result = await run(process.execPath, ['--import', hook, bin, ...args], {
     env: {
       ...process.env,
@@ -37,6 +37,12 @@ async function loadedPackages(args: string[]): Promise<Set<string>> {
   }).catch((error: { stderr: string }) => error);
   const urls = result.stderr.split('loaded-modules:\n')[1]?.split('\n') ?? [];
   expect(urls.length).toBeGreaterThan(3);
+  return urls;
+}
+
+/** The packages (or `project`) of the modules `registrar <args>` loaded. */
+async function loadedPackages(args: string[]): Promise<Set<string>> {
+  const urls = await loadedModules(args);
   return new Set(
     urls.map((url) => /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)?.[1] ?? 'project'),
   );
@@ -89,6 +95,14 @@ describe('registrar get', () => {
       packages.filter((name) =>
         /^(yaml|@kubernetes\/|@middy\/|@aws-lambda-powertools\/)/.test(name),
       ),
+    ).toEqual([]);
+  });
+
+  it("lists with the catalog's code alone, not the registration store's", async () => {
+    const modules = await loadedModules(['get', 'we', '-A']);
+    expect(modules.some((url) => url.endsWith('/lib/store/dynamodb-catalog.ts'))).toBe(true);
+    expect(
+      modules.filter((url) => /dynamodb-(registry|token|sweep-policy)-store\.ts$/.test(url)),
     ).toEqual([]);
   });
 });
