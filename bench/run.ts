@@ -263,6 +263,23 @@ const sections: Record<string, Section> = {
       console.log(JSON.stringify(r, null, 2));
     },
   },
+  cli: {
+    title: 'CLI start-up: registrar --version, --help, get we -A (local runtime, empty registry)',
+    run: async () => {
+      const { measureCliStartup } = await import('./cli-startup.ts');
+      const rows = await measureCliStartup(Number(process.env.BENCH_CLI_RUNS ?? 9));
+      table(
+        ['command', 'runs', 'median ms', 'min ms', 'max ms'],
+        rows.map((r) => [
+          `\`${r.command}\``,
+          r.runs,
+          r.medianMs.toFixed(0),
+          r.minMs.toFixed(0),
+          r.maxMs.toFixed(0),
+        ]),
+      );
+    },
+  },
   projection: {
     title: 'Kubernetes projection: 10,000 entries against the API stand-in',
     run: async () => {

@@ -374,3 +374,25 @@ function compare(a: unknown, op: Comparison, b: unknown): boolean {
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
+
+/**
+ * One expression as `--sort-by` and `-o custom-columns` take it, relaxed as kubectl's
+ * `RelaxedJSONPathExpression`: `{.spec.address}`, `.spec.address` or `spec.address`.
+ */
+export function parseJsonPathExpression(source: string): JsonPathTemplate {
+  const text = source.trim();
+  const inner = text.startsWith('{') && text.endsWith('}') ? text.slice(1, -1).trim() : text;
+  if (inner === '') throw new JsonPathError(`empty expression '${source}'`);
+  const path =
+    inner.startsWith('.') || inner.startsWith('$') || inner.startsWith('[') ? inner : `.${inner}`;
+  return { source, nodes: [{ kind: 'print', path: parsePath(path) }] };
+}
+
+/** The values an expression of `parseJsonPathExpression` finds in `data` (none when missing). */
+export function jsonPathValues(expression: JsonPathTemplate, data: unknown): unknown[] {
+  const [node] = expression.nodes;
+  if (expression.nodes.length !== 1 || node?.kind !== 'print') {
+    throw new JsonPathError(`'${expression.source}' is not one expression`);
+  }
+  return evaluate(node.path, data, data);
+}

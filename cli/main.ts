@@ -1,14 +1,15 @@
-import { Command, CommanderError } from 'commander';
-import { ENV } from '../lib/config.ts';
-import { InvalidDocumentsError } from '../lib/protocol/istio-documents.ts';
+import { Command, CommanderError, Help } from 'commander';
+import { ENV } from '../lib/config-env.ts';
+import { InvalidDocumentsError } from '../lib/protocol/istio-document-problems.ts';
 import {
   type CliContext,
   type CliIo,
   createContext,
+  ExitStatus,
   ReportedFailure,
   UsageError,
 } from './commands/context.ts';
-import { COMMANDS } from './commands/index.ts';
+import { COMMANDS, type CommandEntry } from './commands/index.ts';
 import { Interrupted } from './interrupt.ts';
 import { DATA_DIR_ENV, describeTarget, LOCAL_FILE, type Target } from './target.ts';
 import { projectVersion } from './version.ts';
@@ -25,7 +26,9 @@ export const EXIT = { ok: 0, failed: 1, usage: 2 } as const;
 export async function runCli(argv: readonly string[], io: CliIo): Promise<number> {
   const context = createContext(io);
   try {
-    await buildProgram(context).parseAsync(splitShortOptionValues(argv), { from: 'user' });
+    const args = splitShortOptionValues(argv);
+    const program = await buildProgram(context, args);
+    await program.parseAsync(args, { from: 'user' });
     return EXIT.ok;
   } catch (error) {
     return report(error, context);
@@ -48,7 +51,62 @@ export function splitShortOptionValues(argv: readonly string[]): string[] {
   return end === -1 ? split : [...split, ...argv.slice(end)];
 }
 
-export function buildProgram(context: CliContext): Command {
+/**
+ * The program with the commands `argv` needs loaded: the one it names (`get`, or `help get`),
+ * every one for completion, none for `--help`; the others are listed by name and description
+ * only. Without `argv`, every command is loaded (the README test walks the whole tree).
+ */
+export async function buildProgram(
+  context: CliContext,
+  argv?: readonly string[],
+): Promise<Command> {
+  const program = rootProgram(context);
+  const named = argv === undefined ? undefined : commandNamed(program, argv);
+  const loadAll = argv === undefined || named?.needsAll === true;
+  const terms = new Map<Command, string>();
+  for (const entry of COMMANDS) {
+    if (loadAll || entry === named) {
+      (await entry.load())(program, context);
+      continue;
+    }
+    // Listed in --help and known to commander's "did you mean", never run: the command line
+    // names another command, so this one's options and code are not needed.
+    const stub = program.command(entry.name).description(entry.description);
+    terms.set(stub, entry.term);
+  }
+  if (terms.size > 0) {
+    program.configureHelp({
+      subcommandTerm: (command) => terms.get(command) ?? new Help().subcommandTerm(command),
+    });
+  }
+  return program;
+}
+
+/** The command the command line names, skipping the root's options and their values. */
+function commandNamed(program: Command, argv: readonly string[]): CommandEntry | undefined {
+  const takesValue = new Set(
+    program.options
+      .filter((option) => option.required || option.optional)
+      .flatMap((option) => [option.long, option.short].filter((flag) => flag !== undefined)),
+  );
+  let helpAsked = false;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] as string;
+    if (arg === '--') return undefined;
+    if (arg.startsWith('-')) {
+      if (takesValue.has(arg)) i++;
+      continue;
+    }
+    if (arg === 'help' && !helpAsked) {
+      helpAsked = true;
+      continue;
+    }
+    return COMMANDS.find((entry) => entry.name === arg || entry.hidden?.includes(arg));
+  }
+  return undefined;
+}
+
+function rootProgram(context: CliContext): Command {
   const program = new Command('registrar')
     .description(
       'operate the workload registrar: WorkloadGroups, WorkloadEntries, join tokens, sweeps',
@@ -75,7 +133,6 @@ export function buildProgram(context: CliContext): Command {
       writeErr: (text) => context.io.stderr.write(text),
     })
     .showHelpAfterError('(add --help for usage)');
-  for (const register of COMMANDS) register(program, context);
   return program;
 }
 
@@ -86,6 +143,10 @@ function report(error: unknown, context: CliContext): number {
     return error.exitCode === 0 ? EXIT.ok : EXIT.usage;
   }
   if (error instanceof Interrupted) return error.exitCode;
+  if (error instanceof ExitStatus) {
+    if (error.cause !== undefined) report(error.cause, context);
+    return error.exitCode;
+  }
   if (error instanceof ReportedFailure) return EXIT.failed;
   if (error instanceof UsageError) {
     write(`error: ${error.message}\n(add --help for usage)\n`);

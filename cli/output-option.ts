@@ -1,21 +1,41 @@
+import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, Option } from 'commander';
-import { JsonPathError, type JsonPathTemplate, parseJsonPathTemplate } from './jsonpath.ts';
+import {
+  JsonPathError,
+  type JsonPathTemplate,
+  parseJsonPathExpression,
+  parseJsonPathTemplate,
+} from './jsonpath.ts';
 
 /**
- * `-o/--output` as kubectl spells it: `wide`, `name`, `json`, `yaml`, `jsonpath=TEMPLATE`
- * (also `-o=json`: see `splitShortOptionValues` in main.ts). Without `-o`, a table.
+ * `-o/--output` as kubectl spells it: `wide`, `name`, `json`, `yaml`, `jsonpath=TEMPLATE`,
+ * `custom-columns=HEADER:EXPR,...` or `custom-columns-file=FILE` (also `-o=json`: see
+ * `splitShortOptionValues` in main.ts). Without `-o`, a table.
  */
 export type OutputSpec =
   | { format: 'table' | 'wide' | 'name' | 'json' | 'yaml' }
-  | { format: 'jsonpath'; template: JsonPathTemplate };
+  | { format: 'jsonpath'; template: JsonPathTemplate }
+  | { format: 'custom-columns'; columns: CustomColumn[] };
+
+/** One column of `-o custom-columns`: its header and the expression of its cells. */
+export interface CustomColumn {
+  header: string;
+  expression: JsonPathTemplate;
+}
 
 export type OutputFormatName = OutputSpec['format'];
+
+/** How each format is written in `-o`'s help and errors. */
+const SHOWN: Partial<Record<OutputFormatName, string>> = {
+  jsonpath: 'jsonpath=TEMPLATE',
+  'custom-columns': 'custom-columns=NAME:.metadata.name,...|custom-columns-file=FILE',
+};
 
 export const TABLE: OutputSpec = { format: 'table' };
 
 /** The `-o` option accepting `formats` (the table is the default, never named). */
 export function outputOption(formats: readonly Exclude<OutputFormatName, 'table'>[]): Option {
-  const shown = formats.map((format) => (format === 'jsonpath' ? 'jsonpath=TEMPLATE' : format));
+  const shown = formats.map((format) => SHOWN[format] ?? format);
   return new Option('-o, --output <format>', `output format: ${shown.join(', ')}`)
     .argParser((text: string) => parseOutput(text, formats))
     .default(TABLE, 'a table');
@@ -25,9 +45,11 @@ export function parseOutput(
   text: string,
   formats: readonly Exclude<OutputFormatName, 'table'>[],
 ): OutputSpec {
-  const allowed = () =>
-    formats.map((format) => (format === 'jsonpath' ? 'jsonpath=TEMPLATE' : format)).join(', ');
+  const allowed = () => formats.map((format) => SHOWN[format] ?? format).join(', ');
   const [name = '', ...rest] = text.split('=');
+  if (name.startsWith('custom-columns') && formats.includes('custom-columns')) {
+    return { format: 'custom-columns', columns: parseCustomColumns(name, rest.join('=')) };
+  }
   if (name === 'jsonpath' && formats.includes('jsonpath')) {
     const template = rest.join('=');
     if (rest.length === 0 || template === '') {
@@ -42,7 +64,67 @@ export function parseOutput(
       throw new InvalidArgumentError(`invalid jsonpath template: ${error.message}`);
     }
   }
-  const format = formats.find((candidate) => candidate === text && candidate !== 'jsonpath');
+  const format = formats.find((candidate) => candidate === text && SHOWN[candidate] === undefined);
   if (format === undefined) throw new InvalidArgumentError(`supported formats: ${allowed()}`);
   return { format } as OutputSpec;
+}
+
+/**
+ * `custom-columns=NAME:.metadata.name,ADDRESS:.spec.address`, or `custom-columns-file=FILE`
+ * whose first line holds the headers and second the expressions, whitespace apart (kubectl's
+ * two spellings).
+ */
+function parseCustomColumns(name: string, value: string): CustomColumn[] {
+  let pairs: [string, string][];
+  if (name === 'custom-columns') {
+    if (value === '') {
+      throw new InvalidArgumentError(
+        'custom-columns needs columns: -o custom-columns=NAME:.metadata.name,ADDRESS:.spec.address',
+      );
+    }
+    pairs = value.split(',').map((column) => {
+      const at = column.indexOf(':');
+      if (at <= 0 || at === column.length - 1) {
+        throw new InvalidArgumentError(
+          `custom-columns: '${column}' is not HEADER:EXPRESSION, such as NAME:.metadata.name`,
+        );
+      }
+      return [column.slice(0, at), column.slice(at + 1)];
+    });
+  } else if (name === 'custom-columns-file') {
+    const lines = readColumnsFile(value)
+      .split('\n')
+      .map((line) => line.trim().split(/\s+/));
+    const [headers = [], expressions = []] = lines.filter((words) => words.join('') !== '');
+    if (headers.length === 0 || headers.length !== expressions.length) {
+      throw new InvalidArgumentError(
+        `custom-columns-file ${value}: needs a line of headers and a line of as many expressions, got ${headers.length} and ${expressions.length}`,
+      );
+    }
+    pairs = headers.map((header, i) => [header, expressions[i] as string]);
+  } else {
+    throw new InvalidArgumentError(`unknown output format '${name}'`);
+  }
+  return pairs.map(([header, source]) => {
+    try {
+      return { header, expression: parseJsonPathExpression(source) };
+    } catch (error) {
+      if (!(error instanceof JsonPathError)) throw error;
+      throw new InvalidArgumentError(`custom-columns: column ${header}: ${error.message}`);
+    }
+  });
+}
+
+function readColumnsFile(path: string): string {
+  if (path === '')
+    throw new InvalidArgumentError(
+      'custom-columns-file needs a file: -o custom-columns-file=columns.txt',
+    );
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new InvalidArgumentError(
+      `cannot read custom-columns-file ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+    );
+  }
 }

@@ -1,7 +1,15 @@
 import type { CliContext } from './commands/context.ts';
 import { COLUMNS, QUALIFIED, type ResourceItem, type ResourceKind } from './commands/resources.ts';
-import { executeJsonPath } from './jsonpath.ts';
-import { asList, columnWidths, formatRows, formatTable, toJson, toYaml } from './output.ts';
+import { executeJsonPath, jsonPathValues } from './jsonpath.ts';
+import {
+  asList,
+  columnWidths,
+  formatLabels,
+  formatRows,
+  formatTable,
+  toJson,
+  toYaml,
+} from './output.ts';
 import type { OutputSpec } from './output-option.ts';
 import type { WatchEvent } from './watch.ts';
 
@@ -11,6 +19,8 @@ export interface PrintScope {
   namespace: string | undefined;
   /** More than one resource type was asked for: names print as TYPE/NAME, as kubectl does. */
   qualifyNames: boolean;
+  /** `--show-labels`: a LABELS column last, in the table and wide formats. */
+  showLabels?: boolean;
 }
 
 /**
@@ -77,7 +87,7 @@ export class WatchPrinter {
     if (events.length === 0) return;
     const { output } = this.#scope;
     const out = (text: string) => this.#context.out(text);
-    if (output.format === 'table' || output.format === 'wide') {
+    if (isTabular(output)) {
       const now = this.#context.now();
       const rows = events.map((event) => {
         const cells = row(this.#scope, event.item, now);
@@ -111,16 +121,37 @@ function serialize(output: OutputSpec, value: unknown): string {
   return output.format === 'yaml' ? toYaml(value) : toJson(value);
 }
 
+function isTabular(output: OutputSpec): boolean {
+  return (
+    output.format === 'table' || output.format === 'wide' || output.format === 'custom-columns'
+  );
+}
+
+/** kubectl's columns: custom ones as given (no NAMESPACE), else NAMESPACE under -A, LABELS last. */
 function headers(scope: PrintScope, kind: ResourceKind): string[] {
+  const { output } = scope;
+  if (output.format === 'custom-columns') return output.columns.map((column) => column.header);
   const columns = COLUMNS[kind];
-  const all = scope.output.format === 'wide' ? [...columns.table, ...columns.wide] : columns.table;
-  return scope.namespace === undefined ? ['NAMESPACE', ...all] : [...all];
+  const all = output.format === 'wide' ? [...columns.table, ...columns.wide] : [...columns.table];
+  if (scope.showLabels) all.push('LABELS');
+  return scope.namespace === undefined ? ['NAMESPACE', ...all] : all;
 }
 
 function row(scope: PrintScope, item: ResourceItem, now: number): string[] {
+  const { output } = scope;
+  if (output.format === 'custom-columns') {
+    // Several values in one cell are comma-separated; none is <none>, as kubectl prints them.
+    return output.columns.map((column) => {
+      const values = jsonPathValues(column.expression, item.object);
+      return values.length === 0
+        ? '<none>'
+        : values.map((v) => (typeof v === 'string' ? v : JSON.stringify(v))).join(',');
+    });
+  }
   const cells = item.cells(now);
   const [name = '', ...rest] = cells.table;
   const shown = scope.qualifyNames ? `${QUALIFIED[item.kind]}/${name}` : name;
-  const all = [shown, ...rest, ...(scope.output.format === 'wide' ? cells.wide : [])];
+  const all = [shown, ...rest, ...(output.format === 'wide' ? cells.wide : [])];
+  if (scope.showLabels) all.push(formatLabels(item.object.metadata.labels));
   return scope.namespace === undefined ? [item.namespace, ...all] : all;
 }

@@ -1,7 +1,6 @@
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, join, relative, resolve } from 'node:path';
-import * as z from 'zod';
-import { DEFAULTS, ENV } from '../lib/config.ts';
+import { DEFAULTS, ENV } from '../lib/config-env.ts';
 
 /**
  * Which registry the CLI talks to. In order: the flags, the environment the Lambda functions
@@ -37,13 +36,33 @@ export interface Target {
 
 export class TargetError extends Error {}
 
-const localFileSchema = z.object({
-  dynamoDbEndpoint: z.url(),
-  tableName: z.string().min(1),
-  region: z.string().min(1).optional(),
-  url: z.string().optional(),
-  managementUrl: z.string().optional(),
-});
+/** What `npm start` writes into local.json (see infra/local). */
+interface LocalFile {
+  dynamoDbEndpoint: string;
+  tableName: string;
+  region?: string | undefined;
+  url?: string | undefined;
+  managementUrl?: string | undefined;
+}
+
+/**
+ * zod is imported when a target is resolved, not with this module: `registrar --help` names
+ * the local file from here and should not wait ~40 ms for zod (issue 17).
+ */
+async function loadZod() {
+  return await import('zod');
+}
+
+async function localFileSchema() {
+  const z = await loadZod();
+  return z.object({
+    dynamoDbEndpoint: z.url(),
+    tableName: z.string().min(1),
+    region: z.string().min(1).optional(),
+    url: z.string().optional(),
+    managementUrl: z.string().optional(),
+  });
+}
 
 export async function resolveTarget(
   flags: TargetFlags,
@@ -51,7 +70,7 @@ export async function resolveTarget(
   cwd: string,
 ): Promise<Target> {
   const endpoint = nonEmpty(flags.endpoint) ?? nonEmpty(env[ENV.dynamoDbEndpoint]);
-  if (endpoint !== undefined && !z.url().safeParse(endpoint).success) {
+  if (endpoint !== undefined && !(await loadZod()).url().safeParse(endpoint).success) {
     throw new TargetError(
       `invalid DynamoDB endpoint '${endpoint}': must be a URL such as http://localhost:8000`,
     );
@@ -113,7 +132,7 @@ async function isDirectory(path: string): Promise<boolean> {
   }
 }
 
-async function readLocalFile(path: string, cwd: string): Promise<z.infer<typeof localFileSchema>> {
+async function readLocalFile(path: string, cwd: string): Promise<LocalFile> {
   const shown = displayPath(path, cwd);
   let text: string;
   try {
@@ -133,7 +152,7 @@ async function readLocalFile(path: string, cwd: string): Promise<z.infer<typeof 
       `${shown} is not JSON; restart 'npm start' to rewrite it, or pass --table <name>`,
     );
   }
-  const parsed = localFileSchema.safeParse(json);
+  const parsed = (await localFileSchema()).safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = issue?.path.join('.') || '(file)';

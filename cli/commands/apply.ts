@@ -1,4 +1,4 @@
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { isAutoRegistered } from '../../lib/domain/entry-record.ts';
 import { ConflictError } from '../../lib/domain/errors.ts';
 import { toRfc3339 } from '../../lib/domain/model.ts';
@@ -7,6 +7,7 @@ import {
   type IstioDocument,
   parseIstioDocuments,
 } from '../../lib/protocol/istio-documents.ts';
+import { type ApplyOutcome, appliedEntry, appliedGroup } from '../apply-preview.ts';
 import { readInputs } from '../input-files.ts';
 import type { CliIo, CommandRegistration, Stores } from './context.ts';
 import { namespaceOption, QUALIFIED } from './resources.ts';
@@ -14,6 +15,7 @@ import { namespaceOption, QUALIFIED } from './resources.ts';
 interface ApplyOptions {
   filename: string[];
   namespace?: string;
+  dryRun: 'none' | 'client' | 'server';
 }
 
 const VERB = { created: 'created', updated: 'configured', unchanged: 'unchanged' } as const;
@@ -28,22 +30,42 @@ export const registerApply: CommandRegistration = (program, context) => {
       (value: string, previous: string[] = []) => [...previous, value],
     )
     .addOption(namespaceOption())
+    .addOption(
+      new Option(
+        '--dry-run <mode>',
+        "write nothing: 'client' checks the documents without reading the registry; 'server' also reads it to say created, configured or unchanged",
+      )
+        .choices(['none', 'client', 'server'])
+        .default('none'),
+    )
     .addHelpText(
       'after',
-      '\nEvery document is checked before anything is written: one invalid document refuses the input.',
+      '\nEvery document is checked before anything is written: one invalid document refuses the input.\n' +
+        'registrar diff -f FILE shows what apply would change, line by line.',
     )
     .action(async (options: ApplyOptions, command: Command) => {
       const documents = await readAll(context.io, options);
+      if (options.dryRun === 'client') {
+        for (const document of documents) context.out(`${nameOf(document)} checked (dry run)\n`);
+        return;
+      }
       const stores = await context.stores(command);
       await prepareEntries(stores, documents, context.now());
       for (const document of documents) {
-        context.out(`${await applyOne(stores, document)}\n`);
+        const line =
+          options.dryRun === 'server'
+            ? `${nameOf(document)} ${VERB[await previewOne(stores, document)]} (server dry run)`
+            : await applyOne(stores, document);
+        context.out(`${line}\n`);
       }
     });
 };
 
 /** Parses every input before anything is written; problems of all files are reported at once. */
-async function readAll(io: CliIo, options: ApplyOptions): Promise<IstioDocument[]> {
+export async function readAll(
+  io: CliIo,
+  options: Pick<ApplyOptions, 'filename' | 'namespace'>,
+): Promise<IstioDocument[]> {
   const documents: IstioDocument[] = [];
   const problems: string[] = [];
   const inputs = await readInputs(io, options.filename);
@@ -69,7 +91,7 @@ async function readAll(io: CliIo, options: ApplyOptions): Promise<IstioDocument[
  * Also stamps `creationTimestamp` (AGE), which the store does not: the first apply's time,
  * kept on later ones so an unchanged entry stays `unchanged`. A group's is kept by the store.
  */
-async function prepareEntries(
+export async function prepareEntries(
   stores: Stores,
   documents: IstioDocument[],
   now: number,
@@ -105,4 +127,21 @@ async function applyOne(stores: Stores, document: IstioDocument): Promise<string
   const outcome = await stores.catalog.applyEntry(document.entry);
   if (outcome === 'conflict') throw autoRegisteredConflict(document);
   return `${QUALIFIED.WorkloadEntry}/${document.entry.metadata.name} ${VERB[outcome]}`;
+}
+
+/** `workloadgroup.networking.istio.io/web`, as apply reports an object. */
+function nameOf(document: IstioDocument): string {
+  return document.kind === 'WorkloadGroup'
+    ? `${QUALIFIED.WorkloadGroup}/${document.group.metadata.name}`
+    : `${QUALIFIED.WorkloadEntry}/${document.entry.metadata.name}`;
+}
+
+/** What applyOne would report, from reads alone (`--dry-run=server`). */
+async function previewOne(stores: Stores, document: IstioDocument): Promise<ApplyOutcome> {
+  if (document.kind === 'WorkloadGroup') {
+    const existing = await stores.registry.getGroup(document.group.metadata);
+    return appliedGroup(existing, document.group).outcome;
+  }
+  const existing = await stores.catalog.getEntry(document.entry.metadata);
+  return appliedEntry(existing, document.entry).outcome;
 }

@@ -1,3 +1,4 @@
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Command } from 'commander';
 import type { SweepPolicyStore } from '../../lib/store/dynamodb-sweep-policy-store.ts';
 import type { CatalogStore, RegistryStore } from '../../lib/store/registry-store.ts';
@@ -28,6 +29,8 @@ export interface Stores {
   sweepPolicy: Pick<SweepPolicyStore, 'read'>;
 }
 
+export type CatalogLists = Pick<CatalogStore, 'listGroups' | 'listEntries'>;
+
 /** What every command gets: its streams, the clock, and the registry on demand. */
 export interface CliContext {
   io: CliIo;
@@ -35,6 +38,11 @@ export interface CliContext {
   out(text: string): void;
   /** Connects to the registry named by the global options; commands that need none never do. */
   stores(command: Command): Promise<Stores>;
+  /**
+   * Only the catalog's lists: `get` of a list loads the catalog's code alone, not the
+   * registration store's writes and sweep queries (issue 17: the CLI's start-up).
+   */
+  catalogLists(command: Command): Promise<CatalogLists>;
   /** The registry connected to, once `stores` was called: error messages name it. */
   target(): Target | undefined;
   close(): void;
@@ -49,12 +57,34 @@ export class UsageError extends Error {}
  */
 export class ReportedFailure extends Error {}
 
+/**
+ * Ends the command with this exit status (`diff`: 1 when there are differences, as kubectl);
+ * `cause`, when set, is reported as any other error would be.
+ */
+export class ExitStatus extends Error {
+  readonly exitCode: number;
+  constructor(exitCode: number, options?: { cause?: unknown }) {
+    super(`exit status ${exitCode}`, options);
+    this.exitCode = exitCode;
+  }
+}
+
 /** Adds one command (or command group) to the program; see `index.ts`. */
 export type CommandRegistration = (program: Command, context: CliContext) => void;
 
 export function createContext(io: CliIo): CliContext {
   let target: Target | undefined;
-  let opened: Promise<{ stores: Stores; destroy: () => void }> | undefined;
+  let connected: Promise<Connection> | undefined;
+  let opened: Promise<Stores> | undefined;
+  const connect = (command: Command) => {
+    connected ??= resolveTarget(command.optsWithGlobals<TargetFlags>(), io.env, io.cwd).then(
+      (resolved) => {
+        target = resolved;
+        return openConnection(resolved);
+      },
+    );
+    return connected;
+  };
   return {
     io,
     now: io.now ?? Date.now,
@@ -62,50 +92,54 @@ export function createContext(io: CliIo): CliContext {
       io.stdout.write(text);
     },
     async stores(command) {
-      if (!opened) {
-        const flags = command.optsWithGlobals<TargetFlags>();
-        opened = resolveTarget(flags, io.env, io.cwd).then((resolved) => {
-          target = resolved;
-          return openStores(resolved);
-        });
-      }
-      return (await opened).stores;
+      opened ??= connect(command).then(openStores);
+      return await opened;
+    },
+    async catalogLists(command) {
+      if (opened) return (await opened).catalog;
+      const [{ client, tableName }, { DynamoDbCatalog }] = await Promise.all([
+        connect(command),
+        import('../../lib/store/dynamodb-catalog.ts'),
+      ]);
+      return new DynamoDbCatalog(client, tableName);
     },
     target: () => target,
     close: () => {
-      void opened?.then((o) => o.destroy()).catch(() => undefined);
+      void connected?.then((c) => c.client.destroy()).catch(() => undefined);
     },
   };
+}
+
+/** The document client for the target's table. */
+interface Connection {
+  client: DynamoDBDocumentClient;
+  tableName: string;
 }
 
 /**
  * Loaded on first use: the AWS SDK takes a while to import, and `--help` or a usage error
  * should not wait for it.
  */
-async function openStores(target: Target): Promise<{ stores: Stores; destroy: () => void }> {
-  const [
-    { createDocumentClient },
-    { DynamoDbRegistryStore },
-    { DynamoDbTokenStore },
-    { DynamoDbSweepPolicyStore },
-  ] = await Promise.all([
-    import('../../lib/store/dynamodb-client.ts'),
-    import('../../lib/store/dynamodb-registry-store.ts'),
-    import('../../lib/store/dynamodb-token-store.ts'),
-    import('../../lib/store/dynamodb-sweep-policy-store.ts'),
-  ]);
+async function openConnection(target: Target): Promise<Connection> {
+  const { createDocumentClient } = await import('../../lib/store/dynamodb-client.ts');
   const options = target.endpoint
     ? { region: target.region, endpoint: target.endpoint }
     : { region: target.region };
-  const client = createDocumentClient(options);
-  const registry = new DynamoDbRegistryStore(client, target.tableName);
+  return { client: createDocumentClient(options), tableName: target.tableName };
+}
+
+async function openStores({ client, tableName }: Connection): Promise<Stores> {
+  const [{ DynamoDbRegistryStore }, { DynamoDbTokenStore }, { DynamoDbSweepPolicyStore }] =
+    await Promise.all([
+      import('../../lib/store/dynamodb-registry-store.ts'),
+      import('../../lib/store/dynamodb-token-store.ts'),
+      import('../../lib/store/dynamodb-sweep-policy-store.ts'),
+    ]);
+  const registry = new DynamoDbRegistryStore(client, tableName);
   return {
-    stores: {
-      catalog: registry,
-      registry,
-      tokens: new DynamoDbTokenStore(client, target.tableName),
-      sweepPolicy: new DynamoDbSweepPolicyStore(client, target.tableName),
-    },
-    destroy: () => client.destroy(),
+    catalog: registry,
+    registry,
+    tokens: new DynamoDbTokenStore(client, tableName),
+    sweepPolicy: new DynamoDbSweepPolicyStore(client, tableName),
   };
 }

@@ -4,6 +4,7 @@ import { type EntryRecord, isAutoRegistered } from '../../lib/domain/entry-recor
 import type { ObjectRef, StringMap, VerifiedIdentity } from '../../lib/domain/model.ts';
 import type { RecordedSweepPolicy } from '../../lib/store/dynamodb-sweep-policy-store.ts';
 import type { StoredGroup } from '../../lib/store/registry-store.ts';
+import { formatEvents } from '../entry-events.ts';
 import { formatAge, formatTable, formatTimestamp, parseTimestamp, toYaml } from '../output.ts';
 import { parseResourceArgs } from '../resource-args.ts';
 import { type CommandRegistration, ReportedFailure, type Stores } from './context.ts';
@@ -81,7 +82,8 @@ async function describeOne(
     : undefined;
   const text = describeEntry(record, group, now);
   // Only auto-registered entries are swept; say by which policy (the registrar's own).
-  return record.autoRegistrationGroup ? text + describeSweepPolicy(await sweepPolicy.read()) : text;
+  const policy = record.autoRegistrationGroup ? describeSweepPolicy(await sweepPolicy.read()) : '';
+  return text + policy + formatEvents(record, now);
 }
 
 /** The registrar's recorded sweep policy, as the last line of an auto-registered entry. */

@@ -2,6 +2,7 @@ import { type Command, Option } from 'commander';
 import { stringify } from 'yaml';
 import { desiredWorkloadEntries } from '../../lib/projection/desired-istio.ts';
 import { desiredExternalWorkloads } from '../../lib/projection/desired-linkerd.ts';
+import { exportWarnings } from '../export-warnings.ts';
 import { type CommandRegistration, UsageError } from './context.ts';
 import { namespaceOf, namespaceOption } from './resources.ts';
 
@@ -35,15 +36,14 @@ export const registerExport: CommandRegistration = (program, context) => {
       const namespace = options.allNamespaces ? undefined : namespaceOf(options);
       const { catalog } = await context.stores(command);
       const entries = await catalog.listEntries(namespace);
+      const groups = options.format === 'istio' ? [] : await catalog.listGroups(namespace);
       const desired =
         options.format === 'istio'
           ? desiredWorkloadEntries(entries, [])
-          : desiredExternalWorkloads(entries, await catalog.listGroups(namespace));
+          : desiredExternalWorkloads(entries, groups);
       context.out(desired.objects.map((object) => `---\n${stringify(object)}`).join(''));
-      for (const problem of desired.problems) {
-        context.io.stderr.write(
-          `warning: ${problem.kind} ${problem.namespace}/${problem.name} left out: ${problem.message}\n`,
-        );
+      for (const line of exportWarnings(desired.problems, entries, groups)) {
+        context.io.stderr.write(`${line}\n`);
       }
     });
 };

@@ -1,6 +1,12 @@
-import { type Command, Option } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import { positiveDurationOption } from '../duration-option.ts';
 import { Interrupted, interruption } from '../interrupt.ts';
+import {
+  JsonPathError,
+  type JsonPathTemplate,
+  jsonPathValues,
+  parseJsonPathExpression,
+} from '../jsonpath.ts';
 import {
   type LabelSelector,
   matchesSelector,
@@ -11,7 +17,13 @@ import { type OutputSpec, outputOption } from '../output-option.ts';
 import { namesObjects, parseResourceArgs, type ResourceRequest } from '../resource-args.ts';
 import { type PrintScope, printItems, WatchPrinter } from '../resource-printer.ts';
 import { watchChanges } from '../watch.ts';
-import { type CommandRegistration, ReportedFailure, type Stores, UsageError } from './context.ts';
+import {
+  type CatalogLists,
+  type CommandRegistration,
+  ReportedFailure,
+  type Stores,
+  UsageError,
+} from './context.ts';
 import {
   byNamespaceAndName,
   entryItem,
@@ -32,6 +44,8 @@ interface GetOptions {
   watchOnly?: boolean;
   outputWatchEvents?: boolean;
   watchInterval: number;
+  showLabels?: boolean;
+  sortBy?: JsonPathTemplate;
 }
 
 export const WATCH_INTERVAL = '2s';
@@ -44,8 +58,15 @@ export const registerGet: CommandRegistration = (program, context) => {
     .argument('[names...]', 'objects by name (or more TYPE/NAME)')
     .addOption(namespaceOption())
     .option('-A, --all-namespaces', 'list across all namespaces')
-    .addOption(outputOption(['wide', 'name', 'json', 'yaml', 'jsonpath']))
+    .addOption(outputOption(['wide', 'name', 'json', 'yaml', 'jsonpath', 'custom-columns']))
     .addOption(new Option('-l, --selector <selector>', SELECTOR_HELP).argParser(parseLabelSelector))
+    .option('--show-labels', "a LABELS column last: each object's labels")
+    .addOption(
+      new Option(
+        '--sort-by <jsonpath>',
+        "sort the list by a field of the objects, such as '.spec.address' or '{.metadata.creationTimestamp}'",
+      ).argParser(parseSortBy),
+    )
     .option('-w, --watch', 'after the list, print each change until interrupted (Ctrl-C)')
     .option('--watch-only', 'like --watch, without printing the current list first')
     .option('--output-watch-events', 'with --watch: an EVENT column, ADDED, MODIFIED or DELETED')
@@ -65,6 +86,8 @@ Examples:
   registrar get we/web-10.0.0.12 -n shop -o yaml      one entry
   registrar get we -l 'app=web,tier!=canary'          entries whose labels match
   registrar get we -o jsonpath='{.items[*].spec.address}'
+  registrar get we -A --sort-by=.metadata.creationTimestamp --show-labels
+  registrar get we -o custom-columns=NAME:.metadata.name,ADDRESS:.spec.address,ZONE:.spec.locality
   registrar get we -n shop -w                         watch VMs come and go
 
 --watch reads the registry every --watch-interval (default ${WATCH_INTERVAL}: the registry has no
@@ -90,14 +113,23 @@ the last row of each one deleted (--output-watch-events says which). Ctrl-C stop
       if (options.outputWatchEvents && !watching) {
         throw new UsageError('--output-watch-events goes with --watch');
       }
+      if (options.sortBy && watching) {
+        throw new UsageError(
+          '--sort-by sorts a list, not the changes --watch prints: use one or the other',
+        );
+      }
       const namespace = options.allNamespaces ? undefined : namespaceOf(options);
       const scope: PrintScope = {
         output: options.output,
         namespace,
         qualifyNames: requests.length > 1,
+        showLabels: options.showLabels === true,
       };
-      const stores = await context.stores(command);
-      const read = () => readItems(stores, requests, namespace, named, selector);
+      // A list needs only the catalog's lists; objects by name need the stores' reads.
+      const reads: Reads = named
+        ? { named: await context.stores(command) }
+        : { lists: await context.catalogLists(command) };
+      const read = () => readItems(reads, requests, namespace, selector);
       const first = await read();
       if (first.missing.length > 0) {
         if (!watching && first.items.length > 0) {
@@ -108,7 +140,8 @@ the last row of each one deleted (--output-watch-events says which). Ctrl-C stop
       }
       if (!watching) {
         const single = requests.length === 1 && requests[0]?.names.length === 1;
-        printItems(context, scope, kindsOf(requests), first.items, single);
+        const items = options.sortBy ? sortItems(first.items, options.sortBy) : first.items;
+        printItems(context, scope, kindsOf(requests), items, single);
         return;
       }
       const kind = requests[0]?.kind ?? 'WorkloadEntry';
@@ -130,6 +163,38 @@ the last row of each one deleted (--output-watch-events says which). Ctrl-C stop
     });
 };
 
+function parseSortBy(text: string): JsonPathTemplate {
+  try {
+    return parseJsonPathExpression(text);
+  } catch (error) {
+    if (!(error instanceof JsonPathError)) throw error;
+    throw new InvalidArgumentError(`invalid jsonpath: ${error.message}`);
+  }
+}
+
+/**
+ * Sorted by the expression's first value, as kubectl's --sort-by: numbers as numbers, the rest
+ * as text (RFC 3339 times sort as they read); objects without the field first. Stable, so
+ * equal keys keep the namespace-and-name order.
+ */
+export function sortItems(
+  items: readonly ResourceItem[],
+  sortBy: JsonPathTemplate,
+): ResourceItem[] {
+  const keyed = items.map((item) => ({ item, key: jsonPathValues(sortBy, item.object)[0] }));
+  keyed.sort((a, b) => compareKeys(a.key, b.key));
+  return keyed.map(({ item }) => item);
+}
+
+function compareKeys(a: unknown, b: unknown): number {
+  if (a === undefined || b === undefined)
+    return (a === undefined ? 0 : 1) - (b === undefined ? 0 : 1);
+  if (typeof a === 'number' && typeof b === 'number') return a - b;
+  const x = typeof a === 'string' ? a : JSON.stringify(a);
+  const y = typeof b === 'string' ? b : JSON.stringify(b);
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
 function kindsOf(requests: readonly ResourceRequest[]) {
   return requests.map((request) => request.kind);
 }
@@ -138,17 +203,18 @@ function kindsOf(requests: readonly ResourceRequest[]) {
  * The objects asked for: by name (each missing one is a message), or listed, filtered by the
  * selector and sorted by namespace and name. `namespace` is undefined under -A.
  */
+type Reads = { named: Stores; lists?: undefined } | { lists: CatalogLists; named?: undefined };
+
 async function readItems(
-  stores: Stores,
+  { named: stores, lists }: Reads,
   requests: readonly ResourceRequest[],
   namespace: string | undefined,
-  named: boolean,
   selector: LabelSelector,
 ): Promise<{ items: ResourceItem[]; missing: string[] }> {
   const items: ResourceItem[] = [];
   const missing: string[] = [];
   for (const { kind, names } of requests) {
-    if (named) {
+    if (stores) {
       const ns = namespace ?? namespaceOf({});
       for (const name of names) {
         const ref = { namespace: ns, name };
@@ -163,8 +229,8 @@ async function readItems(
     }
     const listed =
       kind === 'WorkloadGroup'
-        ? (await stores.catalog.listGroups(namespace)).map(groupItem)
-        : (await stores.catalog.listEntries(namespace)).map(entryItem);
+        ? (await lists.listGroups(namespace)).map(groupItem)
+        : (await lists.listEntries(namespace)).map(entryItem);
     items.push(
       ...listed
         .filter((item) => matchesSelector(selector, item.object.metadata.labels))

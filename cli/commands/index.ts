@@ -1,28 +1,103 @@
-import { registerApply } from './apply.ts';
 import type { CommandRegistration } from './context.ts';
-import { registerDelete } from './delete.ts';
-import { registerDescribe } from './describe.ts';
-import { registerEc2Event } from './ec2-event.ts';
-import { registerExport } from './export.ts';
-import { registerGet } from './get.ts';
-import { registerPolicy } from './policy.ts';
-import { registerProject } from './project.ts';
-import { registerSweep } from './sweep.ts';
-import { registerToken } from './token.ts';
+
+/**
+ * One command of `registrar` as `--help` lists it, and where its code is. A command's module
+ * is imported only when the command line names it: each one pulls in what it needs (the AWS
+ * SDK, zod, yaml, the Kubernetes client), and `registrar --help` or `registrar get` must not
+ * wait for every command's (issue 17: 225 ms for --help, 351 ms for get before).
+ */
+export interface CommandEntry {
+  name: string;
+  /** What `registrar --help` shows, left and right: the same as the loaded command's (tested). */
+  term: string;
+  description: string;
+  load(): Promise<CommandRegistration>;
+  /** Hidden commands the module also registers (`complete`, which the completion scripts run). */
+  hidden?: readonly string[];
+  /** The module reads the whole command tree (completion): every other command is loaded first. */
+  needsAll?: boolean;
+}
 
 /**
  * Every command of `registrar`, in the order `--help` lists them. To add one, write
- * `cli/commands/<name>.ts` exporting a `CommandRegistration` and add one line here.
+ * `cli/commands/<name>.ts` exporting a `CommandRegistration` and add its entry here
+ * (test/unit/cli-lazy-commands.test.ts says when the term or description is out of date).
  */
-export const COMMANDS: readonly CommandRegistration[] = [
-  registerApply,
-  registerGet,
-  registerDescribe,
-  registerDelete,
-  registerToken,
-  registerPolicy,
-  registerSweep,
-  registerEc2Event,
-  registerExport,
-  registerProject,
+export const COMMANDS: readonly CommandEntry[] = [
+  {
+    name: 'apply',
+    term: 'apply [options]',
+    description: 'create or update WorkloadGroups and hand-made WorkloadEntries from YAML or JSON',
+    load: async () => (await import('./apply.ts')).registerApply,
+  },
+  {
+    name: 'get',
+    term: 'get [options] <resource> [names...]',
+    description: 'list workloadgroups (wg) or workloadentries (we), or show some by name',
+    load: async () => (await import('./get.ts')).registerGet,
+  },
+  {
+    name: 'describe',
+    term: 'describe [options] <resource> [names...]',
+    description: 'show workloadgroups (wg) or workloadentries (we) in detail',
+    load: async () => (await import('./describe.ts')).registerDescribe,
+  },
+  {
+    name: 'diff',
+    term: 'diff [options]',
+    description: 'show how the registry differs from the objects of a file (as kubectl diff)',
+    load: async () => (await import('./diff.ts')).registerDiff,
+  },
+  {
+    name: 'delete',
+    term: 'delete [options] [resource] [names...]',
+    description:
+      'delete workloadgroups (wg) or workloadentries (we) by name, or those a file describes',
+    load: async () => (await import('./delete.ts')).registerDelete,
+  },
+  {
+    name: 'token',
+    term: 'token',
+    description: 'join tokens: what an agent presents to register a VM (token auth mode)',
+    load: async () => (await import('./token.ts')).registerToken,
+  },
+  {
+    name: 'policy',
+    term: 'policy',
+    description: 'IAM auth mode: which IAM roles may register VMs in which namespace',
+    load: async () => (await import('./policy.ts')).registerPolicy,
+  },
+  {
+    name: 'sweep',
+    term: 'sweep [options]',
+    description: 'run one sweep now: delete auto-registered entries that are disconnected or stale',
+    load: async () => (await import('./sweep.ts')).registerSweep,
+  },
+  {
+    name: 'ec2-event',
+    term: 'ec2-event [options]',
+    description:
+      'deliver an EC2 instance state-change notification: removes the instance’s entries now (as the EventBridge rule does on AWS)',
+    load: async () => (await import('./ec2-event.ts')).registerEc2Event,
+  },
+  {
+    name: 'export',
+    term: 'export [options]',
+    description: 'print the registry as Kubernetes objects (YAML) for kubectl apply -f - or GitOps',
+    load: async () => (await import('./export.ts')).registerExport,
+  },
+  {
+    name: 'project',
+    term: 'project [options]',
+    description: 'reconcile the registry into a Kubernetes cluster once and print what changed',
+    load: async () => (await import('./project.ts')).registerProject,
+  },
+  {
+    name: 'completion',
+    term: 'completion <shell>',
+    description: 'print a bash or zsh completion script: source <(registrar completion bash)',
+    load: async () => (await import('./completion.ts')).registerCompletion,
+    hidden: ['complete'],
+    needsAll: true,
+  },
 ];

@@ -7,13 +7,13 @@ import {
 } from '../../lib/domain/entry-record.ts';
 import { NotFoundError } from '../../lib/domain/errors.ts';
 import {
+  DEFAULT_NAMESPACE,
   HEALTHY_CONDITION,
   type ObjectRef,
   type WorkloadEntry,
   type WorkloadGroup,
 } from '../../lib/domain/model.ts';
 import { isDns1123Label } from '../../lib/domain/validation.ts';
-import { DEFAULT_NAMESPACE } from '../../lib/protocol/istio-documents.ts';
 import type { StoredGroup } from '../../lib/store/registry-store.ts';
 import { formatAge, parseTimestamp } from '../output.ts';
 import { UsageError } from './context.ts';

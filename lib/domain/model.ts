@@ -26,6 +26,9 @@ export const LOCALITY_LABEL = 'istio-locality';
 
 export const HEALTHY_CONDITION = 'Healthy';
 
+/** Where an object without a namespace goes, as with kubectl. */
+export const DEFAULT_NAMESPACE = 'default';
+
 export type StringMap = Record<string, string>;
 
 export interface ObjectRef {

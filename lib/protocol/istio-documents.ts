@@ -2,6 +2,7 @@ import type * as z from 'zod';
 import {
   ACCEPTED_API_VERSIONS,
   type Condition,
+  DEFAULT_NAMESPACE,
   ISTIO_API_VERSION,
   type WorkloadEntry,
   type WorkloadGroup,
@@ -31,8 +32,8 @@ export { formatPath, InvalidDocumentsError, showValue } from './istio-document-p
  * document refuses the whole input, so an apply never leaves half a change behind.
  */
 
-/** Where a document without `metadata.namespace` goes, as with kubectl. */
-export const DEFAULT_NAMESPACE = 'default';
+/** Where a document without `metadata.namespace` goes (in the domain model: the CLI reads it without this module). */
+export { DEFAULT_NAMESPACE };
 
 export type IstioDocument =
   | { index: number; kind: 'WorkloadGroup'; group: WorkloadGroup }

@@ -114,6 +114,19 @@ describe('docs/agent.md: trying IAM mode locally', () => {
     walkthrough = await startWalkthrough(repo, { probePort: false });
     await walkthrough.run(blocks, 'docs/agent.md');
   });
+
+  it('leaves nothing in the checkout that git would show as untracked', async () => {
+    const created = walkthrough?.created() ?? [];
+    expect(created).toContain('.registrar-iam/');
+    for (const name of created) {
+      // --no-index: the copy's files are not in the index; exit 0 means ignored.
+      const ignored = await run('git', ['-C', repo, 'check-ignore', '-q', '--no-index', name]).then(
+        () => true,
+        () => false,
+      );
+      expect(ignored, `${name} is ignored by .gitignore`).toBe(true);
+    }
+  });
 });
 
 describe('token and policy recipes', () => {

@@ -1,0 +1,117 @@
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { isAutoRegistered } from '../../lib/domain/entry-record.ts';
+import type { IstioDocument } from '../../lib/protocol/istio-documents.ts';
+import { appliedEntry, appliedGroup } from '../apply-preview.ts';
+import { toYaml } from '../output.ts';
+import { prepareEntries, readAll } from './apply.ts';
+import { type CliContext, type CommandRegistration, ExitStatus, type Stores } from './context.ts';
+import { namespaceOption, renderEntry, renderGroup } from './resources.ts';
+
+interface DiffOptions {
+  filename: string[];
+  namespace?: string;
+}
+
+/**
+ * `registrar diff -f FILE`, as `kubectl diff`: each object of the file as the registry holds
+ * it (LIVE) and as `apply` would leave it (MERGED), written as YAML into two directories and
+ * compared with `diff -u -N`, which prints a unified diff. Exit status as kubectl's: 0 no
+ * differences, 1 differences, more than 1 an error (also the diff program's own).
+ */
+export const registerDiff: CommandRegistration = (program, context) => {
+  program
+    .command('diff')
+    .description('show how the registry differs from the objects of a file (as kubectl diff)')
+    .requiredOption(
+      '-f, --filename <file>',
+      "file with one or more documents, a directory of .yaml/.yml/.json files, or '-' for stdin; repeatable",
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .addOption(namespaceOption())
+    .addHelpText(
+      'after',
+      '\nExit status: 0 no differences, 1 differences, 2 or more an error (as kubectl diff).\n' +
+        'Needs the diff program (diffutils), as kubectl diff does.',
+    )
+    .action(async (options: DiffOptions, command: Command) => {
+      let changed: boolean;
+      try {
+        changed = await diffFiles(context, options, command);
+      } catch (error) {
+        throw new ExitStatus(2, { cause: error });
+      }
+      if (changed) throw new ExitStatus(1);
+    });
+};
+
+async function diffFiles(context: CliContext, options: DiffOptions, command: Command) {
+  const documents = await readAll(context.io, options);
+  const stores = await context.stores(command);
+  await prepareEntries(stores, documents, context.now());
+  const dir = await mkdtemp(join(tmpdir(), 'registrar-diff-'));
+  try {
+    const live = join(dir, 'LIVE');
+    const merged = join(dir, 'MERGED');
+    await Promise.all([mkdir(live), mkdir(merged)]);
+    for (const document of documents) {
+      const { file, before, after } = await sides(stores, document);
+      if (before !== undefined) await writeFile(join(live, file), toYaml(before));
+      await writeFile(join(merged, file), toYaml(after));
+    }
+    return await runDiff(context, live, merged);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** One object as it is stored (none when new) and as apply would leave it, and its file name. */
+async function sides(stores: Stores, document: IstioDocument) {
+  if (document.kind === 'WorkloadGroup') {
+    const { metadata } = document.group;
+    const existing = await stores.registry.getGroup(metadata);
+    return {
+      file: `networking.istio.io.v1.WorkloadGroup.${metadata.namespace}.${metadata.name}`,
+      before: existing && renderGroup(existing),
+      after: appliedGroup(existing, document.group).group,
+    };
+  }
+  const { metadata } = document.entry;
+  const existing = await stores.catalog.getEntry(metadata);
+  // prepareEntries refused an auto-registered entry of this name: it is never overwritten.
+  const before = existing && !isAutoRegistered(existing) ? renderEntry(existing) : undefined;
+  const after = appliedEntry(existing, document.entry).entry;
+  return {
+    file: `networking.istio.io.v1.WorkloadEntry.${metadata.namespace}.${metadata.name}`,
+    before,
+    after: before === undefined ? after : { ...before, ...after },
+  };
+}
+
+/** `diff -u -N LIVE MERGED`, its output passed on; true when it found differences. */
+function runDiff(context: CliContext, live: string, merged: string): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('diff', ['-u', '-N', live, merged], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => context.out(chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.once('error', (error: NodeJS.ErrnoException) =>
+      reject(
+        new Error(
+          error.code === 'ENOENT'
+            ? "the diff program is not installed: install diffutils (registrar diff runs 'diff -u -N', as kubectl diff does)"
+            : `cannot run diff: ${error.message}`,
+        ),
+      ),
+    );
+    child.once('close', (code) => {
+      if (code === 0 || code === 1) resolve(code === 1);
+      else reject(new Error(`diff exited ${code}: ${stderr.trim()}`));
+    });
+  });
+}
