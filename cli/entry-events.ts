@@ -80,6 +80,14 @@ export function entryEvents(record: EntryRecord): EntryEvent[] {
           : `${HEALTHY_CONDITION} turned False: ${health.message ?? (draining ? 'the agent is draining its VM' : 'the probe failed')}`,
     });
   }
+  if (record.addressConflict) {
+    events.push({
+      type: 'Warning',
+      reason: 'AddressInUse',
+      at: record.addressConflict.at,
+      message: `a connect that would register ${record.addressConflict.claimant} claimed this entry's address and was refused (an address is unique within a network)`,
+    });
+  }
   return events.sort((a, b) => a.at - b.at);
 }
 

@@ -12,6 +12,7 @@ import type { WorkloadGroup } from '../../lib/domain/model.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
 import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
+import { captureCli } from '../fixtures/cli-run.ts';
 import { openClient, refusedUpgrade, type TestClient } from '../fixtures/websocket-client.ts';
 
 /**
@@ -120,8 +121,20 @@ describe('an address is unique within a network', () => {
     expect(await entry('shop', 'g2-10.9.0.2')).toBeUndefined();
     const kept = await entry('shop', 'g1-10.9.0.2');
     expect(kept?.connection?.connectedAt).toBeDefined();
-    // The holder shows the refused claim (registrar get we).
+    // The holder shows the refused claim: registrar get we, and describe we's events.
     expect(kept?.addressConflict).toEqual({ at: expect.any(Number), claimant: 'shop/g2-10.9.0.2' });
+    const env = {
+      REGISTRAR_DYNAMODB_ENDPOINT: runtime.dynamoDbEndpoint,
+      REGISTRAR_TABLE: runtime.tableName,
+    };
+    const listed = await captureCli(['get', 'we', 'g1-10.9.0.2', '-n', 'shop'], { env });
+    expect(listed.stdout).toMatch(
+      /^g1-10\.9\.0\.2\s+10\.9\.0\.2 \(refused shop\/g2-10\.9\.0\.2 \d+s ago\)\s+True/m,
+    );
+    const described = await captureCli(['describe', 'we', 'g1-10.9.0.2', '-n', 'shop'], { env });
+    expect(described.stdout).toMatch(
+      /Warning\s+AddressInUse\s+.*a connect that would register shop\/g2-10\.9\.0\.2 claimed this entry's address and was refused/,
+    );
     await closeAll([holder]);
   });
 
