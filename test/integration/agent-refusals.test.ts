@@ -64,13 +64,23 @@ describe('agent refused by the registrar', () => {
   });
 
   it('logs the reason for an unknown group and backs off', async () => {
-    const agent = await bed.agent({ group: 'nope', timingOverrides });
+    // A missing group has its own schedule (agent/backoff.ts, missingGroupDelay): equal jitter
+    // over a ceiling that doubles from 4 x the base after the first refusal, so with a 200 ms
+    // base the first wait is in [400, 800] ms and the second in [800, 1600] ms.
+    const agent = await bed.agent({
+      group: 'nope',
+      timingOverrides: { ...timingOverrides, backoffBaseMs: 200 },
+    });
     const { retries } = await twoRefusals(agent);
     const refusal = agent.logs
       .map((line) => JSON.parse(line) as { msg: string; status?: number })
       .find((line) => line.status === 404);
     expect(refusal?.msg).toContain('cannot find WorkloadGroup shop/nope');
-    expect(retries.every((r) => r.refused && r.delayMs >= 250)).toBe(true);
+    expect(retries.every((r) => r.refused)).toBe(true);
+    expect(retries[0]?.delayMs).toBeGreaterThanOrEqual(400);
+    expect(retries[0]?.delayMs).toBeLessThanOrEqual(800);
+    expect(retries[1]?.delayMs).toBeGreaterThanOrEqual(800);
+    expect(retries[1]?.delayMs).toBeLessThanOrEqual(1600);
   });
 
   it('connects normally once the refusal is fixed (the group is created)', async () => {
