@@ -56,16 +56,14 @@ export class DynamoDbAddressClaims {
   }
 
   /**
-   * Takes the claim from `from` (undefined: from nobody) for this entry: conditional on the
-   * claim still naming `from`, so two claimants replacing one stale holder cannot both win.
+   * Takes the claim from `from` for this entry: conditional on the claim still naming `from`,
+   * so two claimants replacing one stale holder cannot both win.
    */
-  async take(claim: AddressClaim, from: ObjectRef | undefined): Promise<boolean> {
-    return from
-      ? this.#put(claim, 'entryNamespace = :fromNs AND entryName = :fromName', {
-          ':fromNs': from.namespace,
-          ':fromName': from.name,
-        })
-      : this.#put(claim, 'attribute_not_exists(pk)', {});
+  async take(claim: AddressClaim, from: ObjectRef): Promise<boolean> {
+    return this.#put(claim, 'entryNamespace = :fromNs AND entryName = :fromName', {
+      ':fromNs': from.namespace,
+      ':fromName': from.name,
+    });
   }
 
   async #put(claim: AddressClaim, condition: string, values: Record<string, string>) {
@@ -84,14 +82,10 @@ export class DynamoDbAddressClaims {
           },
           ConditionExpression: condition,
           ...(usesNow ? { ExpressionAttributeNames: { '#expires': EXPIRES_AT_ATTRIBUTE } } : {}),
-          ...(usesNow || Object.keys(values).length > 0
-            ? {
-                ExpressionAttributeValues: {
-                  ...values,
-                  ...(usesNow ? { ':now': epochSeconds(claim.at) } : {}),
-                },
-              }
-            : {}),
+          ExpressionAttributeValues: {
+            ...values,
+            ...(usesNow ? { ':now': epochSeconds(claim.at) } : {}),
+          },
         }),
       );
       return true;
