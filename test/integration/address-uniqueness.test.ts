@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 vi.hoisted(() => {
@@ -6,14 +5,9 @@ vi.hoisted(() => {
   process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
 });
 
-import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
-import { createJoinToken } from '../../lib/auth/join-token.ts';
-import type { WorkloadGroup } from '../../lib/domain/model.ts';
-import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
-import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
-import { openClient, refusedUpgrade, type TestClient } from '../fixtures/websocket-client.ts';
+import { startTenantRuntime, type TenantRuntime, until } from '../fixtures/tenant-runtime.ts';
+import { refusedUpgrade, type TestClient } from '../fixtures/websocket-client.ts';
 
 /**
  * An address is unique within a network, across groups and namespaces (token mode: the
@@ -21,75 +15,32 @@ import { openClient, refusedUpgrade, type TestClient } from '../fixtures/websock
  * the local runtime; the registry read back from its dynalite.
  */
 
-let runtime: LocalRuntime;
-let store: DynamoDbRegistryStore;
-const tokens: Record<string, string> = {};
-
-function group(namespace: string, name: string): WorkloadGroup {
-  return {
-    apiVersion: 'networking.istio.io/v1',
-    kind: 'WorkloadGroup',
-    metadata: { name, namespace },
-    spec: { template: { ports: { http: 8080 } } },
-  };
-}
+let tenants: TenantRuntime;
 
 beforeAll(async () => {
-  runtime = await startLocalRuntime({
-    port: 0,
-    memory: true,
-    tableName: `registry-${randomUUID()}`,
-    sweepIntervalMs: 3_600_000,
-    logLevel: 'SILENT',
-  });
-  const client = createDocumentClient({
-    region: runtime.region,
-    endpoint: runtime.dynamoDbEndpoint,
-  });
-  store = new DynamoDbRegistryStore(client, runtime.tableName);
-  const tokenStore = new DynamoDbTokenStore(client, runtime.tableName);
-  for (const [namespace, names] of [
-    ['shop', ['g1', 'g2']],
-    ['evil', ['g1']],
-  ] as const) {
-    for (const name of names) await store.applyGroup(group(namespace, name));
-    const { token, stored } = createJoinToken({ namespace, ttlMs: 3_600_000, now: Date.now() });
-    await tokenStore.putToken(stored);
-    tokens[namespace] = token;
-  }
+  tenants = await startTenantRuntime({ shop: ['g1', 'g2'], evil: ['g1'] });
 });
 
 afterAll(async () => {
-  await runtime?.close();
+  await tenants?.close();
 });
 
-const url = (namespace: string, name: string, ip: string, network?: string) =>
-  `${runtime.url}/?group=${name}&namespace=${namespace}&ip=${ip}${network ? `&network=${network}` : ''}`;
-const auth = (namespace: string) => ({ Authorization: `Bearer ${tokens[namespace]}` });
+const network = (name?: string) => (name ? `&network=${name}` : '');
 
-function connect(namespace: string, name: string, ip: string, network?: string) {
-  return openClient(url(namespace, name, ip, network), auth(namespace));
+function connect(namespace: string, name: string, ip: string, net?: string) {
+  return tenants.connect(namespace, name, ip, network(net));
 }
 
-async function refusal(namespace: string, name: string, ip: string, network?: string) {
-  const refused = await refusedUpgrade(url(namespace, name, ip, network), auth(namespace));
+async function refusal(namespace: string, name: string, ip: string, net?: string) {
+  const { url, headers } = tenants.request(namespace, name, ip, network(net));
+  const refused = await refusedUpgrade(url, headers);
   return {
     status: refused.statusCode,
     error: (JSON.parse(refused.body) as { error: { code: string; message: string } }).error,
   };
 }
 
-const entry = (namespace: string, name: string) => store.getEntry({ namespace, name });
-
-async function until<T>(check: () => Promise<T | undefined>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+const entry = (namespace: string, name: string) => tenants.store.getEntry({ namespace, name });
 
 const closeAll = (clients: TestClient[]) =>
   Promise.all(clients.map((client) => client.close(1000, 'test over')));
@@ -124,8 +75,8 @@ describe('an address is unique within a network', () => {
     // The holder shows the refused claim: registrar get we, and describe we's events.
     expect(kept?.addressConflict).toEqual({ at: expect.any(Number), claimant: 'shop/g2-10.9.0.2' });
     const env = {
-      REGISTRAR_DYNAMODB_ENDPOINT: runtime.dynamoDbEndpoint,
-      REGISTRAR_TABLE: runtime.tableName,
+      REGISTRAR_DYNAMODB_ENDPOINT: tenants.runtime.dynamoDbEndpoint,
+      REGISTRAR_TABLE: tenants.runtime.tableName,
     };
     const listed = await captureCli(['get', 'we', 'g1-10.9.0.2', '-n', 'shop'], { env });
     expect(listed.stdout).toMatch(
@@ -187,7 +138,7 @@ describe('an address is unique within a network', () => {
   it('takes over the claim of an entry deleted by hand', async () => {
     const first = await connect('shop', 'g1', '10.9.0.7');
     await first.close(1000, 'agent closing');
-    await store.deleteEntry({ namespace: 'shop', name: 'g1-10.9.0.7' });
+    await tenants.store.deleteEntry({ namespace: 'shop', name: 'g1-10.9.0.7' });
 
     const next = await connect('evil', 'g1', '10.9.0.7');
     expect(await entry('evil', 'g1-10.9.0.7')).toBeDefined();

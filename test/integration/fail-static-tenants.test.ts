@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
 vi.hoisted(() => {
@@ -6,14 +5,9 @@ vi.hoisted(() => {
   process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
 });
 
-import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
-import { createJoinToken } from '../../lib/auth/join-token.ts';
-import type { WorkloadGroup } from '../../lib/domain/model.ts';
-import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
-import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
-import { openClient, type TestClient } from '../fixtures/websocket-client.ts';
+import { startTenantRuntime, type TenantRuntime, until } from '../fixtures/tenant-runtime.ts';
+import type { TestClient } from '../fixtures/websocket-client.ts';
 
 /**
  * Fail static per tenant, as an adversary would try it: namespace `evil` holds a join token
@@ -28,55 +22,21 @@ const GRACE_MS = 300;
 const ZONE_A = 'eu-west-1/eu-west-1a';
 const ZONES = [ZONE_A, 'eu-west-1/eu-west-1b', 'eu-west-1/eu-west-1c'];
 
-function group(namespace: string, name: string): WorkloadGroup {
-  return {
-    apiVersion: 'networking.istio.io/v1',
-    kind: 'WorkloadGroup',
-    metadata: { name, namespace },
-    spec: { template: { ports: { http: 8080 } } },
-  };
-}
-
-let runtime: LocalRuntime;
-let store: DynamoDbRegistryStore;
-const tokens: Record<string, string> = {};
+let tenants: TenantRuntime;
 
 beforeAll(async () => {
-  runtime = await startLocalRuntime({
-    port: 0,
-    memory: true,
-    tableName: `registry-${randomUUID()}`,
-    gracePeriodMs: GRACE_MS,
-    // The timer's own runs stay out of the way: the test counts its sweeps.
-    sweepIntervalMs: 3_600_000,
-    logLevel: 'SILENT',
-  });
-  const client = createDocumentClient({
-    region: runtime.region,
-    endpoint: runtime.dynamoDbEndpoint,
-  });
-  store = new DynamoDbRegistryStore(client, runtime.tableName);
-  const tokenStore = new DynamoDbTokenStore(client, runtime.tableName);
-  for (const [namespace, name] of [
-    ['shop', 'web'],
-    ['evil', 'fake'],
-  ] as const) {
-    await store.applyGroup(group(namespace, name));
-    const { token, stored } = createJoinToken({ namespace, ttlMs: 3_600_000, now: Date.now() });
-    await tokenStore.putToken(stored);
-    tokens[namespace] = token;
-  }
+  tenants = await startTenantRuntime(
+    { shop: ['web'], evil: ['fake'] },
+    { gracePeriodMs: GRACE_MS },
+  );
 });
 
 afterAll(async () => {
-  await runtime?.close();
+  await tenants?.close();
 });
 
 function connect(namespace: string, name: string, ip: string, zone: string): Promise<TestClient> {
-  const query = `group=${name}&namespace=${namespace}&ip=${ip}&locality=${zone}/rack-1`;
-  return openClient(`${runtime.url}/?${query}`, {
-    Authorization: `Bearer ${tokens[namespace]}`,
-  });
+  return tenants.connect(namespace, name, ip, `&locality=${zone}/rack-1`);
 }
 
 /** Drops connections as a crash would: no close frame, so API Gateway reports 1006. */
@@ -87,17 +47,7 @@ async function crash(clients: TestClient[]) {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-async function until<T>(check: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error('condition not met in time');
-    await sleep(20);
-  }
-}
-
-const entry = (namespace: string, name: string) => store.getEntry({ namespace, name });
+const entry = (namespace: string, name: string) => tenants.store.getEntry({ namespace, name });
 const disconnected = (namespace: string, name: string) =>
   until(async () => (await entry(namespace, name))?.connection?.disconnectedAt);
 
@@ -108,7 +58,7 @@ const disconnected = (namespace: string, name: string) =>
 async function sweepsUntilGone(namespace: string, name: string, limit: number) {
   await sleep(GRACE_MS + 50);
   for (let run = 1; run <= limit; run++) {
-    await runtime.sweepNow();
+    await tenants.runtime.sweepNow();
     if ((await entry(namespace, name)) === undefined) return run;
   }
   return Number.POSITIVE_INFINITY;
@@ -122,7 +72,7 @@ async function scenario(subnet: number, fakeZones: readonly string[]) {
     fakeIps.map((ip, i) => connect('evil', 'fake', ip, fakeZones[i % fakeZones.length] ?? ZONE_A)),
   );
   // A sweep sees the fleet whole first: the populations the shares are taken against.
-  await runtime.sweepNow();
+  await tenants.runtime.sweepNow();
 
   await crash(fakes);
   for (const ip of fakeIps) await disconnected('evil', `fake-${ip}`);
@@ -149,8 +99,8 @@ describe('fail static per tenant: one namespace cannot delay another', () => {
 
     const status = await captureCli(['sweep', 'status'], {
       env: {
-        REGISTRAR_DYNAMODB_ENDPOINT: runtime.dynamoDbEndpoint,
-        REGISTRAR_TABLE: runtime.tableName,
+        REGISTRAR_DYNAMODB_ENDPOINT: tenants.runtime.dynamoDbEndpoint,
+        REGISTRAR_TABLE: tenants.runtime.tableName,
       },
     });
     expect(status.stdout).toMatch(/^mode: {4}normal: .* except in the 1 slowed cell below$/m);
@@ -165,7 +115,7 @@ describe('fail static per tenant: one namespace cannot delay another', () => {
     const { shop, crashedName } = await scenario(2, ZONES);
 
     expect(await sweepsUntilGone('shop', crashedName, 3)).toBeLessThanOrEqual(3);
-    const summary = await runtime.sweepNow();
+    const summary = await tenants.runtime.sweepNow();
     expect(summary.mode).not.toBe('held');
     await Promise.all(shop.slice(1).map((client) => client.close(1000, 'test over')));
   }, 60_000);
