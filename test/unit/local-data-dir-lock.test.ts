@@ -101,8 +101,11 @@ describe('lockDataDir', () => {
   });
 
   it('takes over a lock whose holder was killed and is a zombie its parent has not reaped', async () => {
-    // `sh` starts a child that exits at once, then becomes `sleep`, which never reaps it.
-    const parent = spawn('sh', ['-c', 'sh -c "exit 0" & echo $!; exec sleep 60'], {
+    // `sh` starts a child, then becomes `sleep`, which never reaps it. The child exits only
+    // once its parent is `sleep`: had it exited before the exec, the shell could reap it first
+    // (it did on a loaded machine), and there would be no zombie.
+    const child = 'while [ "$(cat /proc/$PPID/comm)" != sleep ]; do sleep 0.01; done';
+    const parent = spawn('sh', ['-c', `sh -c '${child}' & echo $!; exec sleep 60`], {
       stdio: ['ignore', 'pipe', 'ignore'],
     });
     const exited = new Promise((resolve) => parent.once('exit', resolve));
@@ -126,11 +129,11 @@ describe('lockDataDir', () => {
   });
 });
 
-/** Waits on a condition, checking every 10 ms, for at most 5 s. */
+/** Waits on a condition, checking every 10 ms, for at most 20 s (a busy machine is slow). */
 async function until(condition: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5_000;
+  const deadline = Date.now() + 20_000;
   while (!condition()) {
-    if (Date.now() > deadline) throw new Error('condition not met within 5 s');
+    if (Date.now() > deadline) throw new Error('condition not met within 20 s');
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
