@@ -99,7 +99,9 @@ describe("AWS's published certificate", () => {
     for (const published of AWS_INSTANCE_IDENTITY_CERTIFICATES) {
       const certificate = new X509Certificate(published.pem);
       // Amazon Web Services LLC, or Amazon.com Inc. (CN=ec2.amazonaws.com) for a few Regions.
-      expect(certificate.subject, published.region).toMatch(/^O=Amazon(\.com Inc\.| Web Services LLC)$/m);
+      expect(certificate.subject, published.region).toMatch(
+        /^O=Amazon(\.com Inc\.| Web Services LLC)$/m,
+      );
       expect(certificate.publicKey.asymmetricKeyType, published.region).toBe('rsa');
       expect(certificate.verify(certificate.publicKey), published.region).toBe(true);
     }
