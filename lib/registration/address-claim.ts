@@ -3,6 +3,9 @@ import { AddressInUseError } from '../domain/errors.ts';
 import { formatRef, type ObjectRef } from '../domain/model.ts';
 import type { AddressClaim, RegistryStore } from '../store/registry-store.ts';
 
+/** A refused claim is recorded on its holder at most this often. */
+export const CONFLICT_NOTE_INTERVAL_MS = 60_000;
+
 export type AddressClaimStore = Pick<
   RegistryStore,
   'claimAddress' | 'takeAddress' | 'getEntry' | 'deleteSwept' | 'noteAddressConflict'
@@ -43,8 +46,13 @@ export async function claimEntryAddress(
       },
     );
     if (!decision.replace) {
-      // Best effort: the refusal stands whether or not the holder shows it.
-      await store.noteAddressConflict(result.holder, claim).catch(() => {});
+      // Shown on the holder, at most once a minute: a caller of another namespace repeating
+      // refused connects must not turn them into writes on the holder's partition. Best
+      // effort: the refusal stands whether or not the holder shows it.
+      const noted = record.addressConflict?.at;
+      if (noted === undefined || claim.at - noted >= CONFLICT_NOTE_INTERVAL_MS) {
+        await store.noteAddressConflict(result.holder, claim).catch(() => {});
+      }
       throw refusal(claim, result.holder, decision);
     }
     if ((await store.deleteSwept(record)) === 'conflict') continue;

@@ -82,6 +82,9 @@ describe('an address is unique within a network', () => {
     expect(listed.stdout).toMatch(
       /^g1-10\.9\.0\.2\s+10\.9\.0\.2 \(refused shop\/g2-10\.9\.0\.2 \d+s ago\)\s+True/m,
     );
+    // Repeated refusals within a minute write nothing more on the holder.
+    await refusal('evil', 'g1', '10.9.0.2');
+    expect((await entry('shop', 'g1-10.9.0.2'))?.addressConflict).toEqual(kept?.addressConflict);
     const described = await captureCli(['describe', 'we', 'g1-10.9.0.2', '-n', 'shop'], { env });
     expect(described.stdout).toMatch(
       /Warning\s+AddressInUse\s+.*a connect that would register shop\/g2-10\.9\.0\.2 claimed this entry's address and was refused/,
