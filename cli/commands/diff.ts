@@ -59,7 +59,7 @@ async function diffFiles(context: CliContext, options: DiffOptions, command: Com
     await Promise.all([mkdir(live), mkdir(merged)]);
     for (const document of documents) {
       const { file, before, after } = await sides(stores, document);
-      if (before !== undefined) await writeFile(join(live, file), toYaml(before));
+      if (before !== undefined) await writeFile(join(live, file), toYaml(inOrderOf(before, after)));
       await writeFile(join(merged, file), toYaml(after));
     }
     return await runDiff(context, live, merged);
@@ -89,6 +89,32 @@ async function sides(stores: Stores, document: IstioDocument) {
     before,
     after: before === undefined ? after : { ...before, ...after },
   };
+}
+
+/**
+ * `live` with its keys, at every depth, in the order `merged` has them (its own others after,
+ * sorted). The store does not keep a map's key order (DynamoDB's maps have none, and DynamoDB
+ * Local returns them in another order than it was given), so without this an unchanged object
+ * would differ line by line.
+ */
+export function inOrderOf(live: unknown, merged: unknown): unknown {
+  if (Array.isArray(live)) {
+    return live.map((item, i) => inOrderOf(item, Array.isArray(merged) ? merged[i] : undefined));
+  }
+  if (live === null || typeof live !== 'object') return live;
+  const model =
+    merged !== null && typeof merged === 'object' && !Array.isArray(merged) ? merged : {};
+  const source = live as Record<string, unknown>;
+  const modelKeys = Object.keys(model).filter((key) => key in source);
+  const rest = Object.keys(source)
+    .filter((key) => !(key in model))
+    .sort();
+  return Object.fromEntries(
+    [...modelKeys, ...rest].map((key) => [
+      key,
+      inOrderOf(source[key], (model as Record<string, unknown>)[key]),
+    ]),
+  );
 }
 
 /** `diff -u -N LIVE MERGED`, its output passed on; true when it found differences. */
