@@ -77,6 +77,6 @@ function refusal(claim: AddressClaim, holder: ObjectRef, decision: ClaimDecision
         ? `is held by ${who}, which was created by hand`
         : `is held by ${who} until its grace period ends`;
   return new AddressInUseError(
-    `address ${claim.address} ${where} ${what}; an address is unique within a network: stop the VM that holds it, or connect with another ip or network`,
+    `address ${claim.address} ${where} ${what}; an address is unique within a network: stop the VM that holds it (or delete that entry), or use another ip or network`,
   );
 }

@@ -67,7 +67,7 @@ describe('an address is unique within a network', () => {
     expect(refused.status).toBe(409);
     expect(refused.error.code).toBe('AddressInUse');
     expect(refused.error.message).toBe(
-      'address 10.9.0.2 without a network is held by WorkloadEntry shop/g1-10.9.0.2, whose VM is connected; an address is unique within a network: stop the VM that holds it, or connect with another ip or network',
+      'address 10.9.0.2 without a network is held by WorkloadEntry shop/g1-10.9.0.2, whose VM is connected; an address is unique within a network: stop the VM that holds it (or delete that entry), or use another ip or network',
     );
     expect(await entry('shop', 'g2-10.9.0.2')).toBeUndefined();
     const kept = await entry('shop', 'g1-10.9.0.2');
