@@ -215,13 +215,14 @@ export class DynamoDbRegistryStore
       await this.#countLeave(output.Attributes, kind);
       return { outcome: 'disconnected' } as const;
     };
-    // An abnormal close of a holder older than a connection that already left cleanly is a
-    // leftover (its $disconnect late, or its VM's newest connection the clean one): clean.
-    const last = async (): Promise<LeaveResult | undefined> =>
-      departure === 'abnormal' && since !== undefined
-        ? ((await leaveLast('abnormal', { since, newer: 'none' })) ??
-          (await leaveLast('clean', { since, newer: 'clean' })))
-        : leaveLast(departure);
+    const guarded = departure === 'abnormal' && since !== undefined;
+    // An abnormal close is the last holder's only if no newer connection left cleanly.
+    const last = (): Promise<LeaveResult | undefined> =>
+      guarded ? leaveLast('abnormal', { since, newer: 'none' }) : leaveLast(departure);
+    // Else it is a leftover (its $disconnect late, the VM's newest connection the clean one):
+    // clean. Tried last, so an abnormal close that leaves other holders costs no extra write.
+    const lastAfterCleanExit = (): Promise<LeaveResult | undefined> =>
+      guarded ? leaveLast('clean', { since, newer: 'clean' }) : Promise.resolve(undefined);
     const oneOfMany = async (): Promise<LeaveResult | undefined> => {
       const output = await this.#tryUpdate(leaveAsOneOfMany(this.#table, entry, [connectionId]));
       if (!output) return undefined;
@@ -234,7 +235,9 @@ export class DynamoDbRegistryStore
     };
     // Every rotation ends with the old connection's $disconnect while the new one holds the
     // entry; trying "one of many" first there keeps that common case at one write.
-    const attempts = change.replaced ? [oneOfMany, last] : [last, oneOfMany];
+    const attempts = change.replaced
+      ? [oneOfMany, last, lastAfterCleanExit]
+      : [last, oneOfMany, lastAfterCleanExit];
     for (let round = 0; round < ROUNDS; round++) {
       for (const attempt of attempts) {
         const result = await attempt();

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DepartureKind } from '../../lib/domain/disruption.ts';
 import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import { countRequests } from '../../lib/store/request-counter.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
@@ -133,6 +134,17 @@ describe('a clean stop after leftovers of lost $disconnects', () => {
     // The VM then crashes: abnormal, as it should be.
     expect(await store.dropHolders(ref('vm'), ['vm-new'], T0 + 120_000)).toBe('disconnected');
     expect(await departureOf(store, 'vm')).toEqual({ departure: 'abnormal', disconnected: true });
+  });
+
+  it('costs an abnormal close that leaves another holder no more writes than before the mark', async () => {
+    const { store, client } = await freshRegistry(dynamo.endpoint, 'abnormal-cost');
+    await restartedVm(store, 'vm');
+    const requests = countRequests(client);
+    // The old connection drops (1006) while the new one holds: "last" fails, "one of many" lands.
+    expect(await leave(store, 'vm', 'old', 'abnormal', T0 + 60_000)).toMatchObject({
+      outcome: 'still-held',
+    });
+    expect(requests.counts()).toEqual({ UpdateItem: 2 });
   });
 
   it('forgets the mark with the episode: a later connection that crashes leaves abnormally', async () => {
