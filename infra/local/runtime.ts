@@ -1,4 +1,4 @@
-import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LogLevel } from '@aws-lambda-powertools/logger/types';
 import { createAuthorizeHandler } from '../../functions/authorize.ts';
@@ -261,7 +261,11 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     const localJson = join(files.localJsonDir, 'local.json');
     if (options.writeLocalJson) {
       await mkdir(files.localJsonDir, { recursive: true });
-      await writeFile(localJson, `${JSON.stringify(runtime, null, 2)}\n`);
+      // Written aside and renamed into place: a CLI (or anything waiting for the file) that
+      // reads it while it is being written would otherwise find it empty or cut short.
+      const draft = `${localJson}.${process.pid}.tmp`;
+      await writeFile(draft, `${JSON.stringify(runtime, null, 2)}\n`);
+      await rename(draft, localJson);
       // Before the store closes: a CLI must not find a registrar that no longer answers.
       cleanup.splice(cleanup.indexOf(closeStore), 0, () => removeIfOurs(localJson, runtime.url));
     }
