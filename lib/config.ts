@@ -50,6 +50,8 @@ export interface Config {
    * the wiring (lib/dependencies.ts), which names this variable when it fails.
    */
   instanceIdentityCerts: string | undefined;
+  /** How long $connect trusts a namespace's settings (quotas, networks, ranges) once read. */
+  namespaceSettingsCacheMs: number;
 }
 
 /** The most liveness windows (index reads per shard) one sweep may make: see readConfig. */
@@ -159,6 +161,7 @@ const schema = z.object({
     .enum(['required', 'optional'], { message: "must be 'required' or 'optional'" })
     .default('optional'),
   [ENV.instanceIdentityCerts]: z.string().optional(),
+  [ENV.namespaceSettingsCache]: positiveDuration.prefault(DEFAULTS.namespaceSettingsCache),
 });
 
 /** Reads and validates the configuration; throws ConfigError naming the variable and value. */
@@ -231,6 +234,7 @@ export function readConfig(env: Record<string, string | undefined>): Readonly<Co
     authMode: v[ENV.authMode],
     instanceAttestation: v[ENV.instanceAttestation],
     instanceIdentityCerts: v[ENV.instanceIdentityCerts],
+    namespaceSettingsCacheMs: v[ENV.namespaceSettingsCache],
   });
 }
 

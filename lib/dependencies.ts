@@ -5,7 +5,11 @@ import { type Config, ConfigError, ENV, readConfig } from './config.ts';
 import type { EpochMillis } from './domain/model.ts';
 import { ManagementApiLiveness } from './gateway/management-api-liveness.ts';
 import type { ConnectionLiveness } from './registration/liveness.ts';
+import { NamespaceLimits } from './registration/namespace-limits.ts';
 import { createDocumentClient } from './store/dynamodb-client.ts';
+import { DynamoDbConnectRate } from './store/dynamodb-connect-rate.ts';
+import { DynamoDbNamespaceSettings } from './store/dynamodb-namespace-settings.ts';
+import { DynamoDbNamespaceUsage } from './store/dynamodb-namespace-usage.ts';
 import { DynamoDbPolicyStore } from './store/dynamodb-policy-store.ts';
 import { DynamoDbRegistryStore } from './store/dynamodb-registry-store.ts';
 import {
@@ -36,6 +40,8 @@ export interface Dependencies {
   liveness?: ConnectionLiveness;
   /** Where the effective sweep policy is recorded for every client to read. */
   sweepPolicy?: SweepPolicyStore;
+  /** Each namespace's quotas, networks and address ranges, as $connect enforces them. */
+  limits?: NamespaceLimits;
   now: () => EpochMillis;
 }
 
@@ -59,6 +65,12 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
     policies: new DynamoDbPolicyStore(client, config.tableName),
     ...(config.authMode === 'iam' ? { attestation: attestationOf(config) } : {}),
     sweepPolicy: new DynamoDbSweepPolicyStore(client, config.tableName),
+    limits: new NamespaceLimits({
+      settings: new DynamoDbNamespaceSettings(client, config.tableName),
+      usage: new DynamoDbNamespaceUsage(client, config.tableName),
+      rate: new DynamoDbConnectRate(client, config.tableName),
+      settingsCacheMs: config.namespaceSettingsCacheMs,
+    }),
     ...(config.connectionsUrl === undefined
       ? {}
       : {

@@ -1,8 +1,10 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { normalizeRoleArn } from '../../lib/auth/iam-caller.ts';
 import { NotFoundError } from '../../lib/domain/errors.ts';
+import { formatNetwork } from '../../lib/domain/namespace-settings.ts';
 import { isDns1123Subdomain } from '../../lib/domain/validation.ts';
 import type { PolicyStore } from '../../lib/store/policy-store.ts';
+import { networksOption } from '../namespace-options.ts';
 import { asList, formatTable, formatTimestamp, toJson, toYaml } from '../output.ts';
 import { type OutputSpec, outputOption } from '../output-option.ts';
 import { resolveTarget, type TargetFlags } from '../target.ts';
@@ -30,9 +32,15 @@ export const registerPolicy: CommandRegistration = (program, context) => {
         'only into groups running as this service account',
       ).argParser(parseServiceAccount),
     )
+    .addOption(networksOption("the role's entries here", false))
     .action(
       async (
-        options: { roleArn: string; namespace?: string; serviceAccount?: string },
+        options: {
+          roleArn: string;
+          namespace?: string;
+          serviceAccount?: string;
+          networks?: string[];
+        },
         command: Command,
       ) => {
         await withPolicies(context, command, async (policies) => {
@@ -41,16 +49,21 @@ export const registerPolicy: CommandRegistration = (program, context) => {
             namespace: namespaceOf(options),
             createdAt: context.now(),
           };
-          await policies.putPolicy(
-            options.serviceAccount === undefined
-              ? rule
-              : { ...rule, serviceAccount: options.serviceAccount },
-          );
+          await policies.putPolicy({
+            ...rule,
+            ...(options.serviceAccount === undefined
+              ? {}
+              : { serviceAccount: options.serviceAccount }),
+            ...(options.networks === undefined ? {} : { networks: options.networks }),
+          });
           const scope = options.serviceAccount
             ? ` as service account "${options.serviceAccount}"`
             : '';
+          const networks = options.networks
+            ? `, in networks ${options.networks.map(formatNetwork).join(',')}`
+            : '';
           context.out(
-            `role ${rule.roleArn} may register in namespace "${rule.namespace}"${scope}\n`,
+            `role ${rule.roleArn} may register in namespace "${rule.namespace}"${scope}${networks}\n`,
           );
         });
       },
@@ -72,17 +85,21 @@ export const registerPolicy: CommandRegistration = (program, context) => {
           context.out(options.output.format === 'json' ? toJson(list) : toYaml(list));
           return;
         }
+        // NETWORKS only when a rule restricts them: unrestricted fleets see the table as before.
+        const restricted = listed.some((p) => p.networks !== undefined);
         const rows = listed.map((p) => [
           p.roleArn,
           p.namespace,
           p.serviceAccount ?? '<any>',
           formatTimestamp(p.createdAt),
+          ...(restricted ? [p.networks?.map(formatNetwork).join(',') ?? '<any>'] : []),
         ]);
         if (rows.length === 0) {
           context.io.stderr.write('No policies found: no IAM caller may register.\n');
           return;
         }
-        context.out(formatTable(['ROLE', 'NAMESPACE', 'SERVICE-ACCOUNT', 'CREATED'], rows));
+        const headers = ['ROLE', 'NAMESPACE', 'SERVICE-ACCOUNT', 'CREATED'];
+        context.out(formatTable(restricted ? [...headers, 'NETWORKS'] : headers, rows));
       });
     });
 

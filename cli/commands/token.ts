@@ -1,9 +1,11 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { createJoinToken } from '../../lib/auth/join-token.ts';
 import { NotFoundError } from '../../lib/domain/errors.ts';
+import { formatNetwork } from '../../lib/domain/namespace-settings.ts';
 import { isDns1123Subdomain } from '../../lib/domain/validation.ts';
 import type { StoredToken } from '../../lib/store/token-store.ts';
 import { positiveDurationOption } from '../duration-option.ts';
+import { networksOption } from '../namespace-options.ts';
 import { asList, formatTable, formatTimestamp, toJson, toYaml } from '../output.ts';
 import { type OutputSpec, outputOption } from '../output-option.ts';
 import type { CommandRegistration } from './context.ts';
@@ -32,6 +34,7 @@ export const registerToken: CommandRegistration = (program, context) => {
         DEFAULT_TOKEN_TTL,
       ),
     )
+    .addOption(networksOption('entries registered with this token', false))
     .addHelpText(
       'after',
       '\nThe token is for the namespace of -n (default "default"), as every command: an agent with it\n' +
@@ -39,7 +42,7 @@ export const registerToken: CommandRegistration = (program, context) => {
     )
     .action(
       async (
-        options: { namespace?: string; serviceAccount?: string; ttl: number },
+        options: { namespace?: string; serviceAccount?: string; ttl: number; networks?: string[] },
         command: Command,
       ) => {
         const { tokens } = await context.stores(command);
@@ -49,7 +52,11 @@ export const registerToken: CommandRegistration = (program, context) => {
             ? input
             : { ...input, serviceAccount: options.serviceAccount },
         );
-        await tokens.putToken(created.stored);
+        await tokens.putToken(
+          options.networks === undefined
+            ? created.stored
+            : { ...created.stored, networks: options.networks },
+        );
         // Only the token on stdout, so `TOKEN=$(registrar token create -n web)` works.
         context.out(`${created.token}\n`);
       },
@@ -70,18 +77,22 @@ export const registerToken: CommandRegistration = (program, context) => {
         context.out(options.output.format === 'json' ? toJson(list) : toYaml(list));
         return;
       }
+      // NETWORKS only when a token restricts them: unrestricted fleets see the table as before.
+      const restricted = listed.some((t) => t.networks !== undefined);
       const rows = listed.map((t) => [
         t.id,
         t.namespace,
         t.serviceAccount ?? '<any>',
         formatTimestamp(t.expiresAt),
         tokenStatus(t, now),
+        ...(restricted ? [t.networks?.map(formatNetwork).join(',') ?? '<any>'] : []),
       ]);
       if (rows.length === 0) {
         context.io.stderr.write('No tokens found.\n');
         return;
       }
-      context.out(formatTable(['ID', 'NAMESPACE', 'SERVICE-ACCOUNT', 'EXPIRES', 'STATUS'], rows));
+      const headers = ['ID', 'NAMESPACE', 'SERVICE-ACCOUNT', 'EXPIRES', 'STATUS'];
+      context.out(formatTable(restricted ? [...headers, 'NETWORKS'] : headers, rows));
     });
 
   token
@@ -104,6 +115,7 @@ export function tokenView(token: StoredToken, now: number): Record<string, strin
   view.createdAt = formatTimestamp(token.createdAt);
   view.expiresAt = formatTimestamp(token.expiresAt);
   if (token.revokedAt !== undefined) view.revokedAt = formatTimestamp(token.revokedAt);
+  if (token.networks !== undefined) view.networks = token.networks.map(formatNetwork).join(',');
   view.status = tokenStatus(token, now);
   return view;
 }

@@ -13,6 +13,8 @@ import { isTokenPrincipal } from '../protocol/identity.ts';
 import type { ConnectChange, ConnectOutcome, RegistryStore } from '../store/registry-store.ts';
 import { type AddressClaimStore, claimEntryAddress } from './address-claim.ts';
 import { instanceIdOf } from './instance-identity.ts';
+import type { NamespaceLimits } from './namespace-limits.ts';
+import { enforceTenantLimits } from './tenant-limit-checks.ts';
 
 export interface RegisterWorkloadInput {
   request: ConnectRequest;
@@ -29,6 +31,8 @@ export interface RegisterWorkloadDeps {
   store: Pick<RegistryStore, 'getGroup' | 'connect' | 'withdrawCreated'> & AddressClaimStore;
   /** The `istio.io/workloadController` value. */
   controller: string;
+  /** What the operator allows each namespace (quotas, networks, ranges); absent, no limits. */
+  limits?: NamespaceLimits;
 }
 
 export interface RegisterWorkloadResult {
@@ -63,6 +67,19 @@ export async function registerWorkload(
       `the authorizer named ${formatRef(input.carried)} but the connect registers ${formatRef(entry)}`,
     );
   }
+  // Before anything is written: a refusal here leaves no trace but its metric.
+  if (deps.limits) {
+    await enforceTenantLimits(deps.limits, deps.store, {
+      namespace: request.namespace,
+      group: stored.group,
+      address: built.entry.spec.address ?? '',
+      network: built.entry.spec.network ?? '',
+      identity,
+      entry,
+      connectionId: input.connectionId,
+      at: input.connectedAt,
+    });
+  }
   const templateRefusal = serviceAccountRefusal(identity, stored.group);
   const change: ConnectChange = {
     ...built,
@@ -71,7 +88,8 @@ export async function registerWorkload(
     connectionId: input.connectionId,
     connectedAt: input.connectedAt,
     controller: deps.controller,
-    identity,
+    // The credential's networks were checked above; the entry records who connected.
+    identity: withoutGrants(identity),
     // Rule 6: who may control an existing entry depends on that entry, not on the template:
     // a caller the template refuses may still hold an entry built from an older template.
     mayCreate: templateRefusal === undefined,
@@ -184,4 +202,9 @@ function serviceAccountRefusal(
   return new ForbiddenError(
     `join token has ${has} but WorkloadGroup ${formatRef(group.metadata)} runs as '${required}'; create a token for service account '${required}'`,
   );
+}
+
+function withoutGrants(identity: VerifiedIdentity): VerifiedIdentity {
+  const { networks: _checked, ...recorded } = identity;
+  return recorded;
 }
