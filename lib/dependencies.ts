@@ -17,6 +17,7 @@ import {
   type SweepPolicyStore,
 } from './store/dynamodb-sweep-policy-store.ts';
 import { DynamoDbTokenStore } from './store/dynamodb-token-store.ts';
+import type { NamespaceSettingsStore } from './store/namespace-settings-store.ts';
 import type { PolicyReader } from './store/policy-store.ts';
 import type { CatalogStore, RegistryStore } from './store/registry-store.ts';
 import type { TokenStore } from './store/token-store.ts';
@@ -42,6 +43,8 @@ export interface Dependencies {
   sweepPolicy?: SweepPolicyStore;
   /** Each namespace's quotas, networks and address ranges, as $connect enforces them. */
   limits?: NamespaceLimits;
+  /** The namespaces' settings as stored (the projector reads their address ranges). */
+  namespaceSettings?: NamespaceSettingsStore;
   now: () => EpochMillis;
 }
 
@@ -58,6 +61,7 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
     region: config.region,
     ...(config.dynamoDbEndpoint === undefined ? {} : { endpoint: config.dynamoDbEndpoint }),
   });
+  const namespaceSettings = new DynamoDbNamespaceSettings(client, config.tableName);
   return {
     config,
     store: new DynamoDbRegistryStore(client, config.tableName),
@@ -65,8 +69,9 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
     policies: new DynamoDbPolicyStore(client, config.tableName),
     ...(config.authMode === 'iam' ? { attestation: attestationOf(config) } : {}),
     sweepPolicy: new DynamoDbSweepPolicyStore(client, config.tableName),
+    namespaceSettings,
     limits: new NamespaceLimits({
-      settings: new DynamoDbNamespaceSettings(client, config.tableName),
+      settings: namespaceSettings,
       usage: new DynamoDbNamespaceUsage(client, config.tableName),
       rate: new DynamoDbConnectRate(client, config.tableName),
       settingsCacheMs: config.namespaceSettingsCacheMs,

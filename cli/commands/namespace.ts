@@ -1,4 +1,3 @@
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Command } from 'commander';
 import { NotFoundError } from '../../lib/domain/errors.ts';
 import {
@@ -18,8 +17,7 @@ import {
 } from '../namespace-options.ts';
 import { asList, formatTable, formatTimestamp, toJson, toYaml } from '../output.ts';
 import { type OutputSpec, outputOption } from '../output-option.ts';
-import { resolveTarget, type TargetFlags } from '../target.ts';
-import { type CliContext, type CommandRegistration, UsageError } from './context.ts';
+import { type CliContext, type CommandRegistration, type Stores, UsageError } from './context.ts';
 import { namespaceOf, namespaceOption } from './resources.ts';
 
 interface SetOptions {
@@ -198,41 +196,20 @@ function settingsView(settings: NamespaceSettings, connected: number): Record<st
   };
 }
 
-interface NamespaceStores {
-  settings: import('../../lib/store/dynamodb-namespace-settings.ts').DynamoDbNamespaceSettings;
-  usage: import('../../lib/store/dynamodb-namespace-usage.ts').DynamoDbNamespaceUsage;
-  catalog: Pick<import('../../lib/store/dynamodb-catalog.ts').DynamoDbCatalog, 'listNamespaces'>;
-}
-
-/** The stores of the registry the global options name, on a client of their own, closed after. */
+/** The stores of the registry the global options name. */
 async function withNamespaceStores(
   context: CliContext,
   command: Command,
-  use: (stores: NamespaceStores) => Promise<void>,
+  use: (stores: {
+    settings: Stores['namespaceSettings'];
+    usage: Stores['namespaceUsage'];
+    catalog: Stores['catalog'];
+  }) => Promise<void>,
 ): Promise<void> {
-  const target = await resolveTarget(
-    command.optsWithGlobals<TargetFlags>(),
-    context.io.env,
-    context.io.cwd,
-  );
-  const [{ createDocumentClient }, settings, usage, catalog] = await Promise.all([
-    import('../../lib/store/dynamodb-client.ts'),
-    import('../../lib/store/dynamodb-namespace-settings.ts'),
-    import('../../lib/store/dynamodb-namespace-usage.ts'),
-    import('../../lib/store/dynamodb-catalog.ts'),
-  ]);
-  const client: DynamoDBDocumentClient = createDocumentClient(
-    target.endpoint
-      ? { region: target.region, endpoint: target.endpoint }
-      : { region: target.region },
-  );
-  try {
-    await use({
-      settings: new settings.DynamoDbNamespaceSettings(client, target.tableName),
-      usage: new usage.DynamoDbNamespaceUsage(client, target.tableName),
-      catalog: new catalog.DynamoDbCatalog(client, target.tableName),
-    });
-  } finally {
-    client.destroy();
-  }
+  const stores = await context.stores(command);
+  await use({
+    settings: stores.namespaceSettings,
+    usage: stores.namespaceUsage,
+    catalog: stores.catalog,
+  });
 }

@@ -11,7 +11,7 @@ import {
   readConfig,
 } from '../../lib/config.ts';
 import { formatDuration, parseDuration } from '../../lib/domain/duration.ts';
-import { parseTargets } from '../../lib/projection/projector-config.ts';
+import { parseClusterRanges, parseTargets } from '../../lib/projection/projector-config.ts';
 import { type ConsoleSettings, parseConsoleLevel } from './console-log.ts';
 import { LOCAL_DEFAULTS } from './defaults.ts';
 import type { LocalRuntimeOptions } from './runtime.ts';
@@ -72,6 +72,8 @@ Options (a flag wins over its environment variable):
   --context <name>            REGISTRAR_KUBE_CONTEXT        project, into this kubeconfig context (default: its current context)
   --projection-targets <l>    REGISTRAR_PROJECTION_TARGETS  istio, linkerd, endpointslices, comma-separated (default istio)
   --projection-interval <d>   REGISTRAR_PROJECTION_INTERVAL how often the projector reconciles (default 10s)
+  --cluster-ranges <cidrs>    REGISTRAR_CLUSTER_RANGES      the cluster's pod and Service CIDRs: the projector writes no
+                                                            endpoint in them (docs/kubernetes.md finds them)
   --auth-mode <m>             REGISTRAR_AUTH_MODE           token (join tokens, default) or iam (SigV4, as the stack's authMode=iam)
   --iam-callers <path>        REGISTRAR_IAM_CALLERS         iam mode: JSON/YAML list of {accessKeyId, secretAccessKey, arn} that may sign
   --instance-identity-certs <pem>
@@ -118,6 +120,7 @@ export function parseLocalOptions(
         project: { type: 'boolean' },
         'projection-targets': { type: 'string' },
         'projection-interval': { type: 'string' },
+        'cluster-ranges': { type: 'string' },
         'auth-mode': { type: 'string' },
         'iam-callers': { type: 'string' },
         'instance-identity-certs': { type: 'string' },
@@ -168,6 +171,14 @@ export function parseLocalOptions(
       throw new OptionsError(
         `invalid ${targets.source} '${targets.value}': ${(error as Error).message}`,
       );
+    }
+  }
+  const clusterRanges = pick('cluster-ranges', 'REGISTRAR_CLUSTER_RANGES');
+  if (clusterRanges) {
+    try {
+      options.clusterRanges = parseClusterRanges(clusterRanges.value, clusterRanges.source);
+    } catch (error) {
+      throw new OptionsError((error as Error).message);
     }
   }
   const authMode = pick('auth-mode', 'REGISTRAR_AUTH_MODE');

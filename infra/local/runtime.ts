@@ -8,6 +8,7 @@ import { createMessageHandler } from '../../functions/message.ts';
 import { createSweeperHandler, type SweeperSummary } from '../../functions/sweeper.ts';
 import { type Config, DEFAULTS, ENV } from '../../lib/config.ts';
 import { type Dependencies, dependenciesFromEnv } from '../../lib/dependencies.ts';
+import type { Cidr } from '../../lib/domain/cidr.ts';
 import { ManagementApiLiveness } from '../../lib/gateway/management-api-liveness.ts';
 import { logger } from '../../lib/observability.ts';
 import type { Target } from '../../lib/projection/report.ts';
@@ -82,6 +83,8 @@ export interface LocalRuntimeOptions {
   projectionTargets?: readonly Target[];
   /** Default 10 s. */
   projectionIntervalMs?: number;
+  /** The cluster's pod and Service ranges: the projector writes no endpoint in them. */
+  clusterRanges?: readonly Cidr[];
   /** More function configuration, by variable (REGISTRAR_GROUP_CACHE_TTL, ...). */
   functionEnv?: Record<string, string>;
   /**
@@ -243,6 +246,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       const projector = startProjectorLoop({
         kubeConfig: target.config,
         store: deps.store,
+        ...(deps.namespaceSettings ? { settings: deps.namespaceSettings } : {}),
+        clusterRanges: options.clusterRanges ?? [],
         intervalMs: options.projectionIntervalMs ?? LOCAL_DEFAULTS.projectionIntervalMs,
         targets,
         onReport: (report) => status.report(report),

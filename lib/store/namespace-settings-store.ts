@@ -12,7 +12,8 @@ export interface SettingsChange {
 
 /** What the connect path reads: one namespace's settings, or undefined (all defaults). */
 export interface NamespaceSettingsReader {
-  getSettings(namespace: string): Promise<NamespaceSettings | undefined>;
+  /** Eventually consistent unless asked (the connect path caches it anyway; the CLI asks). */
+  getSettings(namespace: string, consistent?: boolean): Promise<NamespaceSettings | undefined>;
 }
 
 /** What the operator CLI and the projector need on top. */
