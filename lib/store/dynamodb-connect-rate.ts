@@ -6,6 +6,12 @@ import { EXPIRES_AT_ATTRIBUTE } from './item-codec.ts';
 
 /** Counter items outlive their window by this much, then DynamoDB's TTL removes them (free). */
 const COUNTER_TTL_MS = 3_600_000;
+/**
+ * Shards one connect tries before it is refused. Connects pick shards at random, so when one
+ * is full the others are nearly full too: a second try admits what is left near the limit, and
+ * a refused connect costs at most two failed writes, however many shards there are.
+ */
+const TRIES_PER_CONNECT = 2;
 
 /** What the connect path needs: count one connect against a namespace's rate, or refuse it. */
 export interface ConnectRateCounter {
@@ -26,7 +32,8 @@ export function connectRateKey(namespace: string, shard: number, window: RateWin
  * conditional `ADD` per connect on one of the namespace's shards, which refuses once that
  * shard's share of the window is used. A refused shard is remembered by this function
  * instance until its window ends, so a namespace over its rate costs each instance at most
- * one refused write per shard and window, whatever the number of connects refused.
+ * one refused write per shard and window, whatever the number of connects refused, and a
+ * refused connect at most TRIES_PER_CONNECT of them.
  */
 export class DynamoDbConnectRate implements ConnectRateCounter {
   readonly #client: DynamoDBDocumentClient;
@@ -46,10 +53,12 @@ export class DynamoDbConnectRate implements ConnectRateCounter {
     for (const [key, end] of this.#full) if (end <= at) this.#full.delete(key);
     // From a random shard on, so concurrent instances spread over the shards.
     const first = Math.floor(this.#random() * window.shards);
-    for (let step = 0; step < window.shards; step++) {
+    let tries = 0;
+    for (let step = 0; step < window.shards && tries < TRIES_PER_CONNECT; step++) {
       const shard = (first + step) % window.shards;
       const memo = `${namespace}#${shard}#${window.start}`;
       if (this.#full.has(memo)) continue;
+      tries += 1;
       if (await this.#count(namespace, shard, window, op)) return true;
       this.#full.set(memo, window.start + window.lengthMs);
     }
@@ -80,8 +89,9 @@ export class DynamoDbConnectRate implements ConnectRateCounter {
       return true;
     } catch (error) {
       if (!(error instanceof ConditionalCheckFailedException)) throw error;
-      // Refused: the shard is full, unless the write refused is our own, applied already. One
-      // read, at most once per shard and window in this instance (then it is remembered).
+      // Refused: the shard is full, unless the SDK sent the write again and the refusal is of
+      // our own first attempt, applied with its answer lost. Only then one read tells.
+      if ((error.$metadata.attempts ?? 1) <= 1) return false;
       return (await this.#read(Key))?.lastOp === op;
     }
   }

@@ -6,7 +6,7 @@ import { createDynamoDbClient, documentClientFor } from '../../lib/store/dynamod
 import { DynamoDbConnectRate } from '../../lib/store/dynamodb-connect-rate.ts';
 import { ensureTable } from '../../lib/store/ensure-table.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
-import { type FaultProxy, startFaultProxy } from '../fixtures/fault-proxy.ts';
+import { type FaultProxy, seededRandom, startFaultProxy } from '../fixtures/fault-proxy.ts';
 
 /**
  * The connect-rate counters behind the `connect-rate` quota, on the real store behind a proxy
@@ -24,7 +24,7 @@ beforeAll(async () => {
   proxy = await startFaultProxy(dynamo.endpoint, 11);
   const raw = createDynamoDbClient({ region: 'us-east-1', endpoint: proxy.endpoint });
   await ensureTable(raw, TABLE);
-  rate = new DynamoDbConnectRate(documentClientFor(raw), TABLE, () => 0.5);
+  rate = new DynamoDbConnectRate(documentClientFor(raw), TABLE, seededRandom(3));
 });
 afterAll(async () => {
   await proxy?.close();
@@ -48,15 +48,34 @@ async function counted(namespace: string): Promise<number> {
 }
 
 describe('connect-rate counters', () => {
-  it('admits exactly the window budget across shards, then refuses', async () => {
+  it('admits exactly the window budget across shards, then refuses (one function instance)', async () => {
     // 40/s: 40 connects a 1 s window, over 8 shards of 5.
     expect(rateWindow(40, AT)).toMatchObject({ budget: 40, shards: 8 });
-    const outcomes = await Promise.all(
-      Array.from({ length: 60 }, (_, i) => rate.admit('storm', 40, AT + 10, `c-${i}`)),
-    );
+    const outcomes: boolean[] = [];
+    for (let i = 0; i < 60; i++) outcomes.push(await rate.admit('storm', 40, AT + 10, `c-${i}`));
 
     expect(outcomes.filter(Boolean)).toHaveLength(40);
     expect(await counted('storm')).toBe(40);
+  });
+
+  it('never admits more than the budget, however many instances race for it', async () => {
+    const clients = Array.from({ length: 20 }, () =>
+      documentClientFor(createDynamoDbClient({ region: 'us-east-1', endpoint: dynamo.endpoint })),
+    );
+    const instances = clients.map(
+      (client, i) => new DynamoDbConnectRate(client, TABLE, seededRandom(100 + i)),
+    );
+    const outcomes = await Promise.all(
+      Array.from({ length: 100 }, (_, i) =>
+        (instances[i % 20] as DynamoDbConnectRate).admit('race', 40, AT + 10, `r-${i}`),
+      ),
+    ).finally(() => {
+      for (const client of clients) client.destroy();
+    });
+
+    const admitted = outcomes.filter(Boolean).length;
+    expect(admitted).toBeLessThanOrEqual(40);
+    expect(await counted('race')).toBe(admitted);
   });
 
   it('costs no request once every shard of the window is known full, and admits again in the next window', async () => {
