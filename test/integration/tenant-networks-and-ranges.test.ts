@@ -161,6 +161,37 @@ describe('address ranges', () => {
   });
 });
 
+describe('group address ranges at apply', () => {
+  it('refuses an annotation that is not a list of CIDRs, naming the field, and writes nothing', async () => {
+    const { captureCli } = await import('../fixtures/cli-run.ts');
+    const bad = await captureCli(['apply', '-f', '-'], {
+      env: {
+        REGISTRAR_DYNAMODB_ENDPOINT: tenants.runtime.dynamoDbEndpoint,
+        REGISTRAR_TABLE: tenants.runtime.tableName,
+      },
+      stdin: [
+        'apiVersion: networking.istio.io/v1',
+        'kind: WorkloadGroup',
+        'metadata:',
+        '  name: wide',
+        '  namespace: ranged',
+        '  annotations:',
+        `    ${GROUP_ANNOTATIONS.addressRanges}: "10.20.0.0/16,10.1.0.1/16"`,
+        'spec:',
+        '  template:',
+        '    ports:',
+        '      http: 8080',
+      ].join('\n'),
+    });
+
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toBe(
+      `error: document 1 (WorkloadGroup wide): metadata.annotations["${GROUP_ANNOTATIONS.addressRanges}"]: must be comma-separated CIDRs (10.20.0.0/16,fd00::/64): '10.1.0.1/16' has host bits set; did you mean 10.1.0.0/16?\nnothing was written\n`,
+    );
+    expect(await tenants.store.getGroup({ namespace: 'ranged', name: 'wide' })).toBeUndefined();
+  });
+});
+
 describe('registrar namespace', () => {
   it('shows each namespace with its connected entries, its limits and the defaults', async () => {
     await cli('namespace', 'set', '-n', 'shown', '--address-ranges', '10.20.0.0/16');
