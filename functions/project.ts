@@ -12,6 +12,7 @@ import { recordProjectionMetrics } from '../lib/projection/projection-metrics.ts
 import { type ProjectorDeps, type ReconcileScope, reconcile } from '../lib/projection/projector.ts';
 import { readProjectorConfig } from '../lib/projection/projector-config.ts';
 import type { Target } from '../lib/projection/report.ts';
+import { cachedSettingsListing } from '../lib/projection/settings-listing.ts';
 import { scopeOfStream } from '../lib/projection/stream-scope.ts';
 
 export interface ProjectDependencies {
@@ -120,7 +121,11 @@ export function projectDependenciesFromEnv(
   const deps = dependenciesFromEnv(env);
   return {
     store: deps.store,
-    ...(deps.namespaceSettings ? { settings: deps.namespaceSettings } : {}),
+    ...(deps.namespaceSettings
+      ? {
+          settings: cachedSettingsListing(deps.namespaceSettings, config.namespaceSettingsCacheMs),
+        }
+      : {}),
     clusterRanges: projector.clusterRanges,
     connect: () => connectCluster(projector, config.region),
     targets: projector.targets,

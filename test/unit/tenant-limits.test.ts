@@ -12,6 +12,7 @@ import {
   networkRefusal,
 } from '../../lib/domain/tenant-limits.ts';
 import { endpointRanges, filterEndpoints } from '../../lib/projection/endpoint-ranges.ts';
+import { cachedSettingsListing } from '../../lib/projection/settings-listing.ts';
 import { NamespaceLimits } from '../../lib/registration/namespace-limits.ts';
 
 const cidr = (text: string) => {
@@ -214,5 +215,34 @@ describe('endpoint ranges (projector)', () => {
         'address vm.example.com is not an IP address and its namespace allows only 10.20.0.0/16',
       ],
     ]);
+  });
+});
+
+describe("the projector function's settings listing", () => {
+  it('reads once per period, and again at once after a failed read', async () => {
+    let reads = 0;
+    let fail = false;
+    let now = 0;
+    const listing = cachedSettingsListing(
+      {
+        listSettings: async () => {
+          reads += 1;
+          if (fail) throw new Error('throttled');
+          return [{ namespace: 'shop', addressRanges: ['10.0.0.0/8'] }];
+        },
+      },
+      30_000,
+      () => now,
+    );
+    await listing.listSettings();
+    now = 29_999;
+    await listing.listSettings();
+    expect(reads).toBe(1);
+    now = 30_000;
+    fail = true;
+    await expect(listing.listSettings()).rejects.toThrow('throttled');
+    fail = false;
+    await expect(listing.listSettings()).resolves.toHaveLength(1);
+    expect(reads).toBe(3);
   });
 });
