@@ -147,7 +147,7 @@ export function entryItem(record: EntryRecord): ResourceItem {
     cells: (now) => ({
       table: [
         metadata.name,
-        addressCell(record, spec.address, now),
+        spec.address ?? '<none>',
         connectedStatus(record),
         healthyStatus(entry),
         record.autoRegistrationGroup ?? '<none>',
@@ -161,18 +161,6 @@ export function entryItem(record: EntryRecord): ResourceItem {
     }),
     fingerprint: JSON.stringify([entry, record.identity ?? null]),
   };
-}
-
-/**
- * The address, and the latest refused claim of it by another entry's connect (an address is
- * unique within a network): an operator sees a VM that cannot register because this one
- * holds its address, or someone squatting on it.
- */
-function addressCell(record: EntryRecord, address: string | undefined, now: number): string {
-  const shown = address ?? '<none>';
-  const conflict = record.addressConflict;
-  if (!conflict) return shown;
-  return `${shown} (refused ${conflict.claimant} ${formatAge(conflict.at, now)} ago)`;
 }
 
 /** One group: NAME GENERATION AGE, wide: SERVICE-ACCOUNT NETWORK PROBE. */
