@@ -196,3 +196,14 @@ export function byNamespaceAndName<T>(meta: (item: T) => ObjectRef): (a: T, b: T
     return x.namespace.localeCompare(y.namespace) || x.name.localeCompare(y.name);
   };
 }
+
+/** The namespace a list shows (undefined: every one), as `get` reads -n and -A. */
+export function listedNamespace(options: {
+  namespace?: string;
+  allNamespaces?: boolean;
+}): string | undefined {
+  if (options.namespace !== undefined && options.allNamespaces) {
+    throw new UsageError('use either -n <namespace> or -A, not both');
+  }
+  return options.allNamespaces ? undefined : namespaceOf(options);
+}
