@@ -11,7 +11,12 @@ import { formatDuration, parseDuration } from '../../lib/domain/duration.ts';
 import { runSweep } from '../../lib/registration/sweep.ts';
 import { executeJsonPath } from '../jsonpath.ts';
 import { toJson, toYaml } from '../output.ts';
-import { type OutputSpec, parseOutput, TABLE } from '../output-option.ts';
+import {
+  type OutputSpec,
+  parseOutput,
+  TABLE,
+  withCompletionValues,
+} from '../output-option.ts';
 import type { CommandRegistration } from './context.ts';
 import { QUALIFIED } from './resources.ts';
 
@@ -150,12 +155,15 @@ export const registerSweep: CommandRegistration = (program, context) => {
       "the sweeper's fail-static state per namespace and zone: normal, held or slowed, why, since when, until when",
     )
     .addOption(
-      new Option('-o, --output <format>', 'output format: json, yaml, jsonpath=TEMPLATE')
-        // `text` is the default view's old name, still accepted.
-        .argParser((text: string) =>
-          text === 'text' ? TABLE : parseOutput(text, ['json', 'yaml', 'jsonpath']),
-        )
-        .default(TABLE, 'the status as text'),
+      withCompletionValues(
+        new Option('-o, --output <format>', 'output format: json, yaml, jsonpath=TEMPLATE')
+          // `text` is the default view's old name, still accepted.
+          .argParser((text: string) =>
+            text === 'text' ? TABLE : parseOutput(text, ['json', 'yaml', 'jsonpath']),
+          )
+          .default(TABLE, 'the status as text'),
+        ['json', 'yaml', 'jsonpath='],
+      ),
     )
     .action(async (options: { output: OutputSpec }, command: Command) => {
       const { registry } = await context.stores(command);
