@@ -43,7 +43,7 @@ export const registerToken: CommandRegistration = (program, context) => {
         options: { namespace?: string; serviceAccount?: string; ttl: number },
         command: Command,
       ) => {
-        const { tokens } = await context.stores(command);
+        const { tokens, sweepPolicy } = await context.stores(command);
         const input = { namespace: namespaceOf(options), ttlMs: options.ttl, now: context.now() };
         const created = createJoinToken(
           options.serviceAccount === undefined
@@ -53,6 +53,14 @@ export const registerToken: CommandRegistration = (program, context) => {
         await tokens.putToken(created.stored);
         // Only the token on stdout, so `TOKEN=$(registrar token create -n web)` works.
         context.out(`${created.token}\n`);
+        // The mode the registrar recorded (its sweeper's last run, or npm start): a token made
+        // for an IAM-mode registrar can never be used, and its agent would only be refused.
+        const recorded = await sweepPolicy.read().catch(() => undefined);
+        if (recorded?.authMode === 'iam') {
+          context.io.stderr.write(
+            `warning: this registrar runs in IAM mode (recorded ${new Date(recorded.recordedAt).toISOString()}): it never reads join tokens, so this one cannot be used; agents connect with --auth iam, allowed by registrar policy allow --role-arn <arn> -n ${input.namespace}\n`,
+          );
+        }
       },
     );
 

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import { DynamoDbSweepPolicyStore } from '../../lib/store/dynamodb-sweep-policy-store.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
@@ -15,6 +16,12 @@ import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
  */
 
 const NOW = Date.parse('2026-03-01T12:00:00Z');
+const POLICY = {
+  gracePeriodMs: 300_000,
+  maxConnectionAgeMs: 7_200_000,
+  livenessIntervalMs: 300_000,
+  sweepIntervalMs: 60_000,
+};
 let dynamo: TestDynamo;
 let store: DynamoDbRegistryStore;
 let dir: string;
@@ -107,7 +114,9 @@ describe('token list and policy list', () => {
     expect(run.stdout.split('\n')[0]).toMatch(/^ID\s+SERVICE-ACCOUNT\s+EXPIRES\s+STATUS$/);
     expect(run.stdout.trim().split('\n')).toHaveLength(2);
     const policies = await registrar(['policy', 'list', '-n', 'shop', '--no-headers']);
-    expect(policies.stdout.trim()).toMatch(/^arn:aws:iam::123456789012:role\/shop-vm\s+<any>\s+\S+$/);
+    expect(policies.stdout.trim()).toMatch(
+      /^arn:aws:iam::123456789012:role\/shop-vm\s+<any>\s+\S+$/,
+    );
   });
 
   it('list every namespace with -A, and the default namespace without -n', async () => {
@@ -226,5 +235,17 @@ describe('apply', () => {
       stdout: 'workloadgroup.networking.istio.io/new checked (dry run)\n',
     });
     expect(await store.getGroup({ namespace: 'shop', name: 'new' })).toBeUndefined();
+  });
+});
+
+describe('token create', () => {
+  it('says nothing more than the token for a token-mode registrar', async () => {
+    await new DynamoDbSweepPolicyStore(dynamo.client, dynamo.tableName).record(
+      { ...POLICY, authMode: 'token' },
+      NOW,
+    );
+    const run = await registrar(['token', 'create', '-n', 'shop']);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toBe('');
   });
 });
