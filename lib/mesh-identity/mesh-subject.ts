@@ -45,7 +45,7 @@ export class MeshSubject {
     ref: ObjectRef,
     connectionId: string,
   ): MeshSubject {
-    if (!record || !record.connection?.connectionIds.includes(connectionId)) {
+    if (!record?.connection?.connectionIds.includes(connectionId)) {
       throw new NotRegisteredError(
         `this connection holds no WorkloadEntry (${formatRef(ref)} ${record ? 'is held by other connections' : 'does not exist'}); no mesh identity is minted for it; reconnect to register`,
       );
