@@ -180,4 +180,32 @@ describe('sidecar bootstrap: the agent puts the VM into the mesh', () => {
     expect(refreshed).toBeDefined();
     expect(testbed.api.issuedTokens().length).toBe(before + 1);
   });
+
+  it('without a cluster: registration works as before, and the agent says once that the bootstrap is not available', async () => {
+    testbed = await startSidecarTestbed({ cluster: false });
+    const agent = await testbed.sidecarAgent();
+    await eventually(() => agent.sidecarEvents.find((e) => e.type === 'sidecar-refused'), 15_000);
+    const entry = await testbed.bed.entry('web-10.0.0.7');
+    expect(entry?.connected).toBe(true);
+    const record = await testbed.bed.registry.getEntry({
+      namespace: NAMESPACE,
+      name: 'web-10.0.0.7',
+    });
+    await fetch(
+      `${testbed.bed.runtime.managementUrl}/@connections/${encodeURIComponent(record?.connection?.connectionIds[0] ?? '')}`,
+      { method: 'DELETE' },
+    );
+    await eventually(
+      () =>
+        agent.sidecarEvents.filter((e) => e.type === 'sidecar-refused').length >= 2 || undefined,
+      15_000,
+    );
+    const said = agent.logs.filter(
+      (line) =>
+        line.includes('the sidecar bootstrap is not available') && !line.includes('"debug"'),
+    );
+    expect(said).toHaveLength(1);
+    expect((await testbed.bed.entry('web-10.0.0.7'))?.connected).toBe(true);
+    await expect(stat(paths(testbed.root).token)).rejects.toThrow();
+  });
 });
