@@ -3,7 +3,7 @@ import { mkdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { resolveOwner } from '../../agent/sidecar-files.ts';
+import { fullPaths, resolveOwner } from '../../agent/sidecar-files.ts';
 import { SIDECAR_DEFAULTS } from '../../agent/sidecar-settings.ts';
 import { sidecarBootstrapSchema } from '../../lib/protocol/sidecar-message.ts';
 import { NAMESPACE } from '../fixtures/agent-testbed.ts';
@@ -25,17 +25,7 @@ afterEach(async () => {
   testbed = undefined;
 });
 
-const paths = (root: string) => {
-  const under = (path: string) => join(root, path);
-  const p = SIDECAR_DEFAULTS.paths;
-  return {
-    clusterEnv: under(p.clusterEnv),
-    meshConfig: under(p.meshConfig),
-    rootCert: under(p.rootCert),
-    token: under(p.token),
-    hosts: under(p.hosts),
-  };
-};
+const paths = (root: string) => fullPaths({ ...SIDECAR_DEFAULTS, prefix: root });
 
 /** cluster.env as istio-start.sh reads it: sourced by a shell with `set -a`. */
 function sourced(file: string): Record<string, string> {
