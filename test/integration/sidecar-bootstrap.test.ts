@@ -107,8 +107,12 @@ describe('sidecar bootstrap: the agent puts the VM into the mesh', () => {
     // The hosts file keeps its own owner (root here), not the proxy's.
     expect((await stat(files.hosts)).uid).toBe(process.getuid?.() ?? 0);
     expect(await readFile(changes, 'utf8')).toBe('changed\n');
-    // Never logged: not the token, not even in part.
+    // Never logged: not the token, not even in part; the --debug trace of the reply shows it
+    // redacted (the test logger records debug lines).
     expect(agent.logs.join('\n')).not.toContain(token.split('.')[1]);
+    expect(
+      agent.logs.some((line) => line.includes('received') && line.includes('<redacted>')),
+    ).toBe(true);
     expect(
       agent.logs.some((line) => line.includes('sidecar bootstrapped for shop/web-10.0.0.7')),
     ).toBe(true);
