@@ -83,8 +83,7 @@ export function createKubeMeshIssuer(options: KubeMeshIssuerOptions): MeshIssuer
 /** The API server's Status message, with what was being done; never a token. */
 function issuerError(error: unknown, doing: string): MeshIssuerError {
   if (error instanceof ApiException) {
-    const body = error.body as { message?: string } | string | undefined;
-    const detail = typeof body === 'object' && body?.message ? body.message : error.message;
+    const detail = statusMessage(error.body) ?? error.message;
     return new MeshIssuerError(
       `${doing}: the API server answered ${error.code}: ${detail}`,
       error.code,
@@ -93,4 +92,18 @@ function issuerError(error: unknown, doing: string): MeshIssuerError {
   const cause = (error as Error).cause;
   const why = cause instanceof Error && cause.message ? ` (${cause.message})` : '';
   return new MeshIssuerError(`${doing}: ${(error as Error).message}${why}`, 0);
+}
+
+/** The Status object's `message` (the client hands the body over as text or as an object). */
+function statusMessage(body: unknown): string | undefined {
+  let parsed = body;
+  if (typeof body === 'string') {
+    try {
+      parsed = JSON.parse(body);
+    } catch {
+      return body.slice(0, 300) || undefined;
+    }
+  }
+  const message = (parsed as { message?: unknown } | undefined)?.message;
+  return typeof message === 'string' ? message : undefined;
 }
