@@ -11,6 +11,7 @@ import { createMeshIdentityHandler, type MeshIdentityDeps } from '../../function
 import type { MeshIssuer } from '../../lib/mesh-identity/mesh-issuer.ts';
 import { readMeshSettings } from '../../lib/mesh-identity/mesh-settings.ts';
 import type { WebSocketMessageEvent } from '../../lib/protocol/websocket-events.ts';
+import { captureProcessOutput } from '../fixtures/captured-output.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
 import { entryRecord } from '../fixtures/projection-records.ts';
 
@@ -24,13 +25,7 @@ const SECRET = 'eyJhbGciOiJSUzI1NiJ9.c2VjcmV0LXRva2VuLWJvZHk.signature-of-the-se
 
 let output: string[] = [];
 beforeEach(() => {
-  output = [];
-  const capture = (chunk: unknown) => {
-    output.push(String(chunk));
-    return true;
-  };
-  vi.spyOn(process.stdout, 'write').mockImplementation(capture);
-  vi.spyOn(process.stderr, 'write').mockImplementation(capture);
+  output = captureProcessOutput();
 });
 afterEach(() => {
   vi.restoreAllMocks();
