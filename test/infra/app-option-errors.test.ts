@@ -19,7 +19,7 @@ function synth(context: Record<string, unknown>) {
   return spawnSync(process.execPath, ['infra/app.ts'], {
     encoding: 'utf8',
     env: { ...process.env, CDK_OUTDIR: outdir, CDK_CONTEXT_JSON: JSON.stringify(context) },
-    timeout: 60_000,
+    timeout: 150_000,
   });
 }
 
@@ -46,7 +46,8 @@ describe('cdk synth with a bad option', () => {
   });
 });
 
-describe('cdk synth with an option nobody reads', () => {
+// A synth runs cdk-nag over the whole stack: tens of seconds on a busy machine.
+describe('cdk synth with an option nobody reads', { timeout: 180_000 }, () => {
   it('refuses a misspelt option, naming the one it meant, instead of deploying the default', () => {
     const result = synth({ graceperiod: '10m', sweepRat: '2m' });
     expect(result.status).toBe(1);

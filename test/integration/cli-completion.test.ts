@@ -80,7 +80,9 @@ describe('registrar completion bash', () => {
   });
 });
 
-describe('registrar completion bash: what the registry holds', () => {
+// Each completion is two processes (the script, then `registrar complete`): on a busy machine
+// a few seconds each.
+describe('registrar completion bash: what the registry holds', { timeout: 120_000 }, () => {
   it('completes the names of the namespace the line names', async () => {
     expect(await bashCompletes('registrar get we -n shop ')).toEqual([
       'web-10.0.0.1',
