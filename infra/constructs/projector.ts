@@ -21,6 +21,7 @@ import {
   parseTargets,
 } from '../../lib/projection/projector-config.ts';
 import type { Target } from '../../lib/projection/report.ts';
+import { StackOptionsError } from '../stack-options.ts';
 import { RegistrarFunction } from './registrar-function.ts';
 import { partitionStatements, tableAccess } from './table-access.ts';
 
@@ -289,7 +290,9 @@ export function resolveProjectorOptions(node: Construct['node']): ProjectorOptio
       problems.push((error as Error).message.replace(/^invalid /, ''));
     }
   }
-  if (problems.length > 0) throw new Error(`invalid projector option ${problems.join('; ')}`);
+  if (problems.length > 0) {
+    throw new StackOptionsError(`invalid projector option ${problems.join('; ')}`);
+  }
   return {
     clusterName,
     endpoint,
