@@ -282,7 +282,8 @@ const sections: Record<string, Section> = {
     run: async () => {
       const { measureQuotaStorm } = await import('./tenant-quota.ts');
       const vms = Number(process.env.BENCH_QUOTA_N ?? 100_000);
-      const backend = process.env.BENCH_QUOTA_BACKEND === 'dynalite' ? 'dynalite' : 'dynamodb-local';
+      const backend =
+        process.env.BENCH_QUOTA_BACKEND === 'dynalite' ? 'dynalite' : 'dynamodb-local';
       for (const connectRate of [undefined, 50]) {
         const r = await measureQuotaStorm({
           vms,

@@ -1,9 +1,9 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { createJoinToken } from '../../lib/auth/join-token.ts';
 import { NotFoundError } from '../../lib/domain/errors.ts';
+import { formatNetwork } from '../../lib/domain/namespace-settings.ts';
 import { isDns1123Subdomain } from '../../lib/domain/validation.ts';
 import type { StoredToken } from '../../lib/store/token-store.ts';
-import { formatNetwork } from '../../lib/domain/namespace-settings.ts';
 import { positiveDurationOption } from '../duration-option.ts';
 import { LIST_FORMATS, type ListShape, printList } from '../list-printer.ts';
 import { networksOption } from '../namespace-options.ts';
