@@ -105,8 +105,9 @@ describe('networks a namespace may name', () => {
     );
     // The namespace's own token (no networks) is not held to the other token's.
     await connect('team', '10.5.2.2', '&network=vpc-b');
-    const listed = await cli('token', 'list');
+    const listed = await cli('token', 'list', '-n', 'team', '-o', 'wide');
     expect(listed.split('\n')[0]).toMatch(/\sNETWORKS$/);
+    expect(listed).toMatch(new RegExp(`^${id}\\s.*\\svpc-a\n`, 'm'));
   });
 });
 
