@@ -29,7 +29,7 @@ export function createConnectHandler(
     const { request, identity } =
       deps.config.authMode === 'iam'
         ? attestPlacement(
-            deps.attestation ?? NO_TRUSTED_CERTIFICATES,
+            deps.attestation ?? noTrustedCertificates(deps),
             readIdentityEvidence(event.headers),
             { request: claimed, identity: caller },
           )
@@ -64,7 +64,12 @@ export function createConnectHandler(
     .handler(onConnect);
 }
 
-/** Wiring without attestation (a test's hand-built dependencies): no document can verify. */
-const NO_TRUSTED_CERTIFICATES: InstanceAttestation = { mode: 'optional', trusted: [] };
+/**
+ * Wiring without attestation (a test's hand-built dependencies): no document can verify, and
+ * a connect without one is accepted only when the configuration made documents optional.
+ */
+function noTrustedCertificates(deps: Dependencies): InstanceAttestation {
+  return { mode: deps.config.instanceAttestation, trusted: [] };
+}
 
 export const handler = lazyHandler(createConnectHandler);

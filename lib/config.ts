@@ -41,7 +41,9 @@ export interface Config {
   authMode: 'token' | 'iam';
   /**
    * IAM mode: whether a connect must carry a verified EC2 instance identity document
-   * (lib/auth/instance-attestation.ts). Default `optional` here; the stack deploys `required`.
+   * (lib/auth/instance-attestation.ts). Default `required` (fail closed: a deployment that
+   * does not set the variable must not accept a role's word for its address); `optional` only
+   * when the operator says so.
    */
   instanceAttestation: 'required' | 'optional';
   /**
@@ -157,7 +159,7 @@ const schema = z.object({
   [ENV.ec2States]: ec2StatesOption.prefault(DEFAULTS.ec2States),
   [ENV.instanceAttestation]: z
     .enum(['required', 'optional'], { message: "must be 'required' or 'optional'" })
-    .default('optional'),
+    .default('required'),
   [ENV.instanceIdentityCerts]: z.string().optional(),
 });
 

@@ -186,6 +186,9 @@ describe('token and policy recipes', () => {
       'iam',
       '--iam-callers',
       callersFile,
+      // The callers send no instance identity document.
+      '--instance-attestation',
+      'optional',
     ]);
     cleanups.push(async () => {
       await runtime.stop();
