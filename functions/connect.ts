@@ -2,6 +2,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import { attestPlacement, type InstanceAttestation } from '../lib/auth/instance-attestation.ts';
+import { refuseGoneInstance } from '../lib/auth/terminated-instances.ts';
 import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
 import { formatRef } from '../lib/domain/model.ts';
 import { countMetric, logger, METRIC, metrics } from '../lib/observability.ts';
@@ -34,6 +35,9 @@ export function createConnectHandler(
             { request: claimed, identity: caller },
           )
         : { request: claimed, identity: caller };
+    if (deps.config.authMode === 'iam' && deps.terminatedInstances) {
+      await refuseGoneInstance(deps.terminatedInstances, identity);
+    }
     const result = await registerWorkload(
       { store: deps.store, controller: deps.config.controller },
       // Server time only: API Gateway's connect time, never the agent's clock.

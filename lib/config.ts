@@ -52,6 +52,14 @@ export interface Config {
    * the wiring (lib/dependencies.ts), which names this variable when it fails.
    */
   instanceIdentityCerts: string | undefined;
+  /**
+   * The Regions whose AWS certificate documents are verified against (when
+   * instanceIdentityCerts is unset). Default: the Region the function runs in (AWS_REGION);
+   * the stack adds the ones its `instanceIdentityRegions` option names. A list of names, not
+   * certificates: Lambda's 4 KB of environment holds two certificates at most, and the
+   * certificates are bundled with the code.
+   */
+  instanceIdentityRegions: readonly string[];
 }
 
 /** The most liveness windows (index reads per shard) one sweep may make: see readConfig. */
@@ -136,6 +144,27 @@ export const ec2StatesOption = z.string().transform((text, ctx) => {
   return [...new Set(states)];
 });
 
+/** A comma-separated list of AWS Region names (`eu-west-1,us-east-1`). */
+export const regionListOption = z.string().transform((text, ctx) => {
+  const regions = [
+    ...new Set(
+      text
+        .split(',')
+        .map((region) => region.trim())
+        .filter(Boolean),
+    ),
+  ];
+  const bad = regions.filter((region) => !/^[a-z]{2}(-[a-z]+)+-\d+$/.test(region));
+  if (regions.length === 0 || bad.length > 0) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be a comma-separated list of AWS Regions such as eu-west-1,us-east-1, got '${text}'`,
+    });
+    return z.NEVER;
+  }
+  return regions;
+});
+
 const schema = z.object({
   [ENV.tableName]: z.string().min(1, 'is required: the DynamoDB table holding the registry'),
   [ENV.dynamoDbEndpoint]: z.url().optional(),
@@ -161,6 +190,7 @@ const schema = z.object({
     .enum(['required', 'optional'], { message: "must be 'required' or 'optional'" })
     .default('required'),
   [ENV.instanceIdentityCerts]: z.string().optional(),
+  [ENV.instanceIdentityRegions]: regionListOption.optional(),
 });
 
 /** Reads and validates the configuration; throws ConfigError naming the variable and value. */
@@ -233,6 +263,7 @@ export function readConfig(env: Record<string, string | undefined>): Readonly<Co
     authMode: v[ENV.authMode],
     instanceAttestation: v[ENV.instanceAttestation],
     instanceIdentityCerts: v[ENV.instanceIdentityCerts],
+    instanceIdentityRegions: Object.freeze(v[ENV.instanceIdentityRegions] ?? [v[ENV.region]]),
   });
 }
 

@@ -1,5 +1,6 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Command } from 'commander';
+import type { TerminatedInstances } from '../../lib/auth/terminated-instances.ts';
 import type { SweepPolicyStore } from '../../lib/store/dynamodb-sweep-policy-store.ts';
 import type { CatalogStore, RegistryStore } from '../../lib/store/registry-store.ts';
 import type { TokenStore } from '../../lib/store/token-store.ts';
@@ -27,6 +28,8 @@ export interface Stores {
   tokens: TokenStore;
   /** The sweep policy the registrar recorded (its deployed or running configuration). */
   sweepPolicy: Pick<SweepPolicyStore, 'read'>;
+  /** Instances EC2 reported terminated (IAM mode refuses their connects for a day). */
+  terminated: TerminatedInstances;
 }
 
 export type CatalogLists = Pick<CatalogStore, 'listGroups' | 'listEntries'>;
@@ -129,17 +132,25 @@ async function openConnection(target: Target): Promise<Connection> {
 }
 
 async function openStores({ client, tableName }: Connection): Promise<Stores> {
-  const [{ DynamoDbRegistryStore }, { DynamoDbTokenStore }, { DynamoDbSweepPolicyStore }] =
-    await Promise.all([
-      import('../../lib/store/dynamodb-registry-store.ts'),
-      import('../../lib/store/dynamodb-token-store.ts'),
-      import('../../lib/store/dynamodb-sweep-policy-store.ts'),
-    ]);
+  const [
+    { DynamoDbRegistryStore },
+    { DynamoDbTokenStore },
+    { DynamoDbSweepPolicyStore },
+    { DynamoDbTerminatedInstances },
+    { RegistryTable },
+  ] = await Promise.all([
+    import('../../lib/store/dynamodb-registry-store.ts'),
+    import('../../lib/store/dynamodb-token-store.ts'),
+    import('../../lib/store/dynamodb-sweep-policy-store.ts'),
+    import('../../lib/store/dynamodb-terminated-instances.ts'),
+    import('../../lib/store/dynamodb-table.ts'),
+  ]);
   const registry = new DynamoDbRegistryStore(client, tableName);
   return {
     catalog: registry,
     registry,
     tokens: new DynamoDbTokenStore(client, tableName),
     sweepPolicy: new DynamoDbSweepPolicyStore(client, tableName),
+    terminated: new DynamoDbTerminatedInstances(new RegistryTable(client, tableName)),
   };
 }
