@@ -1,5 +1,6 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Command } from 'commander';
+import type { HeldEntryReader } from '../../lib/auth/revocation.ts';
 import type { TerminatedInstances } from '../../lib/auth/terminated-instances.ts';
 import type { SweepPolicyStore } from '../../lib/store/dynamodb-sweep-policy-store.ts';
 import type { CatalogStore, RegistryStore } from '../../lib/store/registry-store.ts';
@@ -30,6 +31,8 @@ export interface Stores {
   sweepPolicy: Pick<SweepPolicyStore, 'read'>;
   /** Instances EC2 reported terminated (IAM mode refuses their connects for a day). */
   terminated: TerminatedInstances;
+  /** A namespace's connected entries and who authenticated each holder (revocation). */
+  heldEntries: HeldEntryReader;
 }
 
 export type CatalogLists = Pick<CatalogStore, 'listGroups' | 'listEntries'>;
@@ -138,19 +141,23 @@ async function openStores({ client, tableName }: Connection): Promise<Stores> {
     { DynamoDbSweepPolicyStore },
     { DynamoDbTerminatedInstances },
     { RegistryTable },
+    { DynamoDbHeldEntries },
   ] = await Promise.all([
     import('../../lib/store/dynamodb-registry-store.ts'),
     import('../../lib/store/dynamodb-token-store.ts'),
     import('../../lib/store/dynamodb-sweep-policy-store.ts'),
     import('../../lib/store/dynamodb-terminated-instances.ts'),
     import('../../lib/store/dynamodb-table.ts'),
+    import('../../lib/store/dynamodb-held-entries.ts'),
   ]);
+  const table = new RegistryTable(client, tableName);
   const registry = new DynamoDbRegistryStore(client, tableName);
   return {
     catalog: registry,
     registry,
     tokens: new DynamoDbTokenStore(client, tableName),
     sweepPolicy: new DynamoDbSweepPolicyStore(client, tableName),
-    terminated: new DynamoDbTerminatedInstances(new RegistryTable(client, tableName)),
+    terminated: new DynamoDbTerminatedInstances(table),
+    heldEntries: new DynamoDbHeldEntries(table),
   };
 }
