@@ -18,6 +18,7 @@ import {
   DEFAULT_TIMING,
   MAX_DRAIN_DELAY_MS,
 } from './settings.ts';
+import { type SidecarConfig, sidecarConfigSchema, toSidecarConfig } from './sidecar-settings.ts';
 
 export { AgentConfigError } from './config-sources.ts';
 export { type AgentTiming, DEFAULT_IMDS_URL, DEFAULT_TIMING } from './settings.ts';
@@ -51,6 +52,8 @@ export interface AgentConfig {
   logFormat: LogFormat;
   debug: boolean;
   timing: AgentTiming;
+  /** The Istio sidecar bootstrap (agent/sidecar-bootstrap.ts); absent or disabled: none. */
+  sidecar?: SidecarConfig;
 }
 
 // Kubernetes label syntax: optional DNS prefix, name of at most 63 characters.
@@ -199,6 +202,7 @@ export const agentConfigSchema = z.object({
       drainDelay: drainDelay.optional(),
     })
     .default({}),
+  sidecar: sidecarConfigSchema,
 });
 
 /**
@@ -306,6 +310,7 @@ export function validateAgentConfig(layer: Layer): AgentConfig {
     logFormat: v.logFormat,
     debug: v.debug,
     timing,
+    sidecar: toSidecarConfig(v.sidecar),
   };
 }
 
