@@ -26,7 +26,7 @@ describe('an agent registering the metadata service under another spelling', () 
   it.each([
     [
       'fd00:ec2::254',
-      'fd00:ec2::/64, where EC2 serves each instance the instance metadata service',
+      'in fd00:ec2::/64, where EC2 serves each instance the instance metadata service',
     ],
     ['::ffff:a9fe:a9fe', 'a link-local address (the instance metadata service)'],
     ['64:ff9b::a9fe:a9fe', 'the NAT64 form of 169.254.169.254'],
