@@ -181,7 +181,11 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     const authorization = connectAuthorization(deps, options.iamCallers);
     const raw = createDynamoDbClient({ region, endpoint: dynamo.endpoint });
     await ensureTable(raw, tableName).finally(() => raw.destroy());
-    await deps.sweepPolicy?.record(deps.config.sweep, deps.now()); // clients read this policy
+    // Clients read this policy (and the auth mode beside it).
+    await deps.sweepPolicy?.record(
+      { ...deps.config.sweep, authMode: deps.config.authMode },
+      deps.now(),
+    );
 
     const message = { functionName: 'registrar-message', handler: createMessageHandler(deps) };
     // `sidecar`: the message function (SidecarUnavailable) until a projection brings a cluster.
