@@ -229,7 +229,8 @@ describe('IAM mode', () => {
       '--service-account',
       'web-sa',
     ]);
-    const { code, stdout } = await registrar(['policy', 'list']);
+    // `policy list` lists one namespace (-n, default "default") or every one (-A), as kubectl.
+    const { code, stdout } = await registrar(['policy', 'list', '-A']);
     expect(code).toBe(0);
     expect(stdout).toMatch(new RegExp(`${ROLE}\\s+shop\\s+web-sa`));
   });
