@@ -11,12 +11,7 @@ import { formatDuration, parseDuration } from '../../lib/domain/duration.ts';
 import { runSweep } from '../../lib/registration/sweep.ts';
 import { executeJsonPath } from '../jsonpath.ts';
 import { toJson, toYaml } from '../output.ts';
-import {
-  type OutputSpec,
-  parseOutput,
-  TABLE,
-  withCompletionValues,
-} from '../output-option.ts';
+import { type OutputSpec, parseOutput, TABLE, withCompletionValues } from '../output-option.ts';
 import type { CommandRegistration } from './context.ts';
 import { QUALIFIED } from './resources.ts';
 
