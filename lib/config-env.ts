@@ -25,6 +25,7 @@ export const ENV = {
   instanceAttestation: 'REGISTRAR_INSTANCE_ATTESTATION',
   instanceIdentityCerts: 'REGISTRAR_INSTANCE_IDENTITY_CERTS',
   namespaceSettingsCache: 'REGISTRAR_NAMESPACE_SETTINGS_CACHE',
+  instanceIdentityRegions: 'REGISTRAR_INSTANCE_IDENTITY_REGIONS',
 } as const;
 
 export const DEFAULTS = {

@@ -1,5 +1,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Command } from 'commander';
+import type { HeldEntryReader } from '../../lib/auth/revocation.ts';
+import type { TerminatedInstances } from '../../lib/auth/terminated-instances.ts';
 import type { NamespaceUsageReader } from '../../lib/store/dynamodb-namespace-usage.ts';
 import type { SweepPolicyStore } from '../../lib/store/dynamodb-sweep-policy-store.ts';
 import type { NamespaceSettingsStore } from '../../lib/store/namespace-settings-store.ts';
@@ -32,6 +34,10 @@ export interface Stores {
   /** What the operator allows each namespace, and how many of its entries are connected. */
   namespaceSettings: NamespaceSettingsStore;
   namespaceUsage: NamespaceUsageReader;
+  /** Instances EC2 reported terminated (IAM mode refuses their connects for a day). */
+  terminated: TerminatedInstances;
+  /** A namespace's connected entries and who authenticated each holder (revocation). */
+  heldEntries: HeldEntryReader;
 }
 
 export type CatalogLists = Pick<CatalogStore, 'listGroups' | 'listEntries'>;
@@ -140,13 +146,20 @@ async function openStores({ client, tableName }: Connection): Promise<Stores> {
     { DynamoDbSweepPolicyStore },
     { DynamoDbNamespaceSettings },
     { DynamoDbNamespaceUsage },
+    { DynamoDbTerminatedInstances },
+    { RegistryTable },
+    { DynamoDbHeldEntries },
   ] = await Promise.all([
     import('../../lib/store/dynamodb-registry-store.ts'),
     import('../../lib/store/dynamodb-token-store.ts'),
     import('../../lib/store/dynamodb-sweep-policy-store.ts'),
     import('../../lib/store/dynamodb-namespace-settings.ts'),
     import('../../lib/store/dynamodb-namespace-usage.ts'),
+    import('../../lib/store/dynamodb-terminated-instances.ts'),
+    import('../../lib/store/dynamodb-table.ts'),
+    import('../../lib/store/dynamodb-held-entries.ts'),
   ]);
+  const table = new RegistryTable(client, tableName);
   const registry = new DynamoDbRegistryStore(client, tableName);
   return {
     catalog: registry,
@@ -155,5 +168,7 @@ async function openStores({ client, tableName }: Connection): Promise<Stores> {
     sweepPolicy: new DynamoDbSweepPolicyStore(client, tableName),
     namespaceSettings: new DynamoDbNamespaceSettings(client, tableName),
     namespaceUsage: new DynamoDbNamespaceUsage(client, tableName),
+    terminated: new DynamoDbTerminatedInstances(table),
+    heldEntries: new DynamoDbHeldEntries(table),
   };
 }

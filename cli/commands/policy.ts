@@ -1,5 +1,6 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { normalizeRoleArn } from '../../lib/auth/iam-caller.ts';
+import { ENV } from '../../lib/config-env.ts';
 import { NotFoundError } from '../../lib/domain/errors.ts';
 import { formatNetwork } from '../../lib/domain/namespace-settings.ts';
 import { isDns1123Subdomain } from '../../lib/domain/validation.ts';
@@ -8,6 +9,12 @@ import { LIST_FORMATS, type ListShape, printList } from '../list-printer.ts';
 import { networksOption } from '../namespace-options.ts';
 import { formatTimestamp } from '../output.ts';
 import { type OutputSpec, outputOption } from '../output-option.ts';
+import {
+  cutRevokedConnections,
+  KEEP_CONNECTIONS_FLAG,
+  type RevokeFlags,
+  revokeOptions,
+} from '../revoke-connections.ts';
 import { resolveTarget, type TargetFlags } from '../target.ts';
 import type { CliContext, CommandRegistration } from './context.ts';
 import { listedNamespace, namespaceOf, namespaceOption } from './resources.ts';
@@ -102,22 +109,50 @@ export const registerPolicy: CommandRegistration = (program, context) => {
       },
     );
 
-  policy
+  const revoke = policy
     .command('revoke')
-    .description('remove an allow rule: the next connect of that role is refused (entries stay)')
+    .description(
+      "remove an allow rule: the role's next connect is refused, and the connections it authenticated in the namespace are closed",
+    )
     .addOption(roleArnOption())
-    .addOption(namespaceOption())
-    .action(async (options: { roleArn: string; namespace?: string }, command: Command) => {
-      await withPolicies(context, command, async (policies) => {
+    .addOption(namespaceOption());
+  for (const option of revokeOptions()) revoke.addOption(option);
+  revoke
+    .addHelpText(
+      'after',
+      `
+The connections of the role's sessions in the namespace are closed through API Gateway's
+management endpoint (--management-endpoint, ${ENV.connectionsUrl}, or the local runtime's), so
+their entries leave now instead of when the connections end (up to 2 h later); their agents'
+reconnects are refused (403). ${KEEP_CONNECTIONS_FLAG} only refuses new connects.`,
+    )
+    .action(
+      async (options: RevokeFlags & { roleArn: string; namespace?: string }, command: Command) => {
         const namespace = namespaceOf(options);
-        if (!(await policies.deletePolicy(options.roleArn, namespace))) {
+        let deleted = false;
+        await withPolicies(context, command, async (policies) => {
+          deleted = await policies.deletePolicy(options.roleArn, namespace);
+        });
+        if (deleted) {
+          context.out(
+            `role ${options.roleArn} may no longer register in namespace "${namespace}"\n`,
+          );
+        }
+        // Also when the rule was already gone: a revoke whose closing failed is run again.
+        await cutRevokedConnections(
+          context,
+          command,
+          { kind: 'policy', roleArn: options.roleArn, namespace },
+          // No rule, no connect of the role could have been authorized since: no second look.
+          deleted ? options : { ...options, settle: 0 },
+        );
+        if (!deleted) {
           throw new NotFoundError(
             `no policy for role ${options.roleArn} in namespace "${namespace}"; see registrar policy list`,
           );
         }
-        context.out(`role ${options.roleArn} may no longer register in namespace "${namespace}"\n`);
-      });
-    });
+      },
+    );
 };
 
 /** `policy list`'s columns; the NAMESPACE column only across namespaces, as kubectl's. */

@@ -1,5 +1,6 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { createJoinToken } from '../../lib/auth/join-token.ts';
+import { ENV } from '../../lib/config-env.ts';
 import { NotFoundError } from '../../lib/domain/errors.ts';
 import { formatNetwork } from '../../lib/domain/namespace-settings.ts';
 import { isDns1123Subdomain } from '../../lib/domain/validation.ts';
@@ -9,6 +10,12 @@ import { LIST_FORMATS, type ListShape, printList } from '../list-printer.ts';
 import { networksOption } from '../namespace-options.ts';
 import { formatTimestamp } from '../output.ts';
 import { type OutputSpec, outputOption } from '../output-option.ts';
+import {
+  cutRevokedConnections,
+  KEEP_CONNECTIONS_FLAG,
+  type RevokeFlags,
+  revokeOptions,
+} from '../revoke-connections.ts';
 import type { CommandRegistration } from './context.ts';
 import { listedNamespace, namespaceOf, namespaceOption } from './resources.ts';
 
@@ -90,16 +97,36 @@ export const registerToken: CommandRegistration = (program, context) => {
       });
     });
 
-  token
+  const revoke = token
     .command('revoke')
-    .description('revoke a join token: agents can no longer connect with it (entries stay)')
-    .argument('<id>', "the token's ID, as `token list` shows it")
-    .action(async (id: string, _options: unknown, command: Command) => {
+    .description(
+      'revoke a join token: agents can no longer connect with it, and the connections it authenticated are closed',
+    )
+    .argument('<id>', "the token's ID, as `token list` shows it");
+  for (const option of revokeOptions()) revoke.addOption(option);
+  revoke
+    .addHelpText(
+      'after',
+      `
+The connections the token authenticated are closed through API Gateway's management endpoint
+(--management-endpoint, ${ENV.connectionsUrl}, or the local runtime's), so their entries leave
+now instead of when the connections end (up to 2 h later); their agents' reconnects are refused
+(401). ${KEEP_CONNECTIONS_FLAG} only refuses new connects. Revoking a revoked token again closes
+what is still open.`,
+    )
+    .action(async (id: string, options: RevokeFlags, command: Command) => {
       const { tokens } = await context.stores(command);
-      if (!(await tokens.revokeToken(id, context.now()))) {
+      const stored = await tokens.getToken(id);
+      if (!stored || !(await tokens.revokeToken(id, context.now()))) {
         throw new NotFoundError(`token "${id}" not found; see registrar token list`);
       }
       context.out(`token "${id}" revoked\n`);
+      await cutRevokedConnections(
+        context,
+        command,
+        { kind: 'token', id, namespace: stored.namespace },
+        options,
+      );
     });
 };
 

@@ -97,10 +97,14 @@ export interface LocalRuntimeOptions {
   iamCallers?: readonly IamCallerCredentials[];
   /**
    * IAM mode: a PEM file of the certificates instance identity documents must be signed by
-   * (no EC2 signs documents locally: tests sign with their own key). Given, attestation is
-   * required; absent, it is optional and checked against AWS's shipped certificates.
+   * (no EC2 signs documents locally: tests sign with their own key); absent, AWS's.
    */
   instanceIdentityCerts?: string;
+  /**
+   * IAM mode: whether a connect must carry an instance identity document. Default `required`
+   * (the functions' own default): `optional` accepts agents that send none.
+   */
+  instanceAttestation?: 'required' | 'optional';
 }
 
 export interface LocalRuntime {
@@ -354,7 +358,9 @@ function functionEnv(
   if (options.authMode !== undefined) env[ENV.authMode] = options.authMode;
   if (options.instanceIdentityCerts !== undefined) {
     env[ENV.instanceIdentityCerts] = options.instanceIdentityCerts;
-    env[ENV.instanceAttestation] = 'required';
+  }
+  if (options.instanceAttestation !== undefined) {
+    env[ENV.instanceAttestation] = options.instanceAttestation;
   }
   // Milliseconds pass through readConfig's validation like any configured duration.
   if (options.gracePeriodMs !== undefined) env[ENV.gracePeriod] = `${options.gracePeriodMs}ms`;

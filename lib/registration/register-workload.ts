@@ -1,14 +1,21 @@
 import { buildRegistration } from '../domain/build-entry.ts';
 import { entryOrigin } from '../domain/entry-name.ts';
-import { ConflictError, ForbiddenError, NotFoundError } from '../domain/errors.ts';
+import {
+  ConflictError,
+  ForbiddenError,
+  InvalidRequestError,
+  NotFoundError,
+} from '../domain/errors.ts';
 import {
   type ConnectRequest,
   type EpochMillis,
   formatRef,
   type ObjectRef,
   type VerifiedIdentity,
+  type WorkloadEntrySpec,
   type WorkloadGroup,
 } from '../domain/model.ts';
+import { reservedLabelProblems } from '../domain/reserved-labels.ts';
 import { isTokenPrincipal } from '../protocol/identity.ts';
 import type { ConnectChange, ConnectOutcome, RegistryStore } from '../store/registry-store.ts';
 import { type AddressClaimStore, claimEntryAddress } from './address-claim.ts';
@@ -58,6 +65,7 @@ export async function registerWorkload(
   if (!stored) throw new NotFoundError(`cannot find WorkloadGroup ${formatRef(groupRef)}`);
 
   const built = buildRegistration(stored.group, request, input.connectedAt);
+  checkReservedLabels(request, stored.group, built.entry.spec);
   const entry = { namespace: request.namespace, name: built.entry.metadata.name };
   if (input.carried && formatRef(input.carried) !== formatRef(entry)) {
     // Only an authorizer of another release names another entry (a deploy in progress):
@@ -209,4 +217,23 @@ function serviceAccountRefusal(
 function withoutGrants(identity: VerifiedIdentity): VerifiedIdentity {
   const { networks: _checked, ...recorded } = identity;
   return recorded;
+}
+
+/**
+ * An agent's labels that Istio or Kubernetes read as topology or security must agree with the
+ * entry's placement or come from the group (lib/domain/reserved-labels.ts): 400, nothing
+ * written. Checked on every connect, a reconnect too: a reconnect writes no labels, but an
+ * agent that claims another network is refused whether or not its entry exists yet.
+ */
+function checkReservedLabels(
+  request: ConnectRequest,
+  group: WorkloadGroup,
+  spec: WorkloadEntrySpec,
+) {
+  const problems = reservedLabelProblems(request.labels, {
+    network: spec.network,
+    locality: spec.locality,
+    groupLabels: { ...group.spec.template.labels, ...group.spec.metadata?.labels },
+  });
+  if (problems.length > 0) throw new InvalidRequestError(problems.join('; '), 'label');
 }

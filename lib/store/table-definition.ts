@@ -9,6 +9,7 @@
  *   ADDR#<net>#<ip> / ADDR             the entry that holds an address within its network
  *   TOKEN           / <id>             a join token (hashed secret)
  *   POLICY          / <roleArn>#<ns>   an IAM-mode allow rule
+ *   TERMINATED#<id> / TERMINATED       an instance EC2 reported terminated (TTL: a day)
  *   NAMESPACES      / <namespace>      a namespace that holds groups or entries (the full
  *                                      listing's Query; `#complete` once none is missing)
  *   NSCONFIG        / <namespace>      what the operator allows a namespace (quotas, networks,
@@ -44,6 +45,11 @@ export const PARTITIONS = {
   addresses: 'ADDR#*',
   tokens: 'TOKEN',
   policies: 'POLICY',
+  /**
+   * Instances EC2 reported terminated (lib/store/dynamodb-terminated-instances.ts): IAM mode
+   * refuses their credentials and documents for a day.
+   */
+  terminated: 'TERMINATED#*',
   /** The sweeper's own state (how far its liveness checks have covered). */
   sweeper: 'SWEEPER',
   /** The effective registrar configuration every client reads (the sweep policy). */

@@ -138,7 +138,7 @@ describe('functions', () => {
     ]);
   });
 
-  it('connect in IAM mode also records connections and reads allow rules', () => {
+  it('connect in IAM mode also records connections, reads allow rules and terminated instances', () => {
     const iam = synthTemplate({ context: { authMode: 'iam' } });
     expect(dynamoGrants(ROLES.connect, iam)).toEqual([
       expect.objectContaining({ partitions: ['NS#*'] }),
@@ -153,6 +153,11 @@ describe('functions', () => {
       {
         actions: ['dynamodb:GetItem'],
         partitions: ['POLICY'],
+        resource: expect.stringMatching(TABLE),
+      },
+      {
+        actions: ['dynamodb:GetItem'],
+        partitions: ['TERMINATED#*'],
         resource: expect.stringMatching(TABLE),
       },
     ]);
