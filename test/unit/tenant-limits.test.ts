@@ -191,6 +191,7 @@ describe('endpoint ranges (projector)', () => {
         record('shop', 'api', '10.96.0.1'),
         record('shop', 'far', '10.30.0.5'),
         record('other', 'imds', '169.254.169.254'),
+        record('other', 'nat64', '64:ff9b::a9fe:a9fe'),
         record('other', 'dns', 'vm.example.com'),
         record('shop', 'dns', 'vm.example.com'),
       ],
@@ -209,6 +210,7 @@ describe('endpoint ranges (projector)', () => {
         'imds',
         expect.stringMatching(/^address 169\.254\.169\.254 is a link-local address/),
       ],
+      ['other', 'nat64', expect.stringMatching(/^address 64:ff9b::a9fe:a9fe is /)],
       [
         'shop',
         'dns',
