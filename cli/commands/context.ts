@@ -1,6 +1,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Command } from 'commander';
 import type { SweepPolicyStore } from '../../lib/store/dynamodb-sweep-policy-store.ts';
+import type { CordonStore, EntryEventStore } from '../../lib/store/entry-event-store.ts';
 import type { CatalogStore, RegistryStore } from '../../lib/store/registry-store.ts';
 import type { TokenStore } from '../../lib/store/token-store.ts';
 import { resolveTarget, type Target, type TargetFlags } from '../target.ts';
@@ -27,6 +28,8 @@ export interface Stores {
   tokens: TokenStore;
   /** The sweep policy the registrar recorded (its deployed or running configuration). */
   sweepPolicy: Pick<SweepPolicyStore, 'read'>;
+  /** Cordons and the entries' event history (deleted entries' too). */
+  maintenance: CordonStore & EntryEventStore;
 }
 
 export type CatalogLists = Pick<CatalogStore, 'listGroups' | 'listEntries'>;
@@ -141,5 +144,6 @@ async function openStores({ client, tableName }: Connection): Promise<Stores> {
     registry,
     tokens: new DynamoDbTokenStore(client, tableName),
     sweepPolicy: new DynamoDbSweepPolicyStore(client, tableName),
+    maintenance: registry,
   };
 }

@@ -4,7 +4,7 @@ import { type EntryRecord, isAutoRegistered } from '../../lib/domain/entry-recor
 import type { ObjectRef, StringMap, VerifiedIdentity } from '../../lib/domain/model.ts';
 import type { RecordedSweepPolicy } from '../../lib/store/dynamodb-sweep-policy-store.ts';
 import type { StoredGroup } from '../../lib/store/registry-store.ts';
-import { formatEvents } from '../entry-events.ts';
+import { eventsOf, formatEvents } from '../entry-events.ts';
 import { formatAge, formatTable, formatTimestamp, parseTimestamp, toYaml } from '../output.ts';
 import { parseResourceArgs } from '../resource-args.ts';
 import { type CommandRegistration, ReportedFailure, type Stores } from './context.ts';
@@ -81,9 +81,16 @@ async function describeOne(
     ? await registry.getGroup({ namespace: ref.namespace, name: record.autoRegistrationGroup })
     : undefined;
   const text = describeEntry(record, group, now);
-  // Only auto-registered entries are swept; say by which policy (the registrar's own).
-  const policy = record.autoRegistrationGroup ? describeSweepPolicy(await sweepPolicy.read()) : '';
-  return text + policy + formatEvents(record, now);
+  // Only auto-registered entries are swept; say by which policy (the registrar's own), and
+  // whether fail static holds the deletion of this one now.
+  if (!record.autoRegistrationGroup) return text + formatEvents(eventsOf(record, now), now);
+  const recorded = await sweepPolicy.read();
+  const held =
+    record.connection?.disconnectedAt === undefined
+      ? undefined
+      : { disruption: await registry.disruptionRecord(), gracePeriodMs: recorded?.gracePeriodMs };
+  const events = eventsOf(record, now, held);
+  return text + describeSweepPolicy(recorded) + formatEvents(events, now);
 }
 
 /** The registrar's recorded sweep policy, as the last line of an auto-registered entry. */
@@ -173,6 +180,15 @@ export function describeEntry(
             ]),
           ),
         );
+  if (record.cordon) {
+    const { name, namespace } = metadata;
+    text += fields([
+      [
+        'Maintenance',
+        `cordoned ${when(record.cordon.at, now)}: ${record.cordon.message} (out of traffic until: registrar uncordon we ${name} -n ${namespace})`,
+      ],
+    ]);
+  }
   text += 'Registration:\n';
   if (!isAutoRegistered(record)) {
     return `${text}  Hand-made (no istio.io/autoRegistrationGroup): never swept; delete it with 'registrar delete we'.\n`;
