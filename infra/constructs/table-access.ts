@@ -47,6 +47,8 @@ const ZONE_COUNTERS = { actions: ['UpdateItem'], partitions: [PARTITIONS.zones] 
  * - connect, disconnect, sweeper and ec2StateChange move the zone counters; the sweeper also
  *   reads them (one Query of the ZONE partition) and keeps its fail-static record.
  * - ec2StateChange: queries the instance index, deletes the entries it names.
+ * - connect, sweeper and ec2StateChange keep a deleted entry's events: one PutItem of a history
+ *   item (`NS#<namespace>` / `EV#<name>#<time>`, in the entry's own partition).
  * - projector: reads entries (GetItem), lists a namespace's entries and groups (Query) and the
  *   namespace index (Query); nothing else: no token, allow rule, connection record or counter.
  */
@@ -59,7 +61,7 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
       return {
         items: [
           {
-            actions: ['GetItem', 'UpdateItem', 'DeleteItem'],
+            actions: ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'],
             partitions: [PARTITIONS.namespaces],
           },
           ZONE_COUNTERS,
@@ -92,7 +94,7 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
         querySweepIndex: true,
         items: [
           {
-            actions: ['GetItem', 'UpdateItem', 'DeleteItem'],
+            actions: ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'],
             partitions: [PARTITIONS.namespaces],
           },
           { actions: ['DeleteItem'], partitions: [PARTITIONS.connections] },
@@ -106,7 +108,10 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
     case 'ec2StateChange':
       return {
         queryInstanceIndex: true,
-        items: [{ actions: ['DeleteItem'], partitions: [PARTITIONS.namespaces] }, ZONE_COUNTERS],
+        items: [
+          { actions: ['PutItem', 'DeleteItem'], partitions: [PARTITIONS.namespaces] },
+          ZONE_COUNTERS,
+        ],
       };
     case 'projector':
       return {

@@ -19,16 +19,31 @@ import type { EpochMillis } from './model.ts';
  */
 export function entryHistory(record: EntryRecord, now: EpochMillis): EntryEvent[] {
   const since = record.eventsSince;
+  const stored = record.events ?? [];
+  // A stored copy of a derived event (legacyEvents, kept when a write overwrote its state)
+  // shows once.
+  const copied = new Set(stored.map((event) => `${event.reason}@${event.at}`));
   const derived = derivedEvents(record).filter(
     (event) =>
-      event.reason === 'Registered' ||
-      event.reason === 'Applied' ||
-      since === undefined ||
-      event.at < since,
+      !copied.has(`${event.reason}@${event.at}`) &&
+      (event.reason === 'Registered' ||
+        event.reason === 'Applied' ||
+        since === undefined ||
+        event.at < since),
   );
-  return [...derived, ...(record.events ?? [])]
+  return [...derived, ...stored]
     .filter((event) => isRetained(event, now))
     .sort((a, b) => a.at - b.at);
+}
+
+/**
+ * What the state of an entry a release without history wrote says happened (but its creation):
+ * a write that overwrites that state (a reconnect removes `disconnectedAt`) stores these first,
+ * so the story of before the upgrade survives it.
+ */
+export function legacyEvents(record: EntryRecord): EntryEvent[] {
+  if (record.eventsSince !== undefined) return [];
+  return derivedEvents(record).filter((e) => e.reason !== 'Registered' && e.reason !== 'Applied');
 }
 
 function derivedEvents(record: EntryRecord): EntryEvent[] {

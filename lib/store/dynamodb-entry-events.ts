@@ -26,7 +26,11 @@ import { entryKey } from './item-codec.ts';
  * item that has an UpdateExpression; the rollout of a group's template uses it for
  * TemplateUpdated (templateRolledOutEvent).
  */
-export function withEntryEvent(input: UpdateCommandInput, event: EntryEvent): UpdateCommandInput {
+export function withEntryEvent(
+  input: UpdateCommandInput,
+  event: EntryEvent | readonly EntryEvent[],
+): UpdateCommandInput {
+  const events = Array.isArray(event) ? event : [event as EntryEvent];
   const clauses =
     `#evList = list_append(if_not_exists(#evList, :evNone), :evNew),` +
     ` ${EVENTS_SINCE_ATTRIBUTE} = if_not_exists(${EVENTS_SINCE_ATTRIBUTE}, :evAt)`;
@@ -42,8 +46,8 @@ export function withEntryEvent(input: UpdateCommandInput, event: EntryEvent): Up
     ExpressionAttributeValues: {
       ...input.ExpressionAttributeValues,
       ':evNone': [],
-      ':evNew': [encodeEvent(event)],
-      ':evAt': event.at,
+      ':evNew': events.map(encodeEvent),
+      ':evAt': events[0]?.at,
     },
   };
 }
@@ -94,7 +98,7 @@ export class DynamoDbEntryEvents {
    */
   async append(
     ref: ObjectRef,
-    event: EntryEvent,
+    event: EntryEvent | readonly EntryEvent[],
     onlyIf?: { condition: string; values: Record<string, unknown> },
   ): Promise<boolean> {
     const output = await this.#table.tryUpdate(

@@ -8,6 +8,7 @@ import {
   type EntryEvent,
   reconnectedEvent,
 } from '../domain/entry-events.ts';
+import { legacyEvents } from '../domain/entry-history.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import { type EpochMillis, formatRef, type ObjectRef } from '../domain/model.ts';
 import type { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
@@ -140,8 +141,11 @@ export class DynamoDbEntryLifecycle {
       change.connectionId,
       typeof old.disconnectedAt === 'number' ? old.disconnectedAt : undefined,
     );
+    // An entry of a release without history: what its state said of its departure goes
+    // first, since this connect removed that state.
+    const before = legacyEvents(decodeEntry(old)).filter((e) => e.reason === 'Disconnected');
     await this.#events
-      .append(change.entry.metadata, event, {
+      .append(change.entry.metadata, [...before, event], {
         condition:
           length === 0
             ? 'attribute_not_exists(#evList) OR size(#evList) = :seen'

@@ -113,7 +113,13 @@ describe('functions', () => {
   it('connect may read, update and delete entries and read groups, in namespace partitions, and claim addresses', () => {
     expect(dynamoGrants(ROLES.connect)).toEqual([
       {
-        actions: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        // PutItem: the history item of an entry its address claim replaced.
+        actions: [
+          'dynamodb:DeleteItem',
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:UpdateItem',
+        ],
         partitions: ['NS#*'],
         resource: expect.stringMatching(TABLE),
       },
@@ -175,7 +181,13 @@ describe('functions', () => {
   it('the sweeper may query the sweep index, delete entries and keep its own state', () => {
     expect(dynamoGrants(ROLES.sweeper)).toEqual([
       {
-        actions: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        // PutItem: a swept entry's history item.
+        actions: [
+          'dynamodb:DeleteItem',
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:UpdateItem',
+        ],
         partitions: ['NS#*'],
         resource: expect.stringMatching(TABLE),
       },
@@ -202,10 +214,10 @@ describe('functions', () => {
     ]);
   });
 
-  it('the EC2 state-change function may only query the instance index (keys) and delete entries', () => {
+  it('the EC2 state-change function may only query the instance index (keys) and delete entries (keeping their history)', () => {
     expect(dynamoGrants(ROLES.ec2StateChange)).toEqual([
       {
-        actions: ['dynamodb:DeleteItem'],
+        actions: ['dynamodb:DeleteItem', 'dynamodb:PutItem'],
         partitions: ['NS#*'],
         resource: expect.stringMatching(TABLE),
       },
