@@ -45,6 +45,11 @@ type HistoryItem = {
 const historySortKey = (name: string, at?: EpochMillis) =>
   `${HISTORY_PREFIX}${name}#${at === undefined ? '' : String(at).padStart(15, '0')}`;
 
+/** The key of the history item of the entry deleted at `at`. */
+export function historyKey(ref: ObjectRef, at: EpochMillis): { pk: string; sk: string } {
+  return { pk: namespacePartition(ref.namespace), sk: historySortKey(ref.name, at) };
+}
+
 /** Deletions are recorded, listed and (locally) pruned here; see the file comment. */
 export class DynamoDbEntryHistory {
   readonly #client: DynamoDBDocumentClient;
@@ -66,8 +71,7 @@ export class DynamoDbEntryHistory {
     const ref = record.entry.metadata;
     const events = [...entryHistory(record, deletion.at), deletion];
     const item: HistoryItem = {
-      pk: namespacePartition(ref.namespace),
-      sk: historySortKey(ref.name, deletion.at),
+      ...historyKey(ref, deletion.at),
       name: ref.name,
       deletedAt: deletion.at,
       events: events.map(encodeEvent),
