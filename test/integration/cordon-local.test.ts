@@ -33,13 +33,10 @@ afterEach(async () => {
 });
 
 /** The CLI as an operator runs it beside `npm start`: it finds the registrar in local.json. */
-function registrar(testbed: AgentTestbed, args: string[], signal?: AbortSignal) {
+function registrar(testbed: AgentTestbed, args: string[]) {
   const localJson = testbed.runtime.localJsonPath;
   if (localJson === undefined) throw new Error('the runtime wrote no local.json');
-  return captureCli(args, {
-    env: { REGISTRAR_DATA_DIR: dirname(localJson) },
-    ...(signal ? { signal } : {}),
-  });
+  return captureCli(args, { env: { REGISTRAR_DATA_DIR: dirname(localJson) } });
 }
 
 const logged = (agent: TestAgent, words: string) =>
