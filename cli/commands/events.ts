@@ -6,6 +6,7 @@ import { Interrupted, interruption } from '../interrupt.ts';
 import { asList, formatAge, formatRows, formatTable, toJson, toYaml } from '../output.ts';
 import type { OutputSpec } from '../output-option.ts';
 import { parseResourceArgs } from '../resource-args.ts';
+import { sleep } from '../watch.ts';
 import { type CliContext, type Stores, UsageError } from './context.ts';
 
 /**
@@ -58,7 +59,7 @@ export async function getEvents(
   const stop = interruption(context.io);
   try {
     while (!stop.signal.aborted) {
-      await pause(options.watchInterval, stop.signal);
+      await sleep(options.watchInterval, stop.signal);
       if (stop.signal.aborted) break;
       const fresh = (await read()).filter((row) => !seen.has(keyOf(row)));
       for (const row of fresh) seen.add(keyOf(row));
@@ -235,16 +236,4 @@ class EventPrinter {
       event.message,
     ];
   }
-}
-
-function pause(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      signal.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal.addEventListener('abort', done, { once: true });
-  });
 }

@@ -1,9 +1,9 @@
 import {
-  ApiGatewayManagementApiClient,
+  type ApiGatewayManagementApiClient,
   GoneException,
   PostToConnectionCommand,
 } from '@aws-sdk/client-apigatewaymanagementapi';
-import type { DisconnectOptions } from './management-api-disconnect.ts';
+import { type DisconnectOptions, operatorManagementClient } from './management-api-disconnect.ts';
 
 /** 'sent': API Gateway took the message for the client; 'gone': the connection is closed (410). */
 export type PostAnswer = 'sent' | 'gone' | { failed: string };
@@ -17,17 +17,8 @@ export type PostAnswer = 'sent' | 'gone' | { failed: string };
 export class ManagementApiPost {
   readonly #client: ApiGatewayManagementApiClient;
 
-  constructor({ endpoint, region }: DisconnectOptions) {
-    this.#client = new ApiGatewayManagementApiClient({
-      region,
-      endpoint,
-      requestHandler: { connectionTimeout: 2_000, requestTimeout: 5_000 },
-      maxAttempts: 3,
-      // The local gateway (plain http) checks no signature (see management-api-disconnect.ts).
-      ...(endpoint.startsWith('http:')
-        ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
-        : {}),
-    });
+  constructor(options: DisconnectOptions) {
+    this.#client = operatorManagementClient(options);
   }
 
   async post(connectionId: string, message: unknown): Promise<PostAnswer> {

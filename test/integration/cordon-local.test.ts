@@ -1,4 +1,3 @@
-import { dirname } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
 // Powertools reads these when the handlers load: keep test output readable.
@@ -14,7 +13,7 @@ import {
   startAgentTestbed,
   type TestAgent,
 } from '../fixtures/agent-testbed.ts';
-import { captureCli } from '../fixtures/cli-run.ts';
+import { registrarBeside } from '../fixtures/local-cli.ts';
 
 /**
  * `registrar cordon` and `uncordon` against the real local runtime (gateway, handlers,
@@ -32,12 +31,7 @@ afterEach(async () => {
   target = undefined;
 });
 
-/** The CLI as an operator runs it beside `npm start`: it finds the registrar in local.json. */
-function registrar(testbed: AgentTestbed, args: string[]) {
-  const localJson = testbed.runtime.localJsonPath;
-  if (localJson === undefined) throw new Error('the runtime wrote no local.json');
-  return captureCli(args, { env: { REGISTRAR_DATA_DIR: dirname(localJson) } });
-}
+const registrar = registrarBeside;
 
 const logged = (agent: TestAgent, words: string) =>
   agent.logs.filter((line) => line.includes(words));

@@ -12,7 +12,7 @@ vi.hoisted(() => {
 import { runCli } from '../../cli/main.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';
 import { type AgentTestbed, NAMESPACE, startAgentTestbed } from '../fixtures/agent-testbed.ts';
-import { captureCli } from '../fixtures/cli-run.ts';
+import { registrarBeside } from '../fixtures/local-cli.ts';
 
 /**
  * "Why did my VM leave the mesh?" against the real local runtime with real agents and the
@@ -26,11 +26,7 @@ afterEach(async () => {
   bed = undefined;
 });
 
-function registrar(testbed: AgentTestbed, args: string[]) {
-  const localJson = testbed.runtime.localJsonPath;
-  if (localJson === undefined) throw new Error('the runtime wrote no local.json');
-  return captureCli(args, { env: { REGISTRAR_DATA_DIR: dirname(localJson) } });
-}
+const registrar = registrarBeside;
 
 /** `get events` rows as [TYPE, REASON, OBJECT, MESSAGE] (LAST SEEN varies). */
 function rows(stdout: string): string[][] {
