@@ -3,7 +3,7 @@ import type { EntryEvent } from '../../lib/domain/entry-events.ts';
 import { ISTIO_API_VERSION, toRfc3339 } from '../../lib/domain/model.ts';
 import { eventsOf } from '../entry-events.ts';
 import { Interrupted, interruption } from '../interrupt.ts';
-import { asList, formatAge, formatRows, formatTable, toJson, toYaml } from '../output.ts';
+import { asList, columnWidths, formatAge, formatRows, toJson, toYaml } from '../output.ts';
 import type { OutputSpec } from '../output-option.ts';
 import { parseResourceArgs } from '../resource-args.ts';
 import { sleep } from '../watch.ts';
@@ -24,6 +24,8 @@ export interface EventsOptions {
   watch: boolean;
   watchOnly: boolean;
   watchInterval: number;
+  /** False with --no-headers: no header row. */
+  headers: boolean;
 }
 
 /** One event of one entry (live or deleted), as listed. */
@@ -208,9 +210,9 @@ class EventPrinter {
     const now = this.#context.now();
     const cells = rows.map((row) => this.#cells(row, now));
     if (this.#widths === undefined) {
-      const table = [this.#headers(), ...cells];
-      this.#context.out(formatTable(this.#headers(), cells));
-      this.#widths = table[0]?.map((_, i) => Math.max(...table.map((r) => (r[i] ?? '').length)));
+      const table = this.#options.headers ? [this.#headers(), ...cells] : cells;
+      this.#widths = columnWidths(table);
+      this.#context.out(formatRows(table, this.#widths));
       return;
     }
     if (cells.length > 0) this.#context.out(formatRows(cells, this.#widths));

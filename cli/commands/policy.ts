@@ -2,12 +2,13 @@ import { type Command, InvalidArgumentError, Option } from 'commander';
 import { normalizeRoleArn } from '../../lib/auth/iam-caller.ts';
 import { NotFoundError } from '../../lib/domain/errors.ts';
 import { isDns1123Subdomain } from '../../lib/domain/validation.ts';
-import type { PolicyStore } from '../../lib/store/policy-store.ts';
-import { asList, formatTable, formatTimestamp, toJson, toYaml } from '../output.ts';
+import type { IamPolicy, PolicyStore } from '../../lib/store/policy-store.ts';
+import { LIST_FORMATS, type ListShape, printList } from '../list-printer.ts';
+import { formatTimestamp } from '../output.ts';
 import { type OutputSpec, outputOption } from '../output-option.ts';
 import { resolveTarget, type TargetFlags } from '../target.ts';
 import type { CliContext, CommandRegistration } from './context.ts';
-import { namespaceOf, namespaceOption } from './resources.ts';
+import { listedNamespace, namespaceOf, namespaceOption } from './resources.ts';
 
 /**
  * `registrar policy`: IAM mode's allow rules. A stack deployed with authMode=iam lets an EC2
@@ -59,32 +60,34 @@ export const registerPolicy: CommandRegistration = (program, context) => {
   policy
     .command('list')
     .description('list the IAM allow rules')
-    .addOption(outputOption(['json', 'yaml']))
-    .action(async (options: { output: OutputSpec }, command: Command) => {
-      await withPolicies(context, command, async (policies) => {
-        const listed = (await policies.listPolicies()).sort(
-          (a, b) => a.roleArn.localeCompare(b.roleArn) || a.namespace.localeCompare(b.namespace),
-        );
-        if (options.output.format !== 'table') {
-          const list = asList(
-            listed.map((p) => ({ ...p, createdAt: formatTimestamp(p.createdAt) })),
-          );
-          context.out(options.output.format === 'json' ? toJson(list) : toYaml(list));
-          return;
-        }
-        const rows = listed.map((p) => [
-          p.roleArn,
-          p.namespace,
-          p.serviceAccount ?? '<any>',
-          formatTimestamp(p.createdAt),
-        ]);
-        if (rows.length === 0) {
-          context.io.stderr.write('No policies found: no IAM caller may register.\n');
-          return;
-        }
-        context.out(formatTable(['ROLE', 'NAMESPACE', 'SERVICE-ACCOUNT', 'CREATED'], rows));
-      });
-    });
+    .addOption(namespaceOption())
+    .option('-A, --all-namespaces', 'list the rules of every namespace')
+    .addOption(outputOption(LIST_FORMATS))
+    .option('--no-headers', 'print the table without its header row')
+    .action(
+      async (
+        options: {
+          namespace?: string;
+          allNamespaces?: boolean;
+          output: OutputSpec;
+          headers: boolean;
+        },
+        command: Command,
+      ) => {
+        const namespace = listedNamespace(options);
+        await withPolicies(context, command, async (policies) => {
+          const listed = (await policies.listPolicies())
+            .filter((p) => namespace === undefined || p.namespace === namespace)
+            .sort(
+              (a, b) =>
+                a.roleArn.localeCompare(b.roleArn) || a.namespace.localeCompare(b.namespace),
+            );
+          printList(context, policyShape(namespace), listed, options.output, {
+            noHeaders: !options.headers,
+          });
+        });
+      },
+    );
 
   policy
     .command('revoke')
@@ -103,6 +106,26 @@ export const registerPolicy: CommandRegistration = (program, context) => {
       });
     });
 };
+
+/** `policy list`'s columns; the NAMESPACE column only across namespaces, as kubectl's. */
+function policyShape(namespace: string | undefined): ListShape<IamPolicy> {
+  const all = namespace === undefined;
+  return {
+    kind: 'policy',
+    headers: ['ROLE', ...(all ? ['NAMESPACE'] : []), 'SERVICE-ACCOUNT', 'CREATED'],
+    row: (p) => [
+      p.roleArn,
+      ...(all ? [p.namespace] : []),
+      p.serviceAccount ?? '<any>',
+      formatTimestamp(p.createdAt),
+    ],
+    view: (p) => ({ ...p, createdAt: formatTimestamp(p.createdAt) }),
+    name: (p) => `${p.roleArn}#${p.namespace}`,
+    empty: all
+      ? 'No policies found: no IAM caller may register.'
+      : `No policies found in ${namespace} namespace: no IAM caller may register there.`,
+  };
+}
 
 function roleArnOption(): Option {
   return new Option('--role-arn <arn>', 'the IAM role, arn:aws:iam::<account>:role/<name>')

@@ -17,6 +17,7 @@ import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lib/observability.ts';
 import { PROJECTION_METRIC } from '../../lib/projection/projection-metrics.ts';
 import { PROJECTOR_ENV, parseTargets } from '../../lib/projection/projector-config.ts';
 import type { Target } from '../../lib/projection/report.ts';
+import { StackOptionsError } from '../stack-options.ts';
 import { RegistrarFunction } from './registrar-function.ts';
 import { partitionStatements, tableAccess } from './table-access.ts';
 
@@ -263,6 +264,8 @@ export function resolveProjectorOptions(node: Construct['node']): ProjectorOptio
   } catch (error) {
     problems.push(`${PROJECTOR_OPTION_KEYS.targets}: ${(error as Error).message}`);
   }
-  if (problems.length > 0) throw new Error(`invalid projector option ${problems.join('; ')}`);
+  if (problems.length > 0) {
+    throw new StackOptionsError(`invalid projector option ${problems.join('; ')}`);
+  }
   return { clusterName, endpoint, certificateAuthority, targets, scheduleMinutes: minutes };
 }

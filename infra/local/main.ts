@@ -6,6 +6,7 @@
 import { dirname, join } from 'node:path';
 import { type ConsoleSettings, loggerLevelFor } from './console-log.ts';
 import { OptionsError, parseLocalOptions } from './options.ts';
+import { watchParent } from './parent-watch.ts';
 import type { LocalRuntime, LocalRuntimeOptions } from './runtime.ts';
 
 // Powertools reads this when the handlers' modules load, so it is set before the runtime is
@@ -57,6 +58,7 @@ async function main(): Promise<number> {
   };
   process.once('SIGINT', () => signalled('SIGINT'));
   process.once('SIGTERM', () => signalled('SIGTERM'));
+  watchParent((parent) => signalled(`the process that started it (PID ${parent}) exited`));
 
   const { startLocalRuntime } = await import('./runtime.ts');
   const { describeSweepPolicy } = await import('../../lib/config.ts');

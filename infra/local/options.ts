@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { loadTrustedCertificates } from '../../lib/auth/instance-identity-document.ts';
 import {
@@ -93,6 +93,34 @@ events are info, warnings and refusals warn; debug adds every other line.
 Durations: 500ms, 10s, 5m, 2h (or combined, 1h30m).
 `;
 
+/** Every flag of `npm start` (README's table lists each one; test/unit/docs-match-code.test.ts). */
+export const LOCAL_OPTIONS = {
+  port: { type: 'string' },
+  'grace-period': { type: 'string' },
+  'max-connection-age': { type: 'string' },
+  'sweep-interval': { type: 'string' },
+  'idle-timeout': { type: 'string' },
+  'liveness-interval': { type: 'string' },
+  'connect-settle': { type: 'string' },
+  'data-dir': { type: 'string' },
+  memory: { type: 'boolean' },
+  kubeconfig: { type: 'string' },
+  context: { type: 'string' },
+  project: { type: 'boolean' },
+  'projection-targets': { type: 'string' },
+  'projection-interval': { type: 'string' },
+  'auth-mode': { type: 'string' },
+  'iam-callers': { type: 'string' },
+  'instance-identity-certs': { type: 'string' },
+  'log-format': { type: 'string' },
+  'disruption-threshold': { type: 'string' },
+  'disruption-window': { type: 'string' },
+  'secondary-deletes-per-second': { type: 'string' },
+  'hold-bound': { type: 'string' },
+  'ec2-states': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies ParseArgsConfig['options'];
+
 export function parseLocalOptions(
   argv: readonly string[],
   env: Record<string, string | undefined>,
@@ -103,32 +131,7 @@ export function parseLocalOptions(
       args: [...argv],
       strict: true,
       allowPositionals: false,
-      options: {
-        port: { type: 'string' },
-        'grace-period': { type: 'string' },
-        'max-connection-age': { type: 'string' },
-        'sweep-interval': { type: 'string' },
-        'idle-timeout': { type: 'string' },
-        'liveness-interval': { type: 'string' },
-        'connect-settle': { type: 'string' },
-        'data-dir': { type: 'string' },
-        memory: { type: 'boolean' },
-        kubeconfig: { type: 'string' },
-        context: { type: 'string' },
-        project: { type: 'boolean' },
-        'projection-targets': { type: 'string' },
-        'projection-interval': { type: 'string' },
-        'auth-mode': { type: 'string' },
-        'iam-callers': { type: 'string' },
-        'instance-identity-certs': { type: 'string' },
-        'log-format': { type: 'string' },
-        'disruption-threshold': { type: 'string' },
-        'disruption-window': { type: 'string' },
-        'secondary-deletes-per-second': { type: 'string' },
-        'hold-bound': { type: 'string' },
-        'ec2-states': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
+      options: LOCAL_OPTIONS,
     }));
   } catch (error) {
     throw new OptionsError(`${(error as Error).message}; see --help`);
@@ -191,6 +194,12 @@ export function parseLocalOptions(
       );
     }
     options.functionEnv = { ...options.functionEnv, [variable]: given.value };
+  }
+  // The sidecar bootstrap's mesh settings (docs/kubernetes.md), for `--project`; checked at start.
+  for (const [variable, value] of Object.entries(env)) {
+    if (variable.startsWith('REGISTRAR_MESH_') && value) {
+      options.functionEnv = { ...options.functionEnv, [variable]: value };
+    }
   }
   const callers = pick('iam-callers', 'REGISTRAR_IAM_CALLERS');
   if (options.authMode === 'iam' && !callers) {

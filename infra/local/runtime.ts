@@ -162,8 +162,9 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       : await startDynaliteThread(
           files.keepsRegistry ? { dataDir: join(dataDir, 'dynalite') } : {},
         );
+    const env = functionEnv(options, dynamo.endpoint, tableName, region);
     const deps = dependenciesFromEnv({
-      ...functionEnv(options, dynamo.endpoint, tableName, region),
+      ...env,
       // The sweeper's liveness windows are as wide as the timer's period.
       [ENV.sweepInterval]: `${sweepIntervalMs}ms`,
     });
@@ -178,9 +179,19 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     const authorization = connectAuthorization(deps, options.iamCallers);
     const raw = createDynamoDbClient({ region, endpoint: dynamo.endpoint });
     await ensureTable(raw, tableName).finally(() => raw.destroy());
-    await deps.sweepPolicy?.record(deps.config.sweep, deps.now()); // clients read this policy
+    // Clients read this policy (and the auth mode beside it).
+    await deps.sweepPolicy?.record(
+      { ...deps.config.sweep, authMode: deps.config.authMode },
+      deps.now(),
+    );
 
     const message = { functionName: 'registrar-message', handler: createMessageHandler(deps) };
+    // `sidecar`: the message function (SidecarUnavailable) until a projection brings a cluster.
+    let sidecar = message.handler;
+    const sidecarRoute = {
+      functionName: 'registrar-mesh-identity',
+      handler: ((event, context) => sidecar(event, context)) as typeof sidecar,
+    };
     const gateway: LocalGateway = await startGateway({
       port: options.port ?? LOCAL_DEFAULTS.port,
       host: options.host ?? LOCAL_DEFAULTS.host,
@@ -197,7 +208,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
           functionName: 'registrar-disconnect',
           handler: createDisconnectHandler(deps),
         },
-        routes: { health: message, describe: message, drain: message },
+        routes: { health: message, describe: message, drain: message, sidecar: sidecarRoute },
         default: message,
         // API Gateway answers ping itself (a MOCK integration): no Lambda runs.
         mocks: { ping: JSON.stringify(pongReply()) },
@@ -242,6 +253,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
         ...(options.kubeconfig ? { kubeconfig: options.kubeconfig } : {}),
         ...(options.kubeContext ? { context: options.kubeContext } : {}),
       });
+      const { localMeshIdentityHandler } = await import('./mesh-identity-route.ts');
+      sidecar = localMeshIdentityHandler(deps, target.config, env);
       const targets = options.projectionTargets ?? ['istio'];
       projection = {
         files: target.files,

@@ -48,10 +48,15 @@ export class NotFoundError extends RegistrarError {
   }
 }
 
-/** 409: the request collides with existing state it must not overwrite. */
+/**
+ * 409: the request collides with existing state it must not overwrite. The code says which
+ * state, because what to do differs and a wrong guess hurts (deleting a live VM's entry cuts
+ * it off): `Conflict` an entry made by hand, `NameCollision` another group's or address's entry
+ * of the same name, `Departed` a connection whose `$disconnect` was processed first.
+ */
 export class ConflictError extends RegistrarError {
-  constructor(message: string) {
-    super(message, 409, 'Conflict');
+  constructor(message: string, code: 'Conflict' | 'NameCollision' | 'Departed' = 'Conflict') {
+    super(message, 409, code);
   }
 }
 

@@ -116,6 +116,7 @@ function refuse(
       // Rule 4: names are not injective; two VMs must never share one entry.
       throw new ConflictError(
         `WorkloadEntry ${name} belongs to another group, address or network whose name is spelled the same; connect with a distinct network, or rename the group`,
+        'NameCollision',
       );
     case 'forbidden':
       throw (
@@ -127,6 +128,7 @@ function refuse(
     case 'departed':
       throw new ConflictError(
         'this connection was already disconnected before its connect was processed; reconnect',
+        'Departed',
       );
   }
 }

@@ -175,7 +175,7 @@ describe('events recorded by the lifecycle writes', () => {
       await report(ref, 'a', i % 2 === 0, T0 + i * 1000);
       const item = await rawItem(ref);
       sizes.push(itemSize(item ?? {}));
-      expect((item?.events as unknown[]).length).toBeLessThan(EVENTS_TRIM_AT);
+      expect(((item?.events as unknown[] | undefined) ?? []).length).toBeLessThan(EVENTS_TRIM_AT);
     }
     const events = (await store.getEntry(ref))?.events ?? [];
     // The newest are kept.

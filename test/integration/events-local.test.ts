@@ -178,7 +178,7 @@ describe('registrar get events', () => {
     const testbed = bed;
     const selector = await registrar(testbed, ['get', 'events', '-n', NAMESPACE, '-l', 'app=web']);
     expect(selector.code).toBe(2);
-    expect(selector.stderr).toContain('get events takes -n/-A, --for, -o and -w');
+    expect(selector.stderr).toContain('get events takes -n/-A, --for, -o, -w and --no-headers');
     const forAll = await registrar(testbed, ['get', 'events', '-A', '--for', 'we/web-1']);
     expect(forAll.code).toBe(2);
     expect(forAll.stderr).toContain('--for looks up one namespace');

@@ -110,6 +110,15 @@ describe('IAM mode on the local runtime', () => {
     await agent.stop();
   });
 
+  it('warns an operator creating a join token that this registrar never reads one', async () => {
+    const run = await bed.cli(['token', 'create', '-n', NAMESPACE]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^[^\n]+\n$/);
+    expect(run.stderr).toMatch(
+      /^warning: this registrar runs in IAM mode \(recorded [^)]+\): it never reads join tokens, so this one cannot be used; agents connect with --auth iam, allowed by registrar policy allow --role-arn <arn> -n /,
+    );
+  });
+
   it('refuses a caller whose signature is wrong 403, before $connect runs', async () => {
     const outcome = await connectOnce({ ...WEB_VM, secretAccessKey: 'not-the-secret' }, '10.0.0.8');
 
