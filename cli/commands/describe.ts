@@ -71,8 +71,11 @@ As kubectl's describe, there is no -o: 'registrar get TYPE NAME -o yaml' prints 
               : await listedRefs(stores, kind, namespace, selector);
           for (const ref of refs) {
             const text = await describeOne(stores, kind, ref, context.now());
-            if (text === undefined) missing.push(notFound(kind, ref).message);
-            else texts.push(text);
+            if (text === undefined) {
+              const gone =
+                kind === 'WorkloadEntry' ? await deletedHint(stores, ref, context.now()) : '';
+              missing.push(`${notFound(kind, ref).message}${gone}`);
+            } else texts.push(text);
           }
         }
         context.out(texts.join('\n'));
@@ -87,6 +90,17 @@ As kubectl's describe, there is no -o: 'registrar get TYPE NAME -o yaml' prints 
       },
     );
 };
+
+/**
+ * An entry that is not there may have been deleted lately: say when and why (its history
+ * item's last event), and where the rest of its story is.
+ */
+async function deletedHint(stores: Stores, ref: ObjectRef, now: number): Promise<string> {
+  const deleted = await stores.maintenance.deletedEntries(ref.namespace, ref.name, now);
+  const last = deleted.at(-1)?.events.at(-1);
+  if (!last) return '';
+  return `; it was deleted ${formatAge(last.at, now)} ago (${last.reason}: ${last.message}): registrar get events -n ${ref.namespace} --for we/${ref.name}`;
+}
 
 /** Every object of a kind in the namespace (all: undefined) whose labels match, in order. */
 async function listedRefs(

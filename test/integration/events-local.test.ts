@@ -107,6 +107,13 @@ describe('registrar get events', () => {
       ['Registered', 'created from WorkloadGroup web when its VM first connected'],
     ]);
 
+    // describe of the gone entry says where its story is.
+    const described = await registrar(testbed, ['describe', 'we', names[0] ?? '', '-n', NAMESPACE]);
+    expect(described.code).toBe(1);
+    expect(described.stderr).toMatch(
+      /^error: workloadentries "web-10\.0\.4\.1" not found in namespace "shop"; it was deleted \S+ ago \(Swept: deleted by the sweeper: disconnected \(cleanly\) for the whole grace period\): registrar get events -n shop --for we\/web-10\.0\.4\.1\n$/,
+    );
+
     // The whole namespace, as kubectl lists it; and as Kubernetes Event objects.
     const all = await registrar(testbed, ['get', 'events', '-n', NAMESPACE]);
     expect(all.stdout.split('\n')[0]).toMatch(/^LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE$/);
