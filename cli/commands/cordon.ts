@@ -1,5 +1,6 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { ENV } from '../../lib/config.ts';
+import { MAX_CORDON_MESSAGE } from '../../lib/domain/entry-record.ts';
 import type { ObjectRef } from '../../lib/domain/model.ts';
 import {
   type AgentNotifier,
@@ -33,8 +34,6 @@ interface CordonOptions {
   managementEndpoint?: string;
 }
 
-/** The longest operator's message: it becomes the Healthy condition's, as a probe's may be. */
-export const MAX_CORDON_MESSAGE = 1024;
 export const DEFAULT_CORDON_MESSAGE = 'cordoned with registrar cordon';
 /** Entries changed per second by default: a fleet of 20,000 in under 17 minutes. */
 export const DEFAULT_RATE = 20;

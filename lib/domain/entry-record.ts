@@ -96,6 +96,9 @@ export interface CordonState {
 /** The `Healthy` condition's reason while an operator keeps the entry out of traffic. */
 export const MAINTENANCE_REASON = 'Maintenance';
 
+/** The longest operator's message: it becomes the Healthy condition's, as a probe's may be. */
+export const MAX_CORDON_MESSAGE = 1024;
+
 export interface AddressConflict {
   at: EpochMillis;
   /** The entry the refused connect would have registered (`<namespace>/<name>`). */

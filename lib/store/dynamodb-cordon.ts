@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { cordonedEvent, uncordonedEvent } from '../domain/entry-events.ts';
-import type { EntryRecord } from '../domain/entry-record.ts';
+import { type EntryRecord, MAX_CORDON_MESSAGE } from '../domain/entry-record.ts';
+import { InvalidRequestError } from '../domain/errors.ts';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
 import { DynamoDbEntryEvents, withEntryEvent } from './dynamodb-entry-events.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
@@ -38,6 +39,12 @@ export class DynamoDbCordon {
   }
 
   async cordon(ref: ObjectRef, message: string, at: EpochMillis): Promise<CordonOutcome> {
+    if (message.trim() === '' || message.length > MAX_CORDON_MESSAGE) {
+      throw new InvalidRequestError(
+        `cordon message of ${message.length} characters: must be 1 to ${MAX_CORDON_MESSAGE} (it becomes the Healthy condition's message)`,
+        'message',
+      );
+    }
     const id = randomUUID();
     const output = await this.#table.tryUpdate(
       cordonUpdate(this.#table.name, ref, message, at, id),

@@ -300,6 +300,13 @@ describe('cordon', () => {
     });
     expect(await reasons(ref)).toEqual(['Healthy', 'Cordoned']);
     expect((await store.cordon(vm(), 'x', T0)).outcome).toBe('not-found');
+    // A message the Healthy condition cannot carry is refused, and nothing is written.
+    const other = vm();
+    await connect(other, 'b', T0);
+    await expect(store.cordon(other, 'x'.repeat(1025), T0)).rejects.toThrow(
+      "cordon message of 1025 characters: must be 1 to 1024 (it becomes the Healthy condition's message)",
+    );
+    expect((await store.getEntry(other))?.cordon).toBeUndefined();
   });
 
   it('says cordoned when the SDK resent a cordon that had landed', async () => {
