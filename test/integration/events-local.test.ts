@@ -180,6 +180,35 @@ describe('registrar get events', () => {
     ]);
   });
 
+  it('locally, where the table has no TTL, deletes history items once they expired', async () => {
+    bed = await startAgentTestbed({ writeLocalJson: true, sweepIntervalMs: 200 });
+    const testbed = bed;
+    const old = { namespace: NAMESPACE, name: 'web-10.0.9.9' };
+    const fresh = { namespace: NAMESPACE, name: 'web-10.0.9.10' };
+    const eightDaysAgo = Date.now() - 8 * 24 * 3_600_000;
+    for (const [ref, at] of [
+      [old, eightDaysAgo],
+      [fresh, Date.now()],
+    ] as const) {
+      await testbed.registry.applyEntry({
+        apiVersion: 'networking.istio.io/v1',
+        kind: 'WorkloadEntry',
+        metadata: ref,
+        spec: { address: '10.0.9.9' },
+      });
+      await testbed.registry.removeEntry(ref, { at });
+    }
+    // Read as of its deletion, the expired item is there until the pruner takes it.
+    await waitFor(
+      async () =>
+        (await testbed.registry.deletedEntries(NAMESPACE, old.name, eightDaysAgo)).length === 0,
+      'the pruner to delete the expired history item',
+    );
+    expect(await testbed.registry.deletedEntries(NAMESPACE, fresh.name, Date.now())).toHaveLength(
+      1,
+    );
+  });
+
   it('refuses what it cannot mean', async () => {
     bed = await startAgentTestbed({ writeLocalJson: true });
     const testbed = bed;
