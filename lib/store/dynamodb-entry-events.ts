@@ -35,9 +35,12 @@ export function withEntryEvent(
     `#evList = list_append(if_not_exists(#evList, :evNone), :evNew),` +
     ` ${EVENTS_SINCE_ATTRIBUTE} = if_not_exists(${EVENTS_SINCE_ATTRIBUTE}, :evAt)`;
   const expression = input.UpdateExpression ?? '';
-  const set = /\bSET\s+/i.exec(expression);
+  // The SET keyword starts a clause: at the start or after a space, in capitals as this
+  // code writes it (never a placeholder such as `:set`, which follows a colon).
+  const set = /(?:^|\s)SET\s+/.exec(expression);
+  const at = set ? set.index + set[0].length : -1;
   const UpdateExpression = set
-    ? `${expression.slice(0, set.index + set[0].length)}${clauses}, ${expression.slice(set.index + set[0].length)}`
+    ? `${expression.slice(0, at)}${clauses}, ${expression.slice(at)}`
     : `SET ${clauses} ${expression}`.trimEnd();
   return {
     ...input,

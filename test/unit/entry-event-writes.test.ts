@@ -51,12 +51,13 @@ describe('withEntryEvent: an event rides on a write that happens anyway', () => 
 
   it('adds a SET clause to a write that has none', () => {
     const input = withEntryEvent(
-      { TableName: 't', Key: { pk: 'a', sk: 'b' }, UpdateExpression: 'REMOVE x DELETE conns :c' },
+      { TableName: 't', Key: { pk: 'a', sk: 'b' }, UpdateExpression: 'REMOVE x DELETE conns :set' },
       healthEvent(T0, true),
     );
+    // `:set` is a placeholder, not the keyword.
     expect(input.UpdateExpression).toBe(
       'SET #evList = list_append(if_not_exists(#evList, :evNone), :evNew), ' +
-        'eventsSince = if_not_exists(eventsSince, :evAt) REMOVE x DELETE conns :c',
+        'eventsSince = if_not_exists(eventsSince, :evAt) REMOVE x DELETE conns :set',
     );
   });
 
