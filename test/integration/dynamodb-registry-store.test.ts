@@ -313,6 +313,7 @@ describe('connect', () => {
         'groupGeneration = if_not_exists(groupGeneration, :groupGeneration), ' +
         '#identity = :identity, controller = :controller, connectedAt = :at, ' +
         'newestConnectionId = :connection, sweepState = :sweepState, sweepAt = :at, #held = :at, ' +
+        '#by = :principal, ' +
         'eventsSince = if_not_exists(eventsSince, :at) ' +
         'REMOVE disconnectedAt, departure, drainingSince, instanceId ADD conns :connections, revision :one',
       ConditionExpression:
@@ -328,6 +329,7 @@ describe('connect', () => {
         '#sa': 'serviceAccount',
         '#identity': 'identity',
         '#held': 'held:pin-connect',
+        '#by': 'by:pin-connect',
       },
       ExpressionAttributeValues: {
         ':origin': entryOrigin('web', '10.0.0.1'),
@@ -339,6 +341,7 @@ describe('connect', () => {
         ':healthChecksEnabled': true,
         ':groupGeneration': 1,
         ':identity': { principal: 'token:t1', namespace: NS, serviceAccount: 'web' },
+        ':principal': 'token:t1',
         ':controller': 'workload-registrar',
         ':at': T0,
         ':sweepState': `C#${sweepShard(ref(name))}`,
@@ -378,6 +381,7 @@ describe('leave', () => {
     expect(item?.sweepState).toBe(`D#${sweepShard(ref(name))}`);
     expect(item?.sweepAt).toBe(T0 + 60_000);
     expect(item?.[`held:${name}-a`]).toBeUndefined();
+    expect(item?.[`by:${name}-a`]).toBeUndefined();
   });
 
   it('records a clean departure in the clean shard and an abnormal one in the disconnected shard', async () => {
@@ -474,9 +478,13 @@ describe('leave', () => {
         'SET #evList = list_append(if_not_exists(#evList, :evNone), :evNew), ' +
         'eventsSince = if_not_exists(eventsSince, :evAt), ' +
         'disconnectedAt = :at, departure = :departure, sweepState = :sweepState, sweepAt = :at ' +
-        'REMOVE connectedAt, newestConnectionId, cleanExitSince, #h0 DELETE conns :connections ADD revision :one',
+        'REMOVE connectedAt, newestConnectionId, cleanExitSince, #h0, #b0 DELETE conns :connections ADD revision :one',
       ConditionExpression: 'size(conns) = :count AND contains(conns, :c0)',
-      ExpressionAttributeNames: { '#h0': 'held:pin-leave', '#evList': 'events' },
+      ExpressionAttributeNames: {
+        '#h0': 'held:pin-leave',
+        '#b0': 'by:pin-leave',
+        '#evList': 'events',
+      },
       ExpressionAttributeValues: {
         ':at': T0 + 5,
         ':departure': 'abnormal',
