@@ -23,6 +23,12 @@ const sections: Record<string, Section> = {
         ['event', 'reads', 'writes', 'requests'],
         rows.map((r) => [r.event, r.reads, r.writes, formatCounts(r.requests)]),
       );
+      // What the events add to the entry's item: every later write of it is billed by its size.
+      const { measureEventBytes } = await import('./event-bytes.ts');
+      table(
+        ['item', 'bytes', 'WRU per write'],
+        (await measureEventBytes()).map((r) => [r.what, r.bytes, r.writeUnits]),
+      );
     },
   },
   sidecar: {

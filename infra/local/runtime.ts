@@ -15,6 +15,7 @@ import type { Target } from '../../lib/projection/report.ts';
 import { pongReply } from '../../lib/protocol/replies.ts';
 import { createDynamoDbClient } from '../../lib/store/dynamodb-client.ts';
 import { ensureTable } from '../../lib/store/ensure-table.ts';
+import type { EntryEventStore } from '../../lib/store/entry-event-store.ts';
 import { LOCAL_DEFAULTS } from './defaults.ts';
 import type { RunningDynamo } from './dynalite-server.ts';
 import { startDynaliteThread } from './dynalite-thread.ts';
@@ -25,6 +26,7 @@ import {
   startGateway,
 } from './gateway.ts';
 import { lambdaContext } from './gateway-events.ts';
+import { startHistoryPruner } from './history-pruner.ts';
 import { inInvocationScope } from './invocation-scope.ts';
 import { claimRuntimeFiles } from './runtime-files.ts';
 import type { IamCallerCredentials } from './sigv4-verifier.ts';
@@ -233,6 +235,20 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       logger.error('sweep failed', { error: String(error) }),
     );
     cleanup.unshift(() => timer.stop());
+    // dynalite has no TTL: expired history items of deleted entries go on the sweep's pace.
+    const history = deps.store as typeof deps.store & Partial<EntryEventStore>;
+    if (history.pruneExpiredHistory) {
+      const pruner = startHistoryPruner(
+        {
+          listNamespaces: () => history.listNamespaces(),
+          pruneExpiredHistory: history.pruneExpiredHistory.bind(history),
+        },
+        sweepIntervalMs,
+        deps.now,
+        (error) => logger.warn('pruning expired entry history failed', { error: String(error) }),
+      );
+      cleanup.unshift(() => pruner.stop());
+    }
 
     let projection: LocalRuntime['projection'];
     if (options.project || options.kubeconfig || options.kubeContext) {
