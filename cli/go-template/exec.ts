@@ -1,7 +1,7 @@
 import { Evaluator } from './evaluate.ts';
 import { formatValue } from './format-verb.ts';
 import type { BranchNode, Node } from './nodes.ts';
-import { isMap, sortedKeys, truth, type Value } from './values.ts';
+import { isInt, isMap, sortedKeys, truth, type Value } from './values.ts';
 
 /**
  * Runs a parsed template on data as Go's text/template executes it: text is copied, an
@@ -81,7 +81,7 @@ class State extends Evaluator {
       const keys = sortedKeys(value);
       for (let i = 0; i < keys.length && once(keys[i], value[keys[i] as string]); i++);
       ran = keys.length > 0;
-    } else if (typeof value === 'number' && Number.isInteger(value)) {
+    } else if (typeof value === 'number' && isInt(value)) {
       if (names.length > 1) {
         this.fail(pipeline, `can't use ${value} to iterate over more than one variable`);
       }

@@ -1,5 +1,5 @@
 import { formatFloat } from './go-float.ts';
-import { goType, isMap, sortedKeys, type Value } from './values.ts';
+import { goType, isInt, isMap, sortedKeys, type Value } from './values.ts';
 
 /**
  * One value under one of Go's fmt verbs: %v %s %q %d %f %e %g %t %x %X %o %b %c %U, with flags
@@ -73,7 +73,7 @@ function formatString(value: string, spec: Spec): string {
 
 function formatNumber(value: number, spec: Spec): string {
   const { verb } = spec;
-  const whole = Number.isInteger(value);
+  const whole = isInt(value);
   if ('eEfFgG'.includes(verb) || (verb === 'v' && !whole)) {
     const text = Number.isFinite(value)
       ? formatFloat(Math.abs(value), verb === 'v' ? 'g' : verb, spec.precision)

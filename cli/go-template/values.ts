@@ -15,6 +15,11 @@ export function isMap(value: Value): value is GoMap {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/** A whole number an int64 holds: Go's int; any other number is a float64. */
+export function isInt(value: number): boolean {
+  return Number.isInteger(value) && Math.abs(value) < 2 ** 63;
+}
+
 /** The data as JSON would carry it: no `undefined` fields, dates as strings. */
 export function fromJson(data: unknown): Value {
   const text = JSON.stringify(data);
@@ -36,7 +41,7 @@ export function truth(value: Value): boolean {
 /** The Go type a value has inside kubectl's decoded object, as Go's messages name it. */
 export function goType(value: Value): string {
   if (value === undefined || value === null) return 'interface {}';
-  if (typeof value === 'number') return Number.isInteger(value) ? 'int' : 'float64';
+  if (typeof value === 'number') return isInt(value) ? 'int' : 'float64';
   if (typeof value === 'string') return 'string';
   if (typeof value === 'boolean') return 'bool';
   return Array.isArray(value) ? '[]interface {}' : 'map[string]interface {}';
