@@ -80,13 +80,30 @@ describe('get -o go-template', () => {
       '-n',
       'shop',
       '-o',
-      'go-template={{.kind}}:{{range .items}} {{.metadata.name}}={{.spec.address}}{{end}}{{"\\n"}}',
+      'go-template={{.kind}}:{{range .items}} {{.metadata.name}}={{.spec.address}}{{end}}',
     ]);
     expect(run).toEqual({
       code: 0,
-      stdout: 'List: web-10.3.0.1=10.3.0.1 web-10.3.0.2=10.3.0.2\n',
+      stdout: 'List: web-10.3.0.1=10.3.0.1 web-10.3.0.2=10.3.0.2',
       stderr: '',
     });
+  });
+
+  it("runs the README's example, a label an entry lacks printing <no value>", async () => {
+    const entry = `apiVersion: networking.istio.io/v1
+kind: WorkloadEntry
+metadata: {name: no-labels, namespace: shop}
+spec: {address: 10.3.0.8}
+`;
+    expect((await registrar(['apply', '-f', '-'], entry)).code).toBe(0);
+    try {
+      const template =
+        '{{range .items}}{{.metadata.name}} {{.metadata.labels.app}}{{"\\n"}}{{end}}';
+      const run = await registrar(['get', 'we', '-n', 'shop', '-o', `go-template=${template}`]);
+      expect(run.stdout).toBe('no-labels <no value>\nweb-10.3.0.1 web\nweb-10.3.0.2 web\n');
+    } finally {
+      expect((await registrar(['delete', 'we', 'no-labels', '-n', 'shop'])).code).toBe(0);
+    }
   });
 
   it('runs it over the one object a name asks for, not a List, as kubectl', async () => {
