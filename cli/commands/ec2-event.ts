@@ -50,13 +50,15 @@ export const registerEc2Event: CommandRegistration = (program, context) => {
       const event = options.file
         ? (JSON.parse(await readFile(options.file, 'utf8')) as Ec2StateChangeEvent)
         : ec2StateChangeEvent(options.instanceId ?? '', options.state, context.now());
-      const { registry, catalog, tokens } = await context.stores(command);
+      const { registry, catalog, tokens, terminated } = await context.stores(command);
       const env: Record<string, string | undefined> = { ...context.io.env, REGISTRAR_TABLE: 'cli' };
       if (options.states !== undefined) env.REGISTRAR_EC2_STATES = options.states;
       const deps: Dependencies = {
         config: readConfig(env),
         store: Object.assign(registry, catalog),
         tokens,
+        // As the deployed function in IAM mode: a terminated instance is remembered.
+        terminatedInstances: terminated,
         now: context.now,
       };
       // Loaded here, not at start: the function's middy and Powertools stack is ~50 ms that

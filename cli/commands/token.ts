@@ -1,12 +1,21 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { createJoinToken } from '../../lib/auth/join-token.ts';
+import { ENV } from '../../lib/config-env.ts';
 import { NotFoundError } from '../../lib/domain/errors.ts';
+import { formatNetwork } from '../../lib/domain/namespace-settings.ts';
 import { isDns1123Subdomain } from '../../lib/domain/validation.ts';
 import type { StoredToken } from '../../lib/store/token-store.ts';
 import { positiveDurationOption } from '../duration-option.ts';
 import { LIST_FORMATS, type ListShape, printList } from '../list-printer.ts';
+import { networksOption } from '../namespace-options.ts';
 import { formatTimestamp } from '../output.ts';
 import { type OutputSpec, outputOption } from '../output-option.ts';
+import {
+  cutRevokedConnections,
+  KEEP_CONNECTIONS_FLAG,
+  type RevokeFlags,
+  revokeOptions,
+} from '../revoke-connections.ts';
 import type { CommandRegistration } from './context.ts';
 import { listedNamespace, namespaceOf, namespaceOption } from './resources.ts';
 
@@ -33,6 +42,7 @@ export const registerToken: CommandRegistration = (program, context) => {
         DEFAULT_TOKEN_TTL,
       ),
     )
+    .addOption(networksOption('entries registered with this token', false))
     .addHelpText(
       'after',
       '\nThe token is for the namespace of -n (default "default"), as every command: an agent with it\n' +
@@ -40,7 +50,7 @@ export const registerToken: CommandRegistration = (program, context) => {
     )
     .action(
       async (
-        options: { namespace?: string; serviceAccount?: string; ttl: number },
+        options: { namespace?: string; serviceAccount?: string; ttl: number; networks?: string[] },
         command: Command,
       ) => {
         const { tokens, sweepPolicy } = await context.stores(command);
@@ -50,7 +60,11 @@ export const registerToken: CommandRegistration = (program, context) => {
             ? input
             : { ...input, serviceAccount: options.serviceAccount },
         );
-        await tokens.putToken(created.stored);
+        await tokens.putToken(
+          options.networks === undefined
+            ? created.stored
+            : { ...created.stored, networks: options.networks },
+        );
         // Only the token on stdout, so `TOKEN=$(registrar token create -n web)` works.
         context.out(`${created.token}\n`);
         // The mode the registrar recorded (its sweeper's last run, or npm start): a token made
@@ -83,16 +97,36 @@ export const registerToken: CommandRegistration = (program, context) => {
       });
     });
 
-  token
+  const revoke = token
     .command('revoke')
-    .description('revoke a join token: agents can no longer connect with it (entries stay)')
-    .argument('<id>', "the token's ID, as `token list` shows it")
-    .action(async (id: string, _options: unknown, command: Command) => {
+    .description(
+      'revoke a join token: agents can no longer connect with it, and the connections it authenticated are closed',
+    )
+    .argument('<id>', "the token's ID, as `token list` shows it");
+  for (const option of revokeOptions()) revoke.addOption(option);
+  revoke
+    .addHelpText(
+      'after',
+      `
+The connections the token authenticated are closed through API Gateway's management endpoint
+(--management-endpoint, ${ENV.connectionsUrl}, or the local runtime's), so their entries leave
+now instead of when the connections end (up to 2 h later); their agents' reconnects are refused
+(401). ${KEEP_CONNECTIONS_FLAG} only refuses new connects. Revoking a revoked token again closes
+what is still open.`,
+    )
+    .action(async (id: string, options: RevokeFlags, command: Command) => {
       const { tokens } = await context.stores(command);
-      if (!(await tokens.revokeToken(id, context.now()))) {
+      const stored = await tokens.getToken(id);
+      if (!stored || !(await tokens.revokeToken(id, context.now()))) {
         throw new NotFoundError(`token "${id}" not found; see registrar token list`);
       }
       context.out(`token "${id}" revoked\n`);
+      await cutRevokedConnections(
+        context,
+        command,
+        { kind: 'token', id, namespace: stored.namespace },
+        options,
+      );
     });
 };
 
@@ -116,10 +150,11 @@ function tokenShape(now: number, namespace: string | undefined): ListShape<Store
       formatTimestamp(t.expiresAt),
       tokenStatus(t, now),
     ],
-    wideHeaders: ['CREATED', 'REVOKED'],
+    wideHeaders: ['CREATED', 'REVOKED', 'NETWORKS'],
     wideRow: (t) => [
       formatTimestamp(t.createdAt),
       t.revokedAt === undefined ? '<none>' : formatTimestamp(t.revokedAt),
+      t.networks === undefined ? '<any>' : t.networks.map(formatNetwork).join(','),
     ],
     view: (t) => tokenView(t, now),
     name: (t) => t.id,
@@ -134,6 +169,7 @@ export function tokenView(token: StoredToken, now: number): Record<string, strin
   view.createdAt = formatTimestamp(token.createdAt);
   view.expiresAt = formatTimestamp(token.expiresAt);
   if (token.revokedAt !== undefined) view.revokedAt = formatTimestamp(token.revokedAt);
+  if (token.networks !== undefined) view.networks = token.networks.map(formatNetwork).join(',');
   view.status = tokenStatus(token, now);
   return view;
 }

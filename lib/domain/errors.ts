@@ -84,3 +84,29 @@ export class AddressInUseError extends RegistrarError {
     super(message, 409, AddressInUseError.CODE);
   }
 }
+
+/**
+ * 429: a namespace's quota is used up (`Refused` by Reason names which: `MaxEntriesExceeded`,
+ * `ConnectRateExceeded`). Nothing was written; the message says how to raise the quota.
+ */
+export class QuotaExceededError extends RegistrarError {
+  static readonly MAX_ENTRIES = 'MaxEntriesExceeded';
+  static readonly CONNECT_RATE = 'ConnectRateExceeded';
+
+  constructor(message: string, code: string) {
+    super(message, 429, code);
+  }
+}
+
+/**
+ * 403 with its own code (`NetworkNotAllowed`, `AddressNotAllowed`): the operator did not allow
+ * this namespace (or token, or IAM policy, or group) the network or address the connect names.
+ */
+export class NotAllowedError extends RegistrarError {
+  static readonly NETWORK = 'NetworkNotAllowed';
+  static readonly ADDRESS = 'AddressNotAllowed';
+
+  constructor(message: string, code: string) {
+    super(message, 403, code);
+  }
+}

@@ -43,6 +43,9 @@ export async function claimEntryAddress(
         entry: result.holder,
         autoRegistered: record.autoRegistrationGroup !== undefined,
         connected: record.connection?.connectedAt !== undefined,
+        ...(record.identity?.instanceId !== undefined
+          ? { attestedInstanceId: record.identity.instanceId }
+          : {}),
       },
     );
     if (!decision.replace) {
