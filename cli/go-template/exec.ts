@@ -49,12 +49,13 @@ class State extends Evaluator {
     const mark = this.vars.length;
     const value = this.commands(dot, pipeline);
     const names = pipeline.declare;
+    const declared = this.vars.length;
     if (!pipeline.assign) for (const name of names) this.vars.push({ name, value });
     const scope = this.vars.length;
     const set = (i: number, item: Value) => {
       const name = names[i] as string;
       if (pipeline.assign) this.assign(name, item);
-      else (this.vars[mark + i] as { value: Value }).value = item;
+      else (this.vars[declared + i] as { value: Value }).value = item;
     };
     /** One pass of the body; false when it ran {{break}}. */
     const once = (key: Value, item: Value): boolean => {

@@ -134,6 +134,9 @@ describe('control structures and variables', () => {
     ['{{$last := ""}}{{range .items}}{{$last = .metadata.name}}{{end}}{{$last}}', 'db-1'],
     ['{{$x := 1}}{{if true}}{{$x := 2}}{{$x}}{{end}}{{$x}}', '21'],
     ['{{$ := .x}}', ''],
+    ['{{range $t := ($all := .tags)}}{{$t}}{{len $all}}{{end}}', 'a2b2'],
+    ['{{$i := 9}}{{range $i, $t := .tags}}{{end}}{{$i}}', '9'],
+    ['{{$t := ""}}{{range $i, $t = .tags}}{{end}}{{$t}}', 'b'],
   ])('%s prints %j', (template, expected) => {
     expect(run(template)).toBe(expected);
   });
