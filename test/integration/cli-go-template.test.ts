@@ -120,6 +120,9 @@ spec: {address: 10.3.0.8}
     expect(run.stdout).toBe('WorkloadEntry web-10.3.0.2 web');
     const split = await registrar(['get', 'wg/web', '-n', 'shop', `-o=go-template={{.kind}}`]);
     expect(split.stdout).toBe('WorkloadGroup');
+    // kubectl's other name for it.
+    const alias = await registrar(['get', 'wg/web', '-n', 'shop', '-o', 'template={{.kind}}']);
+    expect(alias.stdout).toBe('WorkloadGroup');
   });
 
   it('prints an empty List through the template, where a table would say No resources found', async () => {
@@ -226,6 +229,8 @@ describe('token list and policy list -o go-template', () => {
         `${token.namespace}\t${token.serviceAccount ?? '<any>'}\tactive\n`,
     );
     expect(run.stdout).toBe(lines.join(''));
+    const alias = await registrar(['token', 'list', '-A', '-o', `templatefile=${file}`]);
+    expect(alias.stdout).toBe(run.stdout);
   });
 
   it('refuses a file it cannot read, and names the file of a broken template (exit 2)', async () => {
