@@ -65,7 +65,9 @@ export const registerGet: CommandRegistration = (program, context) => {
     .argument('[names...]', 'objects by name (or more TYPE/NAME)')
     .addOption(namespaceOption())
     .option('-A, --all-namespaces', 'list across all namespaces')
-    .addOption(outputOption(['wide', 'name', 'json', 'yaml', 'jsonpath', 'custom-columns']))
+    .addOption(
+      outputOption(['wide', 'name', 'json', 'yaml', 'jsonpath', 'go-template', 'custom-columns']),
+    )
     .addOption(new Option('-l, --selector <selector>', SELECTOR_HELP).argParser(parseLabelSelector))
     .option('--show-labels', "a LABELS column last: each object's labels")
     .addOption(
@@ -101,6 +103,7 @@ Examples:
   registrar get we/web-10.0.0.12 -n shop -o yaml      one entry
   registrar get we -l 'app=web,tier!=canary'          entries whose labels match
   registrar get we -o jsonpath='{.items[*].spec.address}'
+  registrar get we -o go-template='{{range .items}}{{.metadata.name}} {{.spec.address}}{{"\\n"}}{{end}}'
   registrar get we -A --sort-by=.metadata.creationTimestamp --show-labels
   registrar get we -L app,version --no-headers         label values as columns, no header row
   registrar get we -o custom-columns=NAME:.metadata.name,ADDRESS:.spec.address,ZONE:.spec.locality
