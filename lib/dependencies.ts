@@ -12,6 +12,7 @@ import {
   DynamoDbSweepPolicyStore,
   type SweepPolicyStore,
 } from './store/dynamodb-sweep-policy-store.ts';
+import { DynamoDbSweepRuns, type SweepRunStore } from './store/dynamodb-sweep-runs.ts';
 import { DynamoDbTokenStore } from './store/dynamodb-token-store.ts';
 import type { PolicyReader } from './store/policy-store.ts';
 import type { CatalogStore, RegistryStore } from './store/registry-store.ts';
@@ -36,6 +37,8 @@ export interface Dependencies {
   liveness?: ConnectionLiveness;
   /** Where the effective sweep policy is recorded for every client to read. */
   sweepPolicy?: SweepPolicyStore;
+  /** Where the sweeper keeps a summary of its recent runs (registrar dashboard's chart). */
+  sweepRuns?: SweepRunStore;
   now: () => EpochMillis;
 }
 
@@ -59,6 +62,7 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
     policies: new DynamoDbPolicyStore(client, config.tableName),
     ...(config.authMode === 'iam' ? { attestation: attestationOf(config) } : {}),
     sweepPolicy: new DynamoDbSweepPolicyStore(client, config.tableName),
+    sweepRuns: new DynamoDbSweepRuns(client, config.tableName, config.sweep.sweepIntervalMs),
     ...(config.connectionsUrl === undefined
       ? {}
       : {
