@@ -25,6 +25,7 @@ import {
 } from './gateway.ts';
 import { lambdaContext } from './gateway-events.ts';
 import { inInvocationScope } from './invocation-scope.ts';
+import { startRefusalTally } from './refusal-tally.ts';
 import { claimRuntimeFiles } from './runtime-files.ts';
 import type { IamCallerCredentials } from './sigv4-verifier.ts';
 import { startSweepTimer } from './sweep-timer.ts';
@@ -268,6 +269,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       await rename(draft, localJson);
       // Before the store closes: a CLI must not find a registrar that no longer answers.
       cleanup.splice(cleanup.indexOf(closeStore), 0, () => removeIfOurs(localJson, runtime.url));
+      // Refusals by reason for `registrar dashboard`, beside local.json (CloudWatch's on AWS).
+      cleanup.unshift(await startRefusalTally(files.localJsonDir, deps.now));
     }
     const close = once(() => runAll(cleanup));
     // Without its store the runtime would accept agents it cannot register: it stops (its
