@@ -40,7 +40,7 @@ export interface IndexedEntry {
   health: HealthFilter;
   connection: ConnectionFilter;
   labels: Record<string, string>;
-  /** Sort keys by column (AGE sorts by creation time, newest last in ascending order: oldest first). */
+  /** Sort keys by column; AGE by the age itself, so ascending puts the youngest first. */
   keys: Record<EntryColumn, string | number>;
 }
 
@@ -68,7 +68,7 @@ export function indexEntry(record: EntryRecord, now: number): IndexedEntry {
       connected,
       healthy,
       group,
-      // Older first when ascending, as the AGE column reads from largest to smallest.
+      // The age grows as the creation time shrinks; no creation time sorts as the oldest.
       age: created === undefined ? Number.POSITIVE_INFINITY : -created,
       network,
       locality,
