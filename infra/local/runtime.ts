@@ -99,6 +99,8 @@ export interface LocalRuntimeOptions {
    * required; absent, it is optional and checked against AWS's shipped certificates.
    */
   instanceIdentityCerts?: string;
+  /** Serve `registrar dashboard`'s read-only view on 127.0.0.1 at this port (0: any free one). */
+  dashboardPort?: number;
 }
 
 export interface LocalRuntime {
@@ -115,6 +117,8 @@ export interface LocalRuntime {
   localJsonPath?: string;
   /** Things worth telling the user at start (a stale lock taken over). */
   notices: readonly string[];
+  /** The dashboard's URL, with `dashboardPort`. */
+  dashboardUrl?: string;
   /** Where the registry is projected, when it is. */
   projection?: {
     files: readonly string[];
@@ -272,6 +276,18 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       // Refusals by reason for `registrar dashboard`, beside local.json (CloudWatch's on AWS).
       cleanup.unshift(await startRefusalTally(files.localJsonDir, deps.now));
     }
+    let dashboardUrl: string | undefined;
+    if (options.dashboardPort !== undefined) {
+      const { startRuntimeDashboard } = await import('./runtime-dashboard.ts');
+      const dashboard = await startRuntimeDashboard({
+        deps,
+        port: options.dashboardPort,
+        target: `table '${tableName}' at ${dynamo.endpoint} (this runtime's)`,
+        localJsonDir: options.writeLocalJson ? files.localJsonDir : undefined,
+      });
+      cleanup.unshift(() => dashboard.close());
+      dashboardUrl = dashboard.url;
+    }
     const close = once(() => runAll(cleanup));
     // Without its store the runtime would accept agents it cannot register: it stops (its
     // $disconnects fail, the store being gone) and `npm start` exits with the store's message.
@@ -285,6 +301,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       ...(options.writeLocalJson ? { localJsonPath: localJson } : {}),
       notices: files.notices,
       ...(projection ? { projection } : {}),
+      ...(dashboardUrl ? { dashboardUrl } : {}),
       storeFailed,
       sweepNow,
       close,
