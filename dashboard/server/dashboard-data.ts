@@ -52,6 +52,7 @@ export class DashboardData {
   readonly snapshots: NamespaceSnapshots;
   #fleet: FleetState | undefined;
   #fleetReading: Promise<FleetState> | undefined;
+  #refusalsReadAt = 0;
 
   constructor(sources: DashboardSources, refreshMs: number) {
     this.#sources = sources;
@@ -125,13 +126,17 @@ export class DashboardData {
       try {
         const { catalog, disruption, sweepRuns, refusals, now } = this.#sources;
         const at = now();
+        // A source that bills each read (CloudWatch) says how often it is worth reading.
+        const last = this.#fleet?.refusals;
+        const refusalsDue = !last || at - this.#refusalsReadAt >= (refusals.everyMs ?? 0);
         const [list, zones, record, runs, refused] = await Promise.all([
           catalog.listNamespaces(),
           disruption.zoneCounts(),
           disruption.disruptionRecord(),
           sweepRuns.recent(at - SWEEP_WINDOW_MS),
-          refusals.read(at),
+          refusalsDue ? refusals.read(at) : (last as RefusalReport),
         ]);
+        if (refusalsDue) this.#refusalsReadAt = at;
         this.#fleet = {
           readAt: at,
           namespaces: [...list.namespaces].sort(),

@@ -12,6 +12,8 @@ import type { RefusalReport, RefusalSeries } from '../api-types.ts';
  */
 export interface RefusalSource {
   read(now: number): Promise<RefusalReport>;
+  /** Read no more often than this (a source that bills each read); absent: every refresh. */
+  everyMs?: number;
 }
 
 export const REFUSAL_WINDOW_MS = 60 * 60_000;
@@ -78,6 +80,8 @@ export interface MetricDataClient {
  */
 export function cloudWatchRefusals(client: MetricDataClient, region: string): RefusalSource {
   return {
+    // The metric's period: a read within the same minute would return the same points.
+    everyMs: 60_000,
     async read(now) {
       const since = now - REFUSAL_WINDOW_MS;
       const base = {

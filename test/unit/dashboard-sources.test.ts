@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { browserCommand } from '../../cli/commands/dashboard-browser.ts';
+import { DashboardData } from '../../dashboard/server/dashboard-data.ts';
 import { isLoopbackAddress } from '../../dashboard/server/defaults.ts';
 import {
   cloudWatchRefusals,
@@ -171,5 +172,63 @@ describe('loopback addresses', () => {
     ['128.0.0.1', false],
   ])('%s is loopback: %s', (address, loopback) => {
     expect(isLoopbackAddress(address)).toBe(loopback);
+  });
+});
+
+describe('how often the dashboard reads the refusals', () => {
+  // In-memory stand-ins for the table's reads: this is about the cadence of the refusal source.
+  function data(source: 'billed' | 'local') {
+    let now = T0;
+    let reads = 0;
+    const refusals = {
+      ...(source === 'billed' ? { everyMs: 60_000 } : {}),
+      read: async (at: number) => {
+        reads++;
+        return { source, since: at - 3_600_000, periodMs: 60_000, series: [] };
+      },
+    };
+    const dashboard = new DashboardData(
+      {
+        catalog: {
+          listNamespaces: async () => ({ namespaces: [], complete: true }),
+          listEntries: async () => [],
+          getEntry: async () => undefined,
+        },
+        disruption: { zoneCounts: async () => [], disruptionRecord: async () => undefined },
+        sweepRuns: { recent: async () => [] },
+        refusals,
+        target: 'test',
+        now: () => now,
+      },
+      5_000,
+    );
+    return {
+      dashboard,
+      reads: () => reads,
+      advance: (ms: number) => {
+        now += ms;
+      },
+    };
+  }
+
+  it('reads CloudWatch once a minute at most, whatever the refresh', async () => {
+    const d = data('billed');
+    await d.dashboard.overview(true);
+    for (let i = 0; i < 11; i++) {
+      d.advance(5_000);
+      await d.dashboard.overview(true);
+    }
+    expect(d.reads()).toBe(1);
+    d.advance(5_000);
+    await d.dashboard.overview(true);
+    expect(d.reads()).toBe(2);
+  });
+
+  it("reads the local runtime's counts at every refresh", async () => {
+    const d = data('local');
+    await d.dashboard.overview(true);
+    d.advance(5_000);
+    await d.dashboard.overview(true);
+    expect(d.reads()).toBe(2);
   });
 });
