@@ -17,6 +17,7 @@ import {
   DEFAULT_TIMING,
   MAX_DRAIN_DELAY_MS,
 } from './settings.ts';
+import { type SidecarConfig, sidecarConfigSchema, toSidecarConfig } from './sidecar-settings.ts';
 
 export { AgentConfigError } from './config-sources.ts';
 export { type AgentTiming, DEFAULT_IMDS_URL, DEFAULT_TIMING } from './settings.ts';
@@ -50,6 +51,8 @@ export interface AgentConfig {
   logFormat: LogFormat;
   debug: boolean;
   timing: AgentTiming;
+  /** The Istio sidecar bootstrap (agent/sidecar-bootstrap.ts); absent or disabled: none. */
+  sidecar?: SidecarConfig;
 }
 
 // Kubernetes label syntax: optional DNS prefix, name of at most 63 characters.
@@ -197,6 +200,7 @@ export const agentConfigSchema = z.object({
       drainDelay: drainDelay.optional(),
     })
     .default({}),
+  sidecar: sidecarConfigSchema,
 });
 
 /**
@@ -302,6 +306,7 @@ export function validateAgentConfig(layer: Layer): AgentConfig {
     logFormat: v.logFormat,
     debug: v.debug,
     timing,
+    sidecar: toSidecarConfig(v.sidecar),
   };
 }
 

@@ -1,4 +1,5 @@
 import { formatDuration } from '../lib/domain/duration.ts';
+import { SIDECAR_SETTINGS } from './sidecar-settings.ts';
 
 /**
  * Every setting the agent accepts, in one table: the flags, the `REGISTRAR_AGENT_*`
@@ -298,6 +299,7 @@ export const AGENT_SETTINGS: readonly AgentSetting[] = Object.freeze([
     'probe-time-scale',
     "tests and benchmarks only: multiplies the probe's seconds (at most 1)",
   ),
+  ...SIDECAR_SETTINGS,
 ] satisfies AgentSetting[]);
 
 /** `--config`: where the YAML file is; not a setting itself. */

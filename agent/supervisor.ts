@@ -138,6 +138,11 @@ export class Supervisor {
     return this.#entryName;
   }
 
+  /** The connection the registrar counts now (the sidecar bootstrap asks on it). */
+  get link(): AgentLink | undefined {
+    return this.#current?.link;
+  }
+
   start(): void {
     this.#attempt('start');
   }

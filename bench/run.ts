@@ -25,6 +25,27 @@ const sections: Record<string, Section> = {
       );
     },
   },
+  sidecar: {
+    title:
+      'One sidecar ask (mesh identity refresh): DynamoDB and Kubernetes requests, reply size, round trip (kube-apiserver stand-in)',
+    run: async () => {
+      const { measureSidecarCost } = await import('./sidecar-requests.ts');
+      const x = await measureSidecarCost();
+      table(
+        ['asks', 'DynamoDB / ask', 'Kubernetes / ask', 'reply bytes', 'median ms', 'p95 ms'],
+        [
+          [
+            x.asks,
+            formatCounts(x.dynamoPerAsk),
+            formatCounts(x.kubernetesPerAsk),
+            x.replyBytes,
+            x.medianMs,
+            x.p95Ms,
+          ],
+        ],
+      );
+    },
+  },
   sweep: {
     title: 'Sweep cost: 10,000 entries, 100 due',
     run: async () => {

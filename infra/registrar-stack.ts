@@ -3,6 +3,7 @@ import type { Construct } from 'constructs';
 import { ENV } from '../lib/config.ts';
 import { ApiGatewayLogsRole } from './constructs/api-gateway-logs-role.ts';
 import { InstanceStateRule } from './constructs/instance-state-rule.ts';
+import { MeshIdentity, resolveMeshOptions } from './constructs/mesh-identity.ts';
 import { Monitoring } from './constructs/monitoring.ts';
 import { Projector, resolveProjectorOptions } from './constructs/projector.ts';
 import { RegistrarFunctions } from './constructs/registrar-functions.ts';
@@ -61,6 +62,15 @@ export class RegistrarStack extends Stack {
       new Projector(this, 'Projector', {
         table: registry.table,
         ...projector,
+        alarmTopic: monitoring.topic,
+      });
+      // The sidecar bootstrap mints in the projector's cluster, from a function of its own.
+      new MeshIdentity(this, 'MeshIdentity', {
+        table: registry.table,
+        api: websocket.api,
+        cluster: projector,
+        options,
+        mesh: resolveMeshOptions(this.node),
         alarmTopic: monitoring.topic,
       });
     }

@@ -202,6 +202,12 @@ export function parseLocalOptions(
     }
     options.functionEnv = { ...options.functionEnv, [variable]: given.value };
   }
+  // The sidecar bootstrap's mesh settings (docs/kubernetes.md), for `--project`; checked at start.
+  for (const [variable, value] of Object.entries(env)) {
+    if (variable.startsWith('REGISTRAR_MESH_') && value) {
+      options.functionEnv = { ...options.functionEnv, [variable]: value };
+    }
+  }
   const callers = pick('iam-callers', 'REGISTRAR_IAM_CALLERS');
   if (options.authMode === 'iam' && !callers) {
     throw new OptionsError(

@@ -165,8 +165,9 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       : await startDynaliteThread(
           files.keepsRegistry ? { dataDir: join(dataDir, 'dynalite') } : {},
         );
+    const env = functionEnv(options, dynamo.endpoint, tableName, region);
     const deps = dependenciesFromEnv({
-      ...functionEnv(options, dynamo.endpoint, tableName, region),
+      ...env,
       // The sweeper's liveness windows are as wide as the timer's period.
       [ENV.sweepInterval]: `${sweepIntervalMs}ms`,
     });
@@ -184,6 +185,12 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     await deps.sweepPolicy?.record(deps.config.sweep, deps.now()); // clients read this policy
 
     const message = { functionName: 'registrar-message', handler: createMessageHandler(deps) };
+    // `sidecar`: the message function (SidecarUnavailable) until a projection brings a cluster.
+    let sidecar = message.handler;
+    const sidecarRoute = {
+      functionName: 'registrar-mesh-identity',
+      handler: ((event, context) => sidecar(event, context)) as typeof sidecar,
+    };
     const gateway: LocalGateway = await startGateway({
       port: options.port ?? LOCAL_DEFAULTS.port,
       host: options.host ?? LOCAL_DEFAULTS.host,
@@ -200,7 +207,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
           functionName: 'registrar-disconnect',
           handler: createDisconnectHandler(deps),
         },
-        routes: { health: message, describe: message, drain: message },
+        routes: { health: message, describe: message, drain: message, sidecar: sidecarRoute },
         default: message,
         // API Gateway answers ping itself (a MOCK integration): no Lambda runs.
         mocks: { ping: JSON.stringify(pongReply()) },
@@ -231,6 +238,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
         ...(options.kubeconfig ? { kubeconfig: options.kubeconfig } : {}),
         ...(options.kubeContext ? { context: options.kubeContext } : {}),
       });
+      const { localMeshIdentityHandler } = await import('./mesh-identity-route.ts');
+      sidecar = localMeshIdentityHandler(deps, target.config, env);
       const targets = options.projectionTargets ?? ['istio'];
       projection = {
         files: target.files,
