@@ -90,7 +90,7 @@ Pages update themselves; Ctrl-C stops the server (exit 130). docs/operations.md 
         }
         context.out(`registrar dashboard: ${server.url}\n`);
         context.io.stderr.write(`reading ${opened.sources.target}; Ctrl-C stops it\n`);
-        if (flags.browser && !context.io.signal && !openBrowser(server.url, context.io.env)) {
+        if (flags.browser && !openBrowser(server.url, context.io.env)) {
           context.io.stderr.write('no browser to open here: open the URL above in yours\n');
         }
         await new Promise<void>((done) => {

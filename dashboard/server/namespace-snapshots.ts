@@ -34,14 +34,19 @@ export class NamespaceSnapshots {
   readonly #refreshMs: number;
   readonly #slots = new Map<string, Slot>();
 
+  readonly #elapsed: () => number;
+
+  /** `elapsed`: a monotonic clock in ms that times the reads (tests pass their own). */
   constructor(
     read: (namespace: string) => Promise<EntryRecord[]>,
     now: () => number,
     refreshMs: number,
+    elapsed: () => number = () => performance.now(),
   ) {
     this.#read = read;
     this.#now = now;
     this.#refreshMs = refreshMs;
+    this.#elapsed = elapsed;
   }
 
   /** The namespace as last read; read now only when it never was. */
@@ -91,7 +96,7 @@ export class NamespaceSnapshots {
   /** One read at a time per namespace: every caller waiting for it gets the same result. */
   #load(namespace: string, slot: Slot): Promise<Snapshot> {
     slot.reading ??= (async () => {
-      const started = performance.now();
+      const started = this.#elapsed();
       try {
         const records = await this.#read(namespace);
         const readAt = this.#now();
@@ -111,7 +116,7 @@ export class NamespaceSnapshots {
         slot.snapshot = snapshot;
         return snapshot;
       } finally {
-        slot.lastReadMs = performance.now() - started;
+        slot.lastReadMs = this.#elapsed() - started;
         slot.reading = undefined;
       }
     })();

@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -97,4 +98,57 @@ describe('registrar dashboard', () => {
       /^error: no registry configured: .*start the local runtime with 'npm start'/,
     );
   });
+});
+
+describe('registrar dashboard, the program', () => {
+  it("opens the operator's browser ($BROWSER) on its URL", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dashboard-browser-'));
+    try {
+      // A stand-in browser: writes the URL it was asked to open.
+      const opened = join(dir, 'opened');
+      const browser = join(dir, 'browser.sh');
+      writeFileSync(browser, `#!/bin/sh\necho "$@" > ${opened}\n`);
+      chmodSync(browser, 0o755);
+      const dashboard = await startDashboardCli(
+        ['--port', '0'],
+        { ...tableEnv(), BROWSER: browser },
+        dir,
+        {
+          browser: true,
+        },
+      );
+      await expect
+        .poll(() => existsSync(opened) && readFileSync(opened, 'utf8'), { timeout: 10_000 })
+        .toBe(`${dashboard.url}\n`);
+      expect(await dashboard.stop()).toBe(130);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('stops on Ctrl-C (SIGINT) as a process, exit 130, its port closed', async () => {
+    const child = spawn(
+      process.execPath,
+      ['bin/registrar.js', 'dashboard', '--port', '0', '--no-browser'],
+      {
+        env: { ...process.env, ...tableEnv() },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stdout = '';
+    child.stdout.on('data', (chunk) => (stdout += chunk));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    try {
+      await expect
+        .poll(() => /registrar dashboard: (\S+)/.exec(stdout)?.[1], { timeout: 30_000 })
+        .toMatch(/^http:/);
+      const url = /registrar dashboard: (\S+)/.exec(stdout)?.[1] as string;
+      expect((await fetch(`${url}api/overview`)).status).toBe(200);
+      child.kill('SIGINT');
+      expect(await exited).toBe(130);
+      await expect(fetch(`${url}api/overview`)).rejects.toThrow();
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 60_000);
 });

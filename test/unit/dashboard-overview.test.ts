@@ -168,16 +168,21 @@ describe('the namespace reads', () => {
     const reads: string[] = [];
     let records = [entry('a', ZONE_A, 'connected')];
     let now = T0;
+    // The reads' own duration, on a clock of the test's: each read takes `readMs`.
+    let elapsed = 0;
+    let readMs = 0;
     let release: () => void = () => {};
     let gate: Promise<void> | undefined;
     const snapshots = new NamespaceSnapshots(
       async (namespace) => {
         reads.push(namespace);
         if (gate) await gate;
+        elapsed += readMs;
         return records;
       },
       () => now,
       1_000,
+      () => elapsed,
     );
     return {
       snapshots,
@@ -187,6 +192,9 @@ describe('the namespace reads', () => {
       },
       advance: (ms: number) => {
         now += ms;
+      },
+      readsTake: (ms: number) => {
+        readMs = ms;
       },
       hold: () => {
         gate = new Promise((resolve) => {
@@ -219,6 +227,18 @@ describe('the namespace reads', () => {
     const r = reader();
     await r.snapshots.refresh('shop');
     r.advance(999);
+    await r.snapshots.refresh('shop');
+    expect(r.reads).toHaveLength(1);
+    r.advance(1);
+    await r.snapshots.refresh('shop');
+    expect(r.reads).toHaveLength(2);
+  });
+
+  it('reads a namespace that takes long to read no sooner than 20 times that read', async () => {
+    const r = reader();
+    r.readsTake(300);
+    await r.snapshots.refresh('shop');
+    r.advance(5_999);
     await r.snapshots.refresh('shop');
     expect(r.reads).toHaveLength(1);
     r.advance(1);
