@@ -40,3 +40,22 @@ export function Freshness({
     </p>
   );
 }
+
+/** Column headers; `num` ones are right-aligned, as numbers read best. */
+export function HeaderRow({ columns }: { columns: readonly (string | [string, 'num'])[] }) {
+  return (
+    <tr>
+      {columns.map((column) =>
+        typeof column === 'string' ? (
+          <th scope="col" key={column}>
+            {column}
+          </th>
+        ) : (
+          <th scope="col" class="num" key={column[0]}>
+            {column[0]}
+          </th>
+        ),
+      )}
+    </tr>
+  );
+}

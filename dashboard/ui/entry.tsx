@@ -1,5 +1,5 @@
 import type { EntryResponse } from '../api-types.ts';
-import { Freshness, Problem } from './common.tsx';
+import { Freshness, HeaderRow, Problem } from './common.tsx';
 import { useLive } from './live.ts';
 import { entriesHref } from './route.ts';
 
@@ -50,11 +50,7 @@ function EntryBody({ data }: { data: EntryResponse }) {
         ) : (
           <table>
             <thead>
-              <tr>
-                <th scope="col">Connection</th>
-                <th scope="col">Connected</th>
-                <th scope="col">Age</th>
-              </tr>
+              <HeaderRow columns={['Connection', 'Connected', 'Age']} />
             </thead>
             <tbody>
               {data.holders.map((holder) => (
@@ -111,12 +107,7 @@ function EntryBody({ data }: { data: EntryResponse }) {
           <div class="table-scroll">
             <table>
               <thead>
-                <tr>
-                  <th scope="col">Type</th>
-                  <th scope="col">Reason</th>
-                  <th scope="col">Age</th>
-                  <th scope="col">Message</th>
-                </tr>
+                <HeaderRow columns={['Type', 'Reason', 'Age', 'Message']} />
               </thead>
               <tbody>
                 {data.events.map((event) => (

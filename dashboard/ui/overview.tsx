@@ -1,5 +1,5 @@
 import type { CellView, OverviewResponse, Tally } from '../api-types.ts';
-import { Banner, Freshness, Problem } from './common.tsx';
+import { Banner, Freshness, HeaderRow, Problem } from './common.tsx';
 import { count } from './format.ts';
 import { useLive } from './live.ts';
 import { RefusalsPanel } from './refusals-panel.tsx';
@@ -93,26 +93,18 @@ function CellsTable({ cells }: { cells: CellView[] }) {
           Entries per namespace and zone, and what the sweeper does there
         </caption>
         <thead>
-          <tr>
-            <th scope="col">Namespace</th>
-            <th scope="col">Zone</th>
-            <th scope="col" class="num">
-              Entries
-            </th>
-            <th scope="col" class="num">
-              Connected
-            </th>
-            <th scope="col" class="num">
-              Healthy
-            </th>
-            <th scope="col" class="num">
-              Unhealthy
-            </th>
-            <th scope="col" class="num">
-              Away
-            </th>
-            <th scope="col">Deletions</th>
-          </tr>
+          <HeaderRow
+            columns={[
+              'Namespace',
+              'Zone',
+              ['Entries', 'num'],
+              ['Connected', 'num'],
+              ['Healthy', 'num'],
+              ['Unhealthy', 'num'],
+              ['Away', 'num'],
+              'Deletions',
+            ]}
+          />
         </thead>
         <tbody>
           {cells.map((cell) => (
@@ -124,24 +116,16 @@ function CellsTable({ cells }: { cells: CellView[] }) {
               <td class="num">{count(cell.entries)}</td>
               <td class="num">{count(cell.connected)}</td>
               <td class="num">{count(cell.healthy)}</td>
-              <td class={`num ${cell.unhealthy > 0 ? 'bad' : ''}`}>
-                {cell.unhealthy > 0 ? (
-                  <a href={entriesHref(cell.namespace, { health: 'unhealthy' })}>
-                    {count(cell.unhealthy)}
-                  </a>
-                ) : (
-                  '0'
-                )}
-              </td>
-              <td class={`num ${cell.away > 0 ? 'warn' : ''}`}>
-                {cell.away > 0 ? (
-                  <a href={entriesHref(cell.namespace, { connection: 'disconnected' })}>
-                    {count(cell.away)}
-                  </a>
-                ) : (
-                  '0'
-                )}
-              </td>
+              <LinkedCount
+                value={cell.unhealthy}
+                tone="bad"
+                href={entriesHref(cell.namespace, { health: 'unhealthy' })}
+              />
+              <LinkedCount
+                value={cell.away}
+                tone="warn"
+                href={entriesHref(cell.namespace, { connection: 'disconnected' })}
+              />
               <td>
                 <span class={`state state-${cell.failStatic.state.replace(' ', '-')}`}>
                   {STATE_TEXT[cell.failStatic.state] ?? cell.failStatic.state}
@@ -155,6 +139,15 @@ function CellsTable({ cells }: { cells: CellView[] }) {
         </tbody>
       </table>
     </div>
+  );
+}
+
+/** A count that, when not zero, links to the entries it counts. */
+function LinkedCount({ value, tone, href }: { value: number; tone: string; href: string }) {
+  return (
+    <td class={`num ${value > 0 ? tone : ''}`}>
+      {value > 0 ? <a href={href}>{count(value)}</a> : '0'}
+    </td>
   );
 }
 

@@ -1,6 +1,7 @@
 import { useMemo } from 'preact/hooks';
 import type { RefusalReport } from '../api-types.ts';
 import { type ChartSeries, TimeChart } from './chart.tsx';
+import { HeaderRow } from './common.tsx';
 import { count, SERIES_COLORS } from './format.ts';
 
 /** Refused requests by reason over the last hour, per minute. */
@@ -52,12 +53,7 @@ export function RefusalsPanel({
         <table>
           <caption class="visually-hidden">Refused requests in the last hour, by reason</caption>
           <thead>
-            <tr>
-              <th scope="col">Reason</th>
-              <th scope="col" class="num">
-                Last hour
-              </th>
-            </tr>
+            <HeaderRow columns={['Reason', ['Last hour', 'num']]} />
           </thead>
           <tbody>
             {refusals.series.map((s) => (

@@ -1,6 +1,7 @@
 import { useMemo } from 'preact/hooks';
 import type { OverviewResponse } from '../api-types.ts';
 import { type ChartSeries, TimeChart } from './chart.tsx';
+import { HeaderRow } from './common.tsx';
 import { COLORS, clock, count, plural } from './format.ts';
 
 /** The sweeper's recent runs: what each checked, deleted and held, and which stopped early. */
@@ -54,41 +55,37 @@ export function SweepsPanel({
           <div class="table-scroll">
             <table>
               <thead>
-                <tr>
-                  <th scope="col">Finished</th>
-                  <th scope="col">Mode</th>
-                  <th scope="col" class="num">
-                    Candidates read
-                  </th>
-                  <th scope="col" class="num">
-                    Liveness checks
-                  </th>
-                  <th scope="col" class="num">
-                    Deleted
-                  </th>
-                  <th scope="col" class="num">
-                    Held
-                  </th>
-                  <th scope="col" class="num">
-                    Slowed
-                  </th>
-                  <th scope="col" class="num">
-                    Failed
-                  </th>
-                  <th scope="col">Stopped early</th>
-                </tr>
+                <HeaderRow
+                  columns={[
+                    'Finished',
+                    'Mode',
+                    ['Candidates read', 'num'],
+                    ['Liveness checks', 'num'],
+                    ['Deleted', 'num'],
+                    ['Held', 'num'],
+                    ['Slowed', 'num'],
+                    ['Failed', 'num'],
+                    'Stopped early',
+                  ]}
+                />
               </thead>
               <tbody>
                 {[...runs].reverse().map((run) => (
                   <tr key={run.at}>
                     <td>{clock(run.at)}</td>
                     <td>{run.mode}</td>
-                    <td class="num">{count(run.candidatesRead)}</td>
-                    <td class="num">{count(run.livenessChecked)}</td>
-                    <td class="num">{count(run.deleted)}</td>
-                    <td class="num">{count(run.held)}</td>
-                    <td class="num">{count(run.slowed)}</td>
-                    <td class="num">{count(run.failed)}</td>
+                    {[
+                      run.candidatesRead,
+                      run.livenessChecked,
+                      run.deleted,
+                      run.held,
+                      run.slowed,
+                      run.failed,
+                    ].map((value, i) => (
+                      <td class="num" key={i}>
+                        {count(value)}
+                      </td>
+                    ))}
                     <td>{run.stoppedEarly ? 'yes' : 'no'}</td>
                   </tr>
                 ))}
