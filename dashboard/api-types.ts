@@ -125,6 +125,11 @@ export interface EntriesResponse {
   /** The namespace's groups, for the group filter. */
   groups: string[];
   readAt: number;
+  /**
+   * Only the namespace's first entries by name, shown while the whole namespace is read for the
+   * first time: `total`, `matched` and `pages` count only them until then.
+   */
+  partial?: true;
 }
 
 export interface HolderView {

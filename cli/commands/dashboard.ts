@@ -107,17 +107,24 @@ Pages update themselves; Ctrl-C stops the server (exit 130). docs/operations.md 
 };
 
 async function openSources(stores: Stores, target: Target, cwd: string, now: () => number) {
-  const [{ createDocumentClient }, { DynamoDbSweepRuns }, refusals, { describeTarget }] =
-    await Promise.all([
-      import('../../lib/store/dynamodb-client.ts'),
-      import('../../lib/store/dynamodb-sweep-runs.ts'),
-      import('../../dashboard/server/refusals.ts'),
-      import('../target.ts'),
-    ]);
+  const [
+    { createDocumentClient },
+    { DynamoDbSweepRuns },
+    { DynamoDbEntryPages },
+    refusals,
+    { describeTarget },
+  ] = await Promise.all([
+    import('../../lib/store/dynamodb-client.ts'),
+    import('../../lib/store/dynamodb-sweep-runs.ts'),
+    import('../../lib/store/dynamodb-entry-pages.ts'),
+    import('../../dashboard/server/refusals.ts'),
+    import('../target.ts'),
+  ]);
   const client = createDocumentClient({
     region: target.region,
     ...(target.endpoint ? { endpoint: target.endpoint } : {}),
   });
+  const pages = new DynamoDbEntryPages(client, target.tableName);
   const refusalSource = target.local
     ? // The local runtime keeps its counts beside the local.json the target came from.
       refusals.localRefusals(resolve(cwd, target.source, '..', 'refusals.json'))
@@ -134,6 +141,7 @@ async function openSources(stores: Stores, target: Target, cwd: string, now: () 
       catalog: stores.catalog,
       disruption: stores.registry,
       sweepRuns: new DynamoDbSweepRuns(client, target.tableName),
+      firstEntries: (namespace: string, limit: number) => pages.firstEntries(namespace, limit),
       refusals: refusalSource,
       target: describeTarget(target),
       now,

@@ -10,7 +10,7 @@ import type {
   SweepRunView,
 } from '../api-types.ts';
 import { entryDetail } from './entry-detail.ts';
-import { type EntryQuery, entriesPage } from './entry-rows.ts';
+import { type EntryQuery, entriesPage, indexEntry } from './entry-rows.ts';
 import { NamespaceSnapshots, type Snapshot } from './namespace-snapshots.ts';
 import { buildOverview } from './overview.ts';
 import type { RefusalSource } from './refusals.ts';
@@ -25,6 +25,11 @@ export interface DashboardSources {
   disruption: Pick<DisruptionStore, 'zoneCounts' | 'disruptionRecord'>;
   sweepRuns: Pick<SweepRunStore, 'recent'>;
   refusals: RefusalSource;
+  /**
+   * The first entries of a namespace by name (one short Query): a namespace opened before it was
+   * ever read shows them at once while the rest is read. Absent: the page waits for the read.
+   */
+  firstEntries?: (namespace: string, limit: number) => Promise<EntryRecord[]>;
   /** Which registry, for the page's header. */
   target: string;
   now: () => number;
@@ -96,8 +101,22 @@ export class DashboardData {
     };
   }
 
-  /** One page of a namespace's entries; the namespace is read only when it never was. */
+  /**
+   * One page of a namespace's entries; the namespace is read only when it never was. Its first
+   * page by name, unfiltered, does not wait for that read: the table's first entries come with
+   * one short Query, marked `partial` (the live updates bring the rest when it is read).
+   */
   async entries(namespace: string, query: EntryQuery): Promise<EntriesResponse> {
+    const { firstEntries } = this.#sources;
+    if (!this.snapshots.has(namespace) && firstEntries && isFirstPageByName(query)) {
+      const whole = this.snapshots.current(namespace);
+      whole.catch(() => undefined); // the page's next request or event reports a failure
+      const first = await Promise.race([
+        whole.then(() => undefined),
+        firstEntries(namespace, query.pageSize),
+      ]);
+      if (first) return this.#partialPage(namespace, query, first);
+    }
     const snapshot = await this.snapshots.current(namespace);
     const sorted = this.snapshots.sorted(snapshot, query.sort, query.order);
     return entriesPage(namespace, sorted, query, snapshot.readAt, this.#sources.now());
@@ -112,6 +131,12 @@ export class DashboardData {
   async entry(namespace: string, name: string): Promise<EntryResponse | undefined> {
     const record = await this.#sources.catalog.getEntry({ namespace, name });
     return record && this.#detail(record);
+  }
+
+  #partialPage(namespace: string, query: EntryQuery, records: EntryRecord[]): EntriesResponse {
+    const now = this.#sources.now();
+    const entries = records.map((record) => indexEntry(record, now));
+    return { ...entriesPage(namespace, entries, query, now, now), partial: true };
   }
 
   #detail(record: EntryRecord): EntryResponse {
@@ -169,6 +194,20 @@ export class DashboardData {
     await Promise.all(Array.from({ length: READ_CONCURRENCY }, worker));
     return results;
   }
+}
+
+/** The view a namespace opens on: page 1 by name, no filter (the table's own order). */
+function isFirstPageByName(query: EntryQuery): boolean {
+  return (
+    query.sort === 'name' &&
+    query.order === 'asc' &&
+    query.page === 1 &&
+    query.selector.length === 0 &&
+    query.group === undefined &&
+    query.health === undefined &&
+    query.connection === undefined &&
+    query.name === undefined
+  );
 }
 
 function runView(run: SweepRun): SweepRunView {

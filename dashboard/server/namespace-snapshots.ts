@@ -49,6 +49,11 @@ export class NamespaceSnapshots {
     this.#elapsed = elapsed;
   }
 
+  /** Whether the namespace was read (a read under way does not count). */
+  has(namespace: string): boolean {
+    return this.#slots.get(namespace)?.snapshot !== undefined;
+  }
+
   /** The namespace as last read; read now only when it never was. */
   async current(namespace: string): Promise<Snapshot> {
     const slot = this.#slot(namespace);

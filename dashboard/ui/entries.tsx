@@ -165,10 +165,12 @@ function EntriesTable({
   return (
     <>
       <p class="count" role="status">
-        {data.matched === data.total
-          ? `${count(data.total)} entries`
-          : `${count(data.matched)} of ${count(data.total)} entries match`}
-        {data.matched > 0 && ` · showing ${count(first)}–${count(last)}`}
+        {data.partial
+          ? `Reading the namespace… showing its first ${count(data.rows.length)} entries by name until then`
+          : data.matched === data.total
+            ? `${count(data.total)} entries`
+            : `${count(data.matched)} of ${count(data.total)} entries match`}
+        {data.matched > 0 && !data.partial && ` · showing ${count(first)}–${count(last)}`}
       </p>
       {data.matched === 0 ? (
         <p>No entries match.</p>
@@ -222,7 +224,7 @@ function EntriesTable({
           </table>
         </div>
       )}
-      {data.pages > 1 && (
+      {data.pages > 1 && !data.partial && (
         <nav class="pager" aria-label="Pages">
           <button
             type="button"

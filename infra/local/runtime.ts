@@ -290,6 +290,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       const { startRuntimeDashboard } = await import('./runtime-dashboard.ts');
       const dashboard = await startRuntimeDashboard({
         deps,
+        store: { region, endpoint: dynamo.endpoint, tableName },
         port: options.dashboardPort,
         target: `table '${tableName}' at ${dynamo.endpoint} (this runtime's)`,
         localJsonDir: options.writeLocalJson ? files.localJsonDir : undefined,

@@ -17,6 +17,7 @@ import type { RunningDashboard } from '../../dashboard/server/http-server.ts';
 import { noRefusals } from '../../dashboard/server/refusals.ts';
 import { startDashboard } from '../../dashboard/server/start.ts';
 import { createDynamoDbClient, documentClientFor } from '../../lib/store/dynamodb-client.ts';
+import { DynamoDbEntryPages } from '../../lib/store/dynamodb-entry-pages.ts';
 import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbSweepRuns } from '../../lib/store/dynamodb-sweep-runs.ts';
 import { countRequests, type RequestCounter } from '../../lib/store/request-counter.ts';
@@ -61,6 +62,8 @@ function start(address: string): Promise<RunningDashboard> {
     catalog: reads,
     disruption: reads,
     sweepRuns: new DynamoDbSweepRuns(readsClient, registry.tableName),
+    firstEntries: (namespace, limit) =>
+      new DynamoDbEntryPages(readsClient, registry.tableName).firstEntries(namespace, limit),
     refusals: noRefusals('a test table'),
     target: `table '${registry.tableName}'`,
     now: () => Date.now(),
@@ -179,6 +182,17 @@ describe('what the dashboard answers', () => {
     expect(entry.yaml).toMatch(/^apiVersion: networking\.istio\.io\/v1\nkind: WorkloadEntry\n/);
     // As `describe we` derives them (the fixture's entry has no creation time: no Registered).
     expect(entry.events.map((event) => event.reason)).toEqual(['Connected', 'Unhealthy']);
+  });
+
+  it("a namespace's first entries by name take one Query of that many items", async () => {
+    const before = counter.counts().Query ?? 0;
+    const first = await new DynamoDbEntryPages(readsClient, registry.tableName).firstEntries(
+      'shop',
+      1,
+    );
+    expect(first.map((record) => record.entry.metadata.name)).toEqual(['web-1']);
+    expect((counter.counts().Query ?? 0) - before).toBe(1);
+    expect(counter.requests().at(-1)?.input).toMatchObject({ Limit: 1 });
   });
 
   it('refuses a bad request with the parameter and its value, and a missing entry with 404', async () => {

@@ -97,13 +97,21 @@ describe('the entries list', () => {
     record('db-1', { ip: '10.0.1.1', group: null, labels: { tier: 'a' } }),
   ];
 
-  it('sorts names and addresses as a person reads numbers: 10.0.0.2 before 10.0.0.12', () => {
-    expect(names(fleet)).toEqual(['db-1', 'web-10.0.0.2', 'web-10.0.0.3', 'web-10.0.0.12']);
+  it('sorts names as the table keeps them, addresses as a person reads numbers', () => {
+    // The table's key order: the first page by name is one short Query of the table.
+    expect(names(fleet)).toEqual(['db-1', 'web-10.0.0.12', 'web-10.0.0.2', 'web-10.0.0.3']);
+    // 10.0.0.2 before 10.0.0.12.
     expect(names(fleet, { sort: 'address', order: 'desc' })).toEqual([
       'db-1',
       'web-10.0.0.12',
       'web-10.0.0.3',
       'web-10.0.0.2',
+    ]);
+    expect(names(fleet, { sort: 'address' })).toEqual([
+      'web-10.0.0.2',
+      'web-10.0.0.3',
+      'web-10.0.0.12',
+      'db-1',
     ]);
   });
 
@@ -128,6 +136,7 @@ describe('the entries list', () => {
     expect(names(fleet, { connection: 'disconnected' })).toEqual(['web-10.0.0.3']);
     expect(names(fleet, { connection: 'hand-made' })).toEqual(['db-1']);
     expect(names(fleet, { name: '0.0.1' })).toEqual(['web-10.0.0.12']);
+    expect(names(fleet, { health: 'unknown' })).toEqual(['db-1', 'web-10.0.0.3']);
   });
 
   it("shows get we -o wide's cells", () => {
@@ -157,7 +166,7 @@ describe('the entries list', () => {
     );
     const page2 = entriesPage('shop', sorted, { ...QUERY, page: 2 }, T0, T0);
     expect(page2).toMatchObject({ total: 120, matched: 120, pages: 3, page: 2 });
-    expect(page2.rows.map((row) => row.name).slice(0, 2)).toEqual(['web-50', 'web-51']);
+    expect(page2.rows.map((row) => row.name).slice(0, 2)).toEqual(['web-36', 'web-37']); // web-0, web-1, web-10, web-100, ...: the table's order
     const beyond = entriesPage('shop', sorted, { ...QUERY, page: 99 }, T0, T0);
     expect(beyond.page).toBe(3);
     expect(beyond.rows).toHaveLength(20);

@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
+import { DashboardData } from '../../dashboard/server/dashboard-data.ts';
 import { indexEntry } from '../../dashboard/server/entry-rows.ts';
 import { NamespaceSnapshots } from '../../dashboard/server/namespace-snapshots.ts';
 import { buildOverview } from '../../dashboard/server/overview.ts';
+import { noRefusals } from '../../dashboard/server/refusals.ts';
 import type { DisruptionRecord } from '../../lib/domain/disruption.ts';
 import type { EntryRecord } from '../../lib/domain/entry-record.ts';
 
@@ -254,5 +256,64 @@ describe('the namespace reads', () => {
     r.setRecords([entry('a', ZONE_A, 'away', undefined, 2)]);
     r.advance(1_000);
     expect((await r.snapshots.refresh('shop')).version).not.toBe(first.version);
+  });
+});
+
+describe('opening a namespace never read', () => {
+  // In-memory stand-ins for the table's reads: the read of the whole namespace waits until the
+  // test lets it finish, as a 20,000-entry namespace keeps the table busy for seconds.
+  function dashboard() {
+    const all = ['a', 'b', 'c', 'd'].map((name) => entry(name, ZONE_A, 'connected'));
+    let finish: () => void = () => {};
+    const whole = new Promise<void>((resolve) => {
+      finish = resolve;
+    });
+    const data = new DashboardData(
+      {
+        catalog: {
+          listNamespaces: async () => ({ namespaces: ['shop'], complete: true }),
+          listEntries: async () => {
+            await whole;
+            return all;
+          },
+          getEntry: async () => undefined,
+        },
+        disruption: { zoneCounts: async () => [], disruptionRecord: async () => undefined },
+        sweepRuns: { recent: async () => [] },
+        refusals: noRefusals('test'),
+        firstEntries: async (_namespace, limit) => all.slice(0, limit),
+        target: 'test',
+        now: () => T0,
+      },
+      1_000,
+    );
+    return { data, finish };
+  }
+  const QUERY = { selector: [], sort: 'name', order: 'asc', page: 1, pageSize: 2 } as const;
+
+  it('shows its first entries by name at once, marked partial, then the whole namespace', async () => {
+    const { data, finish } = dashboard();
+    const first = await data.entries('shop', { ...QUERY });
+    expect(first.partial).toBe(true);
+    expect(first.rows.map((row) => row.name)).toEqual(['a', 'b']);
+    finish();
+    await data.refreshEntries('shop');
+    const whole = await data.entries('shop', { ...QUERY });
+    expect(whole.partial).toBeUndefined();
+    expect(whole).toMatchObject({ total: 4, matched: 4, pages: 2 });
+  });
+
+  it('waits for the whole namespace when the page asks for a filter, an order or a page of its own', async () => {
+    const { data, finish } = dashboard();
+    const filtered = data.entries('shop', { ...QUERY, health: 'unknown' });
+    let answered = false;
+    void filtered.then(() => {
+      answered = true;
+    });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(answered).toBe(false);
+    finish();
+    expect((await filtered).partial).toBeUndefined();
+    expect((await filtered).matched).toBe(4);
   });
 });
