@@ -73,8 +73,8 @@ export async function startAgent(
         trace: (direction, text) => logger.debug(`${direction} ${redactSidecarToken(text)}`),
       });
     },
-    refusalHint: (status, reasonGiven) =>
-      refusalHint(status, { auth: config.auth, namespace: config.namespace }, reasonGiven),
+    refusalHint: (status, reasonGiven, message) =>
+      refusalHint(status, { auth: config.auth, namespace: config.namespace }, reasonGiven, message),
     // The probe's "pod IP" is the VM itself.
     createCheck: (probe, settings) => createProbeCheck(probe, settings),
     onEvent: (event) => {

@@ -115,6 +115,14 @@ export const AGENT_SETTINGS: readonly AgentSetting[] = Object.freeze([
     help: 'registrar WebSocket URL (wss://<api>.execute-api.<region>.amazonaws.com/<stage>)',
   },
   {
+    key: 'insecure',
+    flag: 'insecure',
+    env: 'REGISTRAR_AGENT_INSECURE',
+    kind: 'switch',
+    default: 'false',
+    help: 'allow a ws:// URL to a host that is not loopback: the token or signed request, the identity document and the probe travel in clear',
+  },
+  {
     key: 'group',
     flag: 'group',
     arg: '<name>',

@@ -22,6 +22,8 @@ export class RegistrarStack extends Stack {
   constructor(scope: Construct, id: string, props: RegistrarStackProps = {}) {
     super(scope, id, props);
     const options = resolveStackOptions(this.node, props.options);
+    // Every option is validated before anything is built: a bad one fails in a line, at once.
+    const projector = resolveProjectorOptions(this.node);
 
     const registry = new RegistryTable(this, 'Registry');
     const functions = new RegistrarFunctions(this, 'Functions', { registry, options });
@@ -57,7 +59,6 @@ export class RegistrarStack extends Stack {
       instanceEventDeadLetters: instances.deadLetters,
     });
     // The Kubernetes projection is opt-in: -c projectorClusterName=... (docs/kubernetes.md).
-    const projector = resolveProjectorOptions(this.node);
     if (projector) {
       new Projector(this, 'Projector', {
         table: registry.table,

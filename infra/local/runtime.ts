@@ -8,6 +8,7 @@ import { createMessageHandler } from '../../functions/message.ts';
 import { createSweeperHandler, type SweeperSummary } from '../../functions/sweeper.ts';
 import { type Config, DEFAULTS, ENV } from '../../lib/config.ts';
 import { type Dependencies, dependenciesFromEnv } from '../../lib/dependencies.ts';
+import type { Cidr } from '../../lib/domain/cidr.ts';
 import { ManagementApiLiveness } from '../../lib/gateway/management-api-liveness.ts';
 import { logger } from '../../lib/observability.ts';
 import type { Target } from '../../lib/projection/report.ts';
@@ -83,6 +84,8 @@ export interface LocalRuntimeOptions {
   projectionTargets?: readonly Target[];
   /** Default 10 s. */
   projectionIntervalMs?: number;
+  /** The cluster's pod and Service ranges: the projector writes no endpoint in them. */
+  clusterRanges?: readonly Cidr[];
   /** More function configuration, by variable (REGISTRAR_GROUP_CACHE_TTL, ...). */
   functionEnv?: Record<string, string>;
   /**
@@ -95,10 +98,14 @@ export interface LocalRuntimeOptions {
   iamCallers?: readonly IamCallerCredentials[];
   /**
    * IAM mode: a PEM file of the certificates instance identity documents must be signed by
-   * (no EC2 signs documents locally: tests sign with their own key). Given, attestation is
-   * required; absent, it is optional and checked against AWS's shipped certificates.
+   * (no EC2 signs documents locally: tests sign with their own key); absent, AWS's.
    */
   instanceIdentityCerts?: string;
+  /**
+   * IAM mode: whether a connect must carry an instance identity document. Default `required`
+   * (the functions' own default): `optional` accepts agents that send none.
+   */
+  instanceAttestation?: 'required' | 'optional';
   /** Serve `registrar dashboard`'s read-only view on 127.0.0.1 at this port (0: any free one). */
   dashboardPort?: number;
 }
@@ -182,7 +189,11 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     const authorization = connectAuthorization(deps, options.iamCallers);
     const raw = createDynamoDbClient({ region, endpoint: dynamo.endpoint });
     await ensureTable(raw, tableName).finally(() => raw.destroy());
-    await deps.sweepPolicy?.record(deps.config.sweep, deps.now()); // clients read this policy
+    // Clients read this policy (and the auth mode beside it).
+    await deps.sweepPolicy?.record(
+      { ...deps.config.sweep, authMode: deps.config.authMode },
+      deps.now(),
+    );
 
     const message = { functionName: 'registrar-message', handler: createMessageHandler(deps) };
     // `sidecar`: the message function (SidecarUnavailable) until a projection brings a cluster.
@@ -257,6 +268,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       const projector = startProjectorLoop({
         kubeConfig: target.config,
         store: deps.store,
+        ...(deps.namespaceSettings ? { settings: deps.namespaceSettings } : {}),
+        clusterRanges: options.clusterRanges ?? [],
         intervalMs: options.projectionIntervalMs ?? LOCAL_DEFAULTS.projectionIntervalMs,
         targets,
         onReport: (report) => status.report(report),
@@ -366,7 +379,9 @@ function functionEnv(
   if (options.authMode !== undefined) env[ENV.authMode] = options.authMode;
   if (options.instanceIdentityCerts !== undefined) {
     env[ENV.instanceIdentityCerts] = options.instanceIdentityCerts;
-    env[ENV.instanceAttestation] = 'required';
+  }
+  if (options.instanceAttestation !== undefined) {
+    env[ENV.instanceAttestation] = options.instanceAttestation;
   }
   // Milliseconds pass through readConfig's validation like any configured duration.
   if (options.gracePeriodMs !== undefined) env[ENV.gracePeriod] = `${options.gracePeriodMs}ms`;
