@@ -160,7 +160,7 @@ export async function measureDashboardList(entries = 20_000): Promise<DashboardL
     await get(
       cold,
       'a filter on it: waits for the whole read',
-      '/api/entries?namespace=bench&health=healthy',
+      '/api/entries?namespace=bench&health=unhealthy',
     );
     const requests = counter.counts();
     const itemsRead = counter.itemsRead();
