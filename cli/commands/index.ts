@@ -101,6 +101,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./ec2-event.ts')).registerEc2Event,
   },
   {
+    name: 'dashboard',
+    term: 'dashboard [options]',
+    description: 'serve a read-only web view of the registry on this machine and open it',
+    load: async () => (await import('./dashboard.ts')).registerDashboard,
+  },
+  {
     name: 'export',
     term: 'export [options]',
     description: 'print the registry as Kubernetes objects (YAML) for kubectl apply -f - or GitOps',

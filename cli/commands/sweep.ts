@@ -197,7 +197,7 @@ function heldSummary(
   return parts.join('; ');
 }
 
-function statusJson(record: DisruptionRecord | undefined, zones: ZoneCount[], now: number) {
+export function statusJson(record: DisruptionRecord | undefined, zones: ZoneCount[], now: number) {
   const holdUntil =
     record?.holdSince !== undefined && record.policy
       ? record.holdSince + record.policy.holdBoundMs

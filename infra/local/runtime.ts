@@ -28,6 +28,7 @@ import {
 import { lambdaContext } from './gateway-events.ts';
 import { startHistoryPruner } from './history-pruner.ts';
 import { inInvocationScope } from './invocation-scope.ts';
+import { startRefusalTally } from './refusal-tally.ts';
 import { claimRuntimeFiles } from './runtime-files.ts';
 import type { IamCallerCredentials } from './sigv4-verifier.ts';
 import { startSweepTimer } from './sweep-timer.ts';
@@ -107,6 +108,8 @@ export interface LocalRuntimeOptions {
    * (the functions' own default): `optional` accepts agents that send none.
    */
   instanceAttestation?: 'required' | 'optional';
+  /** Serve `registrar dashboard`'s read-only view on 127.0.0.1 at this port (0: any free one). */
+  dashboardPort?: number;
 }
 
 export interface LocalRuntime {
@@ -123,6 +126,8 @@ export interface LocalRuntime {
   localJsonPath?: string;
   /** Things worth telling the user at start (a stale lock taken over). */
   notices: readonly string[];
+  /** The dashboard's URL, with `dashboardPort`. */
+  dashboardUrl?: string;
   /** Where the registry is projected, when it is. */
   projection?: {
     files: readonly string[];
@@ -306,6 +311,21 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       await rename(draft, localJson);
       // Before the store closes: a CLI must not find a registrar that no longer answers.
       cleanup.splice(cleanup.indexOf(closeStore), 0, () => removeIfOurs(localJson, runtime.url));
+      // Refusals by reason for `registrar dashboard`, beside local.json (CloudWatch's on AWS).
+      cleanup.unshift(await startRefusalTally(files.localJsonDir, deps.now));
+    }
+    let dashboardUrl: string | undefined;
+    if (options.dashboardPort !== undefined) {
+      const { startRuntimeDashboard } = await import('./runtime-dashboard.ts');
+      const dashboard = await startRuntimeDashboard({
+        deps,
+        store: { region, endpoint: dynamo.endpoint, tableName },
+        port: options.dashboardPort,
+        target: `table '${tableName}' at ${dynamo.endpoint} (this runtime's)`,
+        localJsonDir: options.writeLocalJson ? files.localJsonDir : undefined,
+      });
+      cleanup.unshift(() => dashboard.close());
+      dashboardUrl = dashboard.url;
     }
     const close = once(() => runAll(cleanup));
     // Without its store the runtime would accept agents it cannot register: it stops (its
@@ -320,6 +340,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       ...(options.writeLocalJson ? { localJsonPath: localJson } : {}),
       notices: files.notices,
       ...(projection ? { projection } : {}),
+      ...(dashboardUrl ? { dashboardUrl } : {}),
       storeFailed,
       sweepNow,
       close,
