@@ -145,6 +145,8 @@ export interface EventView {
   at: number;
   age: string;
   message: string;
+  /** The component that recorded it, as describe's From column. */
+  from: string;
 }
 
 export interface EntryResponse {

@@ -1,5 +1,5 @@
 import { connectedStatus, renderEntry } from '../../cli/commands/resources.ts';
-import { entryEvents } from '../../cli/entry-events.ts';
+import { eventsOf } from '../../cli/entry-events.ts';
 import { formatAge, toYaml } from '../../cli/output.ts';
 import type { EntryRecord } from '../../lib/domain/entry-record.ts';
 import { HEALTHY_CONDITION } from '../../lib/domain/model.ts';
@@ -8,7 +8,8 @@ import type { EntryResponse, HolderView } from '../api-types.ts';
 /**
  * One VM's page: its WorkloadEntry as `registrar get we NAME -o yaml` prints it, the
  * connections holding it and their ages, its Healthy condition, and its events as
- * `registrar describe we` derives them (cli/entry-events.ts: one source for both views).
+ * `registrar describe we` shows them (cli/entry-events.ts: the entry's event history, one
+ * source for both views).
  */
 export function entryDetail(record: EntryRecord, readAt: number, now: number): EntryResponse {
   const entry = renderEntry(record);
@@ -42,7 +43,7 @@ export function entryDetail(record: EntryRecord, readAt: number, now: number): E
         }
       : null,
     // Oldest first, as `describe` and kubectl list them.
-    events: entryEvents(record).map((event) => ({ ...event, age: formatAge(event.at, now) })),
+    events: eventsOf(record, now).map((event) => ({ ...event, age: formatAge(event.at, now) })),
     readAt,
   };
 }

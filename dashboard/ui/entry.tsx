@@ -107,7 +107,7 @@ function EntryBody({ data }: { data: EntryResponse }) {
           <div class="table-scroll">
             <table>
               <thead>
-                <HeaderRow columns={['Type', 'Reason', 'Age', 'Message']} />
+                <HeaderRow columns={['Type', 'Reason', 'Age', 'From', 'Message']} />
               </thead>
               <tbody>
                 {data.events.map((event) => (
@@ -118,6 +118,7 @@ function EntryBody({ data }: { data: EntryResponse }) {
                     <td>{event.type}</td>
                     <td>{event.reason}</td>
                     <td title={new Date(event.at).toISOString()}>{event.age}</td>
+                    <td>{event.from}</td>
                     <td>{event.message}</td>
                   </tr>
                 ))}
