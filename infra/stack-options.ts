@@ -2,16 +2,14 @@ import type { Node } from 'constructs';
 import * as z from 'zod';
 import { KNOWN_REGIONS } from '../lib/auth/aws-instance-identity-certs.ts';
 import { loadTrustedCertificates } from '../lib/auth/instance-identity-document.ts';
+import { DEFAULTS, MAX_LIVENESS_WINDOWS, minLivenessIntervalMs } from '../lib/config.ts';
 import {
-  DEFAULTS,
   ec2StatesOption,
-  MAX_LIVENESS_WINDOWS,
-  minLivenessIntervalMs,
   positiveDuration,
   positiveRate,
   regionListOption,
   shareOption,
-} from '../lib/config.ts';
+} from '../lib/config-schemas.ts';
 import { formatDuration, parseDuration } from '../lib/domain/duration.ts';
 
 /**

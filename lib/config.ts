@@ -1,4 +1,4 @@
-import * as z from 'zod';
+import * as check from './config-checks.ts';
 import { DEFAULTS, ENV } from './config-env.ts';
 import type { DisruptionPolicy } from './domain/disruption.ts';
 import { formatDuration, parseDuration } from './domain/duration.ts';
@@ -72,150 +72,149 @@ export function minLivenessIntervalMs(maxConnectionAgeMs: number): number {
   return Math.ceil((1.5 * maxConnectionAgeMs) / MAX_LIVENESS_WINDOWS / 1000) * 1000;
 }
 
-// Kept apart so the CLI reads the names without loading zod; re-exported for everyone else.
+// Kept apart so the CLI reads the names alone; re-exported for everyone else.
 export { DEFAULTS, ENV };
 
 export class ConfigError extends Error {}
 
-/** A positive duration (`500ms`, `10s`, `5m`, `2h`); 0 or negative is an error. */
-export const positiveDuration = z.string().transform((text, ctx) => {
-  const ms = parseDuration(text);
-  if (ms === undefined || ms <= 0) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `must be a positive duration such as 500ms, 10s, 5m or 2h, got '${text}'`,
-    });
-    return z.NEVER;
+export { EC2_REMOVAL_STATES } from './config-checks.ts';
+
+/**
+ * Each variable, its check, and its default: `prefault` is a text the check parses (as if the
+ * variable said it), `fallback` the value itself. In this order problems are reported.
+ */
+const FIELDS = {
+  tableName: { variable: ENV.tableName, check: check.anyText, required: true },
+  dynamoDbEndpoint: { variable: ENV.dynamoDbEndpoint, check: check.url },
+  region: { variable: ENV.region, check: check.anyText, fallback: DEFAULTS.region },
+  gracePeriod: {
+    variable: ENV.gracePeriod,
+    check: check.positiveDuration,
+    prefault: DEFAULTS.gracePeriod,
+  },
+  maxConnectionAge: {
+    variable: ENV.maxConnectionAge,
+    check: check.positiveDuration,
+    prefault: DEFAULTS.maxConnectionAge,
+  },
+  sweepMaxDeletes: {
+    variable: ENV.sweepMaxDeletes,
+    check: check.positiveInteger,
+    prefault: String(DEFAULTS.sweepMaxDeletes),
+  },
+  sweepDeletesPerSecond: {
+    variable: ENV.sweepDeletesPerSecond,
+    check: check.positiveInteger,
+    prefault: String(DEFAULTS.sweepDeletesPerSecond),
+  },
+  sweepInterval: {
+    variable: ENV.sweepInterval,
+    check: check.positiveDuration,
+    prefault: DEFAULTS.sweepInterval,
+  },
+  livenessInterval: { variable: ENV.livenessInterval, check: check.positiveDuration },
+  connectionsUrl: { variable: ENV.connectionsUrl, check: check.url },
+  connectSettle: {
+    variable: ENV.connectSettle,
+    check: check.positiveDuration,
+    prefault: DEFAULTS.connectSettle,
+  },
+  controller: { variable: ENV.controller, check: check.anyText, fallback: DEFAULTS.controller },
+  authMode: {
+    variable: ENV.authMode,
+    check: check.oneOf(['token', 'iam']),
+    fallback: 'token',
+  },
+  disruptionThreshold: {
+    variable: ENV.disruptionThreshold,
+    check: check.share,
+    prefault: DEFAULTS.disruptionThreshold,
+  },
+  disruptionWindow: {
+    variable: ENV.disruptionWindow,
+    check: check.positiveDuration,
+    prefault: DEFAULTS.disruptionWindow,
+  },
+  secondaryDeletesPerSecond: {
+    variable: ENV.secondaryDeletesPerSecond,
+    check: check.positiveRate,
+    prefault: String(DEFAULTS.secondaryDeletesPerSecond),
+  },
+  holdBound: {
+    variable: ENV.holdBound,
+    check: check.positiveDuration,
+    prefault: DEFAULTS.holdBound,
+  },
+  ec2States: { variable: ENV.ec2States, check: check.ec2States, prefault: DEFAULTS.ec2States },
+  instanceAttestation: {
+    variable: ENV.instanceAttestation,
+    check: check.oneOf(['required', 'optional'], "must be 'required' or 'optional'"),
+    fallback: 'required',
+  },
+  instanceIdentityCerts: { variable: ENV.instanceIdentityCerts, check: check.anyText },
+  namespaceSettingsCache: {
+    variable: ENV.namespaceSettingsCache,
+    check: check.positiveDuration,
+    prefault: DEFAULTS.namespaceSettingsCache,
+  },
+  instanceIdentityRegions: { variable: ENV.instanceIdentityRegions, check: check.regionList },
+} as const;
+
+type Fields = typeof FIELDS;
+type Checked<K extends keyof Fields> = Fields[K]['check'] extends check.Check<infer T> ? T : never;
+type Values = {
+  [K in keyof Fields]: Fields[K] extends
+    | { required: true }
+    | { prefault: string }
+    | { fallback: unknown }
+    ? Checked<K>
+    : Checked<K> | undefined;
+};
+
+/** Every field checked; each problem names its variable and, when set, the value. */
+function readFields(env: Record<string, string | undefined>): Values {
+  const problems: string[] = [];
+  const values: Record<string, unknown> = {};
+  for (const [key, field] of Object.entries(FIELDS) as [string, FieldSpec][]) {
+    const raw = env[field.variable];
+    // An empty variable is an unset one (a template that leaves a value blank).
+    const text = raw === undefined || raw === '' ? field.prefault : raw;
+    if (text === undefined) {
+      if (field.required) problems.push(`${field.variable}${shown(raw)}: ${MISSING}`);
+      values[key] = field.fallback;
+      continue;
+    }
+    const result = field.check(text);
+    if (result instanceof check.Invalid)
+      problems.push(`${field.variable}${shown(raw)}: ${result.message}`);
+    else values[key] = result;
   }
-  return ms;
-});
+  if (problems.length > 0) throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
+  return values as Values;
+}
 
-const positiveInteger = z.string().transform((text, ctx) => {
-  const value = Number(text);
-  if (!Number.isInteger(value) || value <= 0) {
-    ctx.addIssue({ code: 'custom', message: `must be a positive integer, got '${text}'` });
-    return z.NEVER;
-  }
-  return value;
-});
+interface FieldSpec {
+  variable: string;
+  check: check.Check<unknown>;
+  required?: boolean;
+  prefault?: string;
+  fallback?: unknown;
+}
 
-/** A share strictly between 0 and 1, written `55%` or `0.55`. */
-export const shareOption = z.string().transform((text, ctx) => {
-  const trimmed = text.trim();
-  const value = trimmed.endsWith('%') ? Number(trimmed.slice(0, -1)) / 100 : Number(trimmed);
-  if (trimmed === '' || !Number.isFinite(value) || value <= 0 || value >= 1) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `must be a share between 0 and 1 (exclusive) such as 55% or 0.55, got '${text}'`,
-    });
-    return z.NEVER;
-  }
-  return value;
-});
+// The words zod used for a missing string: kept, as operators and tests know them.
+const MISSING = 'Invalid input: expected string, received undefined';
 
-/** A positive rate such as `0.1` (fractions allowed: one deletion every 10 s). */
-export const positiveRate = z.string().transform((text, ctx) => {
-  const value = Number(text);
-  if (text.trim() === '' || !Number.isFinite(value) || value <= 0) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `must be a positive number of deletions per second such as 0.1, got '${text}'`,
-    });
-    return z.NEVER;
-  }
-  return value;
-});
-
-/** The EC2 states the registrar may act on: the ones after which a VM is gone or going. */
-export const EC2_REMOVAL_STATES = ['shutting-down', 'terminated', 'stopping', 'stopped'] as const;
-
-/** A comma-separated list of EC2 states, each one of EC2_REMOVAL_STATES. */
-export const ec2StatesOption = z.string().transform((text, ctx) => {
-  const states = text
-    .split(',')
-    .map((state) => state.trim())
-    .filter(Boolean);
-  const unknown = states.filter((s) => !(EC2_REMOVAL_STATES as readonly string[]).includes(s));
-  if (states.length === 0 || unknown.length > 0) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `must be a comma-separated list of ${EC2_REMOVAL_STATES.join(', ')}, got '${text}'`,
-    });
-    return z.NEVER;
-  }
-  return [...new Set(states)];
-});
-
-/** A comma-separated list of AWS Region names (`eu-west-1,us-east-1`). */
-export const regionListOption = z.string().transform((text, ctx) => {
-  const regions = [
-    ...new Set(
-      text
-        .split(',')
-        .map((region) => region.trim())
-        .filter(Boolean),
-    ),
-  ];
-  const bad = regions.filter((region) => !/^[a-z]{2}(-[a-z]+)+-\d+$/.test(region));
-  if (regions.length === 0 || bad.length > 0) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `must be a comma-separated list of AWS Regions such as eu-west-1,us-east-1, got '${text}'`,
-    });
-    return z.NEVER;
-  }
-  return regions;
-});
-
-const schema = z.object({
-  [ENV.tableName]: z.string().min(1, 'is required: the DynamoDB table holding the registry'),
-  [ENV.dynamoDbEndpoint]: z.url().optional(),
-  [ENV.region]: z.string().default(DEFAULTS.region),
-  [ENV.gracePeriod]: positiveDuration.prefault(DEFAULTS.gracePeriod),
-  [ENV.maxConnectionAge]: positiveDuration.prefault(DEFAULTS.maxConnectionAge),
-  [ENV.sweepMaxDeletes]: positiveInteger.prefault(String(DEFAULTS.sweepMaxDeletes)),
-  [ENV.sweepDeletesPerSecond]: positiveInteger.prefault(String(DEFAULTS.sweepDeletesPerSecond)),
-  [ENV.sweepInterval]: positiveDuration.prefault(DEFAULTS.sweepInterval),
-  [ENV.livenessInterval]: positiveDuration.optional(),
-  [ENV.connectionsUrl]: z.url().optional(),
-  [ENV.connectSettle]: positiveDuration.prefault(DEFAULTS.connectSettle),
-  [ENV.controller]: z.string().min(1).default(DEFAULTS.controller),
-  [ENV.authMode]: z.enum(['token', 'iam']).default('token'),
-  [ENV.disruptionThreshold]: shareOption.prefault(DEFAULTS.disruptionThreshold),
-  [ENV.disruptionWindow]: positiveDuration.prefault(DEFAULTS.disruptionWindow),
-  [ENV.secondaryDeletesPerSecond]: positiveRate.prefault(
-    String(DEFAULTS.secondaryDeletesPerSecond),
-  ),
-  [ENV.holdBound]: positiveDuration.prefault(DEFAULTS.holdBound),
-  [ENV.ec2States]: ec2StatesOption.prefault(DEFAULTS.ec2States),
-  [ENV.instanceAttestation]: z
-    .enum(['required', 'optional'], { message: "must be 'required' or 'optional'" })
-    .default('required'),
-  [ENV.instanceIdentityCerts]: z.string().optional(),
-  [ENV.namespaceSettingsCache]: positiveDuration.prefault(DEFAULTS.namespaceSettingsCache),
-  [ENV.instanceIdentityRegions]: regionListOption.optional(),
-});
+function shown(value: string | undefined): string {
+  return value === undefined ? '' : ` (value '${value}')`;
+}
 
 /** Reads and validates the configuration; throws ConfigError naming the variable and value. */
 export function readConfig(env: Record<string, string | undefined>): Readonly<Config> {
-  const defined = Object.fromEntries(
-    Object.entries(env).filter(([, value]) => value !== undefined && value !== ''),
-  );
-  const parsed = schema.safeParse(defined);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => {
-      const variable = String(issue.path[0] ?? 'environment');
-      const value = env[variable];
-      const shown = value === undefined ? '' : ` (value '${value}')`;
-      return `${variable}${shown}: ${issue.message}`;
-    });
-    throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
-  }
-  const v = parsed.data;
-  const maxConnectionAgeMs = v[ENV.maxConnectionAge];
-  const sweepIntervalMs = v[ENV.sweepInterval];
+  const v = readFields(env);
+  const maxConnectionAgeMs = v.maxConnectionAge;
+  const sweepIntervalMs = v.sweepInterval;
   const livenessIntervalMs =
-    v[ENV.livenessInterval] ??
+    v.livenessInterval ??
     Math.max(
       sweepIntervalMs,
       Math.min(parseDuration(DEFAULTS.livenessInterval) ?? 0, maxConnectionAgeMs / 4),
@@ -235,39 +234,39 @@ export function readConfig(env: Record<string, string | undefined>): Readonly<Co
       `invalid configuration: ${ENV.livenessInterval} (value '${env[ENV.livenessInterval] ?? formatDuration(livenessIntervalMs)}'): must be at least ${formatDuration(minLiveness)} with ${ENV.maxConnectionAge} ${formatDuration(maxConnectionAgeMs)}: each sweep reads the index once per interval of the ${formatDuration(1.5 * maxConnectionAgeMs)} stale window, at most ${MAX_LIVENESS_WINDOWS} times`,
     );
   }
-  const secondary = v[ENV.secondaryDeletesPerSecond];
-  if (secondary >= v[ENV.sweepDeletesPerSecond]) {
+  const secondary = v.secondaryDeletesPerSecond;
+  if (secondary >= v.sweepDeletesPerSecond) {
     throw new ConfigError(
-      `invalid configuration: ${ENV.secondaryDeletesPerSecond} (value '${env[ENV.secondaryDeletesPerSecond] ?? secondary}'): must be lower than ${ENV.sweepDeletesPerSecond} (${v[ENV.sweepDeletesPerSecond]}): it is the slowed rate of a disrupted zone`,
+      `invalid configuration: ${ENV.secondaryDeletesPerSecond} (value '${env[ENV.secondaryDeletesPerSecond] ?? secondary}'): must be lower than ${ENV.sweepDeletesPerSecond} (${v.sweepDeletesPerSecond}): it is the slowed rate of a disrupted zone`,
     );
   }
   return Object.freeze({
-    tableName: v[ENV.tableName],
-    dynamoDbEndpoint: v[ENV.dynamoDbEndpoint],
-    region: v[ENV.region],
+    tableName: v.tableName,
+    dynamoDbEndpoint: v.dynamoDbEndpoint,
+    region: v.region,
     sweep: Object.freeze({
-      gracePeriodMs: v[ENV.gracePeriod],
+      gracePeriodMs: v.gracePeriod,
       maxConnectionAgeMs,
       sweepIntervalMs,
       livenessIntervalMs,
-      maxDeletesPerRun: v[ENV.sweepMaxDeletes],
-      deletesPerSecond: v[ENV.sweepDeletesPerSecond],
+      maxDeletesPerRun: v.sweepMaxDeletes,
+      deletesPerSecond: v.sweepDeletesPerSecond,
       failStatic: Object.freeze({
-        threshold: v[ENV.disruptionThreshold],
-        windowMs: v[ENV.disruptionWindow],
-        secondaryDeletesPerSecond: v[ENV.secondaryDeletesPerSecond],
-        holdBoundMs: v[ENV.holdBound],
+        threshold: v.disruptionThreshold,
+        windowMs: v.disruptionWindow,
+        secondaryDeletesPerSecond: v.secondaryDeletesPerSecond,
+        holdBoundMs: v.holdBound,
       }),
     }),
-    connectionsUrl: v[ENV.connectionsUrl],
-    connectSettleMs: v[ENV.connectSettle],
-    controller: v[ENV.controller],
-    ec2States: Object.freeze(v[ENV.ec2States]),
-    authMode: v[ENV.authMode],
-    instanceAttestation: v[ENV.instanceAttestation],
-    instanceIdentityCerts: v[ENV.instanceIdentityCerts],
-    namespaceSettingsCacheMs: v[ENV.namespaceSettingsCache],
-    instanceIdentityRegions: Object.freeze(v[ENV.instanceIdentityRegions] ?? [v[ENV.region]]),
+    connectionsUrl: v.connectionsUrl,
+    connectSettleMs: v.connectSettle,
+    controller: v.controller,
+    ec2States: Object.freeze(v.ec2States),
+    authMode: v.authMode,
+    instanceAttestation: v.instanceAttestation,
+    instanceIdentityCerts: v.instanceIdentityCerts,
+    namespaceSettingsCacheMs: v.namespaceSettingsCache,
+    instanceIdentityRegions: Object.freeze(v.instanceIdentityRegions ?? [v.region]),
   });
 }
 
