@@ -2,6 +2,8 @@ import { join } from 'node:path';
 import { build, type Metafile } from 'esbuild';
 import {
   BUNDLE,
+  bundleDefine,
+  FUNCTION_ALIASES,
   FUNCTION_ENTRIES,
   type FunctionName,
   REPO_ROOT,
@@ -25,7 +27,15 @@ export interface BundleOptions {
   externalModules?: readonly string[];
   /** Write the bundle here (index.mjs) instead of only measuring it. */
   outdir?: string;
+  /**
+   * The Regions whose certificates the bundle carries; default CONNECT_CERTIFICATE_REGIONS for
+   * `connect` (IAM mode's default: the stack's own Region), none for the others.
+   */
+  certificateRegions?: readonly string[];
 }
+
+/** `$connect` in IAM mode trusts its stack's Region by default: one certificate. */
+export const CONNECT_CERTIFICATE_REGIONS: readonly string[] = ['us-east-1'];
 
 export async function bundleFunction(
   name: FunctionName | 'project',
@@ -46,6 +56,10 @@ export async function bundleFunction(
     external: [...(options.externalModules ?? BUNDLE.externalModules)],
     mainFields: [...BUNDLE.mainFields],
     banner: { js: BUNDLE.banner },
+    define: bundleDefine(
+      options.certificateRegions ?? (name === 'connect' ? CONNECT_CERTIFICATE_REGIONS : []),
+    ),
+    ...(name === 'project' ? {} : { alias: { ...FUNCTION_ALIASES } }),
     metafile: true,
     logLevel: 'silent',
   });

@@ -2,7 +2,8 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import { verifyJoinToken } from '../lib/auth/join-token.ts';
-import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
+import { type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
+import { type AuthorizeDependencies, authorizeDependencies } from '../lib/function-wiring.ts';
 import { countRefusal, logger, metrics } from '../lib/observability.ts';
 import { bearerToken } from '../lib/protocol/bearer-token.ts';
 import { carriedEntryContext, requestedEntry } from '../lib/protocol/carried-entry.ts';
@@ -25,7 +26,7 @@ import type {
  * Any other failure (the table unreachable) propagates and API Gateway answers 500.
  */
 export function createAuthorizeHandler(
-  deps: Dependencies,
+  deps: AuthorizeDependencies,
 ): FunctionHandler<WebSocketAuthorizerEvent, AuthorizerResult> {
   async function onAuthorize(event: WebSocketAuthorizerEvent): Promise<AuthorizerResult> {
     logger.appendKeys({ connectionId: event.requestContext.connectionId });
@@ -93,4 +94,4 @@ function policy(principalId: string, effect: 'Allow' | 'Deny', resource: string)
   };
 }
 
-export const handler = lazyHandler(createAuthorizeHandler);
+export const handler = lazyHandler(createAuthorizeHandler, authorizeDependencies);

@@ -3,8 +3,9 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import { attestPlacement, type InstanceAttestation } from '../lib/auth/instance-attestation.ts';
 import { refuseGoneInstance } from '../lib/auth/terminated-instances.ts';
-import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
+import { type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
 import { formatRef } from '../lib/domain/model.ts';
+import { type ConnectDependencies, connectDependencies } from '../lib/function-wiring.ts';
 import { countMetric, logger, METRIC, metrics } from '../lib/observability.ts';
 import { carriedEntry } from '../lib/protocol/carried-entry.ts';
 import { parseConnectRequest } from '../lib/protocol/connect-request.ts';
@@ -16,7 +17,7 @@ import { registerWorkload } from '../lib/registration/register-workload.ts';
 
 /** `$connect`: registers the VM. A refusal rejects the WebSocket upgrade with its status. */
 export function createConnectHandler(
-  deps: Dependencies,
+  deps: ConnectDependencies,
 ): FunctionHandler<WebSocketConnectEvent, WebSocketResult> {
   async function onConnect(event: WebSocketConnectEvent): Promise<WebSocketResult> {
     const { connectionId, connectedAt, requestTimeEpoch, authorizer } = event.requestContext;
@@ -76,8 +77,8 @@ export function createConnectHandler(
  * Wiring without attestation (a test's hand-built dependencies): no document can verify, and
  * a connect without one is accepted only when the configuration made documents optional.
  */
-function noTrustedCertificates(deps: Dependencies): InstanceAttestation {
+function noTrustedCertificates(deps: ConnectDependencies): InstanceAttestation {
   return { mode: deps.config.instanceAttestation, trusted: [] };
 }
 
-export const handler = lazyHandler(createConnectHandler);
+export const handler = lazyHandler(createConnectHandler, connectDependencies);

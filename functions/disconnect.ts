@@ -1,9 +1,10 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
-import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
+import { type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
 import { departureOf } from '../lib/domain/disruption.ts';
 import { formatRef } from '../lib/domain/model.ts';
+import { type DisconnectDependencies, disconnectDependencies } from '../lib/function-wiring.ts';
 import { countMetric, logger, METRIC, metrics } from '../lib/observability.ts';
 import { carriedEntry } from '../lib/protocol/carried-entry.ts';
 import { REPLACED_CLOSE_REASON } from '../lib/protocol/close-reasons.ts';
@@ -19,7 +20,7 @@ import { unregisterWorkload } from '../lib/registration/unregister-workload.ts';
  * best-effort (it may be late, repeated or missing; liveness checks cover the missing case).
  */
 export function createDisconnectHandler(
-  deps: Dependencies,
+  deps: DisconnectDependencies,
 ): FunctionHandler<WebSocketDisconnectEvent, WebSocketResult> {
   async function onDisconnect(event: WebSocketDisconnectEvent): Promise<WebSocketResult> {
     const {
@@ -72,4 +73,4 @@ export function createDisconnectHandler(
     .handler(onDisconnect);
 }
 
-export const handler = lazyHandler(createDisconnectHandler);
+export const handler = lazyHandler(createDisconnectHandler, disconnectDependencies);

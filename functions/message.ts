@@ -1,16 +1,17 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
-import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
+import { type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
 import type { EpochMillis, ObjectRef } from '../lib/domain/model.ts';
 import { formatRef } from '../lib/domain/model.ts';
+import { type MessageDependencies, messageDependencies } from '../lib/function-wiring.ts';
 import { countMetric, logger, METRIC, metrics } from '../lib/observability.ts';
 import { type AgentMessage, parseAgentMessage } from '../lib/protocol/agent-messages.ts';
 import { carriedEntry } from '../lib/protocol/carried-entry.ts';
 import { type DrainAck, drainAck } from '../lib/protocol/drain-message.ts';
 import { errorsToResponses } from '../lib/protocol/error-response.ts';
 import { type AgentReply, describeReply, healthAck, pongReply } from '../lib/protocol/replies.ts';
-import { SidecarUnavailableError } from '../lib/protocol/sidecar-message.ts';
+import { SidecarUnavailableError } from '../lib/protocol/sidecar-action.ts';
 import type { WebSocketMessageEvent, WebSocketResult } from '../lib/protocol/websocket-events.ts';
 import { describeConnection } from '../lib/registration/describe-connection.ts';
 import { drainWorkload } from '../lib/registration/drain-workload.ts';
@@ -23,7 +24,7 @@ import { reportHealth } from '../lib/registration/report-health.ts';
  * route key that disagrees with the body) still gets the answer the body asks for.
  */
 export function createMessageHandler(
-  deps: Dependencies,
+  deps: MessageDependencies,
 ): FunctionHandler<WebSocketMessageEvent, WebSocketResult> {
   async function onMessage(event: WebSocketMessageEvent): Promise<WebSocketResult> {
     const { connectionId, routeKey, requestTimeEpoch, authorizer } = event.requestContext;
@@ -44,7 +45,7 @@ export function createMessageHandler(
 }
 
 async function answer(
-  deps: Dependencies,
+  deps: MessageDependencies,
   message: AgentMessage,
   connection: { connectionId: string; carried: ObjectRef | undefined },
   receivedAt: EpochMillis,
@@ -98,4 +99,4 @@ async function answer(
   }
 }
 
-export const handler = lazyHandler(createMessageHandler);
+export const handler = lazyHandler(createMessageHandler, messageDependencies);

@@ -1,25 +1,16 @@
 import type { Context } from 'aws-lambda';
 import type { InstanceAttestation } from './auth/instance-attestation.ts';
-import { loadTrustedCertificates } from './auth/instance-identity-document.ts';
 import type { TerminatedInstances } from './auth/terminated-instances.ts';
-import { type Config, ConfigError, ENV, readConfig } from './config.ts';
+import type { Config } from './config.ts';
 import type { EpochMillis } from './domain/model.ts';
-import { ManagementApiLiveness } from './gateway/management-api-liveness.ts';
+import { connectDependencies, livenessOf, tableWiring } from './function-wiring.ts';
 import type { ConnectionLiveness } from './registration/liveness.ts';
-import { NamespaceLimits } from './registration/namespace-limits.ts';
-import { createDocumentClient } from './store/dynamodb-client.ts';
-import { DynamoDbConnectRate } from './store/dynamodb-connect-rate.ts';
-import { DynamoDbNamespaceSettings } from './store/dynamodb-namespace-settings.ts';
-import { DynamoDbNamespaceUsage } from './store/dynamodb-namespace-usage.ts';
-import { DynamoDbPolicyStore } from './store/dynamodb-policy-store.ts';
-import { DynamoDbRegistryStore } from './store/dynamodb-registry-store.ts';
+import type { NamespaceLimits } from './registration/namespace-limits.ts';
 import {
   DynamoDbSweepPolicyStore,
   type SweepPolicyStore,
 } from './store/dynamodb-sweep-policy-store.ts';
 import { DynamoDbSweepRuns, type SweepRunStore } from './store/dynamodb-sweep-runs.ts';
-import { RegistryTable } from './store/dynamodb-table.ts';
-import { DynamoDbTerminatedInstances } from './store/dynamodb-terminated-instances.ts';
 import { DynamoDbTokenStore } from './store/dynamodb-token-store.ts';
 import type { NamespaceSettingsStore } from './store/namespace-settings-store.ts';
 import type { PolicyReader } from './store/policy-store.ts';
@@ -65,81 +56,38 @@ export type FunctionHandler<TEvent, TResult> = (
   context: Context,
 ) => Promise<TResult>;
 
-/** The Lambda wiring: configuration from the environment, the DynamoDB adapter, real time. */
+/**
+ * Everything every function could use: the local runtime's wiring, and that of a function
+ * that declares no narrower one. The WebSocket functions build only their own part
+ * (lib/function-wiring.ts), so their bundles leave the rest out.
+ */
 export function dependenciesFromEnv(env: Record<string, string | undefined>): Dependencies {
-  const config = readConfig(env);
-  const client = createDocumentClient({
-    region: config.region,
-    ...(config.dynamoDbEndpoint === undefined ? {} : { endpoint: config.dynamoDbEndpoint }),
-  });
-  const namespaceSettings = new DynamoDbNamespaceSettings(client, config.tableName);
+  const table = tableWiring(env);
+  const { config, client } = table;
   return {
-    config,
-    store: new DynamoDbRegistryStore(client, config.tableName),
+    ...connectDependencies(env, table),
     tokens: new DynamoDbTokenStore(client, config.tableName),
-    policies: new DynamoDbPolicyStore(client, config.tableName),
-    ...(config.authMode === 'iam'
-      ? {
-          attestation: attestationOf(config),
-          terminatedInstances: new DynamoDbTerminatedInstances(
-            new RegistryTable(client, config.tableName),
-          ),
-        }
-      : {}),
     sweepPolicy: new DynamoDbSweepPolicyStore(client, config.tableName),
     sweepRuns: new DynamoDbSweepRuns(client, config.tableName, config.sweep.sweepIntervalMs),
-    namespaceSettings,
-    limits: new NamespaceLimits({
-      settings: namespaceSettings,
-      usage: new DynamoDbNamespaceUsage(client, config.tableName),
-      rate: new DynamoDbConnectRate(client, config.tableName),
-      settingsCacheMs: config.namespaceSettingsCacheMs,
-    }),
-    ...(config.connectionsUrl === undefined
-      ? {}
-      : {
-          liveness: new ManagementApiLiveness({
-            endpoint: config.connectionsUrl,
-            region: config.region,
-            // Only a local gateway speaks plain HTTP; it checks no signature.
-            local: config.connectionsUrl.startsWith('http:'),
-          }),
-        }),
-    now: () => Date.now(),
+    ...livenessOf(config),
   };
-}
-
-/**
- * Reads the trusted certificates once, at start: a bad file or PEM names the variable, an
- * unknown Region or a certificate that is not its pinned one names the Region.
- */
-function attestationOf(config: Config): InstanceAttestation {
-  try {
-    return {
-      mode: config.instanceAttestation,
-      trusted: loadTrustedCertificates(config.instanceIdentityCerts, ENV.instanceIdentityCerts, {
-        names: config.instanceIdentityRegions,
-        source: ENV.instanceIdentityRegions,
-      }),
-    };
-  } catch (error) {
-    throw new ConfigError(`invalid configuration: ${(error as Error).message}`);
-  }
 }
 
 /**
  * The Lambda entry point for a handler factory. Dependencies are built on the first
  * invocation, not at import: importing a function file (tests, the local runtime, esbuild
  * analysis) never reads the environment or throws on a missing variable, and a bad
- * configuration fails the invocation with the variable's name in the log.
+ * configuration fails the invocation with the variable's name in the log. `wire` builds what
+ * the handler is given (default: everything).
  */
-export function lazyHandler<TEvent, TResult>(
-  create: (deps: Dependencies) => FunctionHandler<TEvent, TResult>,
+export function lazyHandler<TEvent, TResult, TDeps = Dependencies>(
+  create: (deps: TDeps) => FunctionHandler<TEvent, TResult>,
+  wire: (env: Record<string, string | undefined>) => TDeps = dependenciesFromEnv as never,
 ): FunctionHandler<TEvent, TResult> {
   let handler: FunctionHandler<TEvent, TResult> | undefined;
   // async: a configuration error becomes a rejected invocation, like any other failure.
   return async (event, context) => {
-    handler ??= create(dependenciesFromEnv(process.env));
+    handler ??= create(wire(process.env));
     return handler(event, context);
   };
 }

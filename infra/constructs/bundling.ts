@@ -1,4 +1,6 @@
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { bundledCertificates } from '../../lib/auth/aws-instance-identity-certs.ts';
 
 /**
  * The esbuild settings of every Lambda bundle, in one place: the function construct hands
@@ -49,3 +51,27 @@ export const BUNDLE = {
   banner:
     "import { createRequire as __registrarCreateRequire } from 'node:module'; const require = __registrarCreateRequire(import.meta.url);",
 } as const;
+
+/**
+ * Module substitutions of the registrar's own functions (FUNCTION_ENTRIES), which run with
+ * Lambda's environment credentials and nothing else: the SDK's default credential chain
+ * (SSO, STS, INI files, IMDS, ECS; ~90 KB with its nested clients) becomes a provider that
+ * reads the environment (lib/lambda-credentials.ts).
+ */
+export const FUNCTION_ALIASES: Readonly<Record<string, string>> = Object.freeze({
+  '@aws-sdk/credential-provider-node': join(REPO_ROOT, 'lib/lambda-credentials.ts'),
+});
+
+/** The esbuild `--alias` values of FUNCTION_ALIASES, as NodejsFunction's esbuildArgs take them. */
+export function aliasArgs(aliases: Readonly<Record<string, string>>): string[] {
+  return Object.entries(aliases).map(([from, to]) => `${from}=${to}`);
+}
+
+/**
+ * The `define` of a bundle: the instance identity certificates of `regions` only (those the
+ * stack trusts: `$connect` in IAM mode), none for every other function. Each is checked
+ * against its pin at synth (lib/auth/aws-instance-identity-certs.ts).
+ */
+export function bundleDefine(regions: readonly string[] = []): Record<string, string> {
+  return bundledCertificates(regions);
+}

@@ -7,7 +7,15 @@ import { NodejsFunction, OutputFormat } from 'aws-cdk-lib/aws-lambda-nodejs';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lib/observability.ts';
-import { BUNDLE, FUNCTION_ENTRIES, type FunctionName, REPO_ROOT } from './bundling.ts';
+import {
+  aliasArgs,
+  BUNDLE,
+  bundleDefine,
+  FUNCTION_ALIASES,
+  FUNCTION_ENTRIES,
+  type FunctionName,
+  REPO_ROOT,
+} from './bundling.ts';
 
 export interface RegistrarFunctionProps {
   /** One of the registrar's own functions, or `entry` for another one (the projector). */
@@ -23,6 +31,11 @@ export interface RegistrarFunctionProps {
   vpc?: IVpc;
   vpcSubnets?: SubnetSelection;
   securityGroups?: ISecurityGroup[];
+  /**
+   * The Regions whose instance identity certificates the code carries (`$connect` in IAM mode
+   * with the shipped certificates); default none: no other function verifies a document.
+   */
+  certificateRegions?: readonly string[];
 }
 
 /**
@@ -88,6 +101,12 @@ export class RegistrarFunction extends Construct {
         banner: BUNDLE.banner,
         // Local esbuild from node_modules: nothing here can pull a Docker image.
         forceDockerBundling: false,
+        // Only what the function runs (issue 27): the certificates it verifies against, and
+        // for the registrar's own functions Lambda's environment credentials, not the chain.
+        define: bundleDefine(props.certificateRegions),
+        ...(props.name in FUNCTION_ENTRIES && props.entry === undefined
+          ? { esbuildArgs: { '--alias': aliasArgs(FUNCTION_ALIASES) } }
+          : {}),
       },
     });
     Validations.of(this.function).acknowledge({

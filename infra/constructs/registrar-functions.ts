@@ -1,6 +1,7 @@
-import { Stack } from 'aws-cdk-lib';
+import { Stack, Token } from 'aws-cdk-lib';
 import type { Function as LambdaFunction } from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
+import { KNOWN_REGIONS } from '../../lib/auth/aws-instance-identity-certs.ts';
 import { ENV } from '../../lib/config.ts';
 import { formatDuration } from '../../lib/domain/duration.ts';
 import type { StackOptions } from '../stack-options.ts';
@@ -57,6 +58,20 @@ export function attestationEnvironment(
 }
 
 /**
+ * The Regions whose shipped certificates `$connect`'s code carries: those attestation trusts
+ * (the stack's own and `instanceIdentityRegions`), none in token mode or with an operator's
+ * certificates. A stack whose Region is known only at deploy (environment-agnostic) carries
+ * every pinned Region's, as the function then learns its Region from AWS_REGION.
+ */
+export function certificateRegions(options: StackOptions, stackRegion: string): readonly string[] {
+  if (options.instanceAttestation === undefined || options.instanceIdentityCertsPem !== undefined) {
+    return [];
+  }
+  if (Token.isUnresolved(stackRegion)) return KNOWN_REGIONS;
+  return [stackRegion, ...options.instanceIdentityRegions];
+}
+
+/**
  * The functions behind the WebSocket routes. Each gets only the table access its route needs
  * (infra/constructs/table-access.ts). Replies travel back as route responses; only disconnect
  * gets the management API (granted by the stack, which knows the stage), to check whether the
@@ -84,11 +99,12 @@ export class RegistrarFunctions extends Construct {
         environment: { ...environment, ...extra },
       }).function;
 
-    this.connect = build(
-      'connect',
-      'Connect',
-      attestationEnvironment(props.options, Stack.of(this).region),
-    );
+    const stackRegion = Stack.of(this).region;
+    this.connect = new RegistrarFunction(this, 'Connect', {
+      name: 'connect',
+      environment: { ...environment, ...attestationEnvironment(props.options, stackRegion) },
+      certificateRegions: certificateRegions(props.options, stackRegion),
+    }).function;
     this.disconnect = build('disconnect', 'Disconnect');
     this.message = build('message', 'Message');
     const { authMode } = props.options;

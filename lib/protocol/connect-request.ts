@@ -1,4 +1,3 @@
-import * as z from 'zod';
 import { canonicalAddress } from '../domain/address.ts';
 import { InvalidRequestError } from '../domain/errors.ts';
 import { type ConnectRequest, LOCALITY_LABEL, type StringMap } from '../domain/model.ts';
@@ -36,22 +35,25 @@ export function parseConnectRequest(
   event: Pick<WebSocketConnectEvent, 'queryStringParameters' | 'multiValueQueryStringParameters'>,
 ): ConnectRequest {
   const values = (field: Field) => queryValues(event, field);
-  const parsed = schema.safeParse({
-    group: values('group'),
-    namespace: values('namespace'),
-    ip: values('ip'),
-    network: values('network'),
-    locality: values('locality'),
-    // Istio drops an agent's `istio-locality` label instead of refusing the VM: locality comes
-    // from the locality field. Dropped before validation, so its value cannot fail the connect.
-    label: values('label').filter((label) => !label.startsWith(`${LOCALITY_LABEL}=`)),
-  });
-  if (!parsed.success) {
-    const [first] = parsed.error.issues;
-    const message = withUsageOnce(parsed.error.issues.map((issue) => issue.message));
-    throw new InvalidRequestError(message, first ? String(first.path[0]) : undefined);
+  // Every problem, field by field in this order; the first one names the field of the error.
+  const problems: { field: Field; message: string }[] = [];
+  const report = (field: Field) => (message: string) => problems.push({ field, message });
+  const group = required('group', isDns1123Subdomain, values('group'), report('group'));
+  const namespace = required('namespace', isDns1123Label, values('namespace'), report('namespace'));
+  const ip = ips(values('ip'), report('ip'));
+  const network = once('network', isNetworkName, values('network'), report('network'));
+  const locality = once('locality', isLocality, values('locality'), report('locality'));
+  // Istio drops an agent's `istio-locality` label instead of refusing the VM: locality comes
+  // from the locality field. Dropped before validation, so its value cannot fail the connect.
+  const label = labels(
+    values('label').filter((value) => !value.startsWith(`${LOCALITY_LABEL}=`)),
+    report('label'),
+  );
+  const [first] = problems;
+  if (first) {
+    const message = withUsageOnce(problems.map((problem) => problem.message));
+    throw new InvalidRequestError(message, first.field);
   }
-  const { group, namespace, ip, network, locality, label } = parsed.data;
   const request: ConnectRequest = { group, namespace, ips: ip, labels: label };
   if (network !== undefined) request.network = network;
   if (locality !== undefined) request.locality = locality;
@@ -86,37 +88,35 @@ function shown(value: string): string {
   return value.length > 80 ? `${value.slice(0, 80)}...` : value;
 }
 
-function once(field: keyof typeof RULES, valid: (value: string) => boolean) {
-  return z.array(z.string()).superRefine((values, ctx) => {
-    if (values.length > 1) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `query parameter '${field}' given ${values.length} times; give it once`,
-      });
-      return;
-    }
-    const [value] = values;
-    if (value !== undefined && !valid(value)) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `invalid ${field} '${shown(value)}': ${RULES[field]}`,
-      });
-    }
-  });
+type Report = (message: string) => void;
+
+/** A parameter given at most once, valid when given. Plain checks: no validation library. */
+function once(
+  field: keyof typeof RULES,
+  valid: (value: string) => boolean,
+  values: string[],
+  report: Report,
+): string | undefined {
+  if (values.length > 1) {
+    report(`query parameter '${field}' given ${values.length} times; give it once`);
+    return undefined;
+  }
+  const [value] = values;
+  if (value !== undefined && !valid(value)) {
+    report(`invalid ${field} '${shown(value)}': ${RULES[field]}`);
+  }
+  return value;
 }
 
-function required(field: keyof typeof RULES, valid: (value: string) => boolean) {
-  return once(field, valid)
-    .superRefine((values, ctx) => {
-      if (values.length === 0) {
-        ctx.addIssue({ code: 'custom', message: `missing query parameter '${field}'; ${USAGE}` });
-      }
-    })
-    .transform((values) => values[0] ?? '');
-}
-
-function optional(field: keyof typeof RULES, valid: (value: string) => boolean) {
-  return once(field, valid).transform((values) => values[0]);
+function required(
+  field: keyof typeof RULES,
+  valid: (value: string) => boolean,
+  values: string[],
+  report: Report,
+): string {
+  const value = once(field, valid, values, report);
+  if (values.length === 0) report(`missing query parameter '${field}'; ${USAGE}`);
+  return value ?? '';
 }
 
 /**
@@ -125,59 +125,35 @@ function optional(field: keyof typeof RULES, valid: (value: string) => boolean) 
  * broadcast or unspecified address. The first one names the entry, so it must be spelled one
  * way only, or one VM would get two entries.
  */
-const ips = z
-  .array(z.string())
-  .superRefine((values, ctx) => {
-    if (values.length === 0) {
-      ctx.addIssue({ code: 'custom', message: `missing query parameter 'ip'; ${USAGE}` });
-    } else if (values.length > MAX_IPS) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `too many ip parameters (${values.length}); give at most ${MAX_IPS}`,
-      });
-    }
-    for (const value of values) {
-      const checked = canonicalAddress(value);
-      if (!checked.ok) {
-        ctx.addIssue({
-          code: 'custom',
-          message: `invalid ip '${shown(value)}': ${checked.problem}`,
-        });
-      }
-    }
-  })
-  .transform((values) => {
-    const canonical = values.map((value) => {
-      const checked = canonicalAddress(value);
-      return checked.ok ? checked.address : value;
-    });
-    // `ip=10.0.0.1&ip=::ffff:10.0.0.1` is one address given twice.
-    return [...new Set(canonical)];
+function ips(values: string[], report: Report): string[] {
+  if (values.length === 0) {
+    report(`missing query parameter 'ip'; ${USAGE}`);
+  } else if (values.length > MAX_IPS) {
+    report(`too many ip parameters (${values.length}); give at most ${MAX_IPS}`);
+  }
+  const canonical = values.map((value) => {
+    const checked = canonicalAddress(value);
+    if (!checked.ok) report(`invalid ip '${shown(value)}': ${checked.problem}`);
+    return checked.ok ? checked.address : value;
   });
+  // `ip=10.0.0.1&ip=::ffff:10.0.0.1` is one address given twice.
+  return [...new Set(canonical)];
+}
 
-const labels = z
-  .array(z.string())
-  .superRefine((values, ctx) => {
-    if (values.length > MAX_LABELS) {
-      ctx.addIssue({
-        code: 'custom',
-        message: `too many label parameters (${values.length}); give at most ${MAX_LABELS}`,
-      });
-    }
-    const seen = new Set<string>();
-    for (const value of values) {
-      const problem = labelProblem(value, seen);
-      if (problem) ctx.addIssue({ code: 'custom', message: problem });
-    }
-  })
-  .transform((values) => {
-    const map: StringMap = {};
-    for (const value of values) {
-      const at = value.indexOf('=');
-      map[value.slice(0, at)] = value.slice(at + 1);
-    }
-    return map;
-  });
+function labels(values: string[], report: Report): StringMap {
+  if (values.length > MAX_LABELS) {
+    report(`too many label parameters (${values.length}); give at most ${MAX_LABELS}`);
+  }
+  const seen = new Set<string>();
+  const map: StringMap = {};
+  for (const value of values) {
+    const problem = labelProblem(value, seen);
+    if (problem) report(problem);
+    const at = value.indexOf('=');
+    map[value.slice(0, at)] = value.slice(at + 1);
+  }
+  return map;
+}
 
 function labelProblem(value: string, seen: Set<string>): string | undefined {
   const at = value.indexOf('=');
@@ -194,12 +170,3 @@ function labelProblem(value: string, seen: Set<string>): string | undefined {
   seen.add(key);
   return undefined;
 }
-
-const schema = z.object({
-  group: required('group', isDns1123Subdomain),
-  namespace: required('namespace', isDns1123Label),
-  ip: ips,
-  network: optional('network', isNetworkName),
-  locality: optional('locality', isLocality),
-  label: labels,
-});

@@ -1,47 +1,14 @@
 import * as z from 'zod';
-import { RegistrarError } from '../domain/errors.ts';
+import { SIDECAR_ACTION } from './sidecar-action.ts';
 
-/**
- * `{"action":"sidecar"}` (additive to protocol v1): the asking connection's entry's sidecar
- * bootstrap and a fresh mesh identity. The request carries nothing else, on purpose: the
- * service account, namespace and audience all come from the entry the connection holds and
- * the registrar's mesh settings, never from the agent (a field it could set would be a field
- * an attacker could set). Extra fields are refused, not ignored.
- */
-export const SIDECAR_ACTION = 'sidecar';
-
-export const sidecarMessage = z.strictObject(
-  { action: z.literal(SIDECAR_ACTION) },
-  {
-    error: (issue) =>
-      issue.code === 'unrecognized_keys'
-        ? `unexpected field '${issue.keys[0]}'; send {"action":"sidecar"}: the service account, namespace and audience are the entry's own`
-        : undefined,
-  },
-);
-export type SidecarMessage = z.infer<typeof sidecarMessage>;
-
-/** Error codes of `sidecar` refusals (besides NotRegistered, Forbidden and InvalidMessage). */
-export const SIDECAR_ERROR_CODES = {
-  /** The registrar has no cluster to mint in (no projection configured): not an error of the VM. */
-  unavailable: 'SidecarUnavailable',
-  /** The entry names no service account: no identity is minted for `default` by accident. */
-  noServiceAccount: 'NoServiceAccount',
-} as const;
-
-/** 503-like: the registrar is not set up for sidecar bootstraps; registration is unaffected. */
-export class SidecarUnavailableError extends RegistrarError {
-  constructor(message: string) {
-    super(message, 503, SIDECAR_ERROR_CODES.unavailable);
-  }
-}
-
-/** 400-like: the entry's group names no service account, so there is no identity to mint. */
-export class NoServiceAccountError extends RegistrarError {
-  constructor(message: string) {
-    super(message, 400, SIDECAR_ERROR_CODES.noServiceAccount);
-  }
-}
+// The action itself and its errors: in sidecar-action.ts, which the message function imports.
+export {
+  NoServiceAccountError,
+  SIDECAR_ACTION,
+  SIDECAR_ERROR_CODES,
+  type SidecarMessage,
+  SidecarUnavailableError,
+} from './sidecar-action.ts';
 
 // What istio-start.sh sources and istio-agent reads: environment names, plain values.
 const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
