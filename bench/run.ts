@@ -168,19 +168,62 @@ const sections: Record<string, Section> = {
   },
   bundles: {
     title:
-      'Lambda bundles: size (esbuild, minified, from the metafile), cold start and first-error latency',
+      'Lambda bundles, paired with a base commit (BENCH_BASE_REF, default HEAD~) built in the same run: size, import in a fresh process, first invocation, warm handler CPU',
     run: async () => {
-      const { measureBundleSizes } = await import('./bundle-size.ts');
-      const rows = await measureBundleSizes();
+      const { measureBundlePairs } = await import('./bundle-pairs.ts');
+      const pairs = await measureBundlePairs({ runs: Number(process.env.BENCH_BUNDLE_RUNS ?? 5) });
+      const { BUNDLE_BUDGETS } = await import('./bundle-budgets.ts');
+      const [first] = pairs;
+      console.log(`base ${first?.base?.commit ?? '-'}, head ${first?.head.commit}; medians`);
+      const cell = (value: number | undefined, digits = 1) =>
+        value === undefined || Number.isNaN(value) ? '-' : value.toFixed(digits);
+      const both =
+        (pick: (s: import('./bundle-pairs.ts').BundleSide) => number, digits = 1) =>
+        (p: (typeof pairs)[number]) =>
+          `${cell(p.base ? pick(p.base) : undefined, digits)} -> ${cell(pick(p.head), digits)}`;
       table(
-        ['function', 'KB'],
-        rows.map((r) => [r.name, (r.bytes / 1024).toFixed(1)]),
+        [
+          'function',
+          'KB (budget)',
+          'import ms',
+          'import CPU ms',
+          'first invocation ms',
+          'first invocation CPU ms',
+          'warm CPU ms/event',
+          'ok',
+        ],
+        pairs.map((p) => [
+          p.name,
+          `${both((s) => s.bytes / 1024)(p)} (${BUNDLE_BUDGETS[p.name] / 1024})`,
+          both((s) => s.importMs)(p),
+          both((s) => s.importCpuMs)(p),
+          both((s) => s.firstMs)(p),
+          both((s) => s.firstCpuMs)(p),
+          both((s) => s.warmCpuMs, 2)(p),
+          Number.isNaN(p.head.importMs) ? '-' : `${p.base?.ok ?? '-'} / ${p.head.ok}`,
+        ]),
       );
-      // Cold start (import in a fresh process) and the first error's cost, as deployed and
-      // with --enable-source-maps (which the stack no longer sets).
+      const { measureBundleSizes } = await import('./bundle-size.ts');
+      console.log('\nLargest inputs (head)');
+      table(
+        ['function', 'KB', 'largest inputs'],
+        (await measureBundleSizes()).map((r) => [
+          r.name,
+          (r.bytes / 1024).toFixed(1),
+          r.inputs
+            .slice(0, 5)
+            .map((i) => `${i.source} ${(i.bytes / 1024).toFixed(1)}`)
+            .join(', '),
+        ]),
+      );
+    },
+  },
+  'first-error': {
+    title:
+      'First-error latency: a rejected invocation reading its stack, with and without --enable-source-maps',
+    run: async () => {
       const { measureFirstErrors } = await import('./first-error.ts');
       const errors = await measureFirstErrors();
-      console.log('\nCold start and first error (fresh process each run, median of 5)');
       table(
         ['function', 'NODE_OPTIONS', 'map KB', 'import ms', 'first error ms', 'second error ms'],
         errors.map((r) => [

@@ -2,8 +2,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import { verifyJoinToken } from '../lib/auth/join-token.ts';
-import { type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
-import { type AuthorizeDependencies, authorizeDependencies } from '../lib/function-wiring.ts';
+import type { FunctionHandler } from '../lib/dependencies.ts';
 import { countRefusal, logger, metrics } from '../lib/observability.ts';
 import { bearerToken } from '../lib/protocol/bearer-token.ts';
 import { carriedEntryContext, requestedEntry } from '../lib/protocol/carried-entry.ts';
@@ -14,6 +13,8 @@ import type {
   AuthorizerResult,
   WebSocketAuthorizerEvent,
 } from '../lib/protocol/websocket-events.ts';
+import { type AuthorizeDependencies, authorizeDependencies } from '../lib/wiring/authorize.ts';
+import { lazyHandler } from '../lib/wiring/lazy-handler.ts';
 
 /**
  * REQUEST authorizer of `$connect` (token mode). API Gateway turns the answer into the

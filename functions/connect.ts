@@ -3,9 +3,8 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import { attestPlacement, type InstanceAttestation } from '../lib/auth/instance-attestation.ts';
 import { refuseGoneInstance } from '../lib/auth/terminated-instances.ts';
-import { type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
+import type { FunctionHandler } from '../lib/dependencies.ts';
 import { formatRef } from '../lib/domain/model.ts';
-import { type ConnectDependencies, connectDependencies } from '../lib/function-wiring.ts';
 import { countMetric, logger, METRIC, metrics } from '../lib/observability.ts';
 import { carriedEntry } from '../lib/protocol/carried-entry.ts';
 import { parseConnectRequest } from '../lib/protocol/connect-request.ts';
@@ -14,6 +13,8 @@ import { verifiedIdentity } from '../lib/protocol/identity.ts';
 import { readIdentityEvidence } from '../lib/protocol/identity-evidence.ts';
 import type { WebSocketConnectEvent, WebSocketResult } from '../lib/protocol/websocket-events.ts';
 import { registerWorkload } from '../lib/registration/register-workload.ts';
+import { type ConnectDependencies, connectDependencies } from '../lib/wiring/connect.ts';
+import { lazyHandler } from '../lib/wiring/lazy-handler.ts';
 
 /** `$connect`: registers the VM. A refusal rejects the WebSocket upgrade with its status. */
 export function createConnectHandler(

@@ -1,10 +1,9 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
-import { type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
+import type { FunctionHandler } from '../lib/dependencies.ts';
 import { departureOf } from '../lib/domain/disruption.ts';
 import { formatRef } from '../lib/domain/model.ts';
-import { type DisconnectDependencies, disconnectDependencies } from '../lib/function-wiring.ts';
 import { countMetric, logger, METRIC, metrics } from '../lib/observability.ts';
 import { carriedEntry } from '../lib/protocol/carried-entry.ts';
 import { REPLACED_CLOSE_REASON } from '../lib/protocol/close-reasons.ts';
@@ -14,6 +13,8 @@ import type {
   WebSocketResult,
 } from '../lib/protocol/websocket-events.ts';
 import { unregisterWorkload } from '../lib/registration/unregister-workload.ts';
+import { type DisconnectDependencies, disconnectDependencies } from '../lib/wiring/disconnect.ts';
+import { lazyHandler } from '../lib/wiring/lazy-handler.ts';
 
 /**
  * `$disconnect`: the connection stops holding its entry. API Gateway delivers this event

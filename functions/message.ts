@@ -1,10 +1,9 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
-import { type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
+import type { FunctionHandler } from '../lib/dependencies.ts';
 import type { EpochMillis, ObjectRef } from '../lib/domain/model.ts';
 import { formatRef } from '../lib/domain/model.ts';
-import { type MessageDependencies, messageDependencies } from '../lib/function-wiring.ts';
 import { countMetric, logger, METRIC, metrics } from '../lib/observability.ts';
 import { type AgentMessage, parseAgentMessage } from '../lib/protocol/agent-messages.ts';
 import { carriedEntry } from '../lib/protocol/carried-entry.ts';
@@ -16,6 +15,8 @@ import type { WebSocketMessageEvent, WebSocketResult } from '../lib/protocol/web
 import { describeConnection } from '../lib/registration/describe-connection.ts';
 import { drainWorkload } from '../lib/registration/drain-workload.ts';
 import { reportHealth } from '../lib/registration/report-health.ts';
+import { lazyHandler } from '../lib/wiring/lazy-handler.ts';
+import { type MessageDependencies, messageDependencies } from '../lib/wiring/message.ts';
 
 /**
  * The `health`, `describe`, `drain` and `$default` routes. API Gateway picks the route from

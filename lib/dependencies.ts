@@ -3,7 +3,6 @@ import type { InstanceAttestation } from './auth/instance-attestation.ts';
 import type { TerminatedInstances } from './auth/terminated-instances.ts';
 import type { Config } from './config.ts';
 import type { EpochMillis } from './domain/model.ts';
-import { connectDependencies, livenessOf, tableWiring } from './function-wiring.ts';
 import type { ConnectionLiveness } from './registration/liveness.ts';
 import type { NamespaceLimits } from './registration/namespace-limits.ts';
 import {
@@ -16,6 +15,10 @@ import type { NamespaceSettingsStore } from './store/namespace-settings-store.ts
 import type { PolicyReader } from './store/policy-store.ts';
 import type { CatalogStore, RegistryStore } from './store/registry-store.ts';
 import type { TokenStore } from './store/token-store.ts';
+import { connectDependencies } from './wiring/connect.ts';
+import { livenessOf } from './wiring/disconnect.ts';
+import { lazyHandler as lazyHandlerOf } from './wiring/lazy-handler.ts';
+import { tableWiring } from './wiring/table.ts';
 
 /**
  * What a function needs from the outside world, passed in explicitly so that tests and the
@@ -59,7 +62,7 @@ export type FunctionHandler<TEvent, TResult> = (
 /**
  * Everything every function could use: the local runtime's wiring, and that of a function
  * that declares no narrower one. The WebSocket functions build only their own part
- * (lib/function-wiring.ts), so their bundles leave the rest out.
+ * (lib/wiring/), so their bundles leave the rest out.
  */
 export function dependenciesFromEnv(env: Record<string, string | undefined>): Dependencies {
   const table = tableWiring(env);
@@ -74,20 +77,11 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
 }
 
 /**
- * The Lambda entry point for a handler factory. Dependencies are built on the first
- * invocation, not at import: importing a function file (tests, the local runtime, esbuild
- * analysis) never reads the environment or throws on a missing variable, and a bad
- * configuration fails the invocation with the variable's name in the log. `wire` builds what
- * the handler is given (default: everything).
+ * The Lambda entry point of a function that takes every dependency (the sweeper, the EC2
+ * state-change rule): lib/wiring/lazy-handler.ts with the full wiring.
  */
-export function lazyHandler<TEvent, TResult, TDeps = Dependencies>(
-  create: (deps: TDeps) => FunctionHandler<TEvent, TResult>,
-  wire: (env: Record<string, string | undefined>) => TDeps = dependenciesFromEnv as never,
+export function lazyHandler<TEvent, TResult>(
+  create: (deps: Dependencies) => FunctionHandler<TEvent, TResult>,
 ): FunctionHandler<TEvent, TResult> {
-  let handler: FunctionHandler<TEvent, TResult> | undefined;
-  // async: a configuration error becomes a rejected invocation, like any other failure.
-  return async (event, context) => {
-    handler ??= create(wire(process.env));
-    return handler(event, context);
-  };
+  return lazyHandlerOf(create, dependenciesFromEnv);
 }
