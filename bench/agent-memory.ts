@@ -16,7 +16,9 @@ import { startHttpTarget } from '../test/fixtures/agent-targets.ts';
  * is not above the second quarter by more than noise. The V8 heap after a forced GC, logged by
  * a preloaded module every 10 s, tells a leak (it keeps growing) from allocator slack.
  * BENCH_AGENT_BUNDLE=1 measures the single-file bundle (packaging/build-agent.sh) instead of
- * the TypeScript sources.
+ * the TypeScript sources. BENCH_AGENT_NODE_FLAGS adds Node/V8 flags to the agent's command
+ * line (as the service unit would: `--max-semi-space-size=1`). The agent's CPU time (user +
+ * system, from /proc/<pid>/stat) is read at the end: per probe, it is the cost of the flags.
  */
 export interface AgentMemory {
   program: 'sources' | 'bundle';
@@ -35,6 +37,11 @@ export interface AgentMemory {
   heapAfterGcFirstMb: number;
   heapAfterGcWarmupMb: number;
   heapAfterGcEndMb: number;
+  /** The Node/V8 flags the agent ran with. */
+  nodeFlags: string[];
+  /** The agent's CPU time over the run (user + system), and per probe. */
+  cpuS: number;
+  cpuMsPerProbe: number;
 }
 
 // Preloaded into the agent process: heap used after a full GC, as a JSON line on stderr.
@@ -60,9 +67,11 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
   const program = bundleDir
     ? join(bundleDir, 'registrar-agent.mjs')
     : fileURLToPath(new URL('../bin/registrar-agent.js', import.meta.url));
+  const nodeFlags = (process.env.BENCH_AGENT_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
   const child = spawn(
     process.execPath,
     [
+      ...nodeFlags,
       '--expose-gc',
       '--import',
       HEAP_PROBE,
@@ -117,6 +126,7 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
 
   const samples: number[] = [];
   const started = Date.now();
+  let cpuS = 0;
   try {
     let flipAt = FLIP_EVERY;
     while (target.requests < PROBES) {
@@ -129,6 +139,7 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
       const rss = rssMb(child.pid as number);
       if (rss !== undefined) samples.push(rss);
     }
+    cpuS = cpuSeconds(child.pid as number) ?? 0;
   } finally {
     child.kill('SIGTERM');
     await new Promise((resolve) => child.once('exit', resolve));
@@ -157,7 +168,22 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
     heapAfterGcFirstMb: round(heap[0] ?? 0),
     heapAfterGcWarmupMb: round(heap[Math.floor(heap.length / 4)] ?? 0),
     heapAfterGcEndMb: round(heap.at(-1) ?? 0),
+    nodeFlags,
+    cpuS: Math.round(cpuS * 100) / 100,
+    cpuMsPerProbe: Math.round((cpuS * 1000 * 100) / Math.max(1, target.requests)) / 100,
   };
+}
+
+/** utime + stime of a live process, in seconds (fields 14 and 15 of /proc/<pid>/stat). */
+function cpuSeconds(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    return ticks / 100; // USER_HZ: 100 on Linux
+  } catch {
+    return undefined;
+  }
 }
 
 function rssMb(pid: number): number | undefined {
