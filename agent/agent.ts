@@ -9,6 +9,7 @@ import { createLogger, type Logger, redactUrl } from './logger.ts';
 import { createProbeCheck } from './probes/probe-runner.ts';
 import { refusalHint } from './refusal-hints.ts';
 import { type AgentEvent, Supervisor } from './supervisor.ts';
+import { AGENT_VERSION } from './version.ts';
 
 export interface AgentDependencies {
   clock?: Clock;
@@ -45,6 +46,7 @@ export async function startAgent(
     labels: found.labels,
     ...(config.network ? { network: config.network } : {}),
     ...(found.locality ? { locality: found.locality } : {}),
+    agentVersion: AGENT_VERSION,
   });
   const evidence = deps.authenticator ? undefined : await loadIdentityEvidence(config, logger);
   const auth =

@@ -1,4 +1,5 @@
 import type { AgentAuth } from './config.ts';
+import { AGENT_VERSION } from './version.ts';
 
 /**
  * What to do about each refusal. API Gateway answers an authorizer's denial with a bare
@@ -17,6 +18,9 @@ const COMMON: Record<number, string> = {
   400: 'fix the agent configuration named above',
   404: 'create the WorkloadGroup with registrar apply, or fix --group/--namespace',
   409: 'an entry with this name was created by hand; delete it or register with another address or network',
+  // API Gateway forwards no body for a refused $connect: the agent names its own version, the
+  // registrar's log names both (docs/operations.md, version skew).
+  426: `this agent is registrar-agent ${AGENT_VERSION}, outside the versions the registrar accepts (its minor release and the two before it); install the agent of the registrar's release (docs/operations.md, version skew)`,
 };
 
 /**

@@ -35,7 +35,7 @@ export function createConnectHandler(
           )
         : { request: claimed, identity: caller };
     const result = await registerWorkload(
-      { store: deps.store, controller: deps.config.controller },
+      { store: deps.store, controller: deps.config.controller, agentSkew: deps.config.agentSkew },
       // Server time only: API Gateway's connect time, never the agent's clock.
       {
         request,

@@ -24,6 +24,7 @@ export const ENV = {
   ec2States: 'REGISTRAR_EC2_STATES',
   instanceAttestation: 'REGISTRAR_INSTANCE_ATTESTATION',
   instanceIdentityCerts: 'REGISTRAR_INSTANCE_IDENTITY_CERTS',
+  oldestAgentVersion: 'REGISTRAR_OLDEST_AGENT_VERSION',
 } as const;
 
 export const DEFAULTS = {

@@ -75,6 +75,7 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
   const ref: ObjectRef = change.entry.metadata;
   const join = joinable(change);
   const instance = change.instanceId !== undefined;
+  const version = change.agentVersion !== undefined;
   return {
     TableName: tableName,
     Key: entryKey(ref),
@@ -87,6 +88,7 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
       '#identity = :identity, controller = :controller, connectedAt = :at',
       'newestConnectionId = :connection, sweepState = :sweepState, sweepAt = :at, #held = :at',
       ...(instance ? ['instanceId = :instanceId'] : []),
+      ...(version ? ['agentVersion = :agentVersion'] : []),
     ]
       .join(', ')
       .concat(
@@ -114,6 +116,7 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
       ':connections': new Set([change.connectionId]),
       ':one': 1,
       ...(instance ? { ':instanceId': change.instanceId } : {}),
+      ...(version ? { ':agentVersion': change.agentVersion } : {}),
     },
     ReturnValues: 'ALL_OLD',
   };

@@ -93,6 +93,8 @@ export type EntryItem = ItemKey & {
   healthChecksEnabled?: boolean;
   groupGeneration?: number;
   identity?: VerifiedIdentity;
+  /** The newest connect's agent version (EntryRecord.agentVersion). */
+  agentVersion?: string;
   controller?: string;
   connectedAt?: EpochMillis;
   disconnectedAt?: EpochMillis;
@@ -134,6 +136,7 @@ export function encodeEntry(record: EntryRecord): EntryItem {
     item.healthChecksEnabled = record.healthChecksEnabled;
   if (record.groupGeneration !== undefined) item.groupGeneration = record.groupGeneration;
   if (record.identity !== undefined) item.identity = record.identity;
+  if (record.agentVersion !== undefined) item.agentVersion = record.agentVersion;
   if (record.instanceId !== undefined) item.instanceId = record.instanceId;
   Object.assign(item, encodeConnection(record.connection), encodeHealth(record.health));
   // Only auto-registered entries enter the sparse sweep index: hand-made ones are never swept.
@@ -189,6 +192,7 @@ export function decodeEntry(raw: Item): EntryRecord {
   if (item.healthChecksEnabled !== undefined) record.healthChecksEnabled = item.healthChecksEnabled;
   if (item.groupGeneration !== undefined) record.groupGeneration = item.groupGeneration;
   if (item.identity !== undefined) record.identity = item.identity;
+  if (item.agentVersion !== undefined) record.agentVersion = item.agentVersion;
   if (item.instanceId !== undefined) record.instanceId = item.instanceId;
   if (item.addressConflict !== undefined) record.addressConflict = item.addressConflict;
   if (item.controller !== undefined) {
