@@ -5,6 +5,8 @@ import type { Probe, WorkloadEntry } from '../domain/model.ts';
 export interface HealthAck {
   action: 'health';
   ok: true;
+  /** Fields of the message this registrar did not read (a newer agent's): no effect. */
+  ignoredFields?: string[];
 }
 
 export interface DescribeReply {
@@ -19,6 +21,10 @@ export interface DescribeReply {
    * id neither in the upgrade nor in any frame of its own.
    */
   connectionId: string;
+  /** The registrar's release, so an agent knows what it talks to (docs/agent.md). */
+  registrarVersion?: string;
+  /** Fields of the message this registrar did not read (a newer agent's): no effect. */
+  ignoredFields?: string[];
 }
 
 export interface PongReply {
@@ -42,6 +48,14 @@ export function describeReply(
   connectionId: string,
 ): DescribeReply {
   return { action: 'describe', ok: true, entry, probe: probe ?? null, connectionId };
+}
+
+/** Names the ignored fields in a reply, when there are any (additive: older agents skip it). */
+export function withIgnoredFields<T extends HealthAck | DescribeReply>(
+  reply: T,
+  ignoredFields: readonly string[],
+): T {
+  return ignoredFields.length === 0 ? reply : { ...reply, ignoredFields: [...ignoredFields] };
 }
 
 export function pongReply(): PongReply {
