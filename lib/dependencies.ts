@@ -5,9 +5,12 @@ import { type Config, ConfigError, ENV, readConfig } from './config.ts';
 import type { EpochMillis } from './domain/model.ts';
 import { ManagementApiLiveness } from './gateway/management-api-liveness.ts';
 import type { ConnectionLiveness } from './registration/liveness.ts';
+import type { Migration, SchemaStore } from './registration/run-migrations.ts';
 import { createDocumentClient } from './store/dynamodb-client.ts';
+import { registryMigrations } from './store/dynamodb-migrations.ts';
 import { DynamoDbPolicyStore } from './store/dynamodb-policy-store.ts';
 import { DynamoDbRegistryStore } from './store/dynamodb-registry-store.ts';
+import { DynamoDbSchemaStore } from './store/dynamodb-schema-store.ts';
 import {
   DynamoDbSweepPolicyStore,
   type SweepPolicyStore,
@@ -36,6 +39,12 @@ export interface Dependencies {
   liveness?: ConnectionLiveness;
   /** Where the effective sweep policy is recorded for every client to read. */
   sweepPolicy?: SweepPolicyStore;
+  /**
+   * The table's schema record and this code's migrations: the sweeper refuses a table this
+   * code cannot read and runs pending migrations in its spare time. Absent: neither.
+   */
+  schema?: SchemaStore;
+  migrations?: readonly Migration[];
   now: () => EpochMillis;
 }
 
@@ -59,6 +68,8 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
     policies: new DynamoDbPolicyStore(client, config.tableName),
     ...(config.authMode === 'iam' ? { attestation: attestationOf(config) } : {}),
     sweepPolicy: new DynamoDbSweepPolicyStore(client, config.tableName),
+    schema: new DynamoDbSchemaStore(client, config.tableName),
+    migrations: registryMigrations(client, config.tableName),
     ...(config.connectionsUrl === undefined
       ? {}
       : {

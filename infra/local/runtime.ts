@@ -28,6 +28,7 @@ import { inInvocationScope } from './invocation-scope.ts';
 import { claimRuntimeFiles } from './runtime-files.ts';
 import type { IamCallerCredentials } from './sigv4-verifier.ts';
 import { startSweepTimer } from './sweep-timer.ts';
+import { recordRelease } from './table-release.ts';
 
 export { LOCAL_DEFAULTS } from './defaults.ts';
 
@@ -176,6 +177,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     const authorization = connectAuthorization(deps, options.iamCallers);
     const raw = createDynamoDbClient({ region, endpoint: dynamo.endpoint });
     await ensureTable(raw, tableName).finally(() => raw.destroy());
+    await recordRelease(deps);
     await deps.sweepPolicy?.record(deps.config.sweep, deps.now()); // clients read this policy
 
     const message = { functionName: 'registrar-message', handler: createMessageHandler(deps) };

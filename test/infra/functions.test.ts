@@ -172,7 +172,7 @@ describe('functions', () => {
     ]);
   });
 
-  it('the sweeper may query the sweep index, delete entries and keep its own state', () => {
+  it('the sweeper may query the sweep index, delete entries, keep its own state and migrate', () => {
     expect(dynamoGrants(ROLES.sweeper)).toEqual([
       {
         actions: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
@@ -190,8 +190,14 @@ describe('functions', () => {
         resource: expect.stringMatching(TABLE),
       },
       {
-        actions: ['dynamodb:Query', 'dynamodb:UpdateItem'],
+        actions: ['dynamodb:DeleteItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
         partitions: ['ZONE*'],
+        resource: expect.stringMatching(TABLE),
+      },
+      // The migrations (lib/store/dynamodb-migrations.ts): token expiry in its own attribute.
+      {
+        actions: ['dynamodb:Query', 'dynamodb:UpdateItem'],
+        partitions: ['TOKEN'],
         resource: expect.stringMatching(TABLE),
       },
       {
