@@ -10,6 +10,7 @@ import {
   positiveRate,
   shareOption,
 } from '../lib/config.ts';
+import { parseMinorLine } from '../lib/domain/agent-skew.ts';
 import { formatDuration, parseDuration } from '../lib/domain/duration.ts';
 
 /**
@@ -83,6 +84,11 @@ export interface StackOptionsInput {
    * throttle (infra/constructs/websocket-api.ts, routeThrottle).
    */
   fleetSize?: string | number;
+  /**
+   * The oldest agent release line `$connect` accepts (`0.1`): default this release's minor line
+   * and the two before it (docs/operations.md, "Version skew").
+   */
+  oldestAgentVersion?: string;
 }
 
 /** The validated options. */
@@ -106,6 +112,8 @@ export interface StackOptions {
   holdBoundMs: number;
   ec2States: readonly string[];
   fleetSize: number;
+  /** `MAJOR.MINOR`, or undefined: the skew policy's default. */
+  oldestAgentVersion: string | undefined;
 }
 
 /** The context keys, one per option, as they are typed on the command line. */
@@ -127,6 +135,7 @@ export const OPTION_KEYS = [
   'holdBound',
   'ec2States',
   'fleetSize',
+  'oldestAgentVersion',
 ] as const satisfies readonly (keyof StackOptionsInput)[];
 
 export class StackOptionsError extends Error {}
@@ -195,6 +204,12 @@ const schema = z.object({
     .min(1, { message: 'must be at least 1' })
     .max(1_000_000, { message: 'must be at most 1,000,000 (one region, one stage)' })
     .default(10_000),
+  oldestAgentVersion: z
+    .string()
+    .refine((text) => parseMinorLine(text) !== undefined, {
+      message: 'must be MAJOR.MINOR, such as 0.1',
+    })
+    .optional(),
 });
 
 /**
@@ -270,6 +285,7 @@ export function resolveStackOptions(
     holdBoundMs: v.holdBound,
     ec2States: Object.freeze(v.ec2States),
     fleetSize: v.fleetSize,
+    oldestAgentVersion: v.oldestAgentVersion,
   });
 }
 

@@ -29,6 +29,9 @@ export function registrarEnvironment(
     [ENV.secondaryDeletesPerSecond]: String(options.secondaryDeletesPerSecond),
     [ENV.holdBound]: formatDuration(options.holdBoundMs),
     [ENV.ec2States]: options.ec2States.join(','),
+    ...(options.oldestAgentVersion === undefined
+      ? {}
+      : { [ENV.oldestAgentVersion]: options.oldestAgentVersion }),
   };
 }
 

@@ -259,6 +259,22 @@ describe('functions', () => {
     expect(Object.keys(functions)).toHaveLength(6);
   });
 
+  it("pass the operator's agent skew floor to the functions, and none by default", () => {
+    const floored = synthTemplate({ context: { oldestAgentVersion: '0.1' } });
+    const withFloor = floored.findResources('AWS::Lambda::Function', {
+      Properties: {
+        Environment: { Variables: Match.objectLike({ [ENV.oldestAgentVersion]: '0.1' }) },
+      },
+    });
+    expect(Object.keys(withFloor)).toHaveLength(6);
+    const functions = Object.values(template.findResources('AWS::Lambda::Function')) as {
+      Properties: { Environment?: { Variables?: Record<string, unknown> } };
+    }[];
+    expect(
+      functions.filter((f) => f.Properties.Environment?.Variables?.[ENV.oldestAgentVersion]),
+    ).toEqual([]);
+  });
+
   it.each(Object.keys(ROLES) as (keyof typeof ROLES)[])(
     'give the %s function no Scan, batch or transact action and no table-wide write',
     (name) => {
