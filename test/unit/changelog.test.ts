@@ -43,7 +43,10 @@ describe('CHANGELOG.md', () => {
   });
 
   it("names commits of this history, whose package.json says the release's version", () => {
-    for (const release of changelog.releases) {
+    const [newest, ...rest] = changelog.releases;
+    // Only the release commit itself (package.json at that version) may not name itself yet.
+    if (newest?.commit === 'pending') expect(currentVersion()).toBe(newest.version);
+    for (const release of newest?.commit === 'pending' ? rest : changelog.releases) {
       const manifest = execFileSync('git', ['-C', REPO, 'show', `${release.commit}:package.json`], {
         encoding: 'utf8',
       });
@@ -79,6 +82,17 @@ describe('parseChangelog', () => {
   it('refuses a release heading it cannot read, naming the line', () => {
     expect(() => parseChangelog('# Changelog\n\n## v0.2 (soon)\n')).toThrow(
       "CHANGELOG.md line 3: a release is '## <version> - <YYYY-MM-DD>', got '## v0.2 (soon)'",
+    );
+  });
+
+  it('reads a release commit that cannot name itself yet, and will not upgrade from it', () => {
+    const pending = parseChangelog(
+      '## 0.2.0 - 2027-01-02\n\nCommit: pending\n\n## 0.1.0 - 2026-11-25\n\nCommit: 1234567\n',
+    );
+    expect(pending.releases[0]?.commit).toBe('pending');
+    expect(previousRelease(pending, '0.2.0').version).toBe('0.1.0');
+    expect(() => previousRelease(pending, '0.3.0-dev')).toThrow(
+      "CHANGELOG.md: release 0.2.0 still says 'Commit: pending'; record its commit",
     );
   });
 
