@@ -4,6 +4,7 @@ import { entryOrigin } from '../domain/entry-name.ts';
 import {
   ConflictError,
   ForbiddenError,
+  InvalidRequestError,
   NotFoundError,
   UnsupportedAgentVersionError,
 } from '../domain/errors.ts';
@@ -13,12 +14,16 @@ import {
   formatRef,
   type ObjectRef,
   type VerifiedIdentity,
+  type WorkloadEntrySpec,
   type WorkloadGroup,
 } from '../domain/model.ts';
+import { reservedLabelProblems } from '../domain/reserved-labels.ts';
 import { isTokenPrincipal } from '../protocol/identity.ts';
 import type { ConnectChange, ConnectOutcome, RegistryStore } from '../store/registry-store.ts';
 import { type AddressClaimStore, claimEntryAddress } from './address-claim.ts';
 import { instanceIdOf } from './instance-identity.ts';
+import type { NamespaceLimits } from './namespace-limits.ts';
+import { enforceTenantLimits } from './tenant-limit-checks.ts';
 
 export interface RegisterWorkloadInput {
   request: ConnectRequest;
@@ -37,6 +42,8 @@ export interface RegisterWorkloadDeps {
   controller: string;
   /** Which agent versions are accepted; absent, every one (callers other than `$connect`). */
   agentSkew?: AgentSkewPolicy;
+  /** What the operator allows each namespace (quotas, networks, ranges); absent, no limits. */
+  limits?: NamespaceLimits;
 }
 
 export interface RegisterWorkloadResult {
@@ -65,6 +72,7 @@ export async function registerWorkload(
   if (!stored) throw new NotFoundError(`cannot find WorkloadGroup ${formatRef(groupRef)}`);
 
   const built = buildRegistration(stored.group, request, input.connectedAt);
+  checkReservedLabels(request, stored.group, built.entry.spec);
   const entry = { namespace: request.namespace, name: built.entry.metadata.name };
   if (input.carried && formatRef(input.carried) !== formatRef(entry)) {
     // Only an authorizer of another release names another entry (a deploy in progress):
@@ -74,6 +82,19 @@ export async function registerWorkload(
       `the authorizer named ${formatRef(input.carried)} but the connect registers ${formatRef(entry)}`,
     );
   }
+  // Before anything is written: a refusal here leaves no trace but its metric.
+  if (deps.limits) {
+    await enforceTenantLimits(deps.limits, deps.store, {
+      namespace: request.namespace,
+      group: stored.group,
+      address: built.entry.spec.address ?? '',
+      network: built.entry.spec.network ?? '',
+      identity,
+      entry,
+      connectionId: input.connectionId,
+      at: input.connectedAt,
+    });
+  }
   const templateRefusal = serviceAccountRefusal(identity, stored.group);
   const change: ConnectChange = {
     ...built,
@@ -82,7 +103,8 @@ export async function registerWorkload(
     connectionId: input.connectionId,
     connectedAt: input.connectedAt,
     controller: deps.controller,
-    identity,
+    // The credential's networks were checked above; the entry records who connected.
+    identity: withoutGrants(identity),
     agentVersion: request.agentVersion ?? UNVERSIONED_AGENT,
     // Rule 6: who may control an existing entry depends on that entry, not on the template:
     // a caller the template refuses may still hold an entry built from an older template.
@@ -128,6 +150,7 @@ function refuse(
       // Rule 4: names are not injective; two VMs must never share one entry.
       throw new ConflictError(
         `WorkloadEntry ${name} belongs to another group, address or network whose name is spelled the same; connect with a distinct network, or rename the group`,
+        'NameCollision',
       );
     case 'forbidden':
       throw (
@@ -139,6 +162,7 @@ function refuse(
     case 'departed':
       throw new ConflictError(
         'this connection was already disconnected before its connect was processed; reconnect',
+        'Departed',
       );
   }
 }
@@ -196,4 +220,28 @@ function serviceAccountRefusal(
   return new ForbiddenError(
     `join token has ${has} but WorkloadGroup ${formatRef(group.metadata)} runs as '${required}'; create a token for service account '${required}'`,
   );
+}
+
+function withoutGrants(identity: VerifiedIdentity): VerifiedIdentity {
+  const { networks: _checked, ...recorded } = identity;
+  return recorded;
+}
+
+/**
+ * An agent's labels that Istio or Kubernetes read as topology or security must agree with the
+ * entry's placement or come from the group (lib/domain/reserved-labels.ts): 400, nothing
+ * written. Checked on every connect, a reconnect too: a reconnect writes no labels, but an
+ * agent that claims another network is refused whether or not its entry exists yet.
+ */
+function checkReservedLabels(
+  request: ConnectRequest,
+  group: WorkloadGroup,
+  spec: WorkloadEntrySpec,
+) {
+  const problems = reservedLabelProblems(request.labels, {
+    network: spec.network,
+    locality: spec.locality,
+    groupLabels: { ...group.spec.template.labels, ...group.spec.metadata?.labels },
+  });
+  if (problems.length > 0) throw new InvalidRequestError(problems.join('; '), 'label');
 }

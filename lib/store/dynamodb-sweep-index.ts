@@ -1,0 +1,211 @@
+import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
+import { cellKey, zoneOf } from '../domain/disruption.ts';
+import type { EntryRecord } from '../domain/entry-record.ts';
+import type { EpochMillis } from '../domain/model.ts';
+import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
+import type { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
+import { isConditionFailed, queryItems } from './dynamodb-client.ts';
+import type { RegistryTable } from './dynamodb-table.ts';
+import { decodeEntry, entryKey, type Item, sweepState } from './item-codec.ts';
+import { mergeOrdered } from './merge-ordered.ts';
+import type { SweepIndexState } from './registry-store.ts';
+import { SWEEP_INDEX, SWEEP_SHARDS } from './table-definition.ts';
+
+/**
+ * The sparse sweep index (`sweepState` = `C|D|L#<shard>`, `sweepAt`): the sweeper's reads of
+ * entries that are due, never the table, and its conditional delete.
+ */
+export class DynamoDbSweepIndex {
+  readonly #table: RegistryTable;
+  readonly #counters: DynamoDbCellCounters;
+
+  constructor(table: RegistryTable, counters: DynamoDbCellCounters) {
+    this.#table = table;
+    this.#counters = counters;
+  }
+
+  /**
+   * Queries the sparse sweep index, shard by shard: disconnected entries with
+   * `sweepAt <= disconnectedAtOrBefore`, connected ones with `sweepAt < connectedBefore`. It
+   * reads only entries that are due, never the table. The index is eventually consistent: the
+   * sweeper re-checks each record and its delete is conditional on the revision read.
+   */
+  async *sweepCandidates(
+    cutoffs: SweepCutoffs,
+    limit: number,
+    states: readonly SweepIndexState[] = ['L', 'D', 'C'],
+    onReadFailure?: (error: unknown) => void,
+  ): AsyncIterable<EntryRecord> {
+    const ranges = states.map((state) =>
+      state === 'C'
+        ? { state, condition: 'sweepAt < :to', values: { ':to': cutoffs.connectedBefore } }
+        : { state, condition: 'sweepAt <= :to', values: { ':to': cutoffs.disconnectedAtOrBefore } },
+    );
+    let remaining = limit;
+    for (const range of ranges) {
+      for (let shard = 0; shard < SWEEP_SHARDS; shard++) {
+        const items = isolated(
+          queryItems(
+            this.#table.client,
+            {
+              TableName: this.#table.name,
+              IndexName: SWEEP_INDEX.name,
+              KeyConditionExpression: `sweepState = :state AND ${range.condition}`,
+              ExpressionAttributeValues: {
+                ':state': sweepState(range.state, shard),
+                ...range.values,
+              },
+            },
+            remaining,
+          ),
+          onReadFailure,
+        );
+        for await (const item of items) {
+          remaining -= 1;
+          yield decodeEntry(item);
+        }
+        if (remaining <= 0) return;
+      }
+    }
+  }
+
+  /**
+   * Connected entries (state C, keyed by their newest connect) in the liveness windows, in
+   * due-time order (newest connect + the window's `dueAfterMs`): one query stream per window
+   * and shard, merged, each read a page at a time. A run that stops early has then checked
+   * exactly the entries due before some time, and the next run starts there.
+   */
+  async *connectedIn(
+    windows: readonly LivenessWindow[],
+    limit: number,
+    onReadFailure?: (error: unknown) => void,
+  ): AsyncIterable<EntryRecord> {
+    const streams = windows.flatMap((window) =>
+      Array.from({ length: SWEEP_SHARDS }, (_, shard) => {
+        const dueAfterMs = window.dueAfterMs ?? 0;
+        const items = isolated(
+          queryItems(this.#table.client, {
+            TableName: this.#table.name,
+            IndexName: SWEEP_INDEX.name,
+            // BETWEEN is inclusive; the windows are half-open [from, to).
+            KeyConditionExpression: 'sweepState = :state AND sweepAt BETWEEN :from AND :to',
+            ExpressionAttributeValues: {
+              ':state': sweepState('C', shard),
+              ':from': window.from,
+              ':to': window.to - 1,
+            },
+          }),
+          onReadFailure,
+        );
+        return withDueTime(items, dueAfterMs);
+      }),
+    );
+    let remaining = limit;
+    for await (const { item } of mergeOrdered(streams, (entry) => entry.dueAt)) {
+      if (remaining-- <= 0) return;
+      yield decodeEntry(item);
+    }
+  }
+
+  /**
+   * Deletes the entry only at the revision the sweeper read: a reconnect (or a health report)
+   * that landed after the read bumped it, and the entry stays. A condition that fails because
+   * the entry is gone is the SDK retrying this delete after a lost response (or an operator
+   * deleting it too): the entry is deleted either way.
+   */
+  async deleteSwept(record: EntryRecord): Promise<'deleted' | 'conflict'> {
+    try {
+      await this.#table.client.send(
+        new DeleteCommand({
+          TableName: this.#table.name,
+          Key: entryKey(record.entry.metadata),
+          ConditionExpression: 'revision = :revision',
+          ExpressionAttributeValues: { ':revision': record.revision },
+        }),
+      );
+    } catch (error) {
+      if (!isConditionFailed(error)) throw error;
+      if (await this.#table.getEntryItem(record.entry.metadata)) return 'conflict';
+    }
+    // Also when the entry was gone already (a retried delete, or an operator's delete, which
+    // counts nothing): the counters follow the entries either way.
+    await this.#counters.countRemoval(record, 'swept');
+    return 'deleted';
+  }
+
+  /** Abnormally departed entries per cell, or undefined when there are more than `limit`. */
+  async awayByZone(limit: number): Promise<Record<string, number> | undefined> {
+    const away: Record<string, number> = {};
+    let seen = 0;
+    for (let shard = 0; shard < SWEEP_SHARDS; shard++) {
+      const items = queryItems(
+        this.#table.client,
+        {
+          TableName: this.#table.name,
+          IndexName: SWEEP_INDEX.name,
+          KeyConditionExpression: 'sweepState = :state',
+          ExpressionAttributeValues: { ':state': sweepState('D', shard) },
+          ProjectionExpression: 'pk, #entry.spec.locality',
+          ExpressionAttributeNames: { '#entry': 'entry' },
+        },
+        limit - seen + 1,
+      );
+      for await (const item of items) {
+        seen += 1;
+        if (seen > limit) return undefined;
+        const locality = (item.entry as { spec?: { locality?: string } } | undefined)?.spec
+          ?.locality;
+        const pk = String(item.pk);
+        const cell = cellKey(pk.slice(pk.indexOf('#') + 1), zoneOf(locality));
+        away[cell] = (away[cell] ?? 0) + 1;
+      }
+    }
+    return away;
+  }
+
+  /** One item from the newest end of each connected shard: O(shards), never O(entries). */
+  async newestConnectAt(): Promise<EpochMillis | undefined> {
+    let newest: EpochMillis | undefined;
+    for (let shard = 0; shard < SWEEP_SHARDS; shard++) {
+      const items = queryItems(
+        this.#table.client,
+        {
+          TableName: this.#table.name,
+          IndexName: SWEEP_INDEX.name,
+          KeyConditionExpression: 'sweepState = :state',
+          ExpressionAttributeValues: { ':state': sweepState('C', shard) },
+          ScanIndexForward: false,
+          ProjectionExpression: 'sweepAt',
+        },
+        1,
+      );
+      for await (const item of items) {
+        if (typeof item.sweepAt === 'number' && (newest === undefined || item.sweepAt > newest)) {
+          newest = item.sweepAt;
+        }
+      }
+    }
+    return newest;
+  }
+}
+
+/** The items of one shard's query; a failed read ends it, told to `onReadFailure` if given. */
+async function* isolated<T>(
+  items: AsyncIterable<T>,
+  onReadFailure: ((error: unknown) => void) | undefined,
+): AsyncIterable<T> {
+  try {
+    yield* items;
+  } catch (error) {
+    if (!onReadFailure) throw error;
+    onReadFailure(error);
+  }
+}
+
+/** Index items with the time each is due for a liveness check. */
+async function* withDueTime(
+  items: AsyncIterable<Item>,
+  dueAfterMs: number,
+): AsyncIterable<{ item: Item; dueAt: EpochMillis }> {
+  for await (const item of items) yield { item, dueAt: Number(item.sweepAt) + dueAfterMs };
+}
