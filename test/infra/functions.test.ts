@@ -216,12 +216,6 @@ describe('functions', () => {
         partitions: ['ZONE*'],
         resource: expect.stringMatching(TABLE),
       },
-      // The migrations (lib/store/dynamodb-migrations.ts): token expiry in its own attribute.
-      {
-        actions: ['dynamodb:Query', 'dynamodb:UpdateItem'],
-        partitions: ['TOKEN'],
-        resource: expect.stringMatching(TABLE),
-      },
       {
         actions: ['dynamodb:Query'],
         partitions: undefined,

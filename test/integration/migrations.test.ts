@@ -10,7 +10,6 @@ import {
 import { RELEASE } from '../../lib/release.ts';
 import { registryMigrations } from '../../lib/store/dynamodb-migrations.ts';
 import { DynamoDbSchemaStore, SCHEMA_KEY } from '../../lib/store/dynamodb-schema-store.ts';
-import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
 import { countRequests } from '../../lib/store/request-counter.ts';
 import {
   type FreshRegistry,
@@ -21,8 +20,8 @@ import {
 
 /**
  * The migration runner and the registry's migrations over real DynamoDB semantics (dynalite,
- * or DynamoDB Local), each on a fresh table shaped as earlier releases left it: tokens with
- * their expiry in the TTL attribute, zone-wide counters beside the per-namespace ones.
+ * or DynamoDB Local), each on a fresh table shaped as earlier releases left it: zone-wide
+ * fail-static counters beside the per-namespace ones.
  */
 let dynamo: TestDynamo;
 beforeAll(async () => {
@@ -31,7 +30,6 @@ beforeAll(async () => {
 afterAll(() => dynamo?.close());
 
 const NOW = Date.UTC(2026, 11, 1);
-const LEGACY_EXPIRY = NOW + 86_400_000;
 
 async function table(): Promise<
   FreshRegistry & { deps: (over?: Partial<MigrationDeps>) => MigrationDeps }
@@ -52,20 +50,10 @@ async function table(): Promise<
   };
 }
 
-/** What 0.1's predecessors wrote: a token whose expiry is in `expiresAt`, in milliseconds. */
-async function putLegacyToken(t: FreshRegistry, id: string): Promise<void> {
+/** What releases before 0.1 wrote: a zone-wide counter (`ZONE / <zone>`, no namespace). */
+async function putLegacyCounter(t: FreshRegistry, zone: string, pk = 'ZONE'): Promise<void> {
   await t.client.send(
-    new PutCommand({
-      TableName: t.tableName,
-      Item: {
-        pk: 'TOKEN',
-        sk: id,
-        namespace: 'shop',
-        secretHash: 'ab'.repeat(32),
-        createdAt: NOW - 1000,
-        expiresAt: LEGACY_EXPIRY,
-      },
-    }),
+    new PutCommand({ TableName: t.tableName, Item: { pk, sk: zone, connected: 4, away: 1 } }),
   );
 }
 
@@ -77,40 +65,31 @@ async function item(t: FreshRegistry, pk: string, sk: string) {
 describe("the registry's migrations", () => {
   it('bring a table of 0.1 to this schema with Queries only, and record it', async () => {
     const t = await table();
-    await putLegacyToken(t, 'legacy1');
-    const put = (pk: string, sk: string, extra: object = {}) =>
-      t.client.send(new PutCommand({ TableName: t.tableName, Item: { pk, sk, ...extra } }));
-    await put('ZONE', 'eu-west-1/eu-west-1a', { connected: 4, away: 1 });
-    await put('ZONE#3', 'eu-west-1/eu-west-1b', { connected: 2, away: 0 });
-    await put('ZONE#3', 'shop#eu-west-1/eu-west-1b', { connected: 5, away: 0 });
+    await putLegacyCounter(t, 'eu-west-1/eu-west-1a');
+    await putLegacyCounter(t, 'eu-west-1/eu-west-1b', 'ZONE#3');
+    await t.client.send(
+      new PutCommand({
+        TableName: t.tableName,
+        Item: { pk: 'ZONE#3', sk: 'shop#eu-west-1/eu-west-1b', connected: 5, away: 0 },
+      }),
+    );
     const counter = countRequests(t.client);
 
     const run = await runMigrations(t.deps());
 
-    expect(run.completed).toEqual(['token-validity', 'zone-counters-per-namespace']);
+    expect(run.completed).toEqual(['zone-counters-per-namespace']);
     expect(run.pending).toEqual([]);
     expect(run.record).toMatchObject({
-      schema: 3,
+      schema: 2,
       readableFrom: 1,
       writtenBy: RELEASE,
       lastRunBy: RELEASE,
     });
     expect(run.record.history.map((h) => [h.id, h.name, h.items, h.writes])).toEqual([
-      [2, 'token-validity', 1, 1],
-      [3, 'zone-counters-per-namespace', 3, 2],
+      [2, 'zone-counters-per-namespace', 3, 2],
     ]);
-    expect(Object.keys(counter.counts()).sort()).toEqual([
-      'DeleteItem',
-      'GetItem',
-      'PutItem',
-      'Query',
-      'UpdateItem',
-    ]);
-    // The token reads as before, from its own attribute now.
-    expect(await item(t, 'TOKEN', 'legacy1')).toMatchObject({ validUntil: LEGACY_EXPIRY });
-    expect((await item(t, 'TOKEN', 'legacy1'))?.expiresAt).toBeUndefined();
-    const [token] = await new DynamoDbTokenStore(t.client, t.tableName).listTokens();
-    expect(token?.expiresAt).toBe(LEGACY_EXPIRY);
+    // No Scan: a Query per counter partition (33), the record read once and saved.
+    expect(counter.counts()).toEqual({ GetItem: 1, Query: 33, DeleteItem: 2, PutItem: 1 });
     // Zone-wide counters gone, the namespace's kept.
     expect(await item(t, 'ZONE', 'eu-west-1/eu-west-1a')).toBeUndefined();
     expect(await item(t, 'ZONE#3', 'eu-west-1/eu-west-1b')).toBeUndefined();
@@ -119,32 +98,34 @@ describe("the registry's migrations", () => {
 
   it('are idempotent: a second run reads the record and writes nothing', async () => {
     const t = await table();
-    await putLegacyToken(t, 'legacy1');
+    await putLegacyCounter(t, 'eu-west-1/eu-west-1a');
     await runMigrations(t.deps());
     const counter = countRequests(t.client);
     const again = await runMigrations(t.deps());
     expect(again.pages).toBe(0);
     expect(counter.counts()).toEqual({ GetItem: 1 });
     // A page done again after a crash (before its progress was saved) changes nothing more.
-    const [tokens] = registryMigrations(t.client, t.tableName);
-    expect(await tokens?.step(undefined)).toEqual({ items: 1, writes: 0 });
+    const [counters] = registryMigrations(t.client, t.tableName);
+    expect(await counters?.step(undefined)).toEqual({ items: 0, writes: 0 });
   });
 
   it('resume where a run stopped: each item is visited once over two runs', async () => {
     const t = await table();
     await Promise.all(
-      Array.from({ length: 250 }, (_, i) => putLegacyToken(t, `t${String(i).padStart(3, '0')}`)),
+      Array.from({ length: 250 }, (_, i) =>
+        putLegacyCounter(t, `zone-${String(i).padStart(3, '0')}`),
+      ),
     );
     let pagesLeft = 1;
     const first = await runMigrations(t.deps({ outOfTime: () => pagesLeft-- <= 0 }));
-    expect(first.pending).toEqual(['token-validity', 'zone-counters-per-namespace']);
+    expect(first.pending).toEqual(['zone-counters-per-namespace']);
     expect(first.record.running).toMatchObject({ id: 2, items: 100, writes: 100, by: RELEASE });
     expect(first.record.running?.cursor).toEqual(expect.any(String));
 
     const second = await runMigrations(t.deps());
     expect(second.pending).toEqual([]);
     expect(second.record.history[0]).toMatchObject({
-      name: 'token-validity',
+      name: 'zone-counters-per-namespace',
       items: 250,
       writes: 250,
     });
@@ -153,23 +134,20 @@ describe("the registry's migrations", () => {
       new QueryCommand({
         TableName: t.tableName,
         KeyConditionExpression: 'pk = :pk',
-        ExpressionAttributeValues: { ':pk': 'TOKEN' },
+        ExpressionAttributeValues: { ':pk': 'ZONE' },
       }),
     );
-    expect(Items?.filter((token) => token.expiresAt !== undefined)).toEqual([]);
+    expect(Items).toEqual([]);
   });
 
   it('let two runners overlap without losing or repeating a migration', async () => {
     const t = await table();
-    await Promise.all(Array.from({ length: 120 }, (_, i) => putLegacyToken(t, `t${i}`)));
+    await Promise.all(Array.from({ length: 120 }, (_, i) => putLegacyCounter(t, `zone-${i}`)));
     const [a, b] = await Promise.all([runMigrations(t.deps()), runMigrations(t.deps())]);
     const record = await new DynamoDbSchemaStore(t.client, t.tableName).read();
-    expect(record?.schema).toBe(3);
-    expect(record?.history.map((h) => h.id)).toEqual([2, 3]);
-    expect([...a.completed, ...b.completed].sort()).toEqual([
-      'token-validity',
-      'zone-counters-per-namespace',
-    ]);
+    expect(record?.schema).toBe(2);
+    expect(record?.history.map((h) => h.id)).toEqual([2]);
+    expect([...a.completed, ...b.completed]).toEqual(['zone-counters-per-namespace']);
   });
 });
 
@@ -188,13 +166,13 @@ describe('a table written by another release', () => {
     await t.client.send(
       new PutCommand({ TableName: t.tableName, Item: { ...SCHEMA_KEY, ...future, revision: 4 } }),
     );
-    await putLegacyToken(t, 'legacy1');
+    await putLegacyCounter(t, 'eu-west-1/eu-west-1a');
     const counter = countRequests(t.client);
-    const message = `this table was written by registrar 9.0.0 (schema 9), which code older than schema 9 cannot read; this is registrar ${RELEASE} (schema 3): run 9.0.0 or newer, or restore the table from a backup taken before the upgrade (docs/deploy.md, rolling back)`;
+    const message = `this table was written by registrar 9.0.0 (schema 9), which code older than schema 9 cannot read; this is registrar ${RELEASE} (schema 2): run 9.0.0 or newer, or restore the table from a backup taken before the upgrade (docs/deploy.md, rolling back)`;
     await expect(checkTable(t.deps())).rejects.toThrow(new IncompatibleTableError(message));
     await expect(runMigrations(t.deps())).rejects.toThrow(message);
     expect(Object.keys(counter.counts())).toEqual(['GetItem']);
-    expect(await item(t, 'TOKEN', 'legacy1')).toMatchObject({ expiresAt: LEGACY_EXPIRY });
+    expect(await item(t, 'ZONE', 'eu-west-1/eu-west-1a')).toMatchObject({ connected: 4 });
   });
 
   it('is run on when its newer migrations kept older readers (a rollback), naming the newer release still', async () => {
@@ -231,7 +209,7 @@ describe('a table written by another release', () => {
     await runMigrations(newer);
     expect(seen).toEqual([4]);
     await expect(checkTable(t.deps())).rejects.toThrow(
-      `this table was written by registrar 1.0.0 (schema 4), which code older than schema 4 cannot read; this is registrar ${RELEASE} (schema 3)`,
+      `this table was written by registrar 1.0.0 (schema 4), which code older than schema 4 cannot read; this is registrar ${RELEASE} (schema 2)`,
     );
   });
 });

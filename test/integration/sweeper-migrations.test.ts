@@ -55,10 +55,10 @@ describe('the sweeper and the schema record', () => {
       contextWith(() => 40_000),
     );
     expect(await deps.schema?.read()).toMatchObject({
-      schema: 3,
+      schema: 2,
       writtenBy: RELEASE,
       lastRunBy: RELEASE,
-      history: [{ name: 'token-validity' }, { name: 'zone-counters-per-namespace' }],
+      history: [{ name: 'zone-counters-per-namespace' }],
     });
   });
 

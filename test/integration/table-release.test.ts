@@ -36,23 +36,20 @@ describe.skipIf(testBackend() === 'dynamodb-local')('the release that runs on a 
     const runtime = await startRuntimeProcess(['--data-dir', dataDir, '--sweep-interval', '1s']);
     running.push(runtime);
     const status = async () => JSON.parse((await cli(['migrate', 'status', '-o', 'json'])).stdout);
-    await waitFor(async () => (await status()).record?.schema === 3, 'the migrations done', 20_000);
+    await waitFor(async () => (await status()).record?.schema === 2, 'the migrations done', 20_000);
     const shown = await status();
     expect(shown).toMatchObject({
       release: RELEASE,
-      codeSchema: 3,
+      codeSchema: 2,
       record: { writtenBy: RELEASE, lastRunBy: RELEASE, readableFrom: 1 },
-      migrations: [
-        { id: 2, name: 'token-validity', state: 'done' },
-        { id: 3, name: 'zone-counters-per-namespace', state: 'done' },
-      ],
+      migrations: [{ id: 2, name: 'zone-counters-per-namespace', state: 'done' }],
     });
     const text = await cli(['migrate', 'status']);
-    expect(text.stdout).toMatch(/^schema:\s+3 \(registrar \S+ knows up to 3\)$/m);
-    expect(text.stdout).toMatch(/^3\s+zone-counters-per-namespace\s+done\s/m);
+    expect(text.stdout).toMatch(/^schema:\s+2 \(registrar \S+ knows up to 2\)$/m);
+    expect(text.stdout).toMatch(/^2\s+zone-counters-per-namespace\s+done\s/m);
     expect(await cli(['migrate', 'run'])).toEqual({
       code: 0,
-      stdout: 'nothing to migrate; the table is at schema 3\n',
+      stdout: 'nothing to migrate; the table is at schema 2\n',
       stderr: '',
     });
     expect(await runtime.stop()).toBe(0);
@@ -85,7 +82,7 @@ describe.skipIf(testBackend() === 'dynamodb-local')('the release that runs on a 
     const refused = spawnRuntime(['--data-dir', dataDir]);
     expect(await refused.exited).toBe(1);
     expect(refused.stderr().trim()).toBe(
-      `registrar: failed to start: this table was written by registrar 9.0.0 (schema 9), which code older than schema 9 cannot read; this is registrar ${RELEASE} (schema 3): run 9.0.0 or newer, or restore the table from a backup taken before the upgrade (docs/deploy.md, rolling back)`,
+      `registrar: failed to start: this table was written by registrar 9.0.0 (schema 9), which code older than schema 9 cannot read; this is registrar ${RELEASE} (schema 2): run 9.0.0 or newer, or restore the table from a backup taken before the upgrade (docs/deploy.md, rolling back)`,
     );
     expect(refused.stdout()).not.toContain('is running locally');
     // Nothing left behind: the data dir is free for the release that can read it.
