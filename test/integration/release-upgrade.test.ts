@@ -185,13 +185,28 @@ async function allReconnected(vms: readonly Vm[], since: number, what: string): 
   return Date.now();
 }
 
-/** Tokens, allow rules, groups and hand-made entries: what an operator wrote. */
+/**
+ * Tokens, allow rules, groups and hand-made entries, as a release's own CLI lists them across
+ * namespaces (`-A` where its lists take it: a release that lists every namespace by default
+ * refuses the flag, and is asked without it).
+ */
 async function operatorState(tree: Tree, via: 'tree' | 'current' = 'current') {
-  const read = async (args: string[]) =>
-    via === 'current' ? registrar(args) : (await cli(tree, dataDir, args)).stdout;
+  const read = async (args: string[]) => {
+    if (via === 'current') return registrar(args);
+    const run = await cli(tree, dataDir, args);
+    if (run.code === 0) return run.stdout;
+    const without = await cli(
+      tree,
+      dataDir,
+      args.filter((arg) => arg !== '-A'),
+    );
+    if (without.code !== 0)
+      throw new Error(`registrar ${tree.version} ${args.join(' ')}: ${without.stderr}`);
+    return without.stdout;
+  };
   const [tokens, policies, groups, all] = await Promise.all([
-    read(['token', 'list', '-o', 'json']),
-    read(['policy', 'list', '-o', 'json']),
+    read(['token', 'list', '-A', '-o', 'json']),
+    read(['policy', 'list', '-A', '-o', 'json']),
     read(['get', 'wg', '-A', '-o', 'json']),
     read(['get', 'we', '-A', '-o', 'json']),
   ]);
@@ -354,9 +369,14 @@ describe.skipIf(testBackend() === 'dynamodb-local')(
         20_000,
       );
       const before = await entries();
+      // As each release's CLI shows them: this one's after the upgrade, the previous one's after
+      // the rollback.
       const operator = await operatorState(previous);
+      const operatorOld = await operatorState(previous, 'tree');
       expect(operator.handMade).toHaveLength(1);
       expect(operator.policies.items).toHaveLength(1);
+      expect(operator.tokens.items).toHaveLength(4);
+      expect(operatorOld.tokens.items).toHaveLength(4);
 
       progress('upgrading');
       // Upgrade: Ctrl-C, and this checkout's runtime on the same data dir.
@@ -457,7 +477,8 @@ describe.skipIf(testBackend() === 'dynamodb-local')(
           expect(afterRollback.has(name), `${name} (not due) kept by the rollback`).toBe(true);
       }
       // The previous release's own CLI reads what this one wrote.
-      expect(await operatorState(previous, 'tree')).toEqual(operator);
+      expect(await operatorState(previous, 'tree')).toEqual(operatorOld);
+      expect(await operatorState(previous)).toEqual(operator);
       await waitFor(
         () => countersMatch(fleet),
         'the counters equal to the registry after the rollback',
