@@ -4,7 +4,7 @@ import { startDynamoDbLocal } from '../infra/local/dynamodb-local-server.ts';
 import { type Migration, runMigrations } from '../lib/registration/run-migrations.ts';
 import { RELEASE } from '../lib/release.ts';
 import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-client.ts';
-import { entryPage } from '../lib/store/dynamodb-entry-pages.ts';
+import { entryPage } from '../lib/store/dynamodb-entry-walk.ts';
 import { registryMigrations } from '../lib/store/dynamodb-migrations.ts';
 import { DynamoDbNamespaceIndex } from '../lib/store/dynamodb-namespace-index.ts';
 import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';

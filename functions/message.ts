@@ -91,7 +91,12 @@ async function answer(
       logger.appendKeys({ entry: formatRef(described.entry.metadata) });
       return withIgnoredFields(
         {
-          ...describeReply(described.entry, described.probe, connection.connectionId),
+          ...describeReply(
+            described.entry,
+            described.probe,
+            connection.connectionId,
+            described.maintenance,
+          ),
           registrarVersion: RELEASE,
         },
         ignoredFields,

@@ -5,6 +5,7 @@ import type { TerminatedInstances } from '../../lib/auth/terminated-instances.ts
 import type { Migration, SchemaStore } from '../../lib/registration/run-migrations.ts';
 import type { NamespaceUsageReader } from '../../lib/store/dynamodb-namespace-usage.ts';
 import type { SweepPolicyStore } from '../../lib/store/dynamodb-sweep-policy-store.ts';
+import type { CordonStore, EntryEventStore } from '../../lib/store/entry-event-store.ts';
 import type { NamespaceSettingsStore } from '../../lib/store/namespace-settings-store.ts';
 import type { CatalogStore, RegistryStore } from '../../lib/store/registry-store.ts';
 import type { TokenStore } from '../../lib/store/token-store.ts';
@@ -32,6 +33,8 @@ export interface Stores {
   tokens: TokenStore;
   /** The sweep policy the registrar recorded (its deployed or running configuration). */
   sweepPolicy: Pick<SweepPolicyStore, 'read'>;
+  /** Cordons and the entries' event history (deleted entries' too). */
+  maintenance: CordonStore & EntryEventStore;
   /** What the operator allows each namespace, and how many of its entries are connected. */
   namespaceSettings: NamespaceSettingsStore;
   namespaceUsage: NamespaceUsageReader;
@@ -186,6 +189,7 @@ async function openStores({ client, tableName }: Connection): Promise<Stores> {
     registry,
     tokens: new DynamoDbTokenStore(client, tableName),
     sweepPolicy: new DynamoDbSweepPolicyStore(client, tableName),
+    maintenance: registry,
     namespaceSettings: new DynamoDbNamespaceSettings(client, tableName),
     namespaceUsage: new DynamoDbNamespaceUsage(client, tableName),
     terminated: new DynamoDbTerminatedInstances(table),

@@ -128,7 +128,13 @@ describe('functions', () => {
   it('connect may read, update and delete entries and read groups, in namespace partitions, claim addresses, and read and count its tenant limits', () => {
     expect(dynamoGrants(ROLES.connect)).toEqual([
       {
-        actions: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        // PutItem: the history item of an entry its address claim replaced.
+        actions: [
+          'dynamodb:DeleteItem',
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:UpdateItem',
+        ],
         partitions: ['NS#*'],
         resource: expect.stringMatching(TABLE),
       },
@@ -197,7 +203,13 @@ describe('functions', () => {
   it('the sweeper may query the sweep index, delete entries, keep its own state and migrate', () => {
     expect(dynamoGrants(ROLES.sweeper)).toEqual([
       {
-        actions: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        // PutItem: a swept entry's history item.
+        actions: [
+          'dynamodb:DeleteItem',
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:UpdateItem',
+        ],
         partitions: ['NS#*'],
         resource: expect.stringMatching(TABLE),
       },
@@ -224,10 +236,10 @@ describe('functions', () => {
     ]);
   });
 
-  it('the EC2 state-change function may only query the instance index (keys) and delete entries', () => {
+  it('the EC2 state-change function may only query the instance index (keys) and delete entries (keeping their history)', () => {
     expect(dynamoGrants(ROLES.ec2StateChange)).toEqual([
       {
-        actions: ['dynamodb:DeleteItem'],
+        actions: ['dynamodb:DeleteItem', 'dynamodb:PutItem'],
         partitions: ['NS#*'],
         resource: expect.stringMatching(TABLE),
       },

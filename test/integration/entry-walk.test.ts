@@ -1,6 +1,6 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { entryPage } from '../../lib/store/dynamodb-entry-pages.ts';
+import { entryPage } from '../../lib/store/dynamodb-entry-walk.ts';
 import { DynamoDbNamespaceIndex } from '../../lib/store/dynamodb-namespace-index.ts';
 import { countRequests } from '../../lib/store/request-counter.ts';
 import {
