@@ -5,6 +5,7 @@ import type { TerminatedInstances } from './auth/terminated-instances.ts';
 import { type Config, ConfigError, ENV, readConfig } from './config.ts';
 import type { EpochMillis } from './domain/model.ts';
 import { ManagementApiLiveness } from './gateway/management-api-liveness.ts';
+import { countFault, logger } from './observability.ts';
 import type { ConnectionLiveness } from './registration/liveness.ts';
 import { NamespaceLimits } from './registration/namespace-limits.ts';
 import type { Migration, SchemaStore } from './registration/run-migrations.ts';
@@ -84,7 +85,16 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
   const namespaceSettings = new DynamoDbNamespaceSettings(client, config.tableName);
   return {
     config,
-    store: new DynamoDbRegistryStore(client, config.tableName),
+    store: new DynamoDbRegistryStore(client, config.tableName, {
+      onHistoryLost: (ref, deletion, error) => {
+        logger.warn('the deletion of an entry was not recorded in its history', {
+          entry: `${ref.namespace}/${ref.name}`,
+          reason: deletion.reason,
+          cause: error instanceof Error ? error.message : String(error),
+        });
+        countFault('HistoryNotRecorded');
+      },
+    }),
     tokens: new DynamoDbTokenStore(client, config.tableName),
     policies: new DynamoDbPolicyStore(client, config.tableName),
     ...(config.authMode === 'iam'
