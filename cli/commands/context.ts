@@ -1,5 +1,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Command } from 'commander';
+import type { RolloutStore } from '../../lib/rollout/rollout-store.ts';
+import type { DynamoDbGroupSource } from '../../lib/store/dynamodb-group-source.ts';
 import type { SweepPolicyStore } from '../../lib/store/dynamodb-sweep-policy-store.ts';
 import type { CatalogStore, RegistryStore } from '../../lib/store/registry-store.ts';
 import type { TokenStore } from '../../lib/store/token-store.ts';
@@ -27,6 +29,10 @@ export interface Stores {
   tokens: TokenStore;
   /** The sweep policy the registrar recorded (its deployed or running configuration). */
   sweepPolicy: Pick<SweepPolicyStore, 'read'>;
+  /** Template rollouts (`registrar rollout`, `get wg`'s UP-TO-DATE). */
+  rollouts: RolloutStore;
+  /** Where the registrar takes its groups from (apply and delete of a group refuse if the cluster). */
+  groupSource: Pick<DynamoDbGroupSource, 'read'>;
 }
 
 export type CatalogLists = Pick<CatalogStore, 'listGroups' | 'listEntries'>;
@@ -129,17 +135,26 @@ async function openConnection(target: Target): Promise<Connection> {
 }
 
 async function openStores({ client, tableName }: Connection): Promise<Stores> {
-  const [{ DynamoDbRegistryStore }, { DynamoDbTokenStore }, { DynamoDbSweepPolicyStore }] =
-    await Promise.all([
-      import('../../lib/store/dynamodb-registry-store.ts'),
-      import('../../lib/store/dynamodb-token-store.ts'),
-      import('../../lib/store/dynamodb-sweep-policy-store.ts'),
-    ]);
+  const [
+    { DynamoDbRegistryStore },
+    { DynamoDbTokenStore },
+    { DynamoDbSweepPolicyStore },
+    { DynamoDbRollouts },
+    { DynamoDbGroupSource },
+  ] = await Promise.all([
+    import('../../lib/store/dynamodb-registry-store.ts'),
+    import('../../lib/store/dynamodb-token-store.ts'),
+    import('../../lib/store/dynamodb-sweep-policy-store.ts'),
+    import('../../lib/store/dynamodb-rollout.ts'),
+    import('../../lib/store/dynamodb-group-source.ts'),
+  ]);
   const registry = new DynamoDbRegistryStore(client, tableName);
   return {
     catalog: registry,
     registry,
     tokens: new DynamoDbTokenStore(client, tableName),
     sweepPolicy: new DynamoDbSweepPolicyStore(client, tableName),
+    rollouts: new DynamoDbRollouts(client, tableName),
+    groupSource: new DynamoDbGroupSource(client, tableName),
   };
 }

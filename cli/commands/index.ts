@@ -56,6 +56,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./delete.ts')).registerDelete,
   },
   {
+    name: 'rollout',
+    term: 'rollout',
+    description: "a group's template rollout to its live entries: status, pause, resume",
+    load: async () => (await import('./rollout.ts')).registerRollout,
+  },
+  {
     name: 'token',
     term: 'token',
     description: 'join tokens: what an agent presents to register a VM (token auth mode)',

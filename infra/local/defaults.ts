@@ -9,4 +9,6 @@ export const LOCAL_DEFAULTS = {
   tableName: 'workload-registrar',
   sweepIntervalMs: 60_000,
   projectionIntervalMs: 10_000,
+  // The rollout function's EventBridge schedule is 1 minute; locally template changes show sooner.
+  rolloutIntervalMs: 10_000,
 } as const;

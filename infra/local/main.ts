@@ -80,6 +80,11 @@ async function main(): Promise<number> {
       ...(runtime.projection
         ? [`  projection:       ${describeProjection(runtime.projection)}`]
         : []),
+      ...(command.options.groupSource?.kind === 'cluster'
+        ? [
+            `  groups:           from the cluster${command.options.groupSource.selector ? ` (labelled ${command.options.groupSource.selector})` : ''}, watched; registrar apply of a group refuses`,
+          ]
+        : []),
       `  CLI target:       ${cliTarget}`,
       `  console:          ${describeConsole(command.console)}`,
       'Press Ctrl-C to stop.',

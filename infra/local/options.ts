@@ -12,6 +12,12 @@ import {
 } from '../../lib/config.ts';
 import { formatDuration, parseDuration } from '../../lib/domain/duration.ts';
 import { parseTargets } from '../../lib/projection/projector-config.ts';
+import type { GroupSource } from '../../lib/rollout/group-source.ts';
+import {
+  ROLLOUT_ENV,
+  type RolloutConfig,
+  readRolloutConfig,
+} from '../../lib/rollout/rollout-config.ts';
 import { type ConsoleSettings, parseConsoleLevel } from './console-log.ts';
 import { LOCAL_DEFAULTS } from './defaults.ts';
 import type { LocalRuntimeOptions } from './runtime.ts';
@@ -35,6 +41,7 @@ const DURATIONS = {
   'projection-interval': { env: 'REGISTRAR_PROJECTION_INTERVAL', key: 'projectionIntervalMs' },
   'liveness-interval': { env: 'REGISTRAR_LIVENESS_INTERVAL', key: 'livenessIntervalMs' },
   'connect-settle': { env: 'REGISTRAR_CONNECT_SETTLE', key: 'connectSettleMs' },
+  'rollout-interval': { env: 'REGISTRAR_ROLLOUT_INTERVAL', key: 'rolloutIntervalMs' },
 } as const;
 
 /**
@@ -77,6 +84,10 @@ Options (a flag wins over its environment variable):
   --instance-identity-certs <pem>
                               REGISTRAR_INSTANCE_IDENTITY_CERTS  iam mode: require an EC2 instance identity document signed by a
                                                             certificate in this PEM file (default: optional, AWS's certificates)
+  --group-source <s>          REGISTRAR_GROUP_SOURCE        where WorkloadGroups come from: registry (registrar apply, default) or
+                                                            cluster (synced from the projection's cluster; needs --project)
+  --group-selector <sel>      REGISTRAR_GROUP_SELECTOR      with --group-source cluster: only WorkloadGroups with these labels
+  --rollout-interval <d>      REGISTRAR_ROLLOUT_INTERVAL    how often template changes are rolled out to live entries (default 10s)
   --log-format <f>            REGISTRAR_LOG_FORMAT          human: one line per event (default); json: the functions' raw JSON lines
   Fail static (docs/operations.md):
   --disruption-threshold <s>  REGISTRAR_DISRUPTION_THRESHOLD share of a zone away abnormally that slows it (default 55%)
@@ -122,6 +133,9 @@ export function parseLocalOptions(
         'iam-callers': { type: 'string' },
         'instance-identity-certs': { type: 'string' },
         'log-format': { type: 'string' },
+        'group-source': { type: 'string' },
+        'group-selector': { type: 'string' },
+        'rollout-interval': { type: 'string' },
         'disruption-threshold': { type: 'string' },
         'disruption-window': { type: 'string' },
         'secondary-deletes-per-second': { type: 'string' },
@@ -170,6 +184,8 @@ export function parseLocalOptions(
       );
     }
   }
+  const groupSource = groupSourceOption(pick, options);
+  if (groupSource) options.groupSource = groupSource;
   const authMode = pick('auth-mode', 'REGISTRAR_AUTH_MODE');
   if (authMode) {
     if (authMode.value !== 'token' && authMode.value !== 'iam') {
@@ -219,6 +235,41 @@ export function parseLocalOptions(
     options.instanceIdentityCerts = certs.value;
   }
   return { kind: 'run', options, console: consoleSettings(pick, env) };
+}
+
+/**
+ * --group-source and --group-selector, checked as the functions read them; groups from the
+ * cluster need the projection's cluster.
+ */
+function groupSourceOption(
+  pick: (flag: string, variable: string) => { value: string; source: string } | undefined,
+  options: LocalRuntimeOptions,
+): GroupSource | undefined {
+  const source = pick('group-source', ROLLOUT_ENV.groupSource);
+  const selector = pick('group-selector', ROLLOUT_ENV.groupSelector);
+  if (!source && !selector) return undefined;
+  let config: RolloutConfig;
+  try {
+    config = readRolloutConfig({
+      ...(source ? { [ROLLOUT_ENV.groupSource]: source.value } : {}),
+      ...(selector ? { [ROLLOUT_ENV.groupSelector]: selector.value } : {}),
+    });
+  } catch (error) {
+    const message = (error as Error).message.replace(/^invalid configuration: /, '');
+    const named = message
+      .replace(ROLLOUT_ENV.groupSource, source?.source ?? '--group-source')
+      .replace(ROLLOUT_ENV.groupSelector, selector?.source ?? '--group-selector');
+    throw new OptionsError(`invalid ${named}`);
+  }
+  if (
+    config.groupSource.kind === 'cluster' &&
+    !(options.project || options.kubeconfig || options.kubeContext)
+  ) {
+    throw new OptionsError(
+      `${source?.source ?? '--group-source'} cluster needs a cluster to sync from: add --project (the kubeconfig kubectl uses), --kubeconfig PATH or --context NAME`,
+    );
+  }
+  return config.groupSource;
 }
 
 /** --log-format and LOG_LEVEL (Powertools' POWERTOOLS_LOG_LEVEL wins, as in the functions). */

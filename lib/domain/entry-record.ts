@@ -9,6 +9,7 @@ import {
   type VerifiedIdentity,
   type WorkloadEntry,
 } from './model.ts';
+import type { AgentGiven } from './template-rollout.ts';
 
 /**
  * Connection state of an auto-registered entry. It is kept apart from the Istio object because
@@ -57,8 +58,15 @@ export interface EntryRecord {
   healthChecksEnabled?: boolean;
   /** The caller of the newest connect, from the authorizer. */
   identity?: VerifiedIdentity;
-  /** `metadata.generation` of the group the entry was built from. */
+  /** `metadata.generation` of the group the entry was built from (or rolled out to). */
   groupGeneration?: number;
+  /**
+   * What the agent gave (labels, locality), so a template rollout lets them win again. Absent
+   * on entries of releases before rollouts until their next connect records it.
+   */
+  agentGiven?: AgentGiven;
+  /** What the name was made from (entryOrigin): group, first address, the agent's network. */
+  origin?: string;
   /** The EC2 instance the newest connect came from, from a trusted source (see instanceIdOf). */
   instanceId?: string;
   /** Bumped by every write; the sweeper's delete is conditional on the revision it read. */

@@ -11,6 +11,7 @@ import type {
   WorkloadEntry,
   WorkloadGroup,
 } from '../domain/model.ts';
+import type { AgentGiven } from '../domain/template-rollout.ts';
 import type { ConnectionRecord, StoredGroup } from './registry-store.ts';
 import { SWEEP_SHARDS } from './table-definition.ts';
 import type { StoredToken } from './token-store.ts';
@@ -92,6 +93,8 @@ export type EntryItem = ItemKey & {
   origin?: string;
   healthChecksEnabled?: boolean;
   groupGeneration?: number;
+  /** The agent's labels and locality (template rollouts let them win); set on first connect. */
+  agentGiven?: AgentGiven;
   identity?: VerifiedIdentity;
   controller?: string;
   connectedAt?: EpochMillis;
@@ -133,6 +136,8 @@ export function encodeEntry(record: EntryRecord): EntryItem {
   if (record.healthChecksEnabled !== undefined)
     item.healthChecksEnabled = record.healthChecksEnabled;
   if (record.groupGeneration !== undefined) item.groupGeneration = record.groupGeneration;
+  if (record.agentGiven !== undefined) item.agentGiven = record.agentGiven;
+  if (record.origin !== undefined) item.origin = record.origin;
   if (record.identity !== undefined) item.identity = record.identity;
   if (record.instanceId !== undefined) item.instanceId = record.instanceId;
   Object.assign(item, encodeConnection(record.connection), encodeHealth(record.health));
@@ -188,6 +193,8 @@ export function decodeEntry(raw: Item): EntryRecord {
   }
   if (item.healthChecksEnabled !== undefined) record.healthChecksEnabled = item.healthChecksEnabled;
   if (item.groupGeneration !== undefined) record.groupGeneration = item.groupGeneration;
+  if (item.agentGiven !== undefined) record.agentGiven = item.agentGiven;
+  if (item.origin !== undefined) record.origin = item.origin;
   if (item.identity !== undefined) record.identity = item.identity;
   if (item.instanceId !== undefined) record.instanceId = item.instanceId;
   if (item.addressConflict !== undefined) record.addressConflict = item.addressConflict;

@@ -11,6 +11,7 @@
  *   POLICY          / <roleArn>#<ns>   an IAM-mode allow rule
  *   NAMESPACES      / <namespace>      a namespace that holds groups or entries (the full
  *                                      listing's Query; `#complete` once none is missing)
+ *   ROLLOUT         / <ns>/<group>     a group's template rollout (progress, pause, removal)
  *
  * The sweep index is sparse: only auto-registered entries carry `sweepState` and `sweepAt`.
  *   sweepState = "C#<shard>" with sweepAt = newest connectedAt    (stale after 1.5 x max age)
@@ -43,8 +44,13 @@ export const PARTITIONS = {
   policies: 'POLICY',
   /** The sweeper's own state (how far its liveness checks have covered). */
   sweeper: 'SWEEPER',
-  /** The effective registrar configuration every client reads (the sweep policy). */
+  /** The effective registrar configuration every client reads (the sweep policy, group source). */
   config: 'CONFIG',
+  /**
+   * Template rollouts (lib/store/dynamodb-rollout-records.ts): `ROLLOUT / <namespace>/<name>`
+   * per group, and the runs' lease `ROLLOUT / #lease`.
+   */
+  rollouts: 'ROLLOUT',
   /**
    * Cell counters (fail static; architecture.md): `ZONE#<shard>` / `<namespace>#<zone>`.
    */
