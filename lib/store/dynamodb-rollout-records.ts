@@ -154,6 +154,8 @@ export class DynamoDbRolloutRecords implements RecordStore {
 export function saveRolloutRequest(tableName: string, record: RolloutRecord): UpdateCommandInput {
   const set: string[] = ['#namespace = :namespace', '#name = :name'];
   const remove: string[] = [];
+  // Every field by a name placeholder: `total`, `pass` and others are reserved words.
+  const names: Record<string, string> = { '#namespace': 'namespace', '#name': 'name' };
   const values: Record<string, unknown> = {
     ':namespace': record.group.namespace,
     ':name': record.group.name,
@@ -161,9 +163,10 @@ export function saveRolloutRequest(tableName: string, record: RolloutRecord): Up
   };
   for (const field of RUN_FIELDS) {
     const value = record[field];
-    if (value === undefined) remove.push(field);
+    names[`#${field}`] = field;
+    if (value === undefined) remove.push(`#${field}`);
     else {
-      set.push(`${field} = :${field}`);
+      set.push(`#${field} = :${field}`);
       values[`:${field}`] = value;
     }
   }
@@ -180,7 +183,7 @@ export function saveRolloutRequest(tableName: string, record: RolloutRecord): Up
       (remove.length > 0 ? ` REMOVE ${remove.join(', ')}` : '') +
       ' ADD revision :one',
     ConditionExpression: condition,
-    ExpressionAttributeNames: { '#namespace': 'namespace', '#name': 'name' },
+    ExpressionAttributeNames: names,
     ExpressionAttributeValues: values,
   };
 }
