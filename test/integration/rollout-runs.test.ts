@@ -41,7 +41,11 @@ describe('a template change reaches the live entries', () => {
 
     expect(summary.updated).toBe(2);
     expect(summary.completed).toEqual([{ group: `${NS}/web`, generation: 2 }]);
-    expect(await labelsOf(bed, 'web-10.0.0.1')).toEqual({ app: 'web', version: 'v2', tier: 'front' });
+    expect(await labelsOf(bed, 'web-10.0.0.1')).toEqual({
+      app: 'web',
+      version: 'v2',
+      tier: 'front',
+    });
     // The agent's own labels win over the template's, as at registration.
     expect(await labelsOf(bed, 'web-10.0.0.2')).toEqual({
       app: 'web',
@@ -50,7 +54,11 @@ describe('a template change reaches the live entries', () => {
       rack: 'r7',
     });
     const after = await bed.registry.getEntry({ namespace: NS, name: 'web-10.0.0.2' });
-    expect(after?.entry.spec).toMatchObject({ ports: { http: 9090 }, weight: 3, address: '10.0.0.2' });
+    expect(after?.entry.spec).toMatchObject({
+      ports: { http: 9090 },
+      weight: 3,
+      address: '10.0.0.2',
+    });
     expect(after?.entry.spec.labels).toEqual(after?.entry.metadata.labels);
     expect(after?.groupGeneration).toBe(2);
     expect(after?.connection).toEqual(before?.connection);
@@ -92,9 +100,15 @@ describe('a template change reaches the live entries', () => {
 describe('pacing', () => {
   it('writes a step of entries per interval (2 every 10 s): 6 of 10 by 25 s', async () => {
     const bed = await rolloutBed(dynamo.endpoint);
-    await bed.applyGroup({ labels: { version: 'v1' } }, { 'workload-registrar/rollout-pace': '2/10s' });
+    await bed.applyGroup(
+      { labels: { version: 'v1' } },
+      { 'workload-registrar/rollout-pace': '2/10s' },
+    );
     for (let i = 1; i <= 10; i++) await bed.connect(`10.0.3.${i}`);
-    await bed.applyGroup({ labels: { version: 'v2' } }, { 'workload-registrar/rollout-pace': '2/10s' });
+    await bed.applyGroup(
+      { labels: { version: 'v2' } },
+      { 'workload-registrar/rollout-pace': '2/10s' },
+    );
     const started = bed.clock.now;
     const first = await bed.run({ deadline: started + 25_000 });
     expect(first.updated).toBe(6);
@@ -171,7 +185,11 @@ describe('entries of an earlier release', () => {
 
     const first = await bed.run();
     expect(first).toMatchObject({ updated: 0, waiting: 1 });
-    expect(await labelsOf(bed, 'web-10.0.7.1')).toEqual({ app: 'web', version: 'v1', owner: 'team-a' });
+    expect(await labelsOf(bed, 'web-10.0.7.1')).toEqual({
+      app: 'web',
+      version: 'v1',
+      owner: 'team-a',
+    });
 
     // The agent's rotation reconnects it through this release's connect: what it gives is recorded.
     bed.clock.now += 1_000;
@@ -186,7 +204,11 @@ describe('entries of an earlier release', () => {
     bed.clock.now += 300_000;
     const recheck = await bed.run();
     expect(recheck).toMatchObject({ updated: 1, waiting: 0 });
-    expect(await labelsOf(bed, 'web-10.0.7.1')).toEqual({ app: 'web', version: 'v2', owner: 'team-a' });
+    expect(await labelsOf(bed, 'web-10.0.7.1')).toEqual({
+      app: 'web',
+      version: 'v2',
+      owner: 'team-a',
+    });
   });
 
   it('a reconnect never replaces what the agent gave at its first connect', async () => {
