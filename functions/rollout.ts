@@ -95,6 +95,11 @@ export function createRolloutHandler(
       for (const removed of removals.removed) {
         logger.info('group removed: it was deleted in the cluster', removed);
       }
+      if (removals.held.length > 0) {
+        logger.warn('group removals held: the cluster listed no WorkloadGroup', {
+          groups: removals.held,
+        });
+      }
       const run = await runRollouts(
         { store: deps.rollouts, groups: deps.catalog, now: deps.now, sleep: deps.sleep },
         {

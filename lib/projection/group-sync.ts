@@ -5,6 +5,9 @@ import type { Cluster } from './cluster.ts';
 import { groupDifferences, groupsByRef, readClusterGroups } from './cluster-groups.ts';
 import type { KubeObject } from './objects.ts';
 
+/** How long an empty cluster listing holds the removal of the registry's groups. */
+export const EMPTY_LISTING_HOLD_MS = 10 * 60_000;
+
 export interface GroupSyncDeps {
   cluster: Pick<Cluster, 'list'>;
   registry: Pick<CatalogStore, 'listGroups' | 'applyGroup'>;
@@ -44,8 +47,10 @@ export interface GroupSyncReport {
  *   function (lib/rollout/group-removals.ts), which takes its entries along as `delete wg`
  *   does. So the projector, which talks to the cluster, writes group items only.
  * - A cluster that lists no WorkloadGroup at all while the registry has some (the wrong
- *   context, a selector that matches nothing) removes nothing: that is held and reported, as
- *   emptying the mesh would be the worst reading of an empty answer.
+ *   context, a selector that matches nothing) removes nothing for EMPTY_LISTING_HOLD_MS: the
+ *   removal is asked with a time before which it waits, reported, and withdrawn if the groups
+ *   come back (emptying the mesh at once is the worst reading of an empty answer); a cluster
+ *   whose last group really was deleted loses it after the hold.
  * - A cluster group the registry cannot take (an invalid field) is reported and the registry
  *   keeps its copy; it is never removed for that.
  */
@@ -94,23 +99,28 @@ export async function syncGroups(
     report.kept.push(key);
   }
   const missing = [...registry.values()].filter((s) => !present.has(formatRef(s.group.metadata)));
-  if (missing.length > 0 && objects.length === 0) {
+  // Fail static: a listing with no WorkloadGroup at all while the registry has some (the
+  // wrong context, a selector that matches nothing) removes nothing before EMPTY_LISTING_HOLD_MS.
+  const empty = objects.length === 0 && missing.length > 0;
+  if (empty) {
     report.problems.push({
       group: '*',
-      message: `the cluster lists no WorkloadGroup${options.selector ? ` labelled ${options.selector}` : ''}: holding the removal of ${missing.length} group(s) the registry has; check the cluster, context and selector`,
+      message: `the cluster lists no WorkloadGroup${options.selector ? ` labelled ${options.selector}` : ''}: the removal of ${missing.length} group(s) the registry has waits ${EMPTY_LISTING_HOLD_MS / 60_000} minutes, and is withdrawn if they come back; check the cluster, context and selector`,
     });
-    return report;
   }
   for (const stored of missing) {
     const key = formatRef(stored.group.metadata);
     const uid = stored.group.metadata.uid ?? '';
     const asked = records.get(key)?.removal;
-    if (asked?.uid !== uid || asked.generation !== stored.generation) {
+    const same = asked?.uid === uid && asked.generation === stored.generation;
+    // Asked again when the group changed, or when a held request can go now (the list is not empty).
+    if (!same || (!empty && asked?.notBefore !== undefined)) {
       if (!report.dryRun) {
         await deps.rollouts.requestRemoval(stored.group.metadata, {
           uid,
           generation: stored.generation,
-          requestedAt: options.now,
+          requestedAt: same && asked ? asked.requestedAt : options.now,
+          ...(empty ? { notBefore: options.now + EMPTY_LISTING_HOLD_MS } : {}),
         });
       }
     }
@@ -163,6 +173,8 @@ export function describeGroupSync(report: GroupSyncReport): string[] {
     ...report.kept.map(
       (g) => `kept WorkloadGroup ${g}: back in the cluster before its removal ran`,
     ),
-    ...report.problems.map((p) => `not synced WorkloadGroup ${p.group}: ${p.message}`),
+    ...report.problems.map((p) =>
+      p.group === '*' ? `held: ${p.message}` : `not synced WorkloadGroup ${p.group}: ${p.message}`,
+    ),
   ];
 }

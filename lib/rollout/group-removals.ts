@@ -18,6 +18,8 @@ export interface GroupRemovalResult {
   removed: { group: string; entries: number }[];
   /** Removals dropped: the group was changed or re-created since, or groups come from the registry now. */
   withdrawn: string[];
+  /** Removals asked after an empty cluster listing, not due yet. */
+  held: string[];
   closed: number;
   notClosed: number;
 }
@@ -34,11 +36,21 @@ export async function processGroupRemovals(
   deps: GroupRemovalDeps,
   records: readonly RolloutRecord[],
 ): Promise<GroupRemovalResult> {
-  const result: GroupRemovalResult = { removed: [], withdrawn: [], closed: 0, notClosed: 0 };
+  const result: GroupRemovalResult = {
+    removed: [],
+    withdrawn: [],
+    held: [],
+    closed: 0,
+    notClosed: 0,
+  };
   for (const record of records) {
     const removal = record.removal;
     if (!removal) continue;
     const key = formatRef(record.group);
+    if (removal.notBefore !== undefined && removal.notBefore > deps.now()) {
+      result.held.push(key);
+      continue;
+    }
     if (!deps.groupsFromCluster) {
       await deps.store.requestRemoval(record.group, undefined);
       result.withdrawn.push(key);

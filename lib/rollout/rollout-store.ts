@@ -41,9 +41,23 @@ export interface RolloutRecord {
    * and the entries it auto-registered, as `registrar delete wg` does, if it still has this uid
    * and generation (one re-created or changed since is left alone).
    */
-  removal?: { uid: string; generation: number; requestedAt: EpochMillis };
+  removal?: GroupRemovalRequest;
   /** Bumped by every save of a run; a save conditional on it never overwrites another run's. */
   revision: number;
+}
+
+/** The group sync saw a group deleted in the cluster (see RolloutRecord.removal). */
+export interface GroupRemovalRequest {
+  uid: string;
+  generation: number;
+  requestedAt: EpochMillis;
+  /**
+   * Not before this time: the cluster listed no WorkloadGroup at all (the wrong context, a
+   * selector that matches nothing, a cluster being restored), so the removal waits, and is
+   * withdrawn if the groups come back meanwhile. Fail static: an empty answer must not empty
+   * the mesh at once.
+   */
+  notBefore?: EpochMillis;
 }
 
 /** An entry as the rollout reads it: the object, what the agent gave, and its revision. */
