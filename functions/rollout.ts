@@ -22,7 +22,7 @@ import type { CatalogStore } from '../lib/store/registry-store.ts';
 
 export interface RolloutDependencies {
   rollouts: RolloutStore;
-  catalog: Pick<CatalogStore, 'listGroups' | 'listEntries' | 'removeEntry'>;
+  catalog: Pick<CatalogStore, 'listNamespaces' | 'listGroups' | 'listEntries'>;
   groupSource: Pick<DynamoDbGroupSource, 'record'>;
   /** API Gateway's management API; absent, removed entries' agents notice at their next rotation. */
   closeConnections?: (ids: readonly string[]) => Promise<{ closed: number; failed: number }>;

@@ -13,7 +13,7 @@ export interface RolloutServicesOptions {
   dynamoDbEndpoint: string;
   tableName: string;
   region: string;
-  catalog: Pick<CatalogStore, 'listGroups' | 'listEntries' | 'removeEntry' | 'applyGroup'>;
+  catalog: Pick<CatalogStore, 'listNamespaces' | 'listGroups' | 'listEntries' | 'applyGroup'>;
   /** The local gateway's management API (removed groups' connections are closed there). */
   managementUrl: () => string;
   rolloutIntervalMs: number;

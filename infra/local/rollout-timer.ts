@@ -16,7 +16,7 @@ export interface RolloutTimerOptions {
   client: DynamoDBDocumentClient;
   tableName: string;
   region: string;
-  catalog: Pick<CatalogStore, 'listGroups' | 'listEntries' | 'removeEntry'>;
+  catalog: Pick<CatalogStore, 'listNamespaces' | 'listGroups' | 'listEntries'>;
   config: RolloutConfig;
   /** The local gateway's management API, known once it listens. */
   managementUrl: () => string;

@@ -1,3 +1,4 @@
+import { listAllGroups } from '../rollout/list-groups.ts';
 import type { CatalogStore } from '../store/registry-store.ts';
 import type { Cluster } from './cluster.ts';
 import { KindNotInstalledError } from './cluster.ts';
@@ -19,7 +20,7 @@ export interface GroupDrift {
  * by namespace. A cluster without the WorkloadGroup CRD has no copies to differ.
  */
 export async function checkGroupDrift(
-  store: Pick<CatalogStore, 'listGroups'>,
+  store: Pick<CatalogStore, 'listNamespaces' | 'listGroups'>,
   cluster: Pick<Cluster, 'list'>,
 ): Promise<GroupDrift[]> {
   let objects: Awaited<ReturnType<Cluster['list']>>;
@@ -29,7 +30,7 @@ export async function checkGroupDrift(
     if (error instanceof KindNotInstalledError) return [];
     throw error;
   }
-  const registry = groupsByRef(await store.listGroups());
+  const registry = groupsByRef(await listAllGroups(store));
   const read = readClusterGroups(objects);
   const drift: GroupDrift[] = read.problems.map((p) => ({
     group: p.group,

@@ -1,4 +1,5 @@
 import { type EpochMillis, formatRef, toRfc3339, type WorkloadGroup } from '../domain/model.ts';
+import { listAllGroups } from '../rollout/list-groups.ts';
 import type { RolloutStore } from '../rollout/rollout-store.ts';
 import type { CatalogStore } from '../store/registry-store.ts';
 import type { Cluster } from './cluster.ts';
@@ -10,7 +11,7 @@ export const EMPTY_LISTING_HOLD_MS = 10 * 60_000;
 
 export interface GroupSyncDeps {
   cluster: Pick<Cluster, 'list'>;
-  registry: Pick<CatalogStore, 'listGroups' | 'applyGroup'>;
+  registry: Pick<CatalogStore, 'listNamespaces' | 'listGroups' | 'applyGroup'>;
   rollouts: Pick<RolloutStore, 'listRollouts' | 'requestRemoval'>;
 }
 
@@ -72,7 +73,7 @@ export async function syncGroups(
   });
   const read = readClusterGroups(objects);
   report.problems.push(...read.problems);
-  const registry = groupsByRef(await deps.registry.listGroups());
+  const registry = groupsByRef(await listAllGroups(deps.registry));
   const records = new Map(
     (await deps.rollouts.listRollouts()).map((record) => [formatRef(record.group), record]),
   );

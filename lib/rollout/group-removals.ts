@@ -4,8 +4,8 @@ import type { CatalogStore } from '../store/registry-store.ts';
 import type { RolloutRecord, RolloutStore } from './rollout-store.ts';
 
 export interface GroupRemovalDeps {
-  store: Pick<RolloutStore, 'deleteGroupIf' | 'deleteRollout' | 'requestRemoval'>;
-  catalog: Pick<CatalogStore, 'listEntries' | 'removeEntry'>;
+  store: Pick<RolloutStore, 'deleteGroupIf' | 'deleteRollout' | 'requestRemoval' | 'removeEntry'>;
+  catalog: Pick<CatalogStore, 'listEntries'>;
   /** Closes the connections that held removed entries (API Gateway's management API). */
   closeConnections(connectionIds: readonly string[]): Promise<{ closed: number; failed: number }>;
   /** Where groups come from now: a removal asked for under `cluster` is void under `registry`. */
@@ -62,7 +62,13 @@ export async function processGroupRemovals(
       result.withdrawn.push(key);
       continue;
     }
-    const entries = await removeGroupEntries(deps.catalog, record.group);
+    const entries = await removeGroupEntries(
+      {
+        listEntries: (ns) => deps.catalog.listEntries(ns),
+        removeEntry: (ref) => deps.store.removeEntry(ref),
+      },
+      record.group,
+    );
     const holders = entries.flatMap((entry) => entry.holders);
     if (holders.length > 0) {
       const { closed, failed } = await deps.closeConnections(holders);

@@ -129,6 +129,11 @@ export interface RolloutStore {
     generation: number,
   ): Promise<'updated' | 'conflict'>;
   /**
+   * Deletes an entry a removed group took along, and the records of the connections it listed
+   * (IAM mode); its holders, read from the deleted item, or undefined when it was not there.
+   */
+  removeEntry(ref: ObjectRef): Promise<{ holders: string[] } | undefined>;
+  /**
    * Deletes the group if it still has this uid and generation (a group re-created or changed
    * since is kept): 'deleted', 'changed', or 'gone' when it was not there.
    */

@@ -1,6 +1,7 @@
 import { type EpochMillis, formatRef, type ObjectRef } from '../domain/model.ts';
 import { rolledOutEntry } from '../domain/template-rollout.ts';
 import type { CatalogStore, StoredGroup } from '../store/registry-store.ts';
+import { listAllGroups } from './list-groups.ts';
 import { PacedPool } from './paced-pool.ts';
 import { paceOf } from './rollout-pace.ts';
 import {
@@ -16,7 +17,7 @@ import type { RolloutEntry, RolloutRecord, RolloutStore } from './rollout-store.
 export interface RolloutRunDeps {
   store: RolloutStore;
   /** Every group of every namespace (the namespace index, then a Query each; never a Scan). */
-  groups: Pick<CatalogStore, 'listGroups'>;
+  groups: Pick<CatalogStore, 'listNamespaces' | 'listGroups'>;
   now(): EpochMillis;
   sleep(ms: number): Promise<void>;
   /**
@@ -86,7 +87,7 @@ export async function runRollouts(
     now: deps.now,
     sleep: deps.sleep,
   });
-  const groups = await deps.groups.listGroups();
+  const groups = await listAllGroups(deps.groups);
   let records = byGroup(await deps.store.listRollouts());
   await forgetDeletedGroups(deps.store, records, groups);
   let active: readonly StoredGroup[] = groups;

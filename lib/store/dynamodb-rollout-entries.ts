@@ -4,6 +4,7 @@ import type { OutdatedPage, RolloutEntry, RolloutStore } from '../rollout/rollou
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import {
+  connectionKey,
   decodeGroup,
   ENTRY_PREFIX,
   type EntryItem,
@@ -39,6 +40,7 @@ type EntryStore = Pick<
   | 'groupEntries'
   | 'getRolloutEntry'
   | 'rollOutEntry'
+  | 'removeEntry'
   | 'deleteGroupIf'
 >;
 
@@ -119,6 +121,25 @@ export class DynamoDbRolloutEntries implements EntryStore {
       rollOutEntryRequest(this.#table.name, read, group, entry, generation),
     );
     return written ? 'updated' : 'conflict';
+  }
+
+  /** One DeleteItem for the entry, and one per connection record it names (never a batch). */
+  async removeEntry(ref: ObjectRef): Promise<{ holders: string[] } | undefined> {
+    const { Attributes } = await this.#table.client.send(
+      new DeleteCommand({
+        TableName: this.#table.name,
+        Key: entryKey(ref),
+        ReturnValues: 'ALL_OLD',
+      }),
+    );
+    if (!Attributes) return undefined;
+    const holders = [...((Attributes as EntryItem).conns ?? [])];
+    for (const id of holders) {
+      await this.#table.client.send(
+        new DeleteCommand({ TableName: this.#table.name, Key: connectionKey(id) }),
+      );
+    }
+    return { holders };
   }
 
   async deleteGroupIf(

@@ -72,6 +72,9 @@ export class DynamoDbRollouts implements RolloutStore {
   ): Promise<'updated' | 'conflict'> {
     return this.#entries.rollOutEntry(read, group, entry, generation);
   }
+  removeEntry(ref: ObjectRef): Promise<{ holders: string[] } | undefined> {
+    return this.#entries.removeEntry(ref);
+  }
   deleteGroupIf(group: ObjectRef, expected: { uid: string; generation: number }) {
     return this.#entries.deleteGroupIf(group, expected);
   }

@@ -244,6 +244,21 @@ export type GroupItem = ItemKey & {
   revision: number;
 };
 
+/**
+ * Every attribute a group item has as the catalog writes it (`writeId`: the put's own id, see
+ * DynamoDbCatalog). The group sync's IAM grant allows writes of these attributes only
+ * (`dynamodb:Attributes`), so the projector cannot write an entry's state; a test keeps this
+ * list and encodeGroup in step.
+ */
+export const GROUP_ITEM_ATTRIBUTES = [
+  'pk',
+  'sk',
+  'group',
+  'generation',
+  'revision',
+  'writeId',
+] as const;
+
 export function encodeGroup(stored: StoredGroup, revision: number): GroupItem {
   const group: WorkloadGroup = {
     ...stored.group,

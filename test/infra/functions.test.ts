@@ -11,6 +11,7 @@ const ROLES = {
   message: 'Functions/Message/Role',
   sweeper: 'Sweep/Sweeper/Role',
   ec2StateChange: 'InstanceState/Function/Role',
+  rollout: 'Rollout/Function/Role',
 };
 
 const ZONES = {
@@ -35,7 +36,7 @@ describe('functions', () => {
     const functions = template.findResources('AWS::Lambda::Function', {
       Properties: { Runtime: 'nodejs22.x', Architectures: ['arm64'], Handler: 'index.handler' },
     });
-    expect(Object.keys(functions)).toHaveLength(6);
+    expect(Object.keys(functions)).toHaveLength(7);
   });
 
   it('get the table name, the sweep policy, the auth mode and the Powertools settings', () => {
@@ -75,11 +76,11 @@ describe('functions', () => {
         },
       },
     });
-    expect(Object.keys(functions)).toHaveLength(6);
+    expect(Object.keys(functions)).toHaveLength(7);
   });
 
   it('log to their own log group with a retention', () => {
-    template.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 30 }, 6);
+    template.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 30 }, 7);
     template.hasResourceProperties('AWS::Lambda::Function', {
       LoggingConfig: { LogFormat: 'JSON', LogGroup: { Ref: Match.stringLikeRegexp('Logs') } },
     });
@@ -202,6 +203,63 @@ describe('functions', () => {
     ]);
   });
 
+  it('the rollout function reads and updates entries, keeps its records, and deletes only for group removals', () => {
+    expect(dynamoGrants(ROLES.rollout)).toEqual([
+      {
+        actions: [
+          'dynamodb:DeleteItem',
+          'dynamodb:GetItem',
+          'dynamodb:Query',
+          'dynamodb:UpdateItem',
+        ],
+        partitions: ['NS#*'],
+        resource: expect.stringMatching(TABLE),
+      },
+      {
+        actions: ['dynamodb:Query'],
+        partitions: ['NAMESPACES'],
+        resource: expect.stringMatching(TABLE),
+      },
+      {
+        actions: [
+          'dynamodb:DeleteItem',
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:Query',
+          'dynamodb:UpdateItem',
+        ],
+        partitions: ['ROLLOUT'],
+        resource: expect.stringMatching(TABLE),
+      },
+      {
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem'],
+        partitions: ['CONFIG'],
+        resource: expect.stringMatching(TABLE),
+      },
+      {
+        actions: ['dynamodb:DeleteItem'],
+        partitions: ['CONN#*'],
+        resource: expect.stringMatching(TABLE),
+      },
+    ]);
+  });
+
+  it('run the rollout function every minute, and let it close connections (DELETE) but never send', () => {
+    template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(1 minute)',
+      Targets: [
+        Match.objectLike({
+          Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^RolloutFunction'), 'Arn'] },
+        }),
+      ],
+    });
+    const api = statementsOfRole(template, ROLES.rollout).filter((s) =>
+      actionsOf([s]).includes('execute-api:ManageConnections'),
+    );
+    expect(JSON.stringify(api.map((s) => s.Resource))).toMatch(/\/DELETE\/@connections\/\*/);
+    expect(JSON.stringify(api.map((s) => s.Resource))).not.toMatch(/POST/);
+  });
+
   it('the EC2 state-change function may only query the instance index (keys) and delete entries', () => {
     expect(dynamoGrants(ROLES.ec2StateChange)).toEqual([
       {
@@ -250,7 +308,7 @@ describe('functions', () => {
         },
       },
     });
-    expect(Object.keys(functions)).toHaveLength(6);
+    expect(Object.keys(functions)).toHaveLength(7);
   });
 
   it.each(Object.keys(ROLES) as (keyof typeof ROLES)[])(
@@ -312,7 +370,7 @@ describe('functions', () => {
     }
   });
 
-  it('tell disconnect, message and the sweeper where the management endpoint is', () => {
+  it('tell disconnect, message, the sweeper and the rollout function where the management endpoint is', () => {
     const withUrl = template.findResources('AWS::Lambda::Function', {
       Properties: {
         Environment: {
@@ -330,6 +388,7 @@ describe('functions', () => {
     expect(Object.keys(withUrl).sort()).toEqual([
       expect.stringMatching(/^FunctionsDisconnect/),
       expect.stringMatching(/^FunctionsMessage/),
+      expect.stringMatching(/^RolloutFunction/),
       expect.stringMatching(/^SweepSweeper/),
     ]);
   });
@@ -343,6 +402,6 @@ describe('functions', () => {
         },
       },
     });
-    expect(Object.keys(functions)).toHaveLength(6);
+    expect(Object.keys(functions)).toHaveLength(7);
   });
 });
