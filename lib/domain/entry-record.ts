@@ -65,8 +65,6 @@ export interface EntryRecord {
    * on entries of releases before rollouts until their next connect records it.
    */
   agentGiven?: AgentGiven;
-  /** What the name was made from (entryOrigin): group, first address, the agent's network. */
-  origin?: string;
   /** The EC2 instance the newest connect came from, from a trusted source (see instanceIdOf). */
   instanceId?: string;
   /** Bumped by every write; the sweeper's delete is conditional on the revision it read. */

@@ -1,4 +1,5 @@
 import { mergeLabels, withoutSystemAnnotations } from './build-entry.ts';
+import { entryName } from './entry-name.ts';
 import type { StringMap, WorkloadEntry, WorkloadEntrySpec, WorkloadGroup } from './model.ts';
 
 /**
@@ -84,8 +85,6 @@ export function identityChanges(
 export interface EntryTemplateView {
   groupGeneration?: number;
   entry: WorkloadEntry;
-  /** `JSON.stringify([group, firstIp, network])`: the network the agent named, if any. */
-  origin?: string;
 }
 
 /**
@@ -101,20 +100,13 @@ export function isOnCurrentTemplate(
 ): boolean {
   if (view.groupGeneration === undefined || view.groupGeneration < generation) return false;
   const template = group.spec.template;
-  if ((view.entry.spec.serviceAccount || undefined) !== (template.serviceAccount || undefined)) {
-    return false;
-  }
-  if (networkFromAgent(view.origin)) return true;
-  return (view.entry.spec.network || undefined) === (template.network || undefined);
-}
-
-/** The agent named the network (the entry's name carries it); unknown origin: assume so. */
-function networkFromAgent(origin: string | undefined): boolean {
-  if (origin === undefined) return true;
-  try {
-    const parts = JSON.parse(origin) as unknown;
-    return !Array.isArray(parts) || (typeof parts[2] === 'string' && parts[2] !== '');
-  } catch {
-    return true;
-  }
+  const { spec, metadata } = view.entry;
+  if ((spec.serviceAccount || undefined) !== (template.serviceAccount || undefined)) return false;
+  // A network the agent named is part of the entry's name (entry-name.ts); one the template
+  // gave is not, and it must be the template's network still.
+  const agentNamedNetwork =
+    spec.network !== undefined &&
+    metadata.name !== entryName(group.metadata.name, spec.address ?? '');
+  if (agentNamedNetwork) return true;
+  return (spec.network || undefined) === (template.network || undefined);
 }

@@ -67,8 +67,6 @@ export interface RolloutEntry {
   revision: number;
   groupGeneration?: number;
   agentGiven?: AgentGiven;
-  /** What the name was made from: whether the agent named the network (see isOnCurrentTemplate). */
-  origin?: string;
 }
 
 /** A page of a group's entries on an older generation, and where the next page starts. */

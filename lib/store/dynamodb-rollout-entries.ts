@@ -30,8 +30,7 @@ export function groupEntryPrefix(group: string): string {
 }
 
 /** What a rollout reads of an entry: never the holders, health or sweep state. */
-const PROJECTION =
-  'pk, sk, #entry, revision, groupGeneration, agentGiven, autoRegistrationGroup, origin';
+const PROJECTION = 'pk, sk, #entry, revision, groupGeneration, agentGiven, autoRegistrationGroup';
 
 type EntryStore = Pick<
   RolloutStore,
@@ -215,6 +214,5 @@ function decodeRolloutEntry(raw: Item): RolloutEntry {
   };
   if (item.groupGeneration !== undefined) view.groupGeneration = item.groupGeneration;
   if (item.agentGiven !== undefined) view.agentGiven = item.agentGiven;
-  if (item.origin !== undefined) view.origin = item.origin;
   return view;
 }

@@ -137,7 +137,6 @@ export function encodeEntry(record: EntryRecord): EntryItem {
     item.healthChecksEnabled = record.healthChecksEnabled;
   if (record.groupGeneration !== undefined) item.groupGeneration = record.groupGeneration;
   if (record.agentGiven !== undefined) item.agentGiven = record.agentGiven;
-  if (record.origin !== undefined) item.origin = record.origin;
   if (record.identity !== undefined) item.identity = record.identity;
   if (record.instanceId !== undefined) item.instanceId = record.instanceId;
   Object.assign(item, encodeConnection(record.connection), encodeHealth(record.health));
@@ -194,7 +193,6 @@ export function decodeEntry(raw: Item): EntryRecord {
   if (item.healthChecksEnabled !== undefined) record.healthChecksEnabled = item.healthChecksEnabled;
   if (item.groupGeneration !== undefined) record.groupGeneration = item.groupGeneration;
   if (item.agentGiven !== undefined) record.agentGiven = item.agentGiven;
-  if (item.origin !== undefined) record.origin = item.origin;
   if (item.identity !== undefined) record.identity = item.identity;
   if (item.instanceId !== undefined) record.instanceId = item.instanceId;
   if (item.addressConflict !== undefined) record.addressConflict = item.addressConflict;

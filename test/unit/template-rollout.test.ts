@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { buildEntry } from '../../lib/domain/build-entry.ts';
-import { entryOrigin } from '../../lib/domain/entry-name.ts';
 import type { WorkloadGroup } from '../../lib/domain/model.ts';
 import {
   agentGivenOf,
@@ -127,16 +126,23 @@ describe('isOnCurrentTemplate', () => {
 
   it('counts a template network the entry lacks, but not one the agent chose', () => {
     const byTemplate = group({ serviceAccount: 'web', network: 'n2' });
-    const origin = entryOrigin('web', '10.0.0.1');
-    expect(isOnCurrentTemplate({ entry, groupGeneration: 2, origin }, byTemplate, 2)).toBe(false);
-    const agentNetwork = entryOrigin('web', '10.0.0.1', 'n1');
-    const withNetwork = { ...entry, spec: { ...entry.spec, network: 'n1' } };
-    expect(
-      isOnCurrentTemplate(
-        { entry: withNetwork, groupGeneration: 2, origin: agentNetwork },
-        byTemplate,
-        2,
-      ),
-    ).toBe(true);
+    expect(isOnCurrentTemplate({ entry, groupGeneration: 2 }, byTemplate, 2)).toBe(false);
+    // The agent named network n1: the entry's name carries it.
+    const agents = buildEntry(
+      group({ serviceAccount: 'web' }),
+      { group: 'web', namespace: 'shop', ips: ['10.0.0.1'], network: 'n1', labels: {} },
+      T0,
+    );
+    expect(agents.metadata.name).toBe('web-10.0.0.1-n1');
+    expect(isOnCurrentTemplate({ entry: agents, groupGeneration: 2 }, byTemplate, 2)).toBe(true);
+    // The old template gave n1: not in the name, and no longer the template's.
+    const templates = buildEntry(
+      group({ serviceAccount: 'web', network: 'n1' }),
+      { group: 'web', namespace: 'shop', ips: ['10.0.0.1'], labels: {} },
+      T0,
+    );
+    expect(isOnCurrentTemplate({ entry: templates, groupGeneration: 2 }, byTemplate, 2)).toBe(
+      false,
+    );
   });
 });
