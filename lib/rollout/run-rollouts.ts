@@ -46,7 +46,7 @@ export interface RolloutRunSummary {
   rolled: Record<string, number>;
   updated: number;
   conflicts: number;
-  /** Rollouts that finished in this run, with the generation every entry is now on. */
+  /** Rollouts that changed entries and finished in this run, with the generation they are on. */
   completed: { group: string; generation: number }[];
   paused: string[];
   /** Entries left for their agent's next connect (see RolloutRecord.waiting). */
@@ -186,7 +186,8 @@ async function advance(
   record = afterPage(record, result, deps.now(), options.recheckMs);
   if (!(await save(deps, records, record))) return { kind: 'idle' };
   if (record.completedAt !== undefined) {
-    summary.completed.push({ group: key, generation: stored.generation });
+    // Only a rollout that changed entries is news (a group seen for the first time is not).
+    if (record.updated > 0) summary.completed.push({ group: key, generation: stored.generation });
     return { kind: 'idle' };
   }
   return nextStep(record, pace, deps.now());
