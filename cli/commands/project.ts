@@ -9,6 +9,7 @@ interface ProjectOptions {
   targets: string;
   namespace?: string;
   dryRun?: boolean;
+  clusterRanges?: string;
 }
 
 /**
@@ -32,6 +33,10 @@ export const registerProject: CommandRegistration = (program, context) => {
     )
     .option('-n, --namespace <namespace>', 'reconcile one namespace only (default: all)')
     .option('--dry-run', 'print what would change, write nothing')
+    .option(
+      '--cluster-ranges <cidrs>',
+      "the cluster's pod and Service CIDRs, comma-separated: no endpoint in them is written (env REGISTRAR_CLUSTER_RANGES)",
+    )
     .action(async (options: ProjectOptions, command: Command) => {
       // Loaded here: @kubernetes/client-node is large and only this command needs it.
       const [
@@ -39,7 +44,7 @@ export const registerProject: CommandRegistration = (program, context) => {
         { createKubernetesCluster },
         { reconcile },
         { describeReport },
-        { parseTargets },
+        { parseTargets, parseClusterRanges },
       ] = await Promise.all([
         import('../../lib/projection/kubeconfig.ts'),
         import('../../lib/projection/kubernetes-cluster.ts'),
@@ -53,9 +58,14 @@ export const registerProject: CommandRegistration = (program, context) => {
         ...(options.kubeconfig ? { kubeconfig: options.kubeconfig } : {}),
         ...(options.context ? { context: options.context } : {}),
       });
+      const given = options.clusterRanges ?? context.io.env.REGISTRAR_CLUSTER_RANGES;
+      const clusterRanges = parseClusterRanges(
+        given ?? '',
+        options.clusterRanges !== undefined ? '--cluster-ranges' : 'REGISTRAR_CLUSTER_RANGES',
+      );
       const cluster = createKubernetesCluster(config);
       const stores = await context.stores(command);
-      const { catalog } = stores;
+      const { catalog, namespaceSettings } = stores;
       // The groups first: from the cluster they are synced (as the projector's schedule does),
       // from the registry the cluster's copies are checked for drift.
       const groupLines = await projectGroups(
@@ -68,8 +78,12 @@ export const registerProject: CommandRegistration = (program, context) => {
         ? { kind: 'namespaces', namespaces: [{ namespace: options.namespace }] }
         : { kind: 'all' };
       const report = await reconcile(
-        { store: catalog, cluster },
-        { targets: parseTargets(options.targets), dryRun: options.dryRun ?? false },
+        { store: catalog, cluster, settings: namespaceSettings },
+        {
+          targets: parseTargets(options.targets),
+          dryRun: options.dryRun ?? false,
+          clusterRanges,
+        },
         scope,
       );
       context.out(groupLines.map((line) => `${line}\n`).join(''));

@@ -199,6 +199,8 @@ function renderEvent(
       return info(
         `removed WorkloadGroup ${record.group} and its ${record.entries} entr${record.entries === 1 ? 'y' : 'ies'}: deleted in the cluster`,
       );
+    case 'endpoint refused':
+      return warn(`refused endpoint: ${record.entry}: ${record.reason}`);
     case 'gateway: closing connection':
       return info(`gateway closes connection ${connectionId}: ${record.why}`);
     default:

@@ -6,14 +6,22 @@
  * Holders: `conns` is the string set of connections holding an auto-registered entry; an
  * entry is connected while it has one. Beside it, `held:<connection id>` records when each
  * holder connected, so a liveness check can tell a connection still in its `$connect` (which
- * API Gateway also answers 410 for) from one that is gone. Both change in the same write.
+ * API Gateway also answers 410 for) from one that is gone, and `by:<connection id>` who it was
+ * authenticated as, so a revoked token or policy finds the connections it let in. All change
+ * in the same write.
  * `departed` lists connections whose `$disconnect` was processed before their `$connect`
  * wrote (API Gateway runs them in any order): their connect must not make them holders.
  */
 import type { DeleteCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { DepartureKind } from '../domain/disruption.ts';
 import type { ObjectRef, VerifiedIdentity } from '../domain/model.ts';
-import { entryKey, heldAttribute, sweepShard, sweepState } from './item-codec.ts';
+import {
+  entryKey,
+  heldAttribute,
+  holderPrincipalAttribute,
+  sweepShard,
+  sweepState,
+} from './item-codec.ts';
 import type { ConnectChange, HealthReport, HolderRef } from './registry-store.ts';
 import { zonePartition } from './table-definition.ts';
 
@@ -90,6 +98,7 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
       ...(given ? ['agentGiven = if_not_exists(agentGiven, :agentGiven)'] : []),
       '#identity = :identity, controller = :controller, connectedAt = :at',
       'newestConnectionId = :connection, sweepState = :sweepState, sweepAt = :at, #held = :at',
+      '#by = :principal',
       ...(instance ? ['instanceId = :instanceId'] : []),
     ]
       .join(', ')
@@ -104,6 +113,7 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
       ...NAMES,
       '#identity': 'identity',
       '#held': heldAttribute(change.connectionId),
+      '#by': holderPrincipalAttribute(change.connectionId),
     },
     ExpressionAttributeValues: {
       ...join.values,
@@ -112,6 +122,7 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
       ':healthChecksEnabled': change.healthChecksEnabled,
       ':groupGeneration': change.groupGeneration,
       ':identity': change.identity,
+      ':principal': change.identity.principal,
       ':controller': change.controller,
       ':at': change.connectedAt,
       ':sweepState': sweepState('C', sweepShard(ref)),
@@ -135,12 +146,17 @@ export function connectAsOlder(tableName: string, change: ConnectChange): Update
   return {
     TableName: tableName,
     Key: entryKey(change.entry.metadata),
-    UpdateExpression: 'SET #held = :at ADD conns :connections, revision :one',
+    UpdateExpression: 'SET #held = :at, #by = :principal ADD conns :connections, revision :one',
     ConditionExpression: `${join.condition} AND connectedAt > :at`,
-    ExpressionAttributeNames: { ...NAMES, '#held': heldAttribute(change.connectionId) },
+    ExpressionAttributeNames: {
+      ...NAMES,
+      '#held': heldAttribute(change.connectionId),
+      '#by': holderPrincipalAttribute(change.connectionId),
+    },
     ExpressionAttributeValues: {
       ...join.values,
       ':at': change.connectedAt,
+      ':principal': change.identity.principal,
       ':connections': new Set([change.connectionId]),
       ':one': 1,
     },
@@ -254,7 +270,7 @@ export function leaveAsOneOfMany(
   };
 }
 
-/** Each leaving connection must be a holder; its `held:` time goes with it. */
+/** Each leaving connection must be a holder; its `held:` time and `by:` principal go with it. */
 function leavingHolders(connectionIds: readonly string[], values: Record<string, unknown>) {
   const names: Record<string, string> = {};
   const conditions: string[] = [];
@@ -262,8 +278,9 @@ function leavingHolders(connectionIds: readonly string[], values: Record<string,
   connectionIds.forEach((id, i) => {
     values[`:c${i}`] = id;
     names[`#h${i}`] = heldAttribute(id);
+    names[`#b${i}`] = holderPrincipalAttribute(id);
     conditions.push(`contains(conns, :c${i})`);
-    removes.push(`#h${i}`);
+    removes.push(`#h${i}`, `#b${i}`);
   });
   return { names, condition: conditions.join(' AND '), remove: removes.join(', ') };
 }
