@@ -13,7 +13,11 @@ import { processGroupRemovals } from '../lib/rollout/group-removals.ts';
 import { type RolloutConfig, readRolloutConfig } from '../lib/rollout/rollout-config.ts';
 import { ROLLOUT_METRIC } from '../lib/rollout/rollout-metrics.ts';
 import type { RolloutStore } from '../lib/rollout/rollout-store.ts';
-import { type RolloutRunSummary, runRollouts } from '../lib/rollout/run-rollouts.ts';
+import {
+  type RolloutRunDeps,
+  type RolloutRunSummary,
+  runRollouts,
+} from '../lib/rollout/run-rollouts.ts';
 import { createDocumentClient } from '../lib/store/dynamodb-client.ts';
 import { DynamoDbGroupSource } from '../lib/store/dynamodb-group-source.ts';
 import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
@@ -31,6 +35,11 @@ export interface RolloutDependencies {
   sleep(ms: number): Promise<void>;
   /** Ends a run early (the local runtime stopping). */
   signal?: AbortSignal;
+  /**
+   * Each entry the rollout changed (its ref, the generation it left, the one it is on): the
+   * event history records a `TemplateRolledOut` event on the entry here (issue 24).
+   */
+  onEntryRolledOut?: RolloutRunDeps['onEntryRolledOut'];
 }
 
 export interface RolloutSummary extends Omit<RolloutRunSummary, 'problems'> {
@@ -101,7 +110,13 @@ export function createRolloutHandler(
         });
       }
       const run = await runRollouts(
-        { store: deps.rollouts, groups: deps.catalog, now: deps.now, sleep: deps.sleep },
+        {
+          store: deps.rollouts,
+          groups: deps.catalog,
+          now: deps.now,
+          sleep: deps.sleep,
+          ...(deps.onEntryRolledOut ? { onEntryRolledOut: deps.onEntryRolledOut } : {}),
+        },
         {
           deadline,
           writesPerSecond: deps.config.writesPerSecond,
