@@ -23,6 +23,12 @@ const sections: Record<string, Section> = {
         ['event', 'reads', 'writes', 'requests'],
         rows.map((r) => [r.event, r.reads, r.writes, formatCounts(r.requests)]),
       );
+      // What the events add to the entry's item: every later write of it is billed by its size.
+      const { measureEventBytes } = await import('./event-bytes.ts');
+      table(
+        ['item', 'bytes', 'WRU per write'],
+        (await measureEventBytes()).map((r) => [r.what, r.bytes, r.writeUnits]),
+      );
     },
   },
   sidecar: {
@@ -438,6 +444,20 @@ const sections: Record<string, Section> = {
           x.writes,
           x.ms,
         ]),
+      );
+    },
+  },
+  dashboard: {
+    title: 'registrar dashboard: opening a namespace of 20,000 entries (dynalite, over HTTP)',
+    run: async () => {
+      const { measureDashboardList } = await import('./dashboard-list.ts');
+      const r = await measureDashboardList(Number(process.env.BENCH_DASHBOARD_ENTRIES ?? 20_000));
+      console.log(
+        `${r.entries} entries (copies of 20 written by the connect path) seeded in ${r.seedS.toFixed(0)} s; the cold read of the namespace: ${formatCounts(r.requests)}, ${r.itemsRead} items\n`,
+      );
+      table(
+        ['step', 'ms', 'response bytes', 'rows'],
+        r.steps.map((s) => [s.step, s.ms.toFixed(0), s.bytes, s.rows]),
       );
     },
   },

@@ -81,7 +81,12 @@ async function answer(
         connection.carried,
       );
       logger.appendKeys({ entry: formatRef(described.entry.metadata) });
-      return describeReply(described.entry, described.probe, connection.connectionId);
+      return describeReply(
+        described.entry,
+        described.probe,
+        connection.connectionId,
+        described.maintenance,
+      );
     }
     case 'ping':
       return pongReply();

@@ -35,10 +35,7 @@ export interface RolloutDependencies {
   sleep(ms: number): Promise<void>;
   /** Ends a run early (the local runtime stopping). */
   signal?: AbortSignal;
-  /**
-   * Each entry the rollout changed (its ref, the generation it left, the one it is on): the
-   * event history records a `TemplateRolledOut` event on the entry here (issue 24).
-   */
+  /** Each entry the rollout changed (its TemplateUpdated event is written with it). */
   onEntryRolledOut?: RolloutRunDeps['onEntryRolledOut'];
 }
 

@@ -149,6 +149,10 @@ export function createSweeperHandler(
       held: sum(result.held),
       slowed: sum(result.slowed),
     };
+    // One small put for registrar dashboard's chart of recent runs; it never fails the run.
+    await deps.sweepRuns?.record({ at: deps.now(), ...summary }).catch((error: unknown) => {
+      logger.warn('could not record the sweep run', { reason: String(error) });
+    });
     if (result.failed > 0) {
       // The rest of the run went on; failing the invocation makes the sweeper's Errors alarm
       // see a store that keeps refusing, and the next run retries what failed.

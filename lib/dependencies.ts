@@ -17,6 +17,7 @@ import {
   DynamoDbSweepPolicyStore,
   type SweepPolicyStore,
 } from './store/dynamodb-sweep-policy-store.ts';
+import { DynamoDbSweepRuns, type SweepRunStore } from './store/dynamodb-sweep-runs.ts';
 import { RegistryTable } from './store/dynamodb-table.ts';
 import { DynamoDbTerminatedInstances } from './store/dynamodb-terminated-instances.ts';
 import { DynamoDbTokenStore } from './store/dynamodb-token-store.ts';
@@ -49,6 +50,8 @@ export interface Dependencies {
   liveness?: ConnectionLiveness;
   /** Where the effective sweep policy is recorded for every client to read. */
   sweepPolicy?: SweepPolicyStore;
+  /** Where the sweeper keeps a summary of its recent runs (registrar dashboard's chart). */
+  sweepRuns?: SweepRunStore;
   /** Each namespace's quotas, networks and address ranges, as $connect enforces them. */
   limits?: NamespaceLimits;
   /** The namespaces' settings as stored (the projector reads their address ranges). */
@@ -84,6 +87,7 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
         }
       : {}),
     sweepPolicy: new DynamoDbSweepPolicyStore(client, config.tableName),
+    sweepRuns: new DynamoDbSweepRuns(client, config.tableName, config.sweep.sweepIntervalMs),
     namespaceSettings,
     limits: new NamespaceLimits({
       settings: namespaceSettings,

@@ -6,6 +6,7 @@ import type { RolloutStore } from '../../lib/rollout/rollout-store.ts';
 import type { DynamoDbGroupSource } from '../../lib/store/dynamodb-group-source.ts';
 import type { NamespaceUsageReader } from '../../lib/store/dynamodb-namespace-usage.ts';
 import type { SweepPolicyStore } from '../../lib/store/dynamodb-sweep-policy-store.ts';
+import type { CordonStore, EntryEventStore } from '../../lib/store/entry-event-store.ts';
 import type { NamespaceSettingsStore } from '../../lib/store/namespace-settings-store.ts';
 import type { CatalogStore, RegistryStore } from '../../lib/store/registry-store.ts';
 import type { TokenStore } from '../../lib/store/token-store.ts';
@@ -37,6 +38,8 @@ export interface Stores {
   rollouts: RolloutStore;
   /** Where the registrar takes its groups from (apply and delete of a group refuse if the cluster). */
   groupSource: Pick<DynamoDbGroupSource, 'read'>;
+  /** Cordons and the entries' event history (deleted entries' too). */
+  maintenance: CordonStore & EntryEventStore;
   /** What the operator allows each namespace, and how many of its entries are connected. */
   namespaceSettings: NamespaceSettingsStore;
   namespaceUsage: NamespaceUsageReader;
@@ -178,6 +181,7 @@ async function openStores({ client, tableName }: Connection): Promise<Stores> {
     sweepPolicy: new DynamoDbSweepPolicyStore(client, tableName),
     rollouts: new DynamoDbRollouts(client, tableName),
     groupSource: new DynamoDbGroupSource(client, tableName),
+    maintenance: registry,
     namespaceSettings: new DynamoDbNamespaceSettings(client, tableName),
     namespaceUsage: new DynamoDbNamespaceUsage(client, tableName),
     terminated: new DynamoDbTerminatedInstances(table),

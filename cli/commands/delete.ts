@@ -340,7 +340,7 @@ async function deleteOne(
 ): Promise<boolean> {
   const { catalog } = stores;
   if (kind === 'WorkloadEntry') {
-    const removed = await catalog.removeEntry(ref);
+    const removed = await catalog.removeEntry(ref, { at: context.now() });
     if (!removed) return false;
     context.out(`${QUALIFIED[kind]} "${ref.name}" deleted\n`);
     const shown = `${QUALIFIED[kind]} "${ref.name}"`;
@@ -360,7 +360,8 @@ async function deleteOne(
   context.out(`${QUALIFIED[kind]} "${ref.name}" deleted\n`);
   if (cascade === 'orphan') return true;
   const holders: Holder[] = [];
-  await removeGroupEntries(catalog, ref, (removed) => {
+  const deletion = { at: context.now(), cause: { kind: 'operator', cascade: ref.name } } as const;
+  await removeGroupEntries(catalog, ref, deletion, (removed) => {
     context.out(`${QUALIFIED.WorkloadEntry} "${removed.name}" deleted (owned by the group)\n`);
     const shown = `${QUALIFIED.WorkloadEntry} "${removed.name}"`;
     for (const connectionId of removed.holders) holders.push({ entry: shown, connectionId });

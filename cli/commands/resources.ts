@@ -3,6 +3,7 @@ import {
   type EntryRecord,
   isAutoRegistered,
   isConnected,
+  MAINTENANCE_REASON,
   renderWorkloadEntry,
 } from '../../lib/domain/entry-record.ts';
 import { NotFoundError } from '../../lib/domain/errors.ts';
@@ -96,8 +97,11 @@ export function renderEntry(record: EntryRecord): WorkloadEntry {
   return { ...entry, metadata };
 }
 
+/** `True`, `False`, or `False (Maintenance)` while an operator keeps it out of traffic. */
 export function healthyStatus(entry: WorkloadEntry): string {
   const condition = entry.status?.conditions?.find((c) => c.type === HEALTHY_CONDITION);
+  if (condition?.reason === MAINTENANCE_REASON)
+    return `${condition.status} (${MAINTENANCE_REASON})`;
   return condition?.status ?? '<none>';
 }
 

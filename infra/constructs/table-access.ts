@@ -52,6 +52,8 @@ const ZONE_COUNTERS = { actions: ['UpdateItem'], partitions: [PARTITIONS.zones] 
  *   reads them (one Query of the ZONE partition) and keeps its fail-static record.
  * - ec2StateChange: queries the instance index, deletes the entries it names; in IAM mode
  *   records a terminated instance (refused by connect for a day).
+ * - connect, sweeper and ec2StateChange keep a deleted entry's events: one PutItem of a history
+ *   item (`NS#<namespace>` / `EV#<name>#<time>`, in the entry's own partition).
  * - projector: reads entries (GetItem), lists a namespace's entries and groups (Query), the
  *   namespace index (Query) and the namespaces' settings (Query: their address ranges);
  *   nothing else: no token, allow rule, connection record or counter.
@@ -72,7 +74,7 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
       return {
         items: [
           {
-            actions: ['GetItem', 'UpdateItem', 'DeleteItem'],
+            actions: ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'],
             partitions: [PARTITIONS.namespaces],
           },
           { actions: ['Query', 'UpdateItem'], partitions: [PARTITIONS.zones] },
@@ -108,7 +110,7 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
         querySweepIndex: true,
         items: [
           {
-            actions: ['GetItem', 'UpdateItem', 'DeleteItem'],
+            actions: ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'],
             partitions: [PARTITIONS.namespaces],
           },
           { actions: ['DeleteItem'], partitions: [PARTITIONS.connections] },
@@ -123,7 +125,7 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
       return {
         queryInstanceIndex: true,
         items: [
-          { actions: ['DeleteItem'], partitions: [PARTITIONS.namespaces] },
+          { actions: ['PutItem', 'DeleteItem'], partitions: [PARTITIONS.namespaces] },
           ZONE_COUNTERS,
           ...(iam
             ? [{ actions: ['UpdateItem'], partitions: [PARTITIONS.terminated] } as const]
@@ -144,7 +146,8 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
       return {
         items: [
           {
-            actions: ['GetItem', 'Query', 'UpdateItem', 'DeleteItem'],
+            // PutItem: a removed entry's history item (its events outlive it, EV#...).
+            actions: ['GetItem', 'Query', 'UpdateItem', 'DeleteItem', 'PutItem'],
             partitions: [PARTITIONS.namespaces],
           },
           { actions: ['Query'], partitions: [PARTITIONS.namespaceIndex] },

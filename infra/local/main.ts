@@ -87,6 +87,9 @@ async function main(): Promise<number> {
             `  groups:           from the cluster${command.options.groupSource.selector ? ` (labelled ${command.options.groupSource.selector})` : ''}, watched; registrar apply of a group refuses`,
           ]
         : []),
+      ...(runtime.dashboardUrl
+        ? [`  dashboard:        ${runtime.dashboardUrl} (read-only; as registrar dashboard)`]
+        : []),
       `  CLI target:       ${cliTarget}`,
       `  console:          ${describeConsole(command.console)}`,
       'Press Ctrl-C to stop.',

@@ -55,6 +55,25 @@ export function rolledOutEntry(
   return { ...entry, metadata, spec };
 }
 
+/** What a rollout changed in an entry, for its event: `labels`, `ports`, ... (none: `[]`). */
+export function templateChanges(before: WorkloadEntry, after: WorkloadEntry): string[] {
+  const same = (a: unknown, b: unknown) => JSON.stringify(a ?? null) === JSON.stringify(b ?? null);
+  const changed: string[] = [];
+  if (!same(sorted(before.metadata.labels), sorted(after.metadata.labels))) changed.push('labels');
+  if (!same(sorted(before.metadata.annotations), sorted(after.metadata.annotations))) {
+    changed.push('annotations');
+  }
+  if (!same(sorted(before.spec.ports), sorted(after.spec.ports))) changed.push('ports');
+  if (!same(before.spec.weight, after.spec.weight)) changed.push('weight');
+  if (!same(before.spec.locality, after.spec.locality)) changed.push('locality');
+  return changed;
+}
+
+function sorted(map: Record<string, unknown> | undefined): [string, unknown][] | undefined {
+  if (map === undefined || Object.keys(map).length === 0) return undefined;
+  return Object.entries(map).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
 /** A template field a rollout does not apply to live entries, and how it changed. */
 export interface IdentityChange {
   field: 'serviceAccount' | 'network';

@@ -1,4 +1,5 @@
 import type { Probe, WorkloadEntry } from '../domain/model.ts';
+import type { MaintenanceNotice } from './maintenance-notice.ts';
 
 /** Replies of agent protocol v1; every reply but `pong` carries `ok`. */
 
@@ -19,6 +20,11 @@ export interface DescribeReply {
    * id neither in the upgrade nor in any frame of its own.
    */
   connectionId: string;
+  /**
+   * Additive: present when an operator cordoned the entry (or uncordoned it since), so an
+   * agent that reconnects learns it again (maintenance-notice.ts).
+   */
+  maintenance?: MaintenanceNotice;
 }
 
 export interface PongReply {
@@ -40,8 +46,17 @@ export function describeReply(
   entry: WorkloadEntry,
   probe: Probe | undefined,
   connectionId: string,
+  maintenance?: MaintenanceNotice,
 ): DescribeReply {
-  return { action: 'describe', ok: true, entry, probe: probe ?? null, connectionId };
+  const reply: DescribeReply = {
+    action: 'describe',
+    ok: true,
+    entry,
+    probe: probe ?? null,
+    connectionId,
+  };
+  if (maintenance) reply.maintenance = maintenance;
+  return reply;
 }
 
 export function pongReply(): PongReply {

@@ -204,7 +204,15 @@ async function deleteDue(store: SweepStore, options: SweepOptions, result: Sweep
         result.deleted.push(swept(record));
       } else {
         if (attempts > 0) await sleep(intervalMs);
-        const outcome = await store.deleteSwept(record).catch((error: unknown) => {
+        const note = !guarded
+          ? undefined
+          : pacing === 'slowed'
+            ? 'fail static slowed it: its zone was disrupted'
+            : guard.state.mode === 'hold-expired'
+              ? 'fail static had held it; deleted once the hold outlived its bound'
+              : undefined;
+        const deletion = { at: options.now, ...(note ? { note } : {}) };
+        const outcome = await store.deleteSwept(record, deletion).catch((error: unknown) => {
           recordFailure(result, error);
           return 'failed' as const;
         });

@@ -65,9 +65,14 @@ export async function processGroupRemovals(
     const entries = await removeGroupEntries(
       {
         listEntries: (ns) => deps.catalog.listEntries(ns),
-        removeEntry: (ref) => deps.store.removeEntry(ref),
+        removeEntry: (ref, deletion) => deps.store.removeEntry(ref, deletion ?? { at: deps.now() }),
       },
       record.group,
+      {
+        at: deps.now(),
+        cause: { kind: 'operator', cascade: record.group.name },
+        note: 'its WorkloadGroup was deleted in the Kubernetes cluster (groups come from there)',
+      },
     );
     const holders = entries.flatMap((entry) => entry.holders);
     if (holders.length > 0) {

@@ -1,6 +1,6 @@
 import type { EpochMillis, ObjectRef, WorkloadEntry } from '../domain/model.ts';
 import type { AgentGiven } from '../domain/template-rollout.ts';
-import type { StoredGroup } from '../store/registry-store.ts';
+import type { EntryDeletion, StoredGroup } from '../store/registry-store.ts';
 
 /**
  * One group's rollout, as the rollout runs keep it (`ROLLOUT / <namespace>/<name>`): which
@@ -117,7 +117,7 @@ export interface RolloutStore {
   getRolloutEntry(ref: ObjectRef): Promise<RolloutEntry | undefined>;
   /**
    * One conditional write: the entry becomes `entry` at `generation`, if it is still at the
-   * revision read and still the group's. 'conflict': a connect, health report, drain or delete
+   * revision read and still the group's; it carries the entry's TemplateUpdated event. 'conflict': a connect, health report, drain or delete
    * got there first (re-read and try again, or leave it to the next pass).
    */
   rollOutEntry(
@@ -125,12 +125,13 @@ export interface RolloutStore {
     group: string,
     entry: WorkloadEntry,
     generation: number,
+    at: EpochMillis,
   ): Promise<'updated' | 'conflict'>;
   /**
    * Deletes an entry a removed group took along, and the records of the connections it listed
    * (IAM mode); its holders, read from the deleted item, or undefined when it was not there.
    */
-  removeEntry(ref: ObjectRef): Promise<{ holders: string[] } | undefined>;
+  removeEntry(ref: ObjectRef, deletion: EntryDeletion): Promise<{ holders: string[] } | undefined>;
   /**
    * Deletes the group if it still has this uid and generation (a group re-created or changed
    * since is kept): 'deleted', 'changed', or 'gone' when it was not there.

@@ -21,8 +21,8 @@ export interface RolloutRunDeps {
   now(): EpochMillis;
   sleep(ms: number): Promise<void>;
   /**
-   * After each entry a rollout changed. Event history (issue 24) records the entry's
-   * `TemplateRolledOut` event here: the entry, the generation it left and the one it is on.
+   * After each entry a rollout changed (its TemplateUpdated event is already in the entry,
+   * written by the same conditional write): for a caller that counts or logs them.
    */
   onEntryRolledOut?(entry: ObjectRef, from: number | undefined, to: number): void;
 }
@@ -213,7 +213,14 @@ async function rollOne(
     if (!entry.agentGiven) return 'waiting';
     const rebuilt = rolledOutEntry(entry.entry, stored.group, entry.agentGiven);
     const name = stored.group.metadata.name;
-    if ((await deps.store.rollOutEntry(entry, name, rebuilt, stored.generation)) === 'updated') {
+    const written = await deps.store.rollOutEntry(
+      entry,
+      name,
+      rebuilt,
+      stored.generation,
+      deps.now(),
+    );
+    if (written === 'updated') {
       deps.onEntryRolledOut?.(entry.ref, entry.groupGeneration, stored.generation);
       return 'updated';
     }

@@ -1,7 +1,11 @@
 import { DeleteCommand, QueryCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
-import type { ObjectRef, WorkloadEntry } from '../domain/model.ts';
+import { deletedEvent, templateRolledOutEvent } from '../domain/entry-events.ts';
+import type { EpochMillis, ObjectRef, WorkloadEntry } from '../domain/model.ts';
+import { templateChanges } from '../domain/template-rollout.ts';
 import type { OutdatedPage, RolloutEntry, RolloutStore } from '../rollout/rollout-store.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
+import { DynamoDbEntryEvents, withEntryEvent } from './dynamodb-entry-events.ts';
+import type { DynamoDbEntryHistory } from './dynamodb-entry-history.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import {
   connectionKey,
@@ -13,7 +17,7 @@ import {
   type Item,
   namespacePartition,
 } from './item-codec.ts';
-import type { StoredGroup } from './registry-store.ts';
+import type { EntryDeletion, StoredGroup } from './registry-store.ts';
 
 /**
  * An auto-registered entry's name starts with `<group>-` (entry-name.ts) unless the whole name
@@ -46,9 +50,13 @@ type EntryStore = Pick<
 /** The rollout's reads and writes of a group and its entries, each with its own condition. */
 export class DynamoDbRolloutEntries implements EntryStore {
   readonly #table: RegistryTable;
+  readonly #history: DynamoDbEntryHistory;
+  readonly #events: DynamoDbEntryEvents;
 
-  constructor(table: RegistryTable) {
+  constructor(table: RegistryTable, history: DynamoDbEntryHistory) {
     this.#table = table;
+    this.#history = history;
+    this.#events = new DynamoDbEntryEvents(table);
   }
 
   async getGroup(group: ObjectRef): Promise<StoredGroup | undefined> {
@@ -110,20 +118,41 @@ export class DynamoDbRolloutEntries implements EntryStore {
     return item?.autoRegistrationGroup === undefined ? undefined : decodeRolloutEntry(item);
   }
 
+  /**
+   * The write carries the entry's TemplateUpdated event (what changed, from which generation
+   * to which): no request of its own. It returns the event list, and a list grown long is
+   * trimmed by one more write, as every event-carrying write does.
+   */
   async rollOutEntry(
     read: RolloutEntry,
     group: string,
     entry: WorkloadEntry,
     generation: number,
+    at: EpochMillis,
   ): Promise<'updated' | 'conflict'> {
-    const written = await this.#table.tryUpdate(
-      rollOutEntryRequest(this.#table.name, read, group, entry, generation),
+    const event = templateRolledOutEvent(
+      at,
+      group,
+      read.groupGeneration,
+      generation,
+      templateChanges(read.entry, entry),
     );
-    return written ? 'updated' : 'conflict';
+    const written = await this.#table.tryUpdate(
+      withEntryEvent(rollOutEntryRequest(this.#table.name, read, group, entry, generation), event),
+    );
+    if (!written) return 'conflict';
+    await this.#events.trimAfter(read.ref, written.Attributes, 'new');
+    return 'updated';
   }
 
-  /** One DeleteItem for the entry, and one per connection record it names (never a batch). */
-  async removeEntry(ref: ObjectRef): Promise<{ holders: string[] } | undefined> {
+  /**
+   * One DeleteItem for the entry, and one per connection record it names (never a batch). Its
+   * events outlive it in a history item, with the cause (dynamodb-entry-history.ts).
+   */
+  async removeEntry(
+    ref: ObjectRef,
+    deletion: EntryDeletion,
+  ): Promise<{ holders: string[] } | undefined> {
     const { Attributes } = await this.#table.client.send(
       new DeleteCommand({
         TableName: this.#table.name,
@@ -132,6 +161,10 @@ export class DynamoDbRolloutEntries implements EntryStore {
       }),
     );
     if (!Attributes) return undefined;
+    await this.#history.recordDeletion(
+      Attributes,
+      deletedEvent(deletion.at, deletion.cause ?? { kind: 'operator' }, deletion.note),
+    );
     const holders = [...((Attributes as EntryItem).conns ?? [])];
     for (const id of holders) {
       await this.#table.client.send(
@@ -194,6 +227,8 @@ export function rollOutEntryRequest(
     Key: entryKey(read.ref),
     UpdateExpression: 'SET #entry = :entry, groupGeneration = :generation ADD revision :one',
     ConditionExpression: 'revision = :revision AND autoRegistrationGroup = :group',
+    // The appended event list comes back, for the trim of a list grown long.
+    ReturnValues: 'UPDATED_NEW',
     ExpressionAttributeNames: { '#entry': 'entry' },
     ExpressionAttributeValues: {
       ':entry': entry,

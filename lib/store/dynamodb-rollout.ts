@@ -6,10 +6,11 @@ import type {
   RolloutRecord,
   RolloutStore,
 } from '../rollout/rollout-store.ts';
+import { DynamoDbEntryHistory } from './dynamodb-entry-history.ts';
 import { DynamoDbRolloutEntries } from './dynamodb-rollout-entries.ts';
 import { DynamoDbRolloutRecords } from './dynamodb-rollout-records.ts';
 import { RegistryTable } from './dynamodb-table.ts';
-import type { StoredGroup } from './registry-store.ts';
+import type { EntryDeletion, StoredGroup } from './registry-store.ts';
 
 /** Template rollouts on the registry table: the rollout records, and the group's entries. */
 export class DynamoDbRollouts implements RolloutStore {
@@ -19,7 +20,7 @@ export class DynamoDbRollouts implements RolloutStore {
   constructor(client: DynamoDBDocumentClient, tableName: string) {
     const table = new RegistryTable(client, tableName);
     this.#records = new DynamoDbRolloutRecords(table);
-    this.#entries = new DynamoDbRolloutEntries(table);
+    this.#entries = new DynamoDbRolloutEntries(table, new DynamoDbEntryHistory(client, tableName));
   }
 
   listRollouts(): Promise<RolloutRecord[]> {
@@ -69,11 +70,12 @@ export class DynamoDbRollouts implements RolloutStore {
     group: string,
     entry: WorkloadEntry,
     generation: number,
+    at: EpochMillis,
   ): Promise<'updated' | 'conflict'> {
-    return this.#entries.rollOutEntry(read, group, entry, generation);
+    return this.#entries.rollOutEntry(read, group, entry, generation, at);
   }
-  removeEntry(ref: ObjectRef): Promise<{ holders: string[] } | undefined> {
-    return this.#entries.removeEntry(ref);
+  removeEntry(ref: ObjectRef, deletion: EntryDeletion): Promise<{ holders: string[] } | undefined> {
+    return this.#entries.removeEntry(ref, deletion);
   }
   deleteGroupIf(group: ObjectRef, expected: { uid: string; generation: number }) {
     return this.#entries.deleteGroupIf(group, expected);

@@ -129,7 +129,13 @@ describe('functions', () => {
   it('connect may read, update and delete entries and read groups, in namespace partitions, claim addresses, and read and count its tenant limits', () => {
     expect(dynamoGrants(ROLES.connect)).toEqual([
       {
-        actions: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        // PutItem: the history item of an entry its address claim replaced.
+        actions: [
+          'dynamodb:DeleteItem',
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:UpdateItem',
+        ],
         partitions: ['NS#*'],
         resource: expect.stringMatching(TABLE),
       },
@@ -198,7 +204,13 @@ describe('functions', () => {
   it('the sweeper may query the sweep index, delete entries and keep its own state', () => {
     expect(dynamoGrants(ROLES.sweeper)).toEqual([
       {
-        actions: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        // PutItem: a swept entry's history item.
+        actions: [
+          'dynamodb:DeleteItem',
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:UpdateItem',
+        ],
         partitions: ['NS#*'],
         resource: expect.stringMatching(TABLE),
       },
@@ -231,6 +243,7 @@ describe('functions', () => {
         actions: [
           'dynamodb:DeleteItem',
           'dynamodb:GetItem',
+          'dynamodb:PutItem',
           'dynamodb:Query',
           'dynamodb:UpdateItem',
         ],
@@ -282,10 +295,10 @@ describe('functions', () => {
     expect(JSON.stringify(api.map((s) => s.Resource))).not.toMatch(/POST/);
   });
 
-  it('the EC2 state-change function may only query the instance index (keys) and delete entries', () => {
+  it('the EC2 state-change function may only query the instance index (keys) and delete entries (keeping their history)', () => {
     expect(dynamoGrants(ROLES.ec2StateChange)).toEqual([
       {
-        actions: ['dynamodb:DeleteItem'],
+        actions: ['dynamodb:DeleteItem', 'dynamodb:PutItem'],
         partitions: ['NS#*'],
         resource: expect.stringMatching(TABLE),
       },

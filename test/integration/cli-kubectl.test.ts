@@ -165,10 +165,10 @@ describe('get output formats', () => {
     const broken = await registrar(['get', 'we', '-o', 'jsonpath={.items[*]']);
     expect(broken.code).toBe(2);
     expect(broken.stderr).toContain('invalid jsonpath template: unclosed action');
-    const unknown = await registrar(['get', 'we', '-o', 'go-template={{.metadata.name}}']);
+    const unknown = await registrar(['get', 'we', '-o', 'jsonpath-as-json={.items}']);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain(
-      'supported formats: wide, name, json, yaml, jsonpath=TEMPLATE, custom-columns=NAME:.metadata.name,...|custom-columns-file=FILE',
+      'supported formats: wide, name, json, yaml, jsonpath=TEMPLATE, go-template=TEMPLATE|go-template-file=FILE, custom-columns=NAME:.metadata.name,...|custom-columns-file=FILE',
     );
   });
 });

@@ -210,7 +210,7 @@ describe('lost, late and repeated work', () => {
         if (pages === 2) {
           // `registrar delete wg` between reading the page and writing it.
           await bed.registry.deleteGroup(GROUP);
-          await removeGroupEntries(bed.registry, GROUP);
+          await removeGroupEntries(bed.registry, GROUP, { at: bed.clock.now });
         }
         return page;
       },
