@@ -169,6 +169,12 @@ describe('a group deleted in the cluster', () => {
     expect(closed).toEqual([connection]);
     expect(await bed.registry.getGroup({ namespace: NS, name: 'web' })).toBeUndefined();
     expect(await bed.registry.getEntry({ namespace: NS, name: 'web-10.4.0.1' })).toBeUndefined();
+    // Why the VM left the mesh has an answer: its history names the group and the cluster.
+    const [history] = await bed.registry.deletedEntries(NS, 'web-10.4.0.1', bed.clock.now);
+    expect(history?.events.at(-1)).toMatchObject({
+      reason: 'Deleted',
+      message: expect.stringContaining('its WorkloadGroup was deleted in the Kubernetes cluster'),
+    });
     expect(await bed.registry.getGroup({ namespace: NS, name: 'db' })).toBeDefined();
     expect((await removals(bed, closed)()).removed).toEqual([]);
     expect((await sync()).removing).toEqual([]);

@@ -64,6 +64,13 @@ describe('a template change reaches the live entries', () => {
     expect(after?.connection).toEqual(before?.connection);
     expect(after?.revision).toBe((before?.revision ?? 0) + 1);
     expect(after?.entry.metadata.creationTimestamp).toBe(before?.entry.metadata.creationTimestamp);
+    // The same write recorded the entry's event: what changed, from which generation.
+    expect(after?.events?.at(-1)).toMatchObject({
+      reason: 'TemplateUpdated',
+      from: 'rollout',
+      message:
+        'WorkloadGroup web generation 1 -> 2 applied to the live entry (labels, ports, weight)',
+    });
   });
 
   it('does nothing when no template changed, and reads no entry for a finished rollout', async () => {

@@ -29,6 +29,7 @@ describe("the rollout's entry write", () => {
       Key: { pk: 'NS#shop', sk: 'WE#web-10.0.0.1' },
       UpdateExpression: 'SET #entry = :entry, groupGeneration = :generation ADD revision :one',
       ConditionExpression: 'revision = :revision AND autoRegistrationGroup = :group',
+      ReturnValues: 'UPDATED_NEW',
       ExpressionAttributeNames: { '#entry': 'entry' },
       ExpressionAttributeValues: {
         ':entry': entry,
