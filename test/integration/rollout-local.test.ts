@@ -140,6 +140,17 @@ describe('a template change, applied with the CLI, reaches running VMs', () => {
       code: 0,
       stdout: 'workloadgroup "web" successfully rolled out: 3 of 3 entries on generation 2\n',
     });
+    // describe tells why the labels changed: the event the rollout's write carried.
+    const described = await registrar(testbed, [
+      'describe',
+      'we',
+      `web-${IPS[1]}`,
+      '-n',
+      NAMESPACE,
+    ]);
+    expect(described.stdout).toMatch(
+      /Normal\s+TemplateUpdated\s+\S+\s+rollout\s+WorkloadGroup web generation 1 -> 2 applied to the live entry \(labels\)/,
+    );
     const get = await registrar(testbed, ['get', 'wg', '-n', NAMESPACE]);
     expect(get.stdout).toMatch(
       /^NAME\s+GENERATION\s+ENTRIES\s+UP-TO-DATE\s+AGE\nweb\s+2\s+3\s+3\s+\S+\n$/,
