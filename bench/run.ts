@@ -286,6 +286,46 @@ const sections: Record<string, Section> = {
       }
     },
   },
+  migrations: {
+    title:
+      "Migrations on a 100,000-VM table: this release's, and a pass over every entry (DynamoDB Local)",
+    run: async () => {
+      const { measureMigrationCost } = await import('./migration-cost.ts');
+      const vms = Number(process.env.BENCH_MIGRATION_N ?? 100_000);
+      const backend =
+        process.env.BENCH_SCALE_BACKEND === 'dynalite' ? 'dynalite' : 'dynamodb-local';
+      const r = await measureMigrationCost(vms, {
+        backend,
+        log: (line) => console.log(`  ${line}`),
+      });
+      table(
+        ['migration', 'VMs', 'seconds', 'sweeper runs', 'requests', 'RRU', 'WRU', 'USD'],
+        [
+          [
+            r.release.completed.join(', ') || '(none)',
+            r.vms,
+            r.release.seconds.toFixed(1),
+            1,
+            formatCounts(r.release.requests),
+            '-',
+            '-',
+            '-',
+          ],
+          [
+            'every entry, one attribute',
+            r.vms,
+            r.perEntry.seconds.toFixed(0),
+            r.perEntry.slices,
+            formatCounts(r.perEntry.requests),
+            r.perEntry.rru.toFixed(0),
+            r.perEntry.wru.toFixed(0),
+            `${r.perEntry.dynamoUsd.toFixed(3)} + Lambda ${r.perEntry.lambdaUsd.toFixed(3)}`,
+          ],
+        ],
+      );
+      console.log(JSON.stringify({ migrations: r }));
+    },
+  },
   storm: {
     title:
       "Reconnect storm: every agent loses its connection at once, API Gateway admits 500 new connections/s (simulated clock, the agent's own backoff)",

@@ -5,14 +5,18 @@ import type { TerminatedInstances } from './auth/terminated-instances.ts';
 import { type Config, ConfigError, ENV, readConfig } from './config.ts';
 import type { EpochMillis } from './domain/model.ts';
 import { ManagementApiLiveness } from './gateway/management-api-liveness.ts';
+import { countFault, logger } from './observability.ts';
 import type { ConnectionLiveness } from './registration/liveness.ts';
 import { NamespaceLimits } from './registration/namespace-limits.ts';
+import type { Migration, SchemaStore } from './registration/run-migrations.ts';
 import { createDocumentClient } from './store/dynamodb-client.ts';
 import { DynamoDbConnectRate } from './store/dynamodb-connect-rate.ts';
+import { registryMigrations } from './store/dynamodb-migrations.ts';
 import { DynamoDbNamespaceSettings } from './store/dynamodb-namespace-settings.ts';
 import { DynamoDbNamespaceUsage } from './store/dynamodb-namespace-usage.ts';
 import { DynamoDbPolicyStore } from './store/dynamodb-policy-store.ts';
 import { DynamoDbRegistryStore } from './store/dynamodb-registry-store.ts';
+import { DynamoDbSchemaStore } from './store/dynamodb-schema-store.ts';
 import {
   DynamoDbSweepPolicyStore,
   type SweepPolicyStore,
@@ -56,6 +60,12 @@ export interface Dependencies {
   limits?: NamespaceLimits;
   /** The namespaces' settings as stored (the projector reads their address ranges). */
   namespaceSettings?: NamespaceSettingsStore;
+  /**
+   * The table's schema record and this code's migrations: the sweeper refuses a table this
+   * code cannot read and runs pending migrations in its spare time. Absent: neither.
+   */
+  schema?: SchemaStore;
+  migrations?: readonly Migration[];
   now: () => EpochMillis;
 }
 
@@ -75,7 +85,16 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
   const namespaceSettings = new DynamoDbNamespaceSettings(client, config.tableName);
   return {
     config,
-    store: new DynamoDbRegistryStore(client, config.tableName),
+    store: new DynamoDbRegistryStore(client, config.tableName, {
+      onHistoryLost: (ref, deletion, error) => {
+        logger.warn('the deletion of an entry was not recorded in its history', {
+          entry: `${ref.namespace}/${ref.name}`,
+          reason: deletion.reason,
+          cause: error instanceof Error ? error.message : String(error),
+        });
+        countFault('HistoryNotRecorded');
+      },
+    }),
     tokens: new DynamoDbTokenStore(client, config.tableName),
     policies: new DynamoDbPolicyStore(client, config.tableName),
     ...(config.authMode === 'iam'
@@ -95,6 +114,8 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
       rate: new DynamoDbConnectRate(client, config.tableName),
       settingsCacheMs: config.namespaceSettingsCacheMs,
     }),
+    schema: new DynamoDbSchemaStore(client, config.tableName),
+    migrations: registryMigrations(client, config.tableName),
     ...(config.connectionsUrl === undefined
       ? {}
       : {

@@ -2,6 +2,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Command } from 'commander';
 import type { HeldEntryReader } from '../../lib/auth/revocation.ts';
 import type { TerminatedInstances } from '../../lib/auth/terminated-instances.ts';
+import type { Migration, SchemaStore } from '../../lib/registration/run-migrations.ts';
 import type { RolloutStore } from '../../lib/rollout/rollout-store.ts';
 import type { DynamoDbGroupSource } from '../../lib/store/dynamodb-group-source.ts';
 import type { NamespaceUsageReader } from '../../lib/store/dynamodb-namespace-usage.ts';
@@ -51,6 +52,11 @@ export interface Stores {
 
 export type CatalogLists = Pick<CatalogStore, 'listGroups' | 'listEntries'>;
 
+export interface TableSchema {
+  schema: SchemaStore;
+  migrations: readonly Migration[];
+}
+
 /** What every command gets: its streams, the clock, and the registry on demand. */
 export interface CliContext {
   io: CliIo;
@@ -63,6 +69,8 @@ export interface CliContext {
    * registration store's writes and sweep queries (issue 17: the CLI's start-up).
    */
   catalogLists(command: Command): Promise<CatalogLists>;
+  /** The table's schema record and this release's migrations (`registrar migrate`). */
+  tableSchema(command: Command): Promise<TableSchema>;
   /** The registry connected to, once `stores` was called: error messages name it. */
   target(): Target | undefined;
   close(): void;
@@ -122,6 +130,18 @@ export function createContext(io: CliIo): CliContext {
         import('../../lib/store/dynamodb-catalog.ts'),
       ]);
       return new DynamoDbCatalog(client, tableName);
+    },
+    async tableSchema(command) {
+      const [{ client, tableName }, { DynamoDbSchemaStore }, { registryMigrations }] =
+        await Promise.all([
+          connect(command),
+          import('../../lib/store/dynamodb-schema-store.ts'),
+          import('../../lib/store/dynamodb-migrations.ts'),
+        ]);
+      return {
+        schema: new DynamoDbSchemaStore(client, tableName),
+        migrations: registryMigrations(client, tableName),
+      };
     },
     target: () => target,
     close: () => {

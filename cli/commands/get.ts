@@ -1,5 +1,6 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { isLabelKey } from '../../lib/domain/validation.ts';
+import { countAgentVersions, isAgentSummary, printAgentSummary } from '../agent-summary.ts';
 import { positiveDurationOption } from '../duration-option.ts';
 import { Interrupted, interruption } from '../interrupt.ts';
 import {
@@ -99,7 +100,7 @@ export const registerGet: CommandRegistration = (program, context) => {
       `
 Examples:
   registrar get we -n shop                            entries of one namespace
-  registrar get we -A -o wide                         every entry, with NETWORK LOCALITY IDENTITY
+  registrar get we -A -o wide                         every entry, with NETWORK LOCALITY IDENTITY AGENT
   registrar get we/web-10.0.0.12 -n shop -o yaml      one entry
   registrar get we -l 'app=web,tier!=canary'          entries whose labels match
   registrar get we -o jsonpath='{.items[*].spec.address}'
@@ -110,12 +111,20 @@ Examples:
   registrar get we -n shop -w                         watch VMs come and go
   registrar get events -n shop --for we/web-10.0.0.12 why a VM left the mesh (also once deleted)
   registrar get events -A -w                          every entry's events as they happen
+  registrar get agents -A                             entries per namespace and agent version
 
 --watch reads the registry every --watch-interval (default ${WATCH_INTERVAL}: the registry has no
 change stream) and prints a row for each entry added or modified since the last read, and
 the last row of each one deleted (--output-watch-events says which). Ctrl-C stops it (exit 130).`,
     )
     .action(async (resource: string, names: string[], options: GetOptions, command: Command) => {
+      if (isAgentSummary(resource) && names.length === 0) {
+        const namespace = options.allNamespaces ? undefined : namespaceOf(options);
+        const records = await (await context.catalogLists(command)).listEntries(namespace);
+        const counts = countAgentVersions(records);
+        printAgentSummary(context, counts, namespace, options.output.format);
+        return;
+      }
       if (EVENT_TYPES.has(resource.toLowerCase())) {
         await listEvents(context, command, names, options);
         return;

@@ -100,6 +100,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./sweep.ts')).registerSweep,
   },
   {
+    name: 'migrate',
+    term: 'migrate',
+    description: "the table's schema: which migrations ran, which release wrote it; run the rest",
+    load: async () => (await import('./migrate.ts')).registerMigrate,
+  },
+  {
     name: 'ec2-event',
     term: 'ec2-event [options]',
     description:

@@ -132,7 +132,7 @@ export interface ResourceItem {
 export const COLUMNS: Record<ResourceKind, { table: string[]; wide: string[] }> = {
   WorkloadEntry: {
     table: ['NAME', 'ADDRESS', 'CONNECTED', 'HEALTHY', 'GROUP', 'AGE'],
-    wide: ['NETWORK', 'LOCALITY', 'IDENTITY'],
+    wide: ['NETWORK', 'LOCALITY', 'IDENTITY', 'AGENT'],
   },
   WorkloadGroup: {
     table: ['NAME', 'GENERATION', 'ENTRIES', 'UP-TO-DATE', 'AGE'],
@@ -140,7 +140,7 @@ export const COLUMNS: Record<ResourceKind, { table: string[]; wide: string[] }> 
   },
 };
 
-/** One entry: NAME ADDRESS CONNECTED HEALTHY GROUP AGE, wide: NETWORK LOCALITY IDENTITY. */
+/** One entry: NAME ADDRESS CONNECTED HEALTHY GROUP AGE, wide: NETWORK LOCALITY IDENTITY AGENT. */
 export function entryItem(record: EntryRecord): ResourceItem {
   const entry = renderEntry(record);
   const { metadata, spec } = entry;
@@ -162,10 +162,20 @@ export function entryItem(record: EntryRecord): ResourceItem {
         spec.network || '<none>',
         spec.locality || '<none>',
         record.identity?.principal ?? '<none>',
+        agentVersionCell(record),
       ],
     }),
-    fingerprint: JSON.stringify([entry, record.identity ?? null]),
+    fingerprint: JSON.stringify([entry, record.identity ?? null, record.agentVersion ?? null]),
   };
+}
+
+/**
+ * The agent version of the newest connect; `<unknown>` for an entry last connected through a
+ * registrar before 0.2 (it recorded none), `<none>` for a hand-made entry (no agent).
+ */
+export function agentVersionCell(record: EntryRecord): string {
+  if (record.agentVersion !== undefined) return record.agentVersion;
+  return isAutoRegistered(record) ? '<unknown>' : '<none>';
 }
 
 /**

@@ -31,11 +31,12 @@ import {
 import { lambdaContext } from './gateway-events.ts';
 import { startHistoryPruner } from './history-pruner.ts';
 import { inInvocationScope } from './invocation-scope.ts';
-import { groupSourceEnv, startRolloutServices } from './rollout-services.ts';
 import { startRefusalTally } from './refusal-tally.ts';
+import { groupSourceEnv, startRolloutServices } from './rollout-services.ts';
 import { claimRuntimeFiles } from './runtime-files.ts';
 import type { IamCallerCredentials } from './sigv4-verifier.ts';
 import { startSweepTimer } from './sweep-timer.ts';
+import { recordRelease } from './table-release.ts';
 
 export { LOCAL_DEFAULTS } from './defaults.ts';
 
@@ -203,6 +204,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     const authorization = connectAuthorization(deps, options.iamCallers);
     const raw = createDynamoDbClient({ region, endpoint: dynamo.endpoint });
     await ensureTable(raw, tableName).finally(() => raw.destroy());
+    await recordRelease(deps);
     // Clients read this policy (and the auth mode beside it).
     await deps.sweepPolicy?.record(
       { ...deps.config.sweep, authMode: deps.config.authMode },

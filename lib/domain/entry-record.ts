@@ -59,6 +59,11 @@ export interface EntryRecord {
   healthChecksEnabled?: boolean;
   /** The caller of the newest connect, from the authorizer. */
   identity?: VerifiedIdentity;
+  /**
+   * The agent version of the newest connect, as the agent said it (`0.1.x`: it sent none).
+   * Absent on entries last connected through a registrar before 0.2.
+   */
+  agentVersion?: string;
   /** `metadata.generation` of the group the entry was built from (or rolled out to). */
   groupGeneration?: number;
   /**

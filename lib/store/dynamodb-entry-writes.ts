@@ -93,6 +93,7 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
   const join = joinable(change);
   const instance = change.instanceId !== undefined;
   const given = change.agentGiven !== undefined;
+  const version = change.agentVersion !== undefined;
   return {
     TableName: tableName,
     Key: entryKey(ref),
@@ -108,6 +109,7 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
       '#by = :principal',
       `${EVENTS_SINCE_ATTRIBUTE} = if_not_exists(${EVENTS_SINCE_ATTRIBUTE}, :at)`,
       ...(instance ? ['instanceId = :instanceId'] : []),
+      ...(version ? ['agentVersion = :agentVersion'] : []),
     ]
       .join(', ')
       .concat(
@@ -138,6 +140,7 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
       ':one': 1,
       ...(instance ? { ':instanceId': change.instanceId } : {}),
       ...(given ? { ':agentGiven': change.agentGiven } : {}),
+      ...(version ? { ':agentVersion': change.agentVersion } : {}),
     },
     ReturnValues: 'ALL_OLD',
   };

@@ -9,7 +9,11 @@ import { DynamoDbCatalog } from './dynamodb-catalog.ts';
 import { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { DynamoDbConnectionRecords } from './dynamodb-connection-records.ts';
 import { DynamoDbCordon } from './dynamodb-cordon.ts';
-import { type DeletedEntryHistory, DynamoDbEntryHistory } from './dynamodb-entry-history.ts';
+import {
+  type DeletedEntryHistory,
+  DynamoDbEntryHistory,
+  type HistoryLost,
+} from './dynamodb-entry-history.ts';
 import { DynamoDbEntryLifecycle } from './dynamodb-entry-lifecycle.ts';
 import { DynamoDbInstanceIndex } from './dynamodb-instance-index.ts';
 import { DynamoDbSweepIndex } from './dynamodb-sweep-index.ts';
@@ -69,9 +73,13 @@ export class DynamoDbRegistryStore
   readonly #history: DynamoDbEntryHistory;
   readonly #cordons: DynamoDbCordon;
 
-  constructor(client: DynamoDBDocumentClient, tableName: string) {
+  constructor(
+    client: DynamoDBDocumentClient,
+    tableName: string,
+    options: { onHistoryLost?: HistoryLost } = {},
+  ) {
     const table = new RegistryTable(client, tableName);
-    this.#history = new DynamoDbEntryHistory(client, tableName);
+    this.#history = new DynamoDbEntryHistory(client, tableName, options.onHistoryLost);
     this.#counters = new DynamoDbCellCounters(table);
     this.#connections = new DynamoDbConnectionRecords(table);
     this.#entries = new DynamoDbEntryLifecycle(table, this.#counters, this.#connections);

@@ -125,6 +125,8 @@ export type EntryItem = ItemKey & {
   /** The agent's labels and locality (template rollouts let them win); set on first connect. */
   agentGiven?: AgentGiven;
   identity?: VerifiedIdentity;
+  /** The newest connect's agent version (EntryRecord.agentVersion). */
+  agentVersion?: string;
   controller?: string;
   connectedAt?: EpochMillis;
   disconnectedAt?: EpochMillis;
@@ -173,6 +175,7 @@ export function encodeEntry(record: EntryRecord): EntryItem {
   if (record.groupGeneration !== undefined) item.groupGeneration = record.groupGeneration;
   if (record.agentGiven !== undefined) item.agentGiven = record.agentGiven;
   if (record.identity !== undefined) item.identity = record.identity;
+  if (record.agentVersion !== undefined) item.agentVersion = record.agentVersion;
   if (record.instanceId !== undefined) item.instanceId = record.instanceId;
   Object.assign(item, encodeConnection(record.connection), encodeHealth(record.health));
   if (record.cordon !== undefined) item.cordon = record.cordon;
@@ -233,6 +236,7 @@ export function decodeEntry(raw: Item): EntryRecord {
   if (item.groupGeneration !== undefined) record.groupGeneration = item.groupGeneration;
   if (item.agentGiven !== undefined) record.agentGiven = item.agentGiven;
   if (item.identity !== undefined) record.identity = item.identity;
+  if (item.agentVersion !== undefined) record.agentVersion = item.agentVersion;
   if (item.instanceId !== undefined) record.instanceId = item.instanceId;
   if (item.addressConflict !== undefined) record.addressConflict = item.addressConflict;
   if (item.cordon !== undefined) {

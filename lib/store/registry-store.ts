@@ -48,6 +48,11 @@ export interface ConnectChange {
   controller: string;
   identity: VerifiedIdentity;
   /**
+   * The agent's version as the connect says it (`0.1.x` for an agent that sends none),
+   * recorded beside the identity by the newest connect. The agent's word: shown, never trusted.
+   */
+  agentVersion?: string;
+  /**
    * Whether this caller may create the entry (the group template's service account). When
    * not, it may still join an existing entry it may control (rule 6); otherwise 'forbidden'.
    */

@@ -201,7 +201,7 @@ describe('functions', () => {
     ]);
   });
 
-  it('the sweeper may query the sweep index, delete entries and keep its own state', () => {
+  it('the sweeper may query the sweep index, delete entries, keep its own state and migrate', () => {
     expect(dynamoGrants(ROLES.sweeper)).toEqual([
       {
         // PutItem: a swept entry's history item.
@@ -225,7 +225,7 @@ describe('functions', () => {
         resource: expect.stringMatching(TABLE),
       },
       {
-        actions: ['dynamodb:Query', 'dynamodb:UpdateItem'],
+        actions: ['dynamodb:DeleteItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
         partitions: ['ZONE*'],
         resource: expect.stringMatching(TABLE),
       },
@@ -344,6 +344,22 @@ describe('functions', () => {
       },
     });
     expect(Object.keys(functions)).toHaveLength(7);
+  });
+
+  it("pass the operator's agent skew floor to the functions, and none by default", () => {
+    const floored = synthTemplate({ context: { oldestAgentVersion: '0.1' } });
+    const withFloor = floored.findResources('AWS::Lambda::Function', {
+      Properties: {
+        Environment: { Variables: Match.objectLike({ [ENV.oldestAgentVersion]: '0.1' }) },
+      },
+    });
+    expect(Object.keys(withFloor)).toHaveLength(6);
+    const functions = Object.values(template.findResources('AWS::Lambda::Function')) as {
+      Properties: { Environment?: { Variables?: Record<string, unknown> } };
+    }[];
+    expect(
+      functions.filter((f) => f.Properties.Environment?.Variables?.[ENV.oldestAgentVersion]),
+    ).toEqual([]);
   });
 
   it.each(Object.keys(ROLES) as (keyof typeof ROLES)[])(
