@@ -353,7 +353,7 @@ describe('functions', () => {
         Environment: { Variables: Match.objectLike({ [ENV.oldestAgentVersion]: '0.1' }) },
       },
     });
-    expect(Object.keys(withFloor)).toHaveLength(6);
+    expect(Object.keys(withFloor)).toHaveLength(7);
     const functions = Object.values(template.findResources('AWS::Lambda::Function')) as {
       Properties: { Environment?: { Variables?: Record<string, unknown> } };
     }[];
