@@ -121,6 +121,45 @@ const sections: Record<string, Section> = {
       );
     },
   },
+  rollout: {
+    title: 'Template rollout: a label change reaching 20,000 live entries (default pace 25%/10s)',
+    run: async () => {
+      const { measureRolloutCost } = await import('./rollout.ts');
+      const r = await measureRolloutCost(Number(process.env.BENCH_ROLLOUT_ENTRIES ?? 20_000));
+      table(
+        [
+          'entries',
+          'pace',
+          'writes/s',
+          'updated',
+          'conflicts',
+          'rollout s',
+          'runs',
+          'requests',
+          'UpdateItem / entry',
+          'other requests / entry',
+          'items read / entry',
+          'entry bytes',
+        ],
+        [
+          [
+            r.entries,
+            r.pace,
+            r.writesPerSecond,
+            r.updated,
+            r.conflicts,
+            r.rolloutSeconds.toFixed(1),
+            r.runs,
+            formatCounts(r.requests),
+            r.writesPerEntry.toFixed(3),
+            r.otherRequestsPerEntry.toFixed(3),
+            r.itemsReadPerEntry.toFixed(2),
+            r.entryBytes,
+          ],
+        ],
+      );
+    },
+  },
   load: {
     title: 'Local end-to-end: agents connecting at once through the local gateway',
     run: async () => {

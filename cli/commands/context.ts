@@ -3,6 +3,8 @@ import type { Command } from 'commander';
 import type { HeldEntryReader } from '../../lib/auth/revocation.ts';
 import type { TerminatedInstances } from '../../lib/auth/terminated-instances.ts';
 import type { Migration, SchemaStore } from '../../lib/registration/run-migrations.ts';
+import type { RolloutStore } from '../../lib/rollout/rollout-store.ts';
+import type { DynamoDbGroupSource } from '../../lib/store/dynamodb-group-source.ts';
 import type { NamespaceUsageReader } from '../../lib/store/dynamodb-namespace-usage.ts';
 import type { SweepPolicyStore } from '../../lib/store/dynamodb-sweep-policy-store.ts';
 import type { CordonStore, EntryEventStore } from '../../lib/store/entry-event-store.ts';
@@ -33,6 +35,10 @@ export interface Stores {
   tokens: TokenStore;
   /** The sweep policy the registrar recorded (its deployed or running configuration). */
   sweepPolicy: Pick<SweepPolicyStore, 'read'>;
+  /** Template rollouts (`registrar rollout`, `get wg`'s UP-TO-DATE). */
+  rollouts: RolloutStore;
+  /** Where the registrar takes its groups from (apply and delete of a group refuse if the cluster). */
+  groupSource: Pick<DynamoDbGroupSource, 'read'>;
   /** Cordons and the entries' event history (deleted entries' too). */
   maintenance: CordonStore & EntryEventStore;
   /** What the operator allows each namespace, and how many of its entries are connected. */
@@ -167,6 +173,8 @@ async function openStores({ client, tableName }: Connection): Promise<Stores> {
     { DynamoDbRegistryStore },
     { DynamoDbTokenStore },
     { DynamoDbSweepPolicyStore },
+    { DynamoDbRollouts },
+    { DynamoDbGroupSource },
     { DynamoDbNamespaceSettings },
     { DynamoDbNamespaceUsage },
     { DynamoDbTerminatedInstances },
@@ -176,6 +184,8 @@ async function openStores({ client, tableName }: Connection): Promise<Stores> {
     import('../../lib/store/dynamodb-registry-store.ts'),
     import('../../lib/store/dynamodb-token-store.ts'),
     import('../../lib/store/dynamodb-sweep-policy-store.ts'),
+    import('../../lib/store/dynamodb-rollout.ts'),
+    import('../../lib/store/dynamodb-group-source.ts'),
     import('../../lib/store/dynamodb-namespace-settings.ts'),
     import('../../lib/store/dynamodb-namespace-usage.ts'),
     import('../../lib/store/dynamodb-terminated-instances.ts'),
@@ -189,6 +199,8 @@ async function openStores({ client, tableName }: Connection): Promise<Stores> {
     registry,
     tokens: new DynamoDbTokenStore(client, tableName),
     sweepPolicy: new DynamoDbSweepPolicyStore(client, tableName),
+    rollouts: new DynamoDbRollouts(client, tableName),
+    groupSource: new DynamoDbGroupSource(client, tableName),
     maintenance: registry,
     namespaceSettings: new DynamoDbNamespaceSettings(client, tableName),
     namespaceUsage: new DynamoDbNamespaceUsage(client, tableName),

@@ -298,17 +298,24 @@ async function readItems(
         const ref = { namespace: ns, name };
         const found =
           kind === 'WorkloadGroup'
-            ? await stores.registry.getGroup(ref).then((g) => g && groupItem(g))
+            ? await stores.registry
+                .getGroup(ref)
+                .then(async (g) => g && groupItem(g, await stores.catalog.listEntries(ns)))
             : await stores.catalog.getEntry(ref).then((e) => e && entryItem(e));
         if (found) items.push(found);
         else missing.push(notFound(kind, ref).message);
       }
       continue;
     }
-    const listed =
-      kind === 'WorkloadGroup'
-        ? (await lists.listGroups(namespace)).map(groupItem)
-        : (await lists.listEntries(namespace)).map(entryItem);
+    let listed: ResourceItem[];
+    if (kind === 'WorkloadGroup') {
+      // ENTRIES and UP-TO-DATE: the namespace's entries, one more Query (per namespace with -A).
+      const [groups, entries] = await Promise.all([
+        lists.listGroups(namespace),
+        lists.listEntries(namespace),
+      ]);
+      listed = groups.map((group) => groupItem(group, entries));
+    } else listed = (await lists.listEntries(namespace)).map(entryItem);
     items.push(
       ...listed
         .filter((item) => matchesSelector(selector, item.object.metadata.labels))

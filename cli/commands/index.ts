@@ -56,6 +56,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./delete.ts')).registerDelete,
   },
   {
+    name: 'rollout',
+    term: 'rollout',
+    description: "a group's template rollout to its live entries: status, pause, resume",
+    load: async () => (await import('./rollout.ts')).registerRollout,
+  },
+  {
     name: 'cordon',
     term: 'cordon [options] <resource> [names...]',
     description:

@@ -26,7 +26,8 @@ export type AccessingFunction =
   | 'message'
   | 'sweeper'
   | 'ec2StateChange'
-  | 'projector';
+  | 'projector'
+  | 'rollout';
 
 /** The zone counters (fail static): moved by every write that connects or removes an entry. */
 const ZONE_COUNTERS = { actions: ['UpdateItem'], partitions: [PARTITIONS.zones] } as const;
@@ -59,6 +60,13 @@ const ZONE_COUNTERS = { actions: ['UpdateItem'], partitions: [PARTITIONS.zones] 
  * - projector: reads entries (GetItem), lists a namespace's entries and groups (Query), the
  *   namespace index (Query) and the namespaces' settings (Query: their address ranges);
  *   nothing else: no token, allow rule, connection record or counter.
+ *   With groups from the cluster, the projector construct adds the group sync's: writes of
+ *   group items only (by attribute) and the namespace index, and asking the rollout function
+ *   for removals (ROLLOUT: Query, UpdateItem).
+ * - rollout: lists the groups (the namespace index and a Query per namespace), reads and
+ *   updates entries (one conditional UpdateItem each), keeps its records and lease (ROLLOUT),
+ *   records where groups come from (CONFIG); for a group deleted in the cluster, deletes the
+ *   group and its entries and their connection records, as `delete wg` does.
  */
 export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'): TableAccess {
   const iam = authMode === 'iam';
@@ -135,6 +143,23 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
             partitions: [PARTITIONS.namespaces, PARTITIONS.namespaceIndex],
           },
           { actions: ['Query'], partitions: [PARTITIONS.namespaceSettings] },
+        ],
+      };
+    case 'rollout':
+      return {
+        items: [
+          {
+            // PutItem: a removed entry's history item (its events outlive it, EV#...).
+            actions: ['GetItem', 'Query', 'UpdateItem', 'DeleteItem', 'PutItem'],
+            partitions: [PARTITIONS.namespaces],
+          },
+          { actions: ['Query'], partitions: [PARTITIONS.namespaceIndex] },
+          {
+            actions: ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'Query'],
+            partitions: [PARTITIONS.rollouts],
+          },
+          { actions: ['GetItem', 'PutItem'], partitions: [PARTITIONS.config] },
+          { actions: ['DeleteItem'], partitions: [PARTITIONS.connections] },
         ],
       };
   }

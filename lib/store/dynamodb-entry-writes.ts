@@ -70,6 +70,8 @@ function joinable(change: ConnectChange): { condition: string; values: object } 
  * Connect as the newest connect: create the entry from the template (when the caller may),
  * or add this connection to its holders and record it as the newest connect.
  * - Template fields use `if_not_exists`: a reconnect never rewrites spec, labels or status.
+ *   So does `agentGiven` (the agent's labels and locality, which a template rollout lets win):
+ *   an entry of a release before rollouts gets it from its first connect after the upgrade.
  * - `ADD conns`: every accepted connect holds the entry (rule 8); during a make-before-break
  *   rotation the old connection stays listed until its own `$disconnect`.
  * - `connectedAt <= :at`: only the newest connect sets the connect time (and the sweep index
@@ -90,6 +92,7 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
   const ref: ObjectRef = change.entry.metadata;
   const join = joinable(change);
   const instance = change.instanceId !== undefined;
+  const given = change.agentGiven !== undefined;
   const version = change.agentVersion !== undefined;
   return {
     TableName: tableName,
@@ -100,6 +103,7 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
       'origin = if_not_exists(origin, :origin)',
       'healthChecksEnabled = if_not_exists(healthChecksEnabled, :healthChecksEnabled)',
       'groupGeneration = if_not_exists(groupGeneration, :groupGeneration)',
+      ...(given ? ['agentGiven = if_not_exists(agentGiven, :agentGiven)'] : []),
       '#identity = :identity, controller = :controller, connectedAt = :at',
       'newestConnectionId = :connection, sweepState = :sweepState, sweepAt = :at, #held = :at',
       '#by = :principal',
@@ -135,6 +139,7 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
       ':connections': new Set([change.connectionId]),
       ':one': 1,
       ...(instance ? { ':instanceId': change.instanceId } : {}),
+      ...(given ? { ':agentGiven': change.agentGiven } : {}),
       ...(version ? { ':agentVersion': change.agentVersion } : {}),
     },
     ReturnValues: 'ALL_OLD',

@@ -16,6 +16,7 @@ import type {
   WorkloadEntry,
   WorkloadGroup,
 } from '../domain/model.ts';
+import type { AgentGiven } from '../domain/template-rollout.ts';
 import { decodeEvents, encodeEvent, type StoredEvent } from './event-codec.ts';
 import type { ConnectionRecord, StoredGroup } from './registry-store.ts';
 import { SWEEP_SHARDS } from './table-definition.ts';
@@ -121,6 +122,8 @@ export type EntryItem = ItemKey & {
   origin?: string;
   healthChecksEnabled?: boolean;
   groupGeneration?: number;
+  /** The agent's labels and locality (template rollouts let them win); set on first connect. */
+  agentGiven?: AgentGiven;
   identity?: VerifiedIdentity;
   /** The newest connect's agent version (EntryRecord.agentVersion). */
   agentVersion?: string;
@@ -170,6 +173,7 @@ export function encodeEntry(record: EntryRecord): EntryItem {
   if (record.healthChecksEnabled !== undefined)
     item.healthChecksEnabled = record.healthChecksEnabled;
   if (record.groupGeneration !== undefined) item.groupGeneration = record.groupGeneration;
+  if (record.agentGiven !== undefined) item.agentGiven = record.agentGiven;
   if (record.identity !== undefined) item.identity = record.identity;
   if (record.agentVersion !== undefined) item.agentVersion = record.agentVersion;
   if (record.instanceId !== undefined) item.instanceId = record.instanceId;
@@ -230,6 +234,7 @@ export function decodeEntry(raw: Item): EntryRecord {
   }
   if (item.healthChecksEnabled !== undefined) record.healthChecksEnabled = item.healthChecksEnabled;
   if (item.groupGeneration !== undefined) record.groupGeneration = item.groupGeneration;
+  if (item.agentGiven !== undefined) record.agentGiven = item.agentGiven;
   if (item.identity !== undefined) record.identity = item.identity;
   if (item.agentVersion !== undefined) record.agentVersion = item.agentVersion;
   if (item.instanceId !== undefined) record.instanceId = item.instanceId;
@@ -285,6 +290,21 @@ export type GroupItem = ItemKey & {
   generation: number;
   revision: number;
 };
+
+/**
+ * Every attribute a group item has as the catalog writes it (`writeId`: the put's own id, see
+ * DynamoDbCatalog). The group sync's IAM grant allows writes of these attributes only
+ * (`dynamodb:Attributes`), so the projector cannot write an entry's state; a test keeps this
+ * list and encodeGroup in step.
+ */
+export const GROUP_ITEM_ATTRIBUTES = [
+  'pk',
+  'sk',
+  'group',
+  'generation',
+  'revision',
+  'writeId',
+] as const;
 
 export function encodeGroup(stored: StoredGroup, revision: number): GroupItem {
   const group: WorkloadGroup = {

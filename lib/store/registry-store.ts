@@ -9,6 +9,7 @@ import type {
   WorkloadGroup,
 } from '../domain/model.ts';
 import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
+import type { AgentGiven } from '../domain/template-rollout.ts';
 
 /** A WorkloadGroup as stored: the Istio object, with `metadata.uid` and `metadata.generation`. */
 export interface StoredGroup {
@@ -35,6 +36,12 @@ export interface ConnectChange {
   origin: string;
   healthChecksEnabled: boolean;
   groupGeneration: number;
+  /**
+   * What the agent gave (labels, locality): recorded when the entry has none yet (its first
+   * connect, or the first connect of this release to an older entry), never changed after, so
+   * a template rollout rebuilds the entry with the agent's values winning as at registration.
+   */
+  agentGiven?: AgentGiven;
   connectionId: string;
   /** Server time of the connect (API Gateway's `connectedAt`). */
   connectedAt: EpochMillis;

@@ -15,6 +15,7 @@
  *   NSCONFIG        / <namespace>      what the operator allows a namespace (quotas, networks,
  *                                      address ranges; lib/store/dynamodb-namespace-settings.ts)
  *   RATE#<ns>#<shard> / W#<start>      connects of a namespace in one window (expires by TTL)
+ *   ROLLOUT         / <ns>/<group>     a group's template rollout (progress, pause, removal)
  *
  * The sweep index is sparse: only auto-registered entries carry `sweepState` and `sweepAt`.
  *   sweepState = "C#<shard>" with sweepAt = newest connectedAt    (stale after 1.5 x max age)
@@ -52,8 +53,13 @@ export const PARTITIONS = {
   terminated: 'TERMINATED#*',
   /** The sweeper's own state (how far its liveness checks have covered). */
   sweeper: 'SWEEPER',
-  /** The effective registrar configuration every client reads (the sweep policy). */
+  /** The effective registrar configuration every client reads (the sweep policy, group source). */
   config: 'CONFIG',
+  /**
+   * Template rollouts (lib/store/dynamodb-rollout-records.ts): `ROLLOUT / <namespace>/<name>`
+   * per group, and the runs' lease `ROLLOUT / #lease`.
+   */
+  rollouts: 'ROLLOUT',
   /**
    * Cell counters (fail static; architecture.md): `ZONE#<shard>` / `<namespace>#<zone>`.
    */

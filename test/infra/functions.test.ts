@@ -11,6 +11,7 @@ const ROLES = {
   message: 'Functions/Message/Role',
   sweeper: 'Sweep/Sweeper/Role',
   ec2StateChange: 'InstanceState/Function/Role',
+  rollout: 'Rollout/Function/Role',
 };
 
 const ZONES = {
@@ -50,7 +51,7 @@ describe('functions', () => {
     const functions = template.findResources('AWS::Lambda::Function', {
       Properties: { Runtime: 'nodejs22.x', Architectures: ['arm64'], Handler: 'index.handler' },
     });
-    expect(Object.keys(functions)).toHaveLength(6);
+    expect(Object.keys(functions)).toHaveLength(7);
   });
 
   it('get the table name, the sweep policy, the auth mode and the Powertools settings', () => {
@@ -90,11 +91,11 @@ describe('functions', () => {
         },
       },
     });
-    expect(Object.keys(functions)).toHaveLength(6);
+    expect(Object.keys(functions)).toHaveLength(7);
   });
 
   it('log to their own log group with a retention', () => {
-    template.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 30 }, 6);
+    template.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 30 }, 7);
     template.hasResourceProperties('AWS::Lambda::Function', {
       LoggingConfig: { LogFormat: 'JSON', LogGroup: { Ref: Match.stringLikeRegexp('Logs') } },
     });
@@ -236,6 +237,64 @@ describe('functions', () => {
     ]);
   });
 
+  it('the rollout function reads and updates entries, keeps its records, and deletes only for group removals', () => {
+    expect(dynamoGrants(ROLES.rollout)).toEqual([
+      {
+        actions: [
+          'dynamodb:DeleteItem',
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:Query',
+          'dynamodb:UpdateItem',
+        ],
+        partitions: ['NS#*'],
+        resource: expect.stringMatching(TABLE),
+      },
+      {
+        actions: ['dynamodb:Query'],
+        partitions: ['NAMESPACES'],
+        resource: expect.stringMatching(TABLE),
+      },
+      {
+        actions: [
+          'dynamodb:DeleteItem',
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:Query',
+          'dynamodb:UpdateItem',
+        ],
+        partitions: ['ROLLOUT'],
+        resource: expect.stringMatching(TABLE),
+      },
+      {
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem'],
+        partitions: ['CONFIG'],
+        resource: expect.stringMatching(TABLE),
+      },
+      {
+        actions: ['dynamodb:DeleteItem'],
+        partitions: ['CONN#*'],
+        resource: expect.stringMatching(TABLE),
+      },
+    ]);
+  });
+
+  it('run the rollout function every minute, and let it close connections (DELETE) but never send', () => {
+    template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(1 minute)',
+      Targets: [
+        Match.objectLike({
+          Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^RolloutFunction'), 'Arn'] },
+        }),
+      ],
+    });
+    const api = statementsOfRole(template, ROLES.rollout).filter((s) =>
+      actionsOf([s]).includes('execute-api:ManageConnections'),
+    );
+    expect(JSON.stringify(api.map((s) => s.Resource))).toMatch(/\/DELETE\/@connections\/\*/);
+    expect(JSON.stringify(api.map((s) => s.Resource))).not.toMatch(/POST/);
+  });
+
   it('the EC2 state-change function may only query the instance index (keys) and delete entries (keeping their history)', () => {
     expect(dynamoGrants(ROLES.ec2StateChange)).toEqual([
       {
@@ -284,7 +343,7 @@ describe('functions', () => {
         },
       },
     });
-    expect(Object.keys(functions)).toHaveLength(6);
+    expect(Object.keys(functions)).toHaveLength(7);
   });
 
   it("pass the operator's agent skew floor to the functions, and none by default", () => {
@@ -294,7 +353,7 @@ describe('functions', () => {
         Environment: { Variables: Match.objectLike({ [ENV.oldestAgentVersion]: '0.1' }) },
       },
     });
-    expect(Object.keys(withFloor)).toHaveLength(6);
+    expect(Object.keys(withFloor)).toHaveLength(7);
     const functions = Object.values(template.findResources('AWS::Lambda::Function')) as {
       Properties: { Environment?: { Variables?: Record<string, unknown> } };
     }[];
@@ -362,7 +421,7 @@ describe('functions', () => {
     }
   });
 
-  it('tell disconnect, message and the sweeper where the management endpoint is', () => {
+  it('tell disconnect, message, the sweeper and the rollout function where the management endpoint is', () => {
     const withUrl = template.findResources('AWS::Lambda::Function', {
       Properties: {
         Environment: {
@@ -380,6 +439,7 @@ describe('functions', () => {
     expect(Object.keys(withUrl).sort()).toEqual([
       expect.stringMatching(/^FunctionsDisconnect/),
       expect.stringMatching(/^FunctionsMessage/),
+      expect.stringMatching(/^RolloutFunction/),
       expect.stringMatching(/^SweepSweeper/),
     ]);
   });
@@ -393,6 +453,6 @@ describe('functions', () => {
         },
       },
     });
-    expect(Object.keys(functions)).toHaveLength(6);
+    expect(Object.keys(functions)).toHaveLength(7);
   });
 });

@@ -34,7 +34,7 @@ describe('IAM auth mode', () => {
   it('deploys no authorize function', () => {
     const functions = template.findResources('AWS::Lambda::Function');
     expect(Object.keys(functions).some((id) => id.includes('Authorize'))).toBe(false);
-    expect(Object.keys(functions)).toHaveLength(5);
+    expect(Object.keys(functions)).toHaveLength(6);
   });
 
   it('tells the functions to check the caller against the stored IAM policies', () => {

@@ -140,11 +140,12 @@ describe('get columns', () => {
     expect(none).toEqual({ code: 0, stdout: '', stderr: 'No agents found in empty namespace.\n' });
   });
 
+  // Its two entries were written without the template's service account: not UP-TO-DATE.
   it('shows a group with -o wide: its service account, network and probe', async () => {
     const run = await registrar(['get', 'wg', '-n', 'shop', '-o', 'wide']);
     expect(run.stdout).toBe(
-      'NAME   GENERATION   AGE   SERVICE-ACCOUNT   NETWORK   PROBE\n' +
-        'web    1            0s    web               vpc-1     httpGet\n',
+      'NAME   GENERATION   ENTRIES   UP-TO-DATE   AGE   SERVICE-ACCOUNT   NETWORK   PROBE\n' +
+        'web    1            2         0            0s    web               vpc-1     httpGet\n',
     );
   });
 });
@@ -255,7 +256,7 @@ describe('TYPE/NAME', () => {
     expect(run.code).toBe(0);
     const [groups, entries] = run.stdout.split('\n\n');
     expect(groups).toMatch(
-      /^NAME\s+GENERATION\s+AGE\nworkloadgroup\.networking\.istio\.io\/web\s+1\s+0s$/,
+      /^NAME\s+GENERATION\s+ENTRIES\s+UP-TO-DATE\s+AGE\nworkloadgroup\.networking\.istio\.io\/web\s+1\s+2\s+0\s+0s$/,
     );
     expect(entries).toMatch(
       /^NAME\s+ADDRESS\s.*\nworkloadentry\.networking\.istio\.io\/db-1\s+10\.0\.0\.5\s/,
