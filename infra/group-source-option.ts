@@ -1,6 +1,7 @@
 import type { Node } from 'constructs';
 import type { GroupSource } from '../lib/rollout/group-source.ts';
 import { LABEL_SELECTOR } from '../lib/rollout/rollout-config.ts';
+import { StackOptionsError } from './stack-options.ts';
 
 /** The context keys (`cdk deploy -c groupSource=cluster -c groupSelector=registrar=on`). */
 export const GROUP_SOURCE_OPTION_KEYS = {
@@ -26,7 +27,7 @@ export function resolveGroupSource(node: Node, projectorDeployed: boolean): Grou
     return value === undefined || value === '' ? undefined : String(value);
   };
   const fail = (key: string, value: string, problem: string) =>
-    new Error(
+    new StackOptionsError(
       `invalid stack option ${key} (value '${value}'): ${problem}; set it with cdk deploy -c ${key}=<value>`,
     );
   const source = read(GROUP_SOURCE_OPTION_KEYS.source) ?? 'registry';

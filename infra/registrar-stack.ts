@@ -3,7 +3,11 @@ import type { Construct } from 'constructs';
 import { ENV } from '../lib/config.ts';
 import { ApiGatewayLogsRole } from './constructs/api-gateway-logs-role.ts';
 import { InstanceStateRule } from './constructs/instance-state-rule.ts';
-import { MeshIdentity, resolveMeshOptions } from './constructs/mesh-identity.ts';
+import {
+  MeshIdentity,
+  refuseMeshOptionsWithoutCluster,
+  resolveMeshOptions,
+} from './constructs/mesh-identity.ts';
 import { Monitoring } from './constructs/monitoring.ts';
 import { Projector, resolveProjectorOptions } from './constructs/projector.ts';
 import { RegistrarFunctions } from './constructs/registrar-functions.ts';
@@ -28,6 +32,9 @@ export class RegistrarStack extends Stack {
     // The Kubernetes projection is opt-in: -c projectorClusterName=... (docs/kubernetes.md).
     const projector = resolveProjectorOptions(this.node);
     const groups = resolveGroupSource(this.node, projector !== undefined);
+    const mesh = projector
+      ? resolveMeshOptions(this.node)
+      : refuseMeshOptionsWithoutCluster(this.node);
 
     const registry = new RegistryTable(this, 'Registry');
     const functions = new RegistrarFunctions(this, 'Functions', { registry, options });
@@ -86,7 +93,7 @@ export class RegistrarStack extends Stack {
         api: websocket.api,
         cluster: projector,
         options,
-        mesh: resolveMeshOptions(this.node),
+        mesh: mesh ?? {},
         alarmTopic: monitoring.topic,
       });
     }
