@@ -42,8 +42,9 @@ const ZONE_COUNTERS = { actions: ['UpdateItem'], partitions: [PARTITIONS.zones] 
  *   caller's allow rule and records the connection (no authorizer carries its entry).
  * - disconnect: reads and updates the entry; reads and forgets the connection record.
  * - message: reads and updates the entry (health); reads the connection record.
- * - sweeper: queries the sweep index, reads/updates/deletes entries, forgets connection
- *   records, keeps its liveness mark and writes the effective sweep policy.
+ * - sweeper: queries the sweep index and the namespace index (whose namespaces' departures it
+ *   reads), reads/updates/deletes entries, forgets connection records, keeps its liveness
+ *   mark and writes the effective sweep policy.
  * - connect, disconnect, sweeper and ec2StateChange move the zone counters; the sweeper also
  *   reads them (one Query of the ZONE partition) and keeps its fail-static record.
  * - ec2StateChange: queries the instance index, deletes the entries it names.
@@ -101,6 +102,8 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
             partitions: [PARTITIONS.sweeper, PARTITIONS.config],
           },
           { actions: ['Query', 'UpdateItem'], partitions: [PARTITIONS.zones] },
+          // The namespaces whose departures it reads, each from its own index keys.
+          { actions: ['Query'], partitions: [PARTITIONS.namespaceIndex] },
         ],
       };
     case 'ec2StateChange':

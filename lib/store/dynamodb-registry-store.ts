@@ -7,6 +7,7 @@ import { DynamoDbAddressClaims } from './dynamodb-address-claims.ts';
 import { DynamoDbCatalog } from './dynamodb-catalog.ts';
 import { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { DynamoDbConnectionRecords } from './dynamodb-connection-records.ts';
+import { DynamoDbDepartureQueues } from './dynamodb-departure-queues.ts';
 import { DynamoDbEntryLifecycle } from './dynamodb-entry-lifecycle.ts';
 import { DynamoDbInstanceIndex } from './dynamodb-instance-index.ts';
 import { DynamoDbSweepIndex } from './dynamodb-sweep-index.ts';
@@ -14,11 +15,13 @@ import { DynamoDbSweeperState } from './dynamodb-sweeper-state.ts';
 import { RegistryTable } from './dynamodb-table.ts';
 import type {
   AddressClaim,
+  AwayCount,
   CatalogStore,
   ClaimResult,
   ConnectChange,
   ConnectionRecord,
   ConnectOutcome,
+  DepartureKey,
   DisruptionStore,
   HealthOutcome,
   HealthReport,
@@ -45,6 +48,7 @@ export class DynamoDbRegistryStore
   readonly #entries: DynamoDbEntryLifecycle;
   readonly #connections: DynamoDbConnectionRecords;
   readonly #sweepIndex: DynamoDbSweepIndex;
+  readonly #departures: DynamoDbDepartureQueues;
   readonly #sweeper: DynamoDbSweeperState;
   readonly #counters: DynamoDbCellCounters;
   readonly #instances: DynamoDbInstanceIndex;
@@ -57,6 +61,7 @@ export class DynamoDbRegistryStore
     this.#connections = new DynamoDbConnectionRecords(table);
     this.#entries = new DynamoDbEntryLifecycle(table, this.#counters, this.#connections);
     this.#sweepIndex = new DynamoDbSweepIndex(table, this.#counters);
+    this.#departures = new DynamoDbDepartureQueues(table, this.#counters);
     this.#sweeper = new DynamoDbSweeperState(table);
     this.#instances = new DynamoDbInstanceIndex(table, this.#counters);
     this.#addresses = new DynamoDbAddressClaims(client, tableName);
@@ -112,7 +117,7 @@ export class DynamoDbRegistryStore
     return this.#connections.forget(connectionId);
   }
 
-  // The sweep index
+  // The sweep index: the keys every namespace shares, and each namespace's departures
   sweepCandidates(
     cutoffs: SweepCutoffs,
     limit: number,
@@ -131,8 +136,19 @@ export class DynamoDbRegistryStore
   deleteSwept(record: EntryRecord): Promise<'deleted' | 'conflict'> {
     return this.#sweepIndex.deleteSwept(record);
   }
-  awayByZone(limit: number): Promise<Record<string, number> | undefined> {
-    return this.#sweepIndex.awayByZone(limit);
+  sweepNamespaces(counted?: readonly ZoneCount[]): Promise<string[]> {
+    return this.#departures.sweepNamespaces(counted);
+  }
+  departuresOf(
+    namespace: string,
+    kind: DepartureKey,
+    disconnectedAtOrBefore: EpochMillis,
+    onReadFailure?: (error: unknown) => void,
+  ): AsyncIterable<EntryRecord> {
+    return this.#departures.departuresOf(namespace, kind, disconnectedAtOrBefore, onReadFailure);
+  }
+  awayByZone(limit: number, namespaces?: readonly string[]): Promise<AwayCount | undefined> {
+    return this.#departures.awayByZone(limit, namespaces);
   }
   newestConnectAt(): Promise<EpochMillis | undefined> {
     return this.#sweepIndex.newestConnectAt();

@@ -94,7 +94,7 @@ describe('a sweep run with failing reads', () => {
         rate: 1,
         when: 'before',
         kind: 'throttle',
-        match: (operation, body) => operation === 'Query' && body.includes('"L#1"'),
+        match: (operation, body) => operation === 'Query' && body.includes(`"L#${NS}#1"`),
       };
 
       const first = await runSweep(store, options());

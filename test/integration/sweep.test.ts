@@ -5,6 +5,7 @@ import { ISTIO_API_VERSION, type WorkloadEntry } from '../../lib/domain/model.ts
 import type { SweepPolicy } from '../../lib/domain/sweep-policy.ts';
 import { runSweep, type SweepOptions, type SweepStore } from '../../lib/registration/sweep.ts';
 import { encodeEntry } from '../../lib/store/item-codec.ts';
+import { ZONE_SHARDS } from '../../lib/store/table-definition.ts';
 import type { ConnectChange, RegistryStore } from '../../lib/store/registry-store.ts';
 import { countRequests } from '../../lib/store/request-counter.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
@@ -59,11 +60,21 @@ async function disconnected(store: RegistryStore, name: string, at: number) {
   await store.leave({ connectionId: `${name}-c`, entry: { namespace: NS, name }, at });
 }
 
-/** For stand-in stores in runs without a liveness check: these are never called. */
+/**
+ * For stand-in stores in runs without a liveness check, whose candidates all come from the
+ * shared keys: these are never called, or find nothing.
+ */
 const NO_LIVENESS_STORE: Pick<
   SweepStore,
-  'connectedIn' | 'dropHolders' | 'livenessMark' | 'setLivenessMark'
+  | 'connectedIn'
+  | 'dropHolders'
+  | 'livenessMark'
+  | 'setLivenessMark'
+  | 'sweepNamespaces'
+  | 'departuresOf'
 > = {
+  sweepNamespaces: async () => [],
+  async *departuresOf() {},
   async *connectedIn() {},
   dropHolders: async () => 'unchanged',
   livenessMark: async () => undefined,
@@ -157,8 +168,11 @@ describe('runSweep', () => {
       candidatesRead: 1,
       dryRun: true,
     });
-    // 3 index states x 4 shards; nothing written.
-    expect(requests.counts()).toEqual({ Query: 12 });
+    // Nothing written. Reads: the keys every namespace shares (0.1.0's clean and abnormal
+    // departures, stale connected entries: 3 x 4 shards), the namespaces (the namespace index,
+    // and the 32 cell-counter partitions), and the one namespace's own clean and abnormal
+    // departures (2 x 4 shards).
+    expect(requests.counts()).toEqual({ Query: 12 + 1 + ZONE_SHARDS + 8 });
     expect(await exists(store, 'due')).toBe(true);
   });
 
@@ -195,6 +209,8 @@ describe('runSweep', () => {
     const racing: SweepStore = {
       ...NO_LIVENESS_STORE,
       sweepCandidates: (cutoffs, limit) => store.sweepCandidates(cutoffs, limit),
+      sweepNamespaces: () => store.sweepNamespaces(),
+      departuresOf: (namespace, kind, cutoff) => store.departuresOf(namespace, kind, cutoff),
       deleteSwept: async (record) => {
         await store.connect(connectChange('returns', 'returns-2', NOW));
         return store.deleteSwept(record);

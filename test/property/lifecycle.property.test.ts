@@ -335,6 +335,8 @@ const FAIL_STATIC = {
 function failStaticView(store: DynamoDbRegistryStore, held: boolean, now: number): SweepStore {
   return {
     sweepCandidates: (cutoffs, limit, states) => store.sweepCandidates(cutoffs, limit, states),
+    sweepNamespaces: () => store.sweepNamespaces(),
+    departuresOf: (namespace, kind, cutoff) => store.departuresOf(namespace, kind, cutoff),
     deleteSwept: (record) => store.deleteSwept(record),
     connectedIn: (windows, limit) => store.connectedIn(windows, limit),
     dropHolders: (entry, gone, at) => store.dropHolders(entry, gone, at),

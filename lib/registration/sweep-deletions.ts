@@ -1,0 +1,173 @@
+import { cellKey, isHeld, nextRecord, pacingOf, zoneOf } from '../domain/disruption.ts';
+import type { EntryRecord } from '../domain/entry-record.ts';
+import { isDueForSweep, sweepCutoffs } from '../domain/sweep-policy.ts';
+import type { SweepIndexState } from '../store/registry-store.ts';
+import { type FailStaticGuard, failStaticGuard, isDeliberate } from './fail-static-guard.ts';
+import { type NamespaceFlow, openFlows } from './namespace-flows.ts';
+import type { SweepOptions, SweepStore } from './sweep.ts';
+import { countIn, recordFailure, type SweepResult, swept } from './sweep-result.ts';
+
+const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * The deletion lane of a run: deletes auto-registered entries that stayed disconnected past
+ * the grace period, or still look connected long after API Gateway must have closed them (the
+ * stale backstop), shared fairly among namespaces.
+ *
+ * Each namespace with due candidates is a flow (namespace-flows.ts), read from its own index
+ * keys; the lane serves the flows round-robin, one candidate per turn, oldest-waiting flow
+ * first. So the run's candidates (reads), deletions (the one paced lane) and time are split
+ * evenly among the namespaces that have work: a namespace's backlog, of any size or kind,
+ * costs another namespace one turn per round, and a due entry is taken in the first round of
+ * the first run after it became due, as long as fewer namespaces than `maxDeletes` have due
+ * work at once. A candidate skipped because its cell is slowed or held uses its own
+ * namespace's turn, never another's. The index only narrows the search: each candidate is
+ * re-checked with the pure policy, and hand-made entries are never touched.
+ */
+export async function deleteDue(
+  store: SweepStore,
+  options: SweepOptions,
+  result: SweepResult,
+): Promise<void> {
+  const sleep = options.sleep ?? realSleep;
+  const outOfTime = options.outOfTime ?? (() => false);
+  const onReadFailure = (error: unknown) => recordFailure(result, error);
+  const failStatic = options.failStatic;
+  const guard = failStatic
+    ? await failStaticGuard(store, { ...options, failStatic }, result).catch((error: unknown) => {
+        // Without the counters the run cannot tell a fault from departures: it deletes only
+        // clean departures (never held anyway) and leaves the rest, and the record, to the
+        // next run.
+        recordFailure(result, error);
+        return undefined;
+      })
+    : undefined;
+  const blind = failStatic !== undefined && guard === undefined;
+  const held = (namespace: string) => guard?.state.mode === 'held' && isHeld(guard.state, namespace);
+  const cutoffs = sweepCutoffs(options.now, options.policy);
+  // While every namespace is held, or fail static cannot tell, abnormal departures and stale
+  // entries are not even read: a hold costs no reads per held entry.
+  const allHeld = guard?.state.mode === 'held' && guard.state.heldNamespaces === undefined;
+  const sharedStates: SweepIndexState[] = allHeld || blind ? ['L'] : ['L', 'D', 'C'];
+  let flows: NamespaceFlow[] = [];
+  try {
+    const shared: EntryRecord[] = [];
+    const candidates = store.sweepCandidates(
+      cutoffs,
+      options.maxDeletes,
+      sharedStates,
+      onReadFailure,
+    );
+    for await (const record of candidates) shared.push(record);
+    flows = await openFlows(store, {
+      namespaces: await namespacesOf(store, guard, result),
+      shared,
+      disconnectedAtOrBefore: cutoffs.disconnectedAtOrBefore,
+      policy: options.policy,
+      readsAbnormal: (namespace) => !blind && !held(namespace),
+      onReadFailure,
+    });
+    await serveFairly(flows);
+  } finally {
+    await Promise.all(flows.map((flow) => flow.close()));
+    if (guard && !result.dryRun) {
+      const { sweepIntervalMs: _, ...policy } = guard.policy;
+      await store
+        .saveDisruptionRecord?.({ ...nextRecord(guard.state, guard.credit, options.now), policy })
+        .catch((error: unknown) => recordFailure(result, error));
+    }
+  }
+
+  async function serveFairly(all: NamespaceFlow[]): Promise<void> {
+    // Oldest waiting first: a namespace left unserved by a run that ran out of budget keeps
+    // its old head and is served first by the next.
+    const active = all
+      .filter((flow) => flow.headDueAt() !== undefined)
+      .sort((a, b) => (a.headDueAt() ?? 0) - (b.headDueAt() ?? 0));
+    result.namespacesWithDue = active.length;
+    const readBudget = options.maxCandidates ?? 2 * options.maxDeletes;
+    // Spacing deletions evenly: 1000 ms / 50 per second = one every 20 ms, for all namespaces.
+    const intervalMs = 1000 / options.deletesPerSecond;
+    let attempts = 0;
+    while (active.length > 0) {
+      for (let turn = 0; turn < active.length; ) {
+        if (result.candidatesRead >= readBudget || attempts >= options.maxDeletes) return;
+        if (outOfTime()) {
+          result.stoppedEarly = true;
+          return;
+        }
+        const record = await active[turn]?.take();
+        if (!record) {
+          active.splice(turn, 1);
+          continue;
+        }
+        turn += 1;
+        result.candidatesRead += 1;
+        if (!mayDelete(record, guard)) continue;
+        if (!result.dryRun && attempts > 0) await sleep(intervalMs);
+        attempts += 1;
+        await remove(record, guard);
+      }
+    }
+  }
+
+  /** Whether the candidate is due and its cell's pace allows its deletion now. */
+  function mayDelete(record: EntryRecord, guard: FailStaticGuard | undefined): boolean {
+    if (!isDueForSweep(record, options.now, options.policy)) return false;
+    if (isDeliberate(record)) return true;
+    if (blind) return false;
+    if (!guard) return true;
+    const { namespace } = record.entry.metadata;
+    const zone = zoneOf(record.entry.spec.locality);
+    const cell = cellKey(namespace, zone);
+    const pacing = pacingOf(guard.state, namespace, zone, options.now);
+    // Held: counted from its cells by the guard (a held namespace's departures are not read).
+    if (pacing === 'held') return false;
+    if (pacing === 'slowed') {
+      // A disrupted cell deletes at the secondary rate, carried from run to run as credit.
+      if ((guard.credit[cell] ?? 0) < 1) {
+        countIn(result.slowed, cell);
+        return false;
+      }
+      guard.credit[cell] = (guard.credit[cell] ?? 0) - 1;
+    }
+    return true;
+  }
+
+  async function remove(record: EntryRecord, guard: FailStaticGuard | undefined): Promise<void> {
+    if (result.dryRun) {
+      result.deleted.push(swept(record));
+      return;
+    }
+    const outcome = await store.deleteSwept(record).catch((error: unknown) => {
+      recordFailure(result, error);
+      return 'failed' as const;
+    });
+    if (outcome === 'conflict') result.conflicts += 1;
+    if (outcome !== 'deleted') return;
+    // An entry left the registry here: the one place a history of its removal belongs.
+    result.deleted.push(swept(record));
+    if (guard?.state.mode === 'hold-expired' && !isDeliberate(record)) {
+      const { namespace } = record.entry.metadata;
+      countIn(result.afterHoldBound, cellKey(namespace, zoneOf(record.entry.spec.locality)));
+    }
+  }
+}
+
+/**
+ * The namespaces to look in (the namespace index and the cells' namespaces; the guard's cells
+ * when it read them). A failed read is a failure of the run, which goes on with the cells'
+ * namespaces it has, and the namespaces of the shared keys' candidates.
+ */
+async function namespacesOf(
+  store: SweepStore,
+  guard: FailStaticGuard | undefined,
+  result: SweepResult,
+): Promise<string[]> {
+  try {
+    return await store.sweepNamespaces(guard?.state.zones);
+  } catch (error) {
+    recordFailure(result, error);
+    return guard?.state.zones.map((zone) => zone.namespace) ?? [];
+  }
+}
