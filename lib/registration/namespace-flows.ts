@@ -94,12 +94,7 @@ export async function openFlows(store: FlowStore, input: FlowInput): Promise<Nam
     const queue = (kind: 'L' | 'D', extra: EntryRecord[] = []) =>
       mergeOrdered(
         [
-          store.departuresOf(
-            namespace,
-            kind,
-            input.disconnectedAtOrBefore,
-            input.onReadFailure,
-          ),
+          store.departuresOf(namespace, kind, input.disconnectedAtOrBefore, input.onReadFailure),
           listed(extra.sort((a, b) => dueAt(a) - dueAt(b))),
         ],
         dueAt,

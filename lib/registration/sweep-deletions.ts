@@ -43,7 +43,8 @@ export async function deleteDue(
       })
     : undefined;
   const blind = failStatic !== undefined && guard === undefined;
-  const held = (namespace: string) => guard?.state.mode === 'held' && isHeld(guard.state, namespace);
+  const held = (namespace: string) =>
+    guard?.state.mode === 'held' && isHeld(guard.state, namespace);
   const cutoffs = sweepCutoffs(options.now, options.policy);
   // While every namespace is held, or fail static cannot tell, abnormal departures and stale
   // entries are not even read: a hold costs no reads per held entry.
@@ -51,16 +52,12 @@ export async function deleteDue(
   const sharedStates: SweepIndexState[] = allHeld || blind ? ['L'] : ['L', 'D', 'C'];
   let flows: NamespaceFlow[] = [];
   try {
-    const shared: EntryRecord[] = [];
-    const candidates = store.sweepCandidates(
-      cutoffs,
-      options.maxDeletes,
-      sharedStates,
-      onReadFailure,
-    );
-    for await (const record of candidates) shared.push(record);
+    const [shared, namespaces] = await Promise.all([
+      collect(store.sweepCandidates(cutoffs, options.maxDeletes, sharedStates, onReadFailure)),
+      namespacesOf(store, guard, result),
+    ]);
     flows = await openFlows(store, {
-      namespaces: await namespacesOf(store, guard, result),
+      namespaces,
       shared,
       disconnectedAtOrBefore: cutoffs.disconnectedAtOrBefore,
       policy: options.policy,
@@ -170,4 +167,10 @@ async function namespacesOf(
     recordFailure(result, error);
     return guard?.state.zones.map((zone) => zone.namespace) ?? [];
   }
+}
+
+async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
+  const all: T[] = [];
+  for await (const item of items) all.push(item);
+  return all;
 }

@@ -107,4 +107,3 @@ function holders(record: EntryRecord): Holder[] {
     since: connection?.holderSince?.[connectionId],
   }));
 }
-

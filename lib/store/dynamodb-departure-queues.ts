@@ -179,7 +179,11 @@ async function* growingPages(table: RegistryTable, input: QueryCommandInput): As
   let startKey: Record<string, unknown> | undefined;
   do {
     const page = await table.client.send(
-      new QueryCommand({ ...input, Limit: size, ...(startKey ? { ExclusiveStartKey: startKey } : {}) }),
+      new QueryCommand({
+        ...input,
+        Limit: size,
+        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
+      }),
     );
     yield* page.Items ?? [];
     startKey = page.LastEvaluatedKey;
