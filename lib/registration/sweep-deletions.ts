@@ -15,12 +15,12 @@ const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(reso
  * stale backstop), shared fairly among namespaces.
  *
  * Each namespace with due candidates is a flow (namespace-flows.ts), read from its own index
- * keys; the lane serves the flows round-robin, one candidate per turn, oldest-waiting flow
- * first. So the run's candidates (reads), deletions (the one paced lane) and time are split
+ * keys; the lane serves the flows round-robin, one candidate per turn (see inTurn for the
+ * order). So the run's candidates (reads), deletions (the one paced lane) and time are split
  * evenly among the namespaces that have work: a namespace's backlog, of any size or kind,
  * costs another namespace one turn per round, and a due entry is taken in the first round of
- * the first run after it became due, as long as fewer namespaces than `maxDeletes` have due
- * work at once. A candidate skipped because its cell is slowed or held uses its own
+ * the first run after it became due, as long as no more namespaces than `maxDeletes` have due
+ * work at once (past that, within ceil(namespaces / maxDeletes) runs). A candidate skipped because its cell is slowed or held uses its own
  * namespace's turn, never another's. The index only narrows the search: each candidate is
  * re-checked with the pure policy, and hand-made entries are never touched.
  */
@@ -76,13 +76,13 @@ export async function deleteDue(
   }
 
   async function serveFairly(all: NamespaceFlow[]): Promise<void> {
-    // Oldest waiting first: a namespace left unserved by a run that ran out of budget keeps
-    // its old head and is served first by the next.
-    const active = all
-      .filter((flow) => flow.headDueAt() !== undefined)
-      .sort((a, b) => (a.headDueAt() ?? 0) - (b.headDueAt() ?? 0));
-    result.namespacesWithDue = active.length;
     const readBudget = options.maxCandidates ?? 2 * options.maxDeletes;
+    const active = inTurn(
+      all.filter((flow) => flow.headDueAt() !== undefined),
+      Math.min(readBudget, options.maxDeletes),
+      Math.floor(options.now / (options.policy.sweepIntervalMs ?? DEFAULT_SWEEP_INTERVAL_MS)),
+    );
+    result.namespacesWithDue = active.length;
     // Spacing deletions evenly: 1000 ms / 50 per second = one every 20 ms, for all namespaces.
     const intervalMs = 1000 / options.deletesPerSecond;
     let attempts = 0;
@@ -149,6 +149,23 @@ export async function deleteDue(
       countIn(result.afterHoldBound, cellKey(namespace, zoneOf(record.entry.spec.locality)));
     }
   }
+}
+
+/** A manual sweep (`registrar sweep`) knows no schedule: its turns rotate by the minute. */
+const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
+
+/**
+ * The flows in the order of this run's first round: by namespace, rotated by `perRun`
+ * namespaces each sweep interval (`slot`, the run's time in intervals). When more namespaces
+ * have due work than a run may serve, the runs take them in turn, so each is served at least
+ * once every ceil(namespaces / perRun) runs, whatever backlog the others have. Stateless: a
+ * run that is late, doubled or lost only shifts the turn.
+ */
+export function inTurn<T extends { namespace: string }>(flows: T[], perRun: number, slot: number) {
+  const sorted = [...flows].sort((a, b) => (a.namespace < b.namespace ? -1 : 1));
+  if (sorted.length === 0) return sorted;
+  const start = (((slot * Math.max(1, perRun)) % sorted.length) + sorted.length) % sorted.length;
+  return [...sorted.slice(start), ...sorted.slice(0, start)];
 }
 
 /**

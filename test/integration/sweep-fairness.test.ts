@@ -1,0 +1,183 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { DisruptionPolicy } from '../../lib/domain/disruption.ts';
+import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
+import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import { connectChange } from '../fixtures/connect-change.ts';
+import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+
+/**
+ * The fair sweeper (lib/registration/sweep-deletions.ts), against the real store: a run's
+ * candidates, deletions and time are shared among the namespaces with due work, so one
+ * namespace's backlog, of any size and kind, never delays another's due removal past the first
+ * run after it became due. `evil` plays the attacker with a token for its own namespace only;
+ * `shop` is the tenant whose crashed VM must leave as fast as without `evil`.
+ */
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+const T0 = Date.UTC(2025, 5, 1, 12);
+const policy = { gracePeriodMs: 5 * MINUTE, maxConnectionAgeMs: 2 * HOUR };
+const failStatic: DisruptionPolicy & { sweepIntervalMs: number } = {
+  threshold: 0.55,
+  windowMs: 5 * MINUTE,
+  secondaryDeletesPerSecond: 0.1,
+  holdBoundMs: HOUR,
+  sweepIntervalMs: MINUTE,
+};
+const ZONE = 'eu-west-1/eu-west-1a';
+
+let dynamo: TestDynamo;
+beforeAll(async () => {
+  dynamo = await startTestDynamo();
+});
+afterAll(async () => {
+  await dynamo?.close();
+});
+
+async function freshStore() {
+  return (await freshRegistry(dynamo.endpoint, 'fairness')).store;
+}
+
+/** `count` VMs of a namespace that connected at T0 and left at `at`, in `zones` in turn. */
+async function departed(
+  store: DynamoDbRegistryStore,
+  namespace: string,
+  count: number,
+  at: number,
+  departure: 'clean' | 'abnormal',
+  zones: readonly string[] = [ZONE],
+) {
+  const names = Array.from({ length: count }, (_, i) => `${namespace}-${departure}-${i}`);
+  await Promise.all(
+    names.map(async (name, i) => {
+      const zone = zones[i % zones.length] ?? ZONE;
+      await store.connect(
+        connectChange({
+          name,
+          namespace,
+          connectionId: `${name}-c`,
+          connectedAt: T0,
+          locality: `${zone}/rack-1`,
+        }),
+      );
+      await store.leave({ connectionId: `${name}-c`, entry: { namespace, name }, at, departure });
+    }),
+  );
+  return names;
+}
+
+/** VMs that stay connected (a namespace's population, so its cells are not all away). */
+async function connected(store: DynamoDbRegistryStore, namespace: string, count: number) {
+  for (let i = 0; i < count; i++) {
+    const name = `${namespace}-up-${i}`;
+    await store.connect(
+      connectChange({
+        name,
+        namespace,
+        connectionId: `${name}-c`,
+        connectedAt: T0 + 30 * MINUTE,
+        locality: `${ZONE}/rack-1`,
+      }),
+    );
+  }
+}
+
+function options(now: number, overrides: Partial<SweepOptions> = {}): SweepOptions {
+  return {
+    now,
+    policy,
+    maxDeletes: 5,
+    deletesPerSecond: 1_000,
+    sleep: async () => {},
+    failStatic,
+    ...overrides,
+  };
+}
+
+const exists = async (store: DynamoDbRegistryStore, namespace: string, name: string) =>
+  (await store.getEntry({ namespace, name })) !== undefined;
+
+const namesIn = (result: { deleted: { namespace: string; name: string }[] }, namespace: string) =>
+  result.deleted.filter((entry) => entry.namespace === namespace).map((entry) => entry.name);
+
+describe('a fair sweep run', () => {
+  it("removes shop's crashed VM in the first run after its grace although evil's clean backlog is ten runs deep and older", async () => {
+    const store = await freshStore();
+    await connected(store, 'shop', 5);
+    await departed(store, 'evil', 50, T0 + MINUTE, 'clean');
+    const [crashed = ''] = await departed(store, 'shop', 1, T0 + 10 * MINUTE, 'abnormal');
+    await connected(store, 'evil', 1);
+
+    const result = await runSweep(store, options(T0 + 15 * MINUTE));
+
+    expect(namesIn(result, 'shop')).toEqual([crashed]);
+    expect(await exists(store, 'shop', crashed)).toBe(false);
+    // evil gets the rest of the run: its backlog goes on shrinking, at its share.
+    expect(namesIn(result, 'evil')).toHaveLength(4);
+    expect(result.namespacesWithDue).toBe(2);
+  });
+
+  it("removes shop's crashed VM in the first run while evil's abnormal backlog sits in slowed cells of zones it invented", async () => {
+    const store = await freshStore();
+    await connected(store, 'shop', 5);
+    const invented = ['mars-1/mars-1a', 'mars-1/mars-1b', 'mars-1/mars-1c', 'mars-1/mars-1d'];
+    // A sweep sees evil's fakes connected first: the population its cells' shares are taken of.
+    await departed(store, 'evil', 240, T0 + MINUTE, 'abnormal', invented);
+    const [crashed = ''] = await departed(store, 'shop', 1, T0 + 10 * MINUTE, 'abnormal');
+
+    // A run may read 80 candidates: evil's 240 alone would use them all (and its older ones
+    // come first in time).
+    const first = await runSweep(store, options(T0 + 15 * MINUTE, { maxDeletes: 40 }));
+
+    expect(namesIn(first, 'shop')).toEqual([crashed]);
+    // evil's cells are slowed (every fake away): they delete at the secondary rate (a new
+    // slowdown starts with one sweep interval of credit), the rest is skipped in evil's own
+    // turns; shop's cell is not slowed.
+    expect(first.disruption?.zones.find((zone) => zone.namespace === 'shop')?.disrupted).toBe(
+      false,
+    );
+    const slowed = Object.keys(first.slowed);
+    expect(slowed.length).toBe(invented.length);
+    expect(slowed.every((cell) => cell.startsWith('evil#'))).toBe(true);
+    expect(namesIn(first, 'evil').length).toBeLessThan(40);
+  });
+
+  it('gives each namespace with due work an equal share of the run, and the unused share to the others', async () => {
+    const store = await freshStore();
+    await departed(store, 'a', 10, T0, 'clean');
+    await departed(store, 'b', 10, T0 + 1, 'clean');
+    await departed(store, 'c', 1, T0 + 2, 'clean');
+
+    const result = await runSweep(store, options(T0 + HOUR, { maxDeletes: 7 }));
+
+    // Round-robin: c's one, then a and b alternate for the rest.
+    expect(namesIn(result, 'c')).toHaveLength(1);
+    expect(namesIn(result, 'a')).toHaveLength(3);
+    expect(namesIn(result, 'b')).toHaveLength(3);
+    // Paced for all together: one interval between consecutive deletes, whoever's they are.
+    const sleeps: number[] = [];
+    await runSweep(
+      store,
+      options(T0 + HOUR, {
+        maxDeletes: 3,
+        deletesPerSecond: 10,
+        sleep: async (ms) => void sleeps.push(ms),
+      }),
+    );
+    expect(sleeps).toEqual([100, 100]);
+  });
+
+  it('takes the namespaces in turn across runs when more have due work than a run may delete', async () => {
+    const store = await freshStore();
+    for (const [i, namespace] of ['n1', 'n2', 'n3', 'n4'].entries()) {
+      await departed(store, namespace, 3, T0 + i * MINUTE, 'clean');
+    }
+    // Two runs a sweep interval apart, each allowed 2 deletions: n1 and n2 have the oldest
+    // backlogs, yet n3 and n4 are not left waiting behind them.
+    const first = await runSweep(store, options(T0 + HOUR, { maxDeletes: 2 }));
+    const second = await runSweep(store, options(T0 + HOUR + MINUTE, { maxDeletes: 2 }));
+
+    const served = [...first.deleted, ...second.deleted].map((entry) => entry.namespace);
+    expect(new Set(served)).toEqual(new Set(['n1', 'n2', 'n3', 'n4']));
+    expect(first.namespacesWithDue).toBe(4);
+  });
+});
