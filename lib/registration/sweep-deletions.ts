@@ -52,13 +52,16 @@ export async function deleteDue(
   const sharedStates: SweepIndexState[] = allHeld || blind ? ['L'] : ['L', 'D', 'C'];
   let flows: NamespaceFlow[] = [];
   try {
-    const [shared, namespaces] = await Promise.all([
-      collect(store.sweepCandidates(cutoffs, options.maxDeletes, sharedStates, onReadFailure)),
+    // Each shared state read apart, so one kind's backlog never hides another kind's.
+    const [namespaces, ...shared] = await Promise.all([
       namespacesOf(store, guard, result),
+      ...sharedStates.map((state) =>
+        collect(store.sweepCandidates(cutoffs, options.maxDeletes, [state], onReadFailure)),
+      ),
     ]);
     flows = await openFlows(store, {
       namespaces,
-      shared,
+      shared: shared.flat(),
       disconnectedAtOrBefore: cutoffs.disconnectedAtOrBefore,
       policy: options.policy,
       readsAbnormal: (namespace) => !blind && !held(namespace),

@@ -44,7 +44,12 @@ const throttled = () =>
 
 /** The store, with `method` throttled whenever `fails` says so (after the SDK's retries). */
 function withFailing<
-  K extends 'deleteSwept' | 'dropHolders' | 'livenessMark' | 'saveDisruptionRecord',
+  K extends
+    | 'deleteSwept'
+    | 'dropHolders'
+    | 'livenessMark'
+    | 'saveDisruptionRecord'
+    | 'sweepNamespaces',
 >(
   store: DynamoDbRegistryStore,
   method: K,
@@ -116,6 +121,85 @@ describe('a sweep run with failing reads', () => {
       await proxy.close();
     }
   }, 60_000);
+});
+
+describe("a sweep run that cannot read one namespace's departures", () => {
+  it('sweeps every other namespace, and that one on the next run', async () => {
+    const proxy = await startFaultProxy(dynamo.endpoint, 5);
+    try {
+      const { tableName } = await freshRegistry(dynamo.endpoint, 'sweep-namespace-reads');
+      const raw = createDynamoDbClient({ region: 'us-east-1', endpoint: proxy.endpoint });
+      const store = new DynamoDbRegistryStore(documentClientFor(raw), tableName);
+      for (const namespace of ['a', 'b']) {
+        for (let i = 0; i < 3; i += 1) {
+          const name = `vm-${i}`;
+          await store.connect(
+            storeConnect({
+              name,
+              namespace,
+              connectionId: `${namespace}-${i}`,
+              connectedAt: NOW - 60 * MINUTE,
+            }),
+          );
+          await store.leave({
+            connectionId: `${namespace}-${i}`,
+            entry: { namespace, name },
+            at: NOW - 10 * MINUTE,
+            departure: 'clean',
+          });
+        }
+      }
+      // Every read of namespace a's clean departures is throttled, the SDK's retries included.
+      proxy.plan = {
+        rate: 1,
+        when: 'before',
+        kind: 'throttle',
+        match: (operation, body) => operation === 'Query' && body.includes('"L#a#'),
+      };
+
+      const first = await runSweep(store, options());
+      expect(first.deleted.map((entry) => `${entry.namespace}/${entry.name}`).sort()).toEqual([
+        'b/vm-0',
+        'b/vm-1',
+        'b/vm-2',
+      ]);
+      expect(first.failed).toBeGreaterThan(0);
+      expect(first.firstFailure).toMatch(/Rate of requests/);
+
+      proxy.plan = { rate: 0, when: 'before', kind: 'internal' };
+      const second = await runSweep(store, options({ now: NOW + MINUTE }));
+      expect(second.failed).toBe(0);
+      expect(second.deleted.map((entry) => entry.namespace)).toEqual(['a', 'a', 'a']);
+      raw.destroy();
+    } finally {
+      await proxy.close();
+    }
+  }, 60_000);
+
+  it('still finds the namespaces from the cell counters when the namespace index cannot be read', async () => {
+    const store = await freshStore();
+    await store.connect(connectChange('gone', 'c-gone', NOW - 60 * MINUTE));
+    await store.leave({
+      connectionId: 'c-gone',
+      entry: { namespace: NS, name: 'gone' },
+      at: NOW - 10 * MINUTE,
+    });
+    const flaky = withFailing(store, 'sweepNamespaces', () => true);
+
+    const result = await runSweep(flaky, {
+      ...options(),
+      failStatic: {
+        threshold: 0.55,
+        windowMs: 5 * MINUTE,
+        secondaryDeletesPerSecond: 0.1,
+        holdBoundMs: 60 * MINUTE,
+        sweepIntervalMs: MINUTE,
+      },
+    });
+
+    expect(result.deleted.map((entry) => entry.name)).toEqual(['gone']);
+    expect(result.failed).toBe(1);
+  });
 });
 
 describe('a sweep run with failing writes', () => {

@@ -1,9 +1,16 @@
+import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DisruptionPolicy } from '../../lib/domain/disruption.ts';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
 import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import { encodeEntry, entryKey, sweepShard } from '../../lib/store/item-codec.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
-import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+import {
+  type FreshRegistry,
+  freshRegistry,
+  startTestDynamo,
+  type TestDynamo,
+} from '../fixtures/dynamo.ts';
 
 /**
  * The fair sweeper (lib/registration/sweep-deletions.ts), against the real store: a run's
@@ -179,5 +186,192 @@ describe('a fair sweep run', () => {
     const served = [...first.deleted, ...second.deleted].map((entry) => entry.namespace);
     expect(new Set(served)).toEqual(new Set(['n1', 'n2', 'n3', 'n4']));
     expect(first.namespacesWithDue).toBe(4);
+  });
+});
+
+describe('the liveness checks under a deletion backlog', () => {
+  it('complete every due check while the deletion lane is still working through a backlog it cannot finish', async () => {
+    const store = await freshStore();
+    const now = T0 + 3 * HOUR;
+    await departed(store, 'evil', 100, now - HOUR, 'clean');
+    // 30 connected entries of shop, each due for a check within the last sweep interval.
+    for (let i = 0; i < 30; i++) {
+      const name = `shop-live-${i}`;
+      const dueAt = now - MINUTE + i * 1_000;
+      await store.connect(
+        connectChange({
+          name,
+          namespace: 'shop',
+          connectionId: `${name}-c`,
+          connectedAt: dueAt - 5 * MINUTE,
+        }),
+      );
+    }
+    await store.setLivenessMark(now - MINUTE);
+    const checked: string[] = [];
+    // API Gateway's answer, as a stand-in (the management API cannot run here): all alive.
+    const liveness = {
+      check: async (connectionId: string) => {
+        checked.push(connectionId);
+        return 'alive' as const;
+      },
+    };
+    const began = Date.now();
+
+    // Deletions paced at 20/s (real sleeps): the backlog takes 5 s, the run has 1.5 s.
+    const result = await runSweep(store, {
+      ...options(now, { maxDeletes: 1_000, deletesPerSecond: 20 }),
+      sleep: undefined,
+      policy: { ...policy, livenessIntervalMs: 5 * MINUTE, sweepIntervalMs: MINUTE },
+      liveness,
+      outOfTime: () => Date.now() - began > 1_500,
+    });
+
+    expect(result.stoppedEarly).toBe(true);
+    expect(result.deleted.length).toBeLessThan(100);
+    expect(result.livenessChecked).toBe(30);
+    expect(new Set(checked).size).toBe(30);
+    // Every due check was made: the mark moved to the end of the run's span.
+    expect(await store.livenessMark()).toBe(now);
+  }, 60_000);
+});
+
+describe('after an upgrade from release 0.1.0', () => {
+  /** Moves a departed entry's index key back to where 0.1.0 wrote it: `L#<shard>` / `D#<shard>`. */
+  async function asReleasedBefore(registry: FreshRegistry, names: string[]) {
+    const { store, client, tableName } = registry;
+    for (const name of names) {
+      const namespace = name.split('-')[0] ?? '';
+      const record = await store.getEntry({ namespace, name });
+      const kind = record?.connection?.departure === 'clean' ? 'L' : 'D';
+      await client.send(
+        new UpdateCommand({
+          TableName: tableName,
+          Key: entryKey({ namespace, name }),
+          UpdateExpression: 'SET sweepState = :state',
+          ExpressionAttributeValues: { ':state': `${kind}#${sweepShard({ namespace, name })}` },
+        }),
+      );
+    }
+  }
+
+  it('sweeps the departures 0.1.0 keyed in the shared keys, beside the new ones, each kind apart', async () => {
+    const registry = await freshRegistry(dynamo.endpoint, 'upgrade');
+    const { store } = registry;
+    await connected(store, 'shop', 5);
+    const evilOld = await departed(store, 'evil', 30, T0 + MINUTE, 'clean');
+    const [shopOld = ''] = await departed(store, 'shop', 1, T0 + 2 * MINUTE, 'abnormal');
+    await asReleasedBefore(registry, [...evilOld, shopOld]);
+    // Where they are now, as 0.1.0 left them: not in their namespaces' own keys.
+    expect(await store.getEntry({ namespace: 'shop', name: shopOld })).toBeDefined();
+    for await (const record of store.departuresOf('shop', 'D', T0 + HOUR)) {
+      expect(record.entry.metadata.name).not.toBe(shopOld);
+    }
+    const [shopNew = ''] = await departed(store, 'shop', 1, T0 + 3 * MINUTE, 'clean');
+
+    const first = await runSweep(store, options(T0 + 15 * MINUTE));
+
+    // evil's 30 old clean departures would fill the run's reads if the kinds shared them.
+    expect(namesIn(first, 'shop').sort()).toEqual([shopNew, shopOld].sort());
+    let left = 30 - namesIn(first, 'evil').length;
+    for (let run = 1; left > 0 && run < 20; run++) {
+      left -= namesIn(
+        await runSweep(store, options(T0 + 15 * MINUTE + run * MINUTE)),
+        'evil',
+      ).length;
+    }
+    expect(left).toBe(0);
+    expect(await store.listEntries('evil')).toEqual([]);
+  }, 60_000);
+});
+
+describe("a namespace's own queues", () => {
+  it('do not keep a crashed VM behind its own namespace’s clean backlog', async () => {
+    const store = await freshStore();
+    await connected(store, 'shop', 3);
+    await departed(store, 'shop', 20, T0 + MINUTE, 'clean');
+    const [crashed = ''] = await departed(store, 'shop', 1, T0 + 10 * MINUTE, 'abnormal');
+
+    const result = await runSweep(store, options(T0 + 15 * MINUTE, { maxDeletes: 2 }));
+
+    expect(result.deleted.map((entry) => entry.name)).toContain(crashed);
+  });
+
+  it('are found through the namespace index when no cell counter names the namespace', async () => {
+    const { store, client, tableName } = await freshRegistry(dynamo.endpoint, 'index-only');
+    await store.applyGroup({
+      apiVersion: 'networking.istio.io/v1',
+      kind: 'WorkloadGroup',
+      metadata: { name: 'web', namespace: 'quiet' },
+      spec: { template: { ports: { http: 8080 } } },
+    });
+    // Written as the store writes a departed entry, but without its counter writes (a crash
+    // between the two writes): only the namespace index names `quiet`.
+    await client.send(
+      new PutCommand({
+        TableName: tableName,
+        Item: encodeEntry({
+          entry: {
+            apiVersion: 'networking.istio.io/v1',
+            kind: 'WorkloadEntry',
+            metadata: { name: 'gone', namespace: 'quiet' },
+            spec: { address: '10.0.0.9' },
+          },
+          autoRegistrationGroup: 'web',
+          connection: {
+            controller: 'c',
+            disconnectedAt: T0,
+            departure: 'clean',
+            connectionIds: [],
+          },
+          revision: 3,
+        }),
+      }),
+    );
+    expect(await store.zoneCounts()).toEqual([]);
+
+    const result = await runSweep(store, options(T0 + HOUR));
+
+    expect(result.deleted).toEqual([{ namespace: 'quiet', name: 'gone', reason: 'disconnected' }]);
+  });
+});
+
+describe('the departure keys under late, repeated and reversed events', () => {
+  it('keep an entry whose late $disconnect came after its VM reconnected out of its departures', async () => {
+    const store = await freshStore();
+    const ref = { namespace: 'shop', name: 'vm' };
+    const change = (id: string, at: number) =>
+      connectChange({ ...ref, connectionId: id, connectedAt: at });
+    await store.connect(change('old', T0));
+    await store.connect(change('new', T0 + 1_000));
+    // The old connection's $disconnect arrives after the new one connected (make before break).
+    await store.leave({ connectionId: 'old', entry: ref, at: T0 + 2_000, departure: 'abnormal' });
+
+    const result = await runSweep(store, options(T0 + HOUR));
+
+    expect(result.deleted).toEqual([]);
+    expect((await store.getEntry(ref))?.connection?.connectedAt).toBe(T0 + 1_000);
+  });
+
+  it('hold a departure once when its $disconnect is delivered twice, and drop it when the VM comes back', async () => {
+    const store = await freshStore();
+    const ref = { namespace: 'shop', name: 'vm' };
+    await store.connect(connectChange({ ...ref, connectionId: 'a', connectedAt: T0 }));
+    for (let delivery = 0; delivery < 2; delivery++) {
+      await store.leave({ connectionId: 'a', entry: ref, at: T0 + 1_000, departure: 'clean' });
+    }
+    const queued = async () => {
+      const names: string[] = [];
+      for await (const record of store.departuresOf('shop', 'L', T0 + HOUR)) {
+        names.push(record.entry.metadata.name);
+      }
+      return names;
+    };
+    expect(await queued()).toEqual(['vm']);
+
+    // The VM comes back before the sweep: it leaves its namespace's departures.
+    await store.connect(connectChange({ ...ref, connectionId: 'b', connectedAt: T0 + 2_000 }));
+    expect(await queued()).toEqual([]);
+    expect((await runSweep(store, options(T0 + HOUR))).deleted).toEqual([]);
   });
 });
