@@ -51,6 +51,11 @@ export class DynamoDbDepartureQueues {
     return [...new Set([...index.namespaces, ...cells.map((cell) => cell.namespace)])].sort();
   }
 
+  /** See moveDeparturesToSharedKeys: every namespace's, for a rollback to 0.1.0. */
+  async moveToSharedKeys(limit?: number): Promise<{ moved: number; more: boolean }> {
+    return moveDeparturesToSharedKeys(this.#table, await this.sweepNamespaces(), limit);
+  }
+
   /**
    * One namespace's departures of one kind disconnected at or before the cutoff, oldest first:
    * its four shards read side by side, merged, each a page at a time (pages grow, see
@@ -124,6 +129,53 @@ export class DynamoDbDepartureQueues {
   }
 }
 
+/**
+ * Moves this release's departures back to the keys release 0.1.0 reads (`L#<shard>`,
+ * `D#<shard>`, the same shard), for a rollback: 0.1.0's sweeper never reads a namespace's own
+ * keys, and would keep those entries forever. One conditional write each (on the key it read:
+ * an entry that reconnected, was swept or moved meanwhile is left alone), nothing else of the
+ * entry changes (its revision neither: no sweep or connect loses to it). Idempotent and
+ * resumable: a moved entry no longer matches, so a run cut short is run again. Stops after
+ * `limit` moves; `more` says whether some may be left.
+ */
+export async function moveDeparturesToSharedKeys(
+  table: RegistryTable,
+  namespaces: readonly string[],
+  limit = Number.POSITIVE_INFINITY,
+): Promise<{ moved: number; more: boolean }> {
+  let moved = 0;
+  for (const namespace of namespaces) {
+    for (const kind of ['L', 'D'] as const) {
+      for (let shard = 0; shard < SWEEP_SHARDS; shard++) {
+        const from = namespaceSweepState(kind, namespace, shard);
+        const items = pagesOf(
+          table,
+          {
+            TableName: table.name,
+            IndexName: SWEEP_INDEX.name,
+            KeyConditionExpression: 'sweepState = :state',
+            ExpressionAttributeValues: { ':state': from },
+            ProjectionExpression: 'pk, sk',
+          },
+          Number.POSITIVE_INFINITY,
+        );
+        for await (const item of items) {
+          if (moved >= limit) return { moved, more: true };
+          await table.tryUpdate({
+            TableName: table.name,
+            Key: { pk: String(item.pk), sk: String(item.sk) },
+            UpdateExpression: 'SET sweepState = :to',
+            ConditionExpression: 'sweepState = :from',
+            ExpressionAttributeValues: { ':from': from, ':to': sweepState(kind, shard) },
+          });
+          moved += 1;
+        }
+      }
+    }
+  }
+  return { moved, more: false };
+}
+
 function shardKeys(key: (shard: number) => string): string[] {
   return Array.from({ length: SWEEP_SHARDS }, (_, shard) => key(shard));
 }
@@ -161,7 +213,7 @@ async function* pagesOf(
     const page = await table.client.send(
       new QueryCommand({
         ...input,
-        Limit: remaining,
+        ...(Number.isFinite(remaining) ? { Limit: remaining } : {}),
         ...(startKey ? { ExclusiveStartKey: startKey } : {}),
       }),
     );

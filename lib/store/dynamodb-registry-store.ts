@@ -147,6 +147,9 @@ export class DynamoDbRegistryStore
   ): AsyncIterable<EntryRecord> {
     return this.#departures.departuresOf(namespace, kind, disconnectedAtOrBefore, onReadFailure);
   }
+  moveDeparturesToSharedKeys(limit?: number): Promise<{ moved: number; more: boolean }> {
+    return this.#departures.moveToSharedKeys(limit);
+  }
   awayByZone(limit: number, namespaces?: readonly string[]): Promise<AwayCount | undefined> {
     return this.#departures.awayByZone(limit, namespaces);
   }

@@ -239,6 +239,12 @@ export interface RegistryStore extends DisruptionStore, InstanceStore, SweepLeas
     disconnectedAtOrBefore: EpochMillis,
     onReadFailure?: (error: unknown) => void,
   ): AsyncIterable<EntryRecord>;
+  /**
+   * A rollback to release 0.1.0: moves every namespace's departures back to the shared keys
+   * 0.1.0's sweeper reads (`L#<shard>`, `D#<shard>`). Idempotent and resumable; at most `limit`
+   * moves, `more` when some may be left.
+   */
+  moveDeparturesToSharedKeys(limit?: number): Promise<{ moved: number; more: boolean }>;
   /** Connected entries whose newest connect falls in one of the windows (liveness checks). */
   connectedIn(
     windows: readonly LivenessWindow[],

@@ -375,3 +375,37 @@ describe('the departure keys under late, repeated and reversed events', () => {
     expect((await runSweep(store, options(T0 + HOUR))).deleted).toEqual([]);
   });
 });
+
+describe('a rollback to release 0.1.0', () => {
+  it("moves this release's departures back to 0.1.0's shared keys, where its sweep finds them, resumably", async () => {
+    const registry = await freshRegistry(dynamo.endpoint, 'rollback');
+    const { store } = registry;
+    const clean = await departed(store, 'shop', 3, T0, 'clean');
+    const abnormal = await departed(store, 'evil', 2, T0, 'abnormal');
+    // One that came back meanwhile: connected again, not a departure to move.
+    await store.connect(
+      connectChange({
+        name: clean[0] ?? '',
+        namespace: 'shop',
+        connectionId: 'back',
+        connectedAt: T0 + 1,
+      }),
+    );
+
+    // Cut short after 2 moves, then run again: every departure moved once.
+    expect(await store.moveDeparturesToSharedKeys(2)).toEqual({ moved: 2, more: true });
+    expect(await store.moveDeparturesToSharedKeys()).toEqual({ moved: 2, more: false });
+    expect(await store.moveDeparturesToSharedKeys()).toEqual({ moved: 0, more: false });
+
+    // Where 0.1.0 reads them: its sweep of the shared keys (`L#<shard>`, `D#<shard>`).
+    const shared: string[] = [];
+    const cutoffs = { disconnectedAtOrBefore: T0 + HOUR, connectedBefore: 0 };
+    for await (const record of store.sweepCandidates(cutoffs, 100, ['L', 'D'])) {
+      shared.push(record.entry.metadata.name);
+    }
+    expect(shared.sort()).toEqual([...clean.slice(1), ...abnormal].sort());
+    expect(
+      (await store.getEntry({ namespace: 'shop', name: clean[0] ?? '' }))?.connection?.connectedAt,
+    ).toBe(T0 + 1);
+  });
+});
