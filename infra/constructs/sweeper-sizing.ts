@@ -9,11 +9,15 @@ const MARGIN_S = 10;
 /**
  * The sweeper's memory, which on Lambda is its CPU: 1,769 MB buys one vCPU, CPU is given in
  * proportion (AWS Lambda developer guide, "Configure Lambda function memory"). The sweeper is
- * CPU-bound at fleet size (JSON, SigV4, HTTP for ~20,000 liveness checks and their index reads
- * a minute at 100,000 VMs), not memory-bound: it streams the index a page at a time. Sized from
- * `npm run bench -- scale` (docs/benchmarks.md, "Fleet scale"): see docs/architecture.md.
+ * CPU-bound at fleet size (JSON, SigV4 and HTTP for ~20,000 liveness checks a minute at 100,000
+ * VMs, their index reads, and up to 2,000 deletions beside them), not memory-bound: it streams
+ * the index a page at a time. Measured by `npm run bench -- scale` (docs/benchmarks.md, "Fleet
+ * scale"): at 100,000 VMs a run takes up to ~10-16 s of CPU, which at 512 MB (0.29 vCPU) is
+ * 35-55 s of a 45 s run; at one vCPU it is a third of the run, and the ceiling of one sweeper
+ * ~3x the 100,000 VMs the design serves (docs/architecture.md, "Scale"). CPU-bound work costs
+ * the same GB-seconds at any memory; only the I/O-bound part of a run costs more.
  */
-export const SWEEPER_MEMORY_MB = 512;
+export const SWEEPER_MEMORY_MB = 1_769;
 
 /** One vCPU's worth of Lambda memory. */
 export const MB_PER_VCPU = 1_769;
