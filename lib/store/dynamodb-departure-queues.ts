@@ -3,6 +3,7 @@ import { cellKey, type ZoneCount, zoneOf } from '../domain/disruption.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { EpochMillis } from '../domain/model.ts';
 import type { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
+import { queryItems } from './dynamodb-client.ts';
 import { DynamoDbNamespaceIndex } from './dynamodb-namespace-index.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import { decodeEntry, type Item, namespaceSweepState, sweepState } from './item-codec.ts';
@@ -103,7 +104,11 @@ export class DynamoDbDepartureQueues {
       const found: Record<string, number> = {};
       let seen = 0;
       for (const key of keys) {
-        const items = pagesOf(this.#table, awayQuery(this.#table.name, key), budget - seen + 1);
+        const items = queryItems(
+          this.#table.client,
+          awayQuery(this.#table.name, key),
+          budget - seen + 1,
+        );
         for await (const item of items) {
           seen += 1;
           if (seen > budget) return undefined;
@@ -148,17 +153,13 @@ export async function moveDeparturesToSharedKeys(
     for (const kind of ['L', 'D'] as const) {
       for (let shard = 0; shard < SWEEP_SHARDS; shard++) {
         const from = namespaceSweepState(kind, namespace, shard);
-        const items = pagesOf(
-          table,
-          {
-            TableName: table.name,
-            IndexName: SWEEP_INDEX.name,
-            KeyConditionExpression: 'sweepState = :state',
-            ExpressionAttributeValues: { ':state': from },
-            ProjectionExpression: 'pk, sk',
-          },
-          Number.POSITIVE_INFINITY,
-        );
+        const items = queryItems(table.client, {
+          TableName: table.name,
+          IndexName: SWEEP_INDEX.name,
+          KeyConditionExpression: 'sweepState = :state',
+          ExpressionAttributeValues: { ':state': from },
+          ProjectionExpression: 'pk, sk',
+        });
         for await (const item of items) {
           if (moved >= limit) return { moved, more: true };
           await table.tryUpdate({
@@ -199,30 +200,6 @@ function cellOf(item: Item): string {
 
 function add(into: Record<string, number>, counts: Record<string, number>): void {
   for (const [cell, n] of Object.entries(counts)) into[cell] = (into[cell] ?? 0) + n;
-}
-
-/** Every item of a Query, at most `limit`, each page asking for no more than is still wanted. */
-async function* pagesOf(
-  table: RegistryTable,
-  input: QueryCommandInput,
-  limit: number,
-): AsyncIterable<Item> {
-  let remaining = limit;
-  let startKey: Record<string, unknown> | undefined;
-  do {
-    const page = await table.client.send(
-      new QueryCommand({
-        ...input,
-        ...(Number.isFinite(remaining) ? { Limit: remaining } : {}),
-        ...(startKey ? { ExclusiveStartKey: startKey } : {}),
-      }),
-    );
-    for (const item of page.Items ?? []) {
-      remaining -= 1;
-      yield item;
-    }
-    startKey = page.LastEvaluatedKey;
-  } while (startKey && remaining > 0);
 }
 
 /** Every item of a Query, in pages of PAGE_FIRST items growing fourfold up to PAGE_MAX. */

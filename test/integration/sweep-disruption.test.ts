@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { cellKey, type DisruptionPolicy } from '../../lib/domain/disruption.ts';
+import { cellKey } from '../../lib/domain/disruption.ts';
 import type { SweepPolicy } from '../../lib/domain/sweep-policy.ts';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
 import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
@@ -7,17 +7,15 @@ import { countRequests } from '../../lib/store/request-counter.ts';
 import { CELL_SPREAD, ZONE_SHARDS, zoneShardOf } from '../../lib/store/table-definition.ts';
 import { connectChange as storeConnect } from '../fixtures/connect-change.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+import {
+  DEFAULT_FAIL_STATIC,
+  DEFAULT_SWEEP_POLICY,
+  HOUR,
+  MINUTE,
+} from '../fixtures/sweep-policies.ts';
 
-const MINUTE = 60_000;
-const HOUR = 60 * MINUTE;
-const policy: SweepPolicy = { gracePeriodMs: 5 * MINUTE, maxConnectionAgeMs: 2 * HOUR };
-const failStatic: DisruptionPolicy & { sweepIntervalMs: number } = {
-  threshold: 0.55,
-  windowMs: 5 * MINUTE,
-  secondaryDeletesPerSecond: 0.1,
-  holdBoundMs: HOUR,
-  sweepIntervalMs: MINUTE,
-};
+const policy: SweepPolicy = DEFAULT_SWEEP_POLICY;
+const failStatic = DEFAULT_FAIL_STATIC;
 const T0 = Date.UTC(2025, 5, 1, 12);
 const NS = 'shop';
 const ZONE_A = 'eu-west-1/eu-west-1a';

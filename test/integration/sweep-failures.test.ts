@@ -5,6 +5,7 @@ import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.t
 import { connectChange as storeConnect } from '../fixtures/connect-change.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { startFaultProxy } from '../fixtures/fault-proxy.ts';
+import { DEFAULT_FAIL_STATIC } from '../fixtures/sweep-policies.ts';
 
 /**
  * A sweep run whose store fails some writes (after the SDK's own retries): each failure is
@@ -66,6 +67,36 @@ function withFailing<
   });
 }
 
+/** A fresh registry whose store reads and writes through a proxy that can fail requests. */
+async function behindFaultProxy(prefix: string, seed: number) {
+  const proxy = await startFaultProxy(dynamo.endpoint, seed);
+  const { tableName } = await freshRegistry(dynamo.endpoint, prefix);
+  const raw = createDynamoDbClient({ region: 'us-east-1', endpoint: proxy.endpoint });
+  const store = new DynamoDbRegistryStore(documentClientFor(raw), tableName);
+  const close = async () => {
+    raw.destroy();
+    await proxy.close();
+  };
+  return { proxy, store, close };
+}
+
+/** `count` VMs of the namespace that left cleanly ten minutes ago (due now). */
+async function leftCleanly(store: DynamoDbRegistryStore, namespace: string, count: number) {
+  for (let i = 0; i < count; i += 1) {
+    const name = `vm-${i}`;
+    const connectionId = `${namespace}-${i}`;
+    await store.connect(
+      storeConnect({ name, namespace, connectionId, connectedAt: NOW - 60 * MINUTE }),
+    );
+    await store.leave({
+      connectionId,
+      entry: { namespace, name },
+      at: NOW - 10 * MINUTE,
+      departure: 'clean',
+    });
+  }
+}
+
 function options(overrides: Partial<SweepOptions> = {}): SweepOptions {
   return {
     now: NOW,
@@ -81,20 +112,9 @@ describe('a sweep run with failing reads', () => {
   it('still deletes what the other index shards hold when one shard cannot be read', async () => {
     // The store reads through a proxy that throttles every Query of one index shard (the
     // SDK's retries included): a throttled partition of the sweep index.
-    const proxy = await startFaultProxy(dynamo.endpoint, 3);
+    const { proxy, store, close } = await behindFaultProxy('sweep-reads', 3);
     try {
-      const { tableName } = await freshRegistry(dynamo.endpoint, 'sweep-reads');
-      const raw = createDynamoDbClient({ region: 'us-east-1', endpoint: proxy.endpoint });
-      const store = new DynamoDbRegistryStore(documentClientFor(raw), tableName);
-      for (let i = 0; i < 12; i += 1) {
-        await store.connect(connectChange(`vm-${i}`, `c-${i}`, NOW - 60 * MINUTE));
-        await store.leave({
-          connectionId: `c-${i}`,
-          entry: { namespace: NS, name: `vm-${i}` },
-          at: NOW - 10 * MINUTE,
-          departure: 'clean',
-        });
-      }
+      await leftCleanly(store, NS, 12);
       proxy.plan = {
         rate: 1,
         when: 'before',
@@ -116,39 +136,18 @@ describe('a sweep run with failing reads', () => {
       expect(second.failed).toBe(0);
       expect(second.deleted).toHaveLength(left.length);
       expect(await store.listEntries(NS)).toEqual([]);
-      raw.destroy();
     } finally {
-      await proxy.close();
+      await close();
     }
   }, 60_000);
 });
 
 describe("a sweep run that cannot read one namespace's departures", () => {
   it('sweeps every other namespace, and that one on the next run', async () => {
-    const proxy = await startFaultProxy(dynamo.endpoint, 5);
+    const { proxy, store, close } = await behindFaultProxy('sweep-namespace-reads', 5);
     try {
-      const { tableName } = await freshRegistry(dynamo.endpoint, 'sweep-namespace-reads');
-      const raw = createDynamoDbClient({ region: 'us-east-1', endpoint: proxy.endpoint });
-      const store = new DynamoDbRegistryStore(documentClientFor(raw), tableName);
-      for (const namespace of ['a', 'b']) {
-        for (let i = 0; i < 3; i += 1) {
-          const name = `vm-${i}`;
-          await store.connect(
-            storeConnect({
-              name,
-              namespace,
-              connectionId: `${namespace}-${i}`,
-              connectedAt: NOW - 60 * MINUTE,
-            }),
-          );
-          await store.leave({
-            connectionId: `${namespace}-${i}`,
-            entry: { namespace, name },
-            at: NOW - 10 * MINUTE,
-            departure: 'clean',
-          });
-        }
-      }
+      await leftCleanly(store, 'a', 3);
+      await leftCleanly(store, 'b', 3);
       // Every read of namespace a's clean departures is throttled, the SDK's retries included.
       proxy.plan = {
         rate: 1,
@@ -170,9 +169,8 @@ describe("a sweep run that cannot read one namespace's departures", () => {
       const second = await runSweep(store, options({ now: NOW + MINUTE }));
       expect(second.failed).toBe(0);
       expect(second.deleted.map((entry) => entry.namespace)).toEqual(['a', 'a', 'a']);
-      raw.destroy();
     } finally {
-      await proxy.close();
+      await close();
     }
   }, 60_000);
 
@@ -188,13 +186,7 @@ describe("a sweep run that cannot read one namespace's departures", () => {
 
     const result = await runSweep(flaky, {
       ...options(),
-      failStatic: {
-        threshold: 0.55,
-        windowMs: 5 * MINUTE,
-        secondaryDeletesPerSecond: 0.1,
-        holdBoundMs: 60 * MINUTE,
-        sweepIntervalMs: MINUTE,
-      },
+      failStatic: DEFAULT_FAIL_STATIC,
     });
 
     expect(result.deleted.map((entry) => entry.name)).toEqual(['gone']);
