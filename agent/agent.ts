@@ -8,6 +8,7 @@ import { loadIdentityEvidence } from './identity-evidence.ts';
 import { createLogger, type Logger, redactUrl } from './logger.ts';
 import { createProbeCheck } from './probes/probe-runner.ts';
 import { refusalHint } from './refusal-hints.ts';
+import { redactSidecarToken, SidecarBootstrapper, type SidecarEvent } from './sidecar-bootstrap.ts';
 import { type AgentEvent, Supervisor } from './supervisor.ts';
 
 export interface AgentDependencies {
@@ -18,6 +19,8 @@ export interface AgentDependencies {
   /** Replaces the configured authentication (tests). */
   authenticator?: Authenticator;
   onEvent?: (event: AgentEvent & { at: number }) => void;
+  /** Sees what the sidecar bootstrap does (tests). */
+  onSidecarEvent?: (event: SidecarEvent & { at: number }) => void;
 }
 
 export interface RunningAgent {
@@ -67,24 +70,40 @@ export async function startAgent(
         clock,
         connectTimeoutMs: config.timing.connectTimeoutMs,
         replyTimeoutMs: config.timing.ackTimeoutMs,
-        trace: (direction, text) => logger.debug(`${direction} ${text}`),
+        trace: (direction, text) => logger.debug(`${direction} ${redactSidecarToken(text)}`),
       });
     },
-    refusalHint: (status, reasonGiven) =>
-      refusalHint(status, { auth: config.auth, namespace: config.namespace }, reasonGiven),
+    refusalHint: (status, reasonGiven, message) =>
+      refusalHint(status, { auth: config.auth, namespace: config.namespace }, reasonGiven, message),
     // The probe's "pod IP" is the VM itself.
     createCheck: (probe, settings) => createProbeCheck(probe, settings),
-    ...(deps.onEvent ? { onEvent: deps.onEvent } : {}),
+    onEvent: (event) => {
+      deps.onEvent?.(event);
+      // Every registration (start, reconnect, rotation) refreshes the sidecar's identity.
+      if (event.type === 'registered') sidecar?.onRegistered();
+    },
   });
+  const sidecar = config.sidecar?.enabled
+    ? new SidecarBootstrapper({
+        config: config.sidecar,
+        clock,
+        logger,
+        timing: config.timing,
+        currentLink: () => supervisor.link,
+        ...(deps.onSidecarEvent ? { onEvent: deps.onSidecarEvent } : {}),
+      })
+    : undefined;
   supervisor.start();
   return {
     supervisor,
     connectUrl,
     stop: async () => {
+      sidecar?.stop();
       await supervisor.stop();
       logger.info('stopped');
     },
     drainAndStop: async () => {
+      sidecar?.stop();
       await supervisor.drainAndStop();
       logger.info('stopped');
     },

@@ -24,7 +24,8 @@ type FlagOptions = Record<
 >;
 
 // Derived from AGENT_SETTINGS: a setting cannot lack its flag or variable by oversight.
-const FLAG_OPTIONS: FlagOptions = {
+/** Every flag of `registrar-agent` (docs/agent.md lists each; test/unit/docs-match-code.test.ts). */
+export const FLAG_OPTIONS: FlagOptions = {
   [CONFIG_FILE_OPTION.flag]: { type: 'string' },
   ...Object.fromEntries(
     AGENT_SETTINGS.filter((setting) => setting.flag !== undefined).map((setting) => [

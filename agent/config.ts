@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { z } from 'zod';
+import { parseIpAddress } from '../lib/domain/address.ts';
 import { formatDuration, parseDuration } from '../lib/domain/duration.ts';
 import {
   AgentConfigError,
@@ -17,6 +18,7 @@ import {
   DEFAULT_TIMING,
   MAX_DRAIN_DELAY_MS,
 } from './settings.ts';
+import { type SidecarConfig, sidecarConfigSchema, toSidecarConfig } from './sidecar-settings.ts';
 
 export { AgentConfigError } from './config-sources.ts';
 export { type AgentTiming, DEFAULT_IMDS_URL, DEFAULT_TIMING } from './settings.ts';
@@ -50,6 +52,8 @@ export interface AgentConfig {
   logFormat: LogFormat;
   debug: boolean;
   timing: AgentTiming;
+  /** The Istio sidecar bootstrap (agent/sidecar-bootstrap.ts); absent or disabled: none. */
+  sidecar?: SidecarConfig;
 }
 
 // Kubernetes label syntax: optional DNS prefix, name of at most 63 characters.
@@ -145,6 +149,7 @@ export const agentConfigSchema = z.object({
   url: z
     .string({ error: 'is required: the registrar WebSocket URL (--url or REGISTRAR_AGENT_URL)' })
     .pipe(wsUrl),
+  insecure: flag.default(false),
   group: name('WorkloadGroup'),
   namespace: name('namespace'),
   network: z.string().min(1).optional(),
@@ -197,6 +202,7 @@ export const agentConfigSchema = z.object({
       drainDelay: drainDelay.optional(),
     })
     .default({}),
+  sidecar: sidecarConfigSchema,
 });
 
 /**
@@ -234,6 +240,8 @@ export function validateAgentConfig(layer: Layer): AgentConfig {
       'token mode needs a join token: set REGISTRAR_AGENT_TOKEN or --token-file <path> (create one with registrar token create), or use --auth iam',
     );
   }
+  const clear = clearTextProblem(v.url, v.insecure, layer.sources.url ?? 'url');
+  if (clear) throw new AgentConfigError(clear);
   const { identityDocument, identitySignature } = v.auth;
   if ((identityDocument === undefined) !== (identitySignature === undefined)) {
     const [given, missing] =
@@ -302,7 +310,27 @@ export function validateAgentConfig(layer: Layer): AgentConfig {
     logFormat: v.logFormat,
     debug: v.debug,
     timing,
+    sidecar: toSidecarConfig(v.sidecar),
   };
+}
+
+/**
+ * `ws://` carries the join token (or the SigV4-signed URL and the instance identity document)
+ * in clear, and whoever sits in between can answer `describe` with a probe of its choosing,
+ * an `exec` probe the agent then runs. Allowed to a loopback address (the local runtime, a
+ * TLS-terminating sidecar on the VM itself), elsewhere only with `--insecure`.
+ */
+function clearTextProblem(url: string, insecure: boolean, source: string): string | undefined {
+  const parsed = new URL(url);
+  if (parsed.protocol !== 'ws:' || insecure || isLoopbackHost(parsed.hostname)) return undefined;
+  return `${source} '${url}' is ws:// to ${parsed.hostname}, which is not a loopback address: the join token or signed request, the instance identity document and the probe the registrar sends would travel in clear; use wss://, or pass --insecure (REGISTRAR_AGENT_INSECURE=true) on a network you trust`;
+}
+
+function isLoopbackHost(hostname: string): boolean {
+  if (hostname === 'localhost') return true;
+  const address = parseIpAddress(hostname.replace(/^\[(.*)\]$/, '$1'));
+  if (!address) return false;
+  return address.family === 4 ? address.bytes[0] === 127 : address.text === '::1';
 }
 
 /** `registrar-agent --help`, derived from the settings table (agent/settings.ts). */

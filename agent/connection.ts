@@ -11,8 +11,11 @@ export interface Reply {
   [key: string]: unknown;
 }
 
-/** `drain`: the VM is shutting down; the registrar marks the entry Healthy False (Draining). */
-export type RequestAction = 'health' | 'describe' | 'ping' | 'drain';
+/**
+ * `drain`: the VM is shutting down; the registrar marks the entry Healthy False (Draining).
+ * `sidecar`: the sidecar bootstrap and a fresh mesh identity (agent/sidecar-bootstrap.ts).
+ */
+export type RequestAction = 'health' | 'describe' | 'ping' | 'drain' | 'sidecar';
 
 /** The upgrade was answered with an HTTP status: the server refused this connect. */
 export class RefusedError extends Error {
@@ -102,6 +105,7 @@ const REPLY_ACTION: Record<string, RequestAction> = {
   health: 'health',
   describe: 'describe',
   drain: 'drain',
+  sidecar: 'sidecar',
   pong: 'ping',
 };
 // A server that does not answer a close frame is not waited for longer than this.

@@ -6,17 +6,32 @@ import type { AgentAuth } from './config.ts';
  * reason, so the agent adds the likely causes itself, for the way it authenticates: a token
  * agent gets token advice naming where its token came from (a file is read again on every
  * connect; a variable or the config file only at start), an IAM agent gets IAM advice. For
- * 400/404/409 the registrar's own message already names the problem.
+ * 400/404/409 the registrar's own message already names the problem. A bare 409 (API Gateway
+ * may drop a `$connect` refusal's body) can be any of its codes, and one of them is a live VM
+ * holding the address: the hint lists them and never advises deleting what may be live.
  */
 export interface HintContext {
   auth: AgentAuth;
   namespace: string;
 }
 
+/** What API Gateway (and the local gateway) says to an unsigned connect in IAM mode. */
+const MISSING_SIGNATURE = 'Missing Authentication Token';
+
 const COMMON: Record<number, string> = {
   400: 'fix the agent configuration named above',
   404: 'create the WorkloadGroup with registrar apply, or fix --group/--namespace',
-  409: 'an entry with this name was created by hand; delete it or register with another address or network',
+  409: 'another connected VM may hold this address (check --ip and --network: an address is unique within a network), or an entry of this name was created by hand or belongs to another group; registrar describe we <name> -n <namespace> says which (do not delete an entry whose VM is connected: that cuts it off)',
+};
+
+/**
+ * With the registrar's own reason (its code), only the hints its message does not give. The
+ * 409s' messages say what to do for their holder, so nothing is added: a generic "delete it"
+ * beside a live VM's AddressInUse would be advice to cut that VM off.
+ */
+const WITH_REASON: Record<number, string> = {
+  400: COMMON[400] as string,
+  404: COMMON[404] as string,
 };
 
 /**
@@ -28,13 +43,18 @@ export function refusalHint(
   status: number,
   context: HintContext,
   reasonGiven = false,
+  message?: string,
 ): string | undefined {
   const { auth, namespace } = context;
+  if (auth.mode === 'token' && message === MISSING_SIGNATURE) {
+    // API Gateway's answer to an unsigned connect on an IAM-authorized route: no token helps.
+    return 'the registrar is deployed with IAM authorization and ignores join tokens: run the agent with --auth iam (its instance profile signs the connect; see docs/agent.md)';
+  }
   if (reasonGiven) {
     if (auth.mode === 'token' && (status === 401 || status === 403)) {
       return `then ${replaceToken(auth)}`;
     }
-    return status === 400 || status === 404 || status === 409 ? COMMON[status] : undefined;
+    return WITH_REASON[status];
   }
   if (auth.mode === 'iam') {
     if (status === 401) {
@@ -47,12 +67,12 @@ export function refusalHint(
     }
     return COMMON[status];
   }
-  const create = `registrar token create -n ${namespace}`;
+  const create = `registrar token create -n ${namespace} [--service-account <the group's serviceAccount>]`;
   if (status === 401) {
     return `the join token is wrong, expired or revoked; create one with ${create} and ${replaceToken(auth)}`;
   }
   if (status === 403) {
-    return `the join token is not allowed here: it must be for namespace ${namespace} and, if it names one, the group's service account (${create} [--service-account <name>]), then ${replaceToken(auth)}; a registrar deployed with IAM authorization needs --auth iam instead`;
+    return `the join token is not allowed here: it must be for namespace ${namespace} and, if the group's template names one, for its service account (${create}), then ${replaceToken(auth)}`;
   }
   return COMMON[status];
 }

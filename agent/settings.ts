@@ -1,4 +1,5 @@
 import { formatDuration } from '../lib/domain/duration.ts';
+import { SIDECAR_SETTINGS } from './sidecar-settings.ts';
 
 /**
  * Every setting the agent accepts, in one table: the flags, the `REGISTRAR_AGENT_*`
@@ -112,6 +113,14 @@ export const AGENT_SETTINGS: readonly AgentSetting[] = Object.freeze([
     kind: 'value',
     default: 'required',
     help: 'registrar WebSocket URL (wss://<api>.execute-api.<region>.amazonaws.com/<stage>)',
+  },
+  {
+    key: 'insecure',
+    flag: 'insecure',
+    env: 'REGISTRAR_AGENT_INSECURE',
+    kind: 'switch',
+    default: 'false',
+    help: 'allow a ws:// URL to a host that is not loopback: the token or signed request, the identity document and the probe travel in clear',
   },
   {
     key: 'group',
@@ -298,6 +307,7 @@ export const AGENT_SETTINGS: readonly AgentSetting[] = Object.freeze([
     'probe-time-scale',
     "tests and benchmarks only: multiplies the probe's seconds (at most 1)",
   ),
+  ...SIDECAR_SETTINGS,
 ] satisfies AgentSetting[]);
 
 /** `--config`: where the YAML file is; not a setting itself. */

@@ -50,7 +50,7 @@ export interface SupervisorOptions {
    * What to do about a refusal with this status (it depends on how the agent authenticates);
    * `reasonGiven` when the refusal carries the registrar's own reason.
    */
-  refusalHint?: (status: number, reasonGiven: boolean) => string | undefined;
+  refusalHint?: (status: number, reasonGiven: boolean, message: string) => string | undefined;
   onEvent?: (event: AgentEvent & { at: number }) => void;
 }
 
@@ -136,6 +136,11 @@ export class Supervisor {
 
   get entryName(): string | undefined {
     return this.#entryName;
+  }
+
+  /** The connection the registrar counts now (the sidecar bootstrap asks on it). */
+  get link(): AgentLink | undefined {
+    return this.#current?.link;
   }
 
   start(): void {
@@ -348,7 +353,7 @@ export class Supervisor {
       // bare `Forbidden`/`Unauthorized` forwards no reason, so the agent adds the likely ones.
       const hint =
         error instanceof RefusedError
-          ? this.#o.refusalHint?.(error.status, error.code !== undefined)
+          ? this.#o.refusalHint?.(error.status, error.code !== undefined, error.message)
           : undefined;
       reason =
         error instanceof RefusedError

@@ -25,6 +25,27 @@ const sections: Record<string, Section> = {
       );
     },
   },
+  sidecar: {
+    title:
+      'One sidecar ask (mesh identity refresh): DynamoDB and Kubernetes requests, reply size, round trip (kube-apiserver stand-in)',
+    run: async () => {
+      const { measureSidecarCost } = await import('./sidecar-requests.ts');
+      const x = await measureSidecarCost();
+      table(
+        ['asks', 'DynamoDB / ask', 'Kubernetes / ask', 'reply bytes', 'median ms', 'p95 ms'],
+        [
+          [
+            x.asks,
+            formatCounts(x.dynamoPerAsk),
+            formatCounts(x.kubernetesPerAsk),
+            x.replyBytes,
+            x.medianMs,
+            x.p95Ms,
+          ],
+        ],
+      );
+    },
+  },
   sweep: {
     title: 'Sweep cost: 10,000 entries, 100 due',
     run: async () => {
@@ -291,6 +312,49 @@ const sections: Record<string, Section> = {
             },
           }),
         );
+      }
+    },
+  },
+  quota: {
+    title:
+      "Tenant quotas in a reconnect storm: one namespace's connects at 500/s through the quota code (settings and live-count caches, sharded rate counters) over 50 function instances, simulated clock",
+    run: async () => {
+      const { measureQuotaStorm } = await import('./tenant-quota.ts');
+      const vms = Number(process.env.BENCH_QUOTA_N ?? 100_000);
+      const backend =
+        process.env.BENCH_QUOTA_BACKEND === 'dynalite' ? 'dynalite' : 'dynamodb-local';
+      for (const connectRate of [undefined, 50]) {
+        const r = await measureQuotaStorm({
+          vms,
+          backend,
+          ...(connectRate === undefined ? {} : { connectRate }),
+          log: (line) => console.log(`  ${line}`),
+        });
+        table(
+          [
+            'scenario',
+            'connects',
+            'admitted',
+            'refused',
+            'reads / connect',
+            'writes / connect',
+            'max writes/s on one key',
+            'hottest key',
+          ],
+          [
+            [
+              r.scenario,
+              r.connects,
+              r.admitted,
+              r.refused,
+              r.readsPerConnect,
+              r.writesPerConnect,
+              r.maxWritesPerKeySecond,
+              r.hottestKey,
+            ],
+          ],
+        );
+        console.log(JSON.stringify({ quota: r }));
       }
     },
   },

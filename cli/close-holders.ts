@@ -57,6 +57,24 @@ export interface ClosedHolders {
 const CONCURRENCY = 16;
 
 /**
+ * What a warning says about connections left open: whose they are, and what that leaves.
+ * `delete` (the default): the deleted entries' agents do not notice; `revoke`: the revoked
+ * credential's connections keep their entries.
+ */
+export interface ClosingWords {
+  /** "of the deleted entry was" / "of the deleted entries were" */
+  whose: (n: number) => string;
+  /** What an open connection means, with its agent's `it`/`they`. */
+  consequence: (n: number) => string;
+}
+
+export const DELETE_WORDS: ClosingWords = {
+  whose: (n) => (n === 1 ? 'of the deleted entry was' : 'of the deleted entries were'),
+  consequence: (n) =>
+    `${n === 1 ? 'its agent' : 'their agents'} will not notice until ${n === 1 ? 'it reconnects' : 'they reconnect'} (up to 2 h)`,
+};
+
+/**
  * Closes `holders`, says on stderr which could not be and why; nothing when there are none.
  * With no endpoint the entries are deleted all the same and one warning names the flag.
  */
@@ -65,14 +83,15 @@ export async function closeHolders(
   endpoint: string | undefined,
   region: string,
   warn: (line: string) => void,
+  words: ClosingWords = DELETE_WORDS,
 ): Promise<ClosedHolders> {
   const result: ClosedHolders = { closed: 0, gone: 0, open: 0 };
   if (holders.length === 0) return result;
   if (endpoint === undefined) {
     result.open = holders.length;
     warn(
-      `warning: ${count(holders.length, 'connection')} of the deleted ${holders.length === 1 ? 'entry was' : 'entries were'} not closed: ` +
-        `${holders.length === 1 ? 'its agent' : 'their agents'} will not notice until ${holders.length === 1 ? 'it reconnects' : 'they reconnect'} (up to 2 h); ` +
+      `warning: ${count(holders.length, 'connection')} ${words.whose(holders.length)} not closed: ` +
+        `${words.consequence(holders.length)}; ` +
         `pass ${MANAGEMENT_ENDPOINT_FLAG} <url> (the stack output ManagementEndpoint) or set ${ENV.connectionsUrl}`,
     );
     return result;
@@ -91,7 +110,7 @@ export async function closeHolders(
           result.open += 1;
           warn(
             `warning: could not close connection ${holder.connectionId} of ${holder.entry} at ${endpoint}: ${answer.failed}; ` +
-              `its agent will not notice until it reconnects (up to 2 h)${hint(answer.failed)}`,
+              `${words.consequence(1)}${hint(answer.failed)}`,
           );
         }
       }

@@ -10,6 +10,7 @@ import {
   UsageError,
 } from './commands/context.ts';
 import { COMMANDS, type CommandEntry } from './commands/index.ts';
+import { bareDryRunAsClient } from './dry-run-option.ts';
 import { Interrupted } from './interrupt.ts';
 import { DATA_DIR_ENV, describeTarget, LOCAL_FILE, type Target } from './target.ts';
 import { projectVersion } from './version.ts';
@@ -28,7 +29,9 @@ export async function runCli(argv: readonly string[], io: CliIo): Promise<number
   try {
     const args = splitShortOptionValues(argv);
     const program = await buildProgram(context, args);
-    await program.parseAsync(args, { from: 'user' });
+    await program.parseAsync(bareDryRunAsClient(args, dryRunTakesMode(program, args)), {
+      from: 'user',
+    });
     return EXIT.ok;
   } catch (error) {
     return report(error, context);
@@ -49,6 +52,13 @@ export function splitShortOptionValues(argv: readonly string[]): string[] {
     return match ? [match[1] as string, match[2] as string] : [arg];
   });
   return end === -1 ? split : [...split, ...argv.slice(end)];
+}
+
+/** Whether the command the line names has kubectl's `--dry-run[=mode]` (an optional value). */
+function dryRunTakesMode(program: Command, argv: readonly string[]): boolean {
+  const name = argv.find((arg) => !arg.startsWith('-'));
+  const command = program.commands.find((c) => c.name() === name);
+  return command?.options.some((o) => o.long === '--dry-run' && o.optional) ?? false;
 }
 
 /**

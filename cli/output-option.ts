@@ -33,12 +33,35 @@ const SHOWN: Partial<Record<OutputFormatName, string>> = {
 
 export const TABLE: OutputSpec = { format: 'table' };
 
+/** What Tab offers for each format: the name, or the name and its '=' (a value follows). */
+const COMPLETED: Partial<Record<OutputFormatName, string[]>> = {
+  jsonpath: ['jsonpath='],
+  'custom-columns': ['custom-columns=', 'custom-columns-file='],
+};
+
+/** The `-o` values an option offers to shell completion (cli/commands/completion.ts). */
+export const COMPLETION_VALUES = Symbol('completion values');
+
 /** The `-o` option accepting `formats` (the table is the default, never named). */
 export function outputOption(formats: readonly Exclude<OutputFormatName, 'table'>[]): Option {
   const shown = formats.map((format) => SHOWN[format] ?? format);
-  return new Option('-o, --output <format>', `output format: ${shown.join(', ')}`)
+  const option = new Option('-o, --output <format>', `output format: ${shown.join(', ')}`)
     .argParser((text: string) => parseOutput(text, formats))
     .default(TABLE, 'a table');
+  return withCompletionValues(
+    option,
+    formats.flatMap((format) => COMPLETED[format] ?? [format]),
+  );
+}
+
+/** Marks an option with the values shell completion offers for it. */
+export function withCompletionValues(option: Option, values: readonly string[]): Option {
+  Object.defineProperty(option, COMPLETION_VALUES, { value: values });
+  return option;
+}
+
+export function completionValuesOf(option: Option): readonly string[] | undefined {
+  return (option as unknown as Record<symbol, readonly string[] | undefined>)[COMPLETION_VALUES];
 }
 
 export function parseOutput(

@@ -21,6 +21,10 @@ export interface PrintScope {
   qualifyNames: boolean;
   /** `--show-labels`: a LABELS column last, in the table and wide formats. */
   showLabels?: boolean;
+  /** `-L key,...`: a column per label key (its value, empty when absent), before LABELS. */
+  labelColumns?: readonly string[];
+  /** `--no-headers`: the table without its header row, for scripts. */
+  noHeaders?: boolean;
 }
 
 /**
@@ -54,13 +58,12 @@ export function printItems(
   const tables = kinds
     .map((kind) => items.filter((item) => item.kind === kind))
     .filter((group) => group.length > 0)
-    .map((group) =>
-      formatTable(
-        headers(scope, group[0]?.kind ?? 'WorkloadEntry'),
-        group.map((item) => row(scope, item, now)),
-      ),
-    );
-  context.out(tables.join('\n'));
+    .map((group) => {
+      const rows = group.map((item) => row(scope, item, now));
+      const head = headers(scope, group[0]?.kind ?? 'WorkloadEntry');
+      return scope.noHeaders ? formatRows(rows, columnWidths(rows)) : formatTable(head, rows);
+    });
+  context.out(tables.join(scope.noHeaders ? '' : '\n'));
 }
 
 /**
@@ -95,9 +98,9 @@ export class WatchPrinter {
       });
       if (this.#widths === undefined) {
         const head = headers(this.#scope, this.#kind);
-        const all = [this.#events ? ['EVENT', ...head] : head, ...rows];
-        this.#widths = columnWidths(all);
-        out(formatRows(all, this.#widths));
+        const headed = [this.#events ? ['EVENT', ...head] : head, ...rows];
+        this.#widths = columnWidths(headed);
+        out(formatRows(this.#scope.noHeaders ? rows : headed, this.#widths));
       } else out(formatRows(rows, this.#widths));
       return;
     }
@@ -133,6 +136,7 @@ function headers(scope: PrintScope, kind: ResourceKind): string[] {
   if (output.format === 'custom-columns') return output.columns.map((column) => column.header);
   const columns = COLUMNS[kind];
   const all = output.format === 'wide' ? [...columns.table, ...columns.wide] : [...columns.table];
+  for (const key of scope.labelColumns ?? []) all.push(labelColumnHeader(key));
   if (scope.showLabels) all.push('LABELS');
   return scope.namespace === undefined ? ['NAMESPACE', ...all] : all;
 }
@@ -152,6 +156,12 @@ function row(scope: PrintScope, item: ResourceItem, now: number): string[] {
   const [name = '', ...rest] = cells.table;
   const shown = scope.qualifyNames ? `${QUALIFIED[item.kind]}/${name}` : name;
   const all = [shown, ...rest, ...(output.format === 'wide' ? cells.wide : [])];
+  for (const key of scope.labelColumns ?? []) all.push(item.object.metadata.labels?.[key] ?? '');
   if (scope.showLabels) all.push(formatLabels(item.object.metadata.labels));
   return scope.namespace === undefined ? [item.namespace, ...all] : all;
+}
+
+/** kubectl's header of a `-L` column: the key's name after any prefix, upper case. */
+export function labelColumnHeader(key: string): string {
+  return key.slice(key.lastIndexOf('/') + 1).toUpperCase();
 }

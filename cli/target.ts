@@ -84,7 +84,9 @@ export async function resolveTarget(
     const source = flags.table ? '--table' : ENV.tableName;
     const target: Target = {
       tableName: table,
-      region: region ?? DEFAULTS.region,
+      // A local DynamoDB (an endpoint) takes any region; AWS's is the profile's.
+      region:
+        region ?? (endpoint !== undefined ? DEFAULTS.region : await profileRegion(table, source)),
       source,
       local: false,
     };
@@ -101,6 +103,24 @@ export async function resolveTarget(
     local: true,
     ...(local.managementUrl ? { managementUrl: local.managementUrl } : {}),
   };
+}
+
+/**
+ * The region of the AWS profile, as the AWS CLI, the SDK and `cdk` find it: `AWS_PROFILE`'s
+ * (else the default profile's) `region` in `~/.aws/config` (`AWS_CONFIG_FILE`). The SDK's own
+ * resolver does the reading, so the CLI never disagrees with it. None anywhere is an error,
+ * as in the AWS CLI: guessing us-east-1 would send a command to a table in another Region.
+ */
+async function profileRegion(table: string, source: string): Promise<string> {
+  const { DynamoDBClient } = await import('@aws-sdk/client-dynamodb');
+  try {
+    return await new DynamoDBClient({}).config.region();
+  } catch {
+    throw new TargetError(
+      `no AWS region for table '${table}' (from ${source}): pass --region <region>, set ${ENV.region}, ` +
+        `or set 'region' in your AWS profile (aws configure set region <region>)`,
+    );
+  }
 }
 
 /**

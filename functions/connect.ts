@@ -2,6 +2,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import { attestPlacement, type InstanceAttestation } from '../lib/auth/instance-attestation.ts';
+import { refuseGoneInstance } from '../lib/auth/terminated-instances.ts';
 import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
 import { formatRef } from '../lib/domain/model.ts';
 import { countMetric, logger, METRIC, metrics } from '../lib/observability.ts';
@@ -29,13 +30,20 @@ export function createConnectHandler(
     const { request, identity } =
       deps.config.authMode === 'iam'
         ? attestPlacement(
-            deps.attestation ?? NO_TRUSTED_CERTIFICATES,
+            deps.attestation ?? noTrustedCertificates(deps),
             readIdentityEvidence(event.headers),
             { request: claimed, identity: caller },
           )
         : { request: claimed, identity: caller };
+    if (deps.config.authMode === 'iam' && deps.terminatedInstances) {
+      await refuseGoneInstance(deps.terminatedInstances, identity);
+    }
     const result = await registerWorkload(
-      { store: deps.store, controller: deps.config.controller },
+      {
+        store: deps.store,
+        controller: deps.config.controller,
+        ...(deps.limits ? { limits: deps.limits } : {}),
+      },
       // Server time only: API Gateway's connect time, never the agent's clock.
       {
         request,
@@ -64,7 +72,12 @@ export function createConnectHandler(
     .handler(onConnect);
 }
 
-/** Wiring without attestation (a test's hand-built dependencies): no document can verify. */
-const NO_TRUSTED_CERTIFICATES: InstanceAttestation = { mode: 'optional', trusted: [] };
+/**
+ * Wiring without attestation (a test's hand-built dependencies): no document can verify, and
+ * a connect without one is accepted only when the configuration made documents optional.
+ */
+function noTrustedCertificates(deps: Dependencies): InstanceAttestation {
+  return { mode: deps.config.instanceAttestation, trusted: [] };
+}
 
 export const handler = lazyHandler(createConnectHandler);

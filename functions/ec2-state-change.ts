@@ -1,6 +1,7 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
+import { rememberGoneInstance } from '../lib/auth/terminated-instances.ts';
 import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
 import { formatRef } from '../lib/domain/model.ts';
 import { logger, METRIC, metrics, recordCount } from '../lib/observability.ts';
@@ -18,9 +19,11 @@ export interface Ec2StateChangeSummary {
 
 /**
  * EventBridge's EC2 instance state-change notifications (the rule lets through the states the
- * stack's `ec2States` option names): removes the instance's entries at once. A failure
- * propagates, so EventBridge retries the event and the function's error alarm sees it; a
- * repeat finds nothing left to remove.
+ * stack's `ec2States` option names, and in IAM mode also shutting-down and terminated):
+ * remembers a terminated instance (IAM mode; lib/auth/terminated-instances.ts) and removes the
+ * instance's entries at once. A failure propagates, so EventBridge retries the event and the
+ * function's error alarm sees it; a repeat keeps the first time and finds nothing left to
+ * remove.
  */
 export function createEc2StateChangeHandler(
   deps: Dependencies,
@@ -28,6 +31,11 @@ export function createEc2StateChangeHandler(
   async function onStateChange(event: Ec2StateChangeEvent): Promise<Ec2StateChangeSummary> {
     const change = parseEc2StateChange(event);
     logger.appendKeys({ instanceId: change.instanceId, state: change.state });
+    // First: a connect signed with what the instance left behind is refused from now on,
+    // even if the removal below fails and is retried.
+    const remembered = deps.terminatedInstances
+      ? await rememberGoneInstance(deps.terminatedInstances, change, deps.now())
+      : false;
     const result = await removeInstanceEntries(deps.store, change, deps.config.ec2States);
     recordCount(METRIC.instanceEntriesRemoved, result.removed.length);
     const summary = {
@@ -37,7 +45,7 @@ export function createEc2StateChangeHandler(
       kept: result.kept.map(formatRef),
       ignored: result.ignored,
     };
-    logger.info('instance state change', { ...summary });
+    logger.info('instance state change', { ...summary, rememberedTerminated: remembered });
     return summary;
   }
 

@@ -10,6 +10,7 @@ import { carriedEntry } from '../lib/protocol/carried-entry.ts';
 import { type DrainAck, drainAck } from '../lib/protocol/drain-message.ts';
 import { errorsToResponses } from '../lib/protocol/error-response.ts';
 import { type AgentReply, describeReply, healthAck, pongReply } from '../lib/protocol/replies.ts';
+import { SidecarUnavailableError } from '../lib/protocol/sidecar-message.ts';
 import type { WebSocketMessageEvent, WebSocketResult } from '../lib/protocol/websocket-events.ts';
 import { describeConnection } from '../lib/registration/describe-connection.ts';
 import { drainWorkload } from '../lib/registration/drain-workload.ts';
@@ -84,6 +85,11 @@ async function answer(
     }
     case 'ping':
       return pongReply();
+    case 'sidecar':
+      // Reached only when no mesh function serves the `sidecar` route: no cluster is set up.
+      throw new SidecarUnavailableError(
+        "the registrar cannot answer 'sidecar': no Kubernetes cluster is configured to mint mesh identities in (deploy with projectorClusterName, or npm start --project); registration is unaffected",
+      );
   }
 }
 

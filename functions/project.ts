@@ -4,6 +4,7 @@ import middy from '@middy/core';
 import type { DynamoDBStreamEvent, ScheduledEvent } from 'aws-lambda';
 import { readConfig } from '../lib/config.ts';
 import { dependenciesFromEnv, type FunctionHandler } from '../lib/dependencies.ts';
+import type { Cidr } from '../lib/domain/cidr.ts';
 import { logger, metrics } from '../lib/observability.ts';
 import type { Cluster } from '../lib/projection/cluster.ts';
 import { connectCluster } from '../lib/projection/cluster-access.ts';
@@ -11,10 +12,15 @@ import { recordProjectionMetrics } from '../lib/projection/projection-metrics.ts
 import { type ProjectorDeps, type ReconcileScope, reconcile } from '../lib/projection/projector.ts';
 import { readProjectorConfig } from '../lib/projection/projector-config.ts';
 import type { Target } from '../lib/projection/report.ts';
+import { cachedSettingsListing } from '../lib/projection/settings-listing.ts';
 import { scopeOfStream } from '../lib/projection/stream-scope.ts';
 
 export interface ProjectDependencies {
   store: ProjectorDeps['store'];
+  /** The namespaces' address ranges, read once a run. */
+  settings?: ProjectorDeps['settings'];
+  /** The cluster's pod and Service ranges (REGISTRAR_CLUSTER_RANGES). */
+  clusterRanges?: readonly Cidr[];
   /** Called per invocation: on EKS each connection carries a freshly signed token. */
   connect: () => Promise<Cluster>;
   targets: readonly Target[];
@@ -52,8 +58,8 @@ export function createProjectHandler(
     }
     const cluster = await deps.connect();
     const report = await reconcile(
-      { store: deps.store, cluster },
-      { targets: deps.targets },
+      { store: deps.store, cluster, ...(deps.settings ? { settings: deps.settings } : {}) },
+      { targets: deps.targets, clusterRanges: deps.clusterRanges ?? [] },
       scope,
     );
     recordProjectionMetrics(metrics, report);
@@ -67,6 +73,7 @@ export function createProjectHandler(
     }
     for (const change of report.changes) logger.info('projected', { ...change });
     for (const problem of report.problems) logger.warn('entry not projected', logFields(problem));
+    for (const refused of report.refused) logger.warn('endpoint refused', logFields(refused));
     for (const unmanaged of report.unmanaged) {
       logger.warn('object exists without our managed-by label; left alone', { ...unmanaged });
     }
@@ -111,8 +118,15 @@ export function projectDependenciesFromEnv(
 ): ProjectDependencies {
   const config = readConfig(env);
   const projector = readProjectorConfig(env);
+  const deps = dependenciesFromEnv(env);
   return {
-    store: dependenciesFromEnv(env).store,
+    store: deps.store,
+    ...(deps.namespaceSettings
+      ? {
+          settings: cachedSettingsListing(deps.namespaceSettings, config.namespaceSettingsCacheMs),
+        }
+      : {}),
+    clusterRanges: projector.clusterRanges,
     connect: () => connectCluster(projector, config.region),
     targets: projector.targets,
   };

@@ -95,7 +95,8 @@ export function createSweeperHandler(
     const { sweep } = deps.config;
     // One policy, one place: clients (`registrar sweep`, describe) read what this run applies.
     // Recorded every run, so a failure now is retried in a minute: it must not stop the sweep.
-    await deps.sweepPolicy?.record(sweep, deps.now()).catch((error: unknown) => {
+    const recorded = { ...sweep, authMode: deps.config.authMode };
+    await deps.sweepPolicy?.record(recorded, deps.now()).catch((error: unknown) => {
       logger.warn('could not record the sweep policy; the next run tries again', {
         reason: error instanceof Error ? error.message : String(error),
       });

@@ -1,7 +1,10 @@
 import { App, Validations } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import { MESH_OPTION_KEYS } from './constructs/mesh-identity.ts';
+import { PROJECTOR_OPTION_KEYS } from './constructs/projector.ts';
+import { unknownContextKeys, unknownKeysMessage } from './context-keys.ts';
 import { RegistrarStack } from './registrar-stack.ts';
-import { StackOptionsError } from './stack-options.ts';
+import { OPTION_KEYS, StackOptionsError } from './stack-options.ts';
 
 /**
  * `npx cdk synth` / `npx cdk deploy`. Options come from context (`-c gracePeriod=10m`, see
@@ -10,6 +13,15 @@ import { StackOptionsError } from './stack-options.ts';
  */
 const app = new App();
 try {
+  // Every construct that reads context lists its keys; a key no list names is a typo.
+  const known = [
+    ...OPTION_KEYS,
+    ...Object.values(PROJECTOR_OPTION_KEYS),
+    ...Object.keys(MESH_OPTION_KEYS),
+    'stackName',
+  ];
+  const unknown = unknownContextKeys(app.node.getAllContext(), known);
+  if (unknown.length > 0) throw new StackOptionsError(unknownKeysMessage(unknown, known));
   new RegistrarStack(app, app.node.tryGetContext('stackName') ?? 'WorkloadRegistrar', {
     description: 'workload-registrar: WorkloadEntry auto-registration for EC2 VMs',
     // Region and account from the CLI's credentials (AWS_REGION / profile), as `cdk deploy` sets.

@@ -3,6 +3,7 @@ import type { Construct } from 'constructs';
 import { ENV } from '../lib/config.ts';
 import { ApiGatewayLogsRole } from './constructs/api-gateway-logs-role.ts';
 import { InstanceStateRule } from './constructs/instance-state-rule.ts';
+import { MeshIdentity, resolveMeshOptions } from './constructs/mesh-identity.ts';
 import { Monitoring } from './constructs/monitoring.ts';
 import { Projector, resolveProjectorOptions } from './constructs/projector.ts';
 import { RegistrarFunctions } from './constructs/registrar-functions.ts';
@@ -21,6 +22,8 @@ export class RegistrarStack extends Stack {
   constructor(scope: Construct, id: string, props: RegistrarStackProps = {}) {
     super(scope, id, props);
     const options = resolveStackOptions(this.node, props.options);
+    // Every option is validated before anything is built: a bad one fails in a line, at once.
+    const projector = resolveProjectorOptions(this.node);
 
     const registry = new RegistryTable(this, 'Registry');
     const functions = new RegistrarFunctions(this, 'Functions', { registry, options });
@@ -56,11 +59,19 @@ export class RegistrarStack extends Stack {
       instanceEventDeadLetters: instances.deadLetters,
     });
     // The Kubernetes projection is opt-in: -c projectorClusterName=... (docs/kubernetes.md).
-    const projector = resolveProjectorOptions(this.node);
     if (projector) {
       new Projector(this, 'Projector', {
         table: registry.table,
         ...projector,
+        alarmTopic: monitoring.topic,
+      });
+      // The sidecar bootstrap mints in the projector's cluster, from a function of its own.
+      new MeshIdentity(this, 'MeshIdentity', {
+        table: registry.table,
+        api: websocket.api,
+        cluster: projector,
+        options,
+        mesh: resolveMeshOptions(this.node),
         alarmTopic: monitoring.topic,
       });
     }

@@ -1,5 +1,6 @@
 import type { Node } from 'constructs';
 import * as z from 'zod';
+import { KNOWN_REGIONS } from '../lib/auth/aws-instance-identity-certs.ts';
 import { loadTrustedCertificates } from '../lib/auth/instance-identity-document.ts';
 import {
   DEFAULTS,
@@ -8,6 +9,7 @@ import {
   minLivenessIntervalMs,
   positiveDuration,
   positiveRate,
+  regionListOption,
   shareOption,
 } from '../lib/config.ts';
 import { formatDuration, parseDuration } from '../lib/domain/duration.ts';
@@ -48,6 +50,12 @@ export interface StackOptionsInput {
    * your VMs run in (EC2 User Guide, regions-certs.html).
    */
   instanceIdentityCerts?: string;
+  /**
+   * IAM mode only: Regions, comma-separated, whose AWS certificate is trusted besides the
+   * stack's own (VMs in other Regions that connect to this registrar). By default only the
+   * Region the stack is deployed to: a document signed in another does not verify.
+   */
+  instanceIdentityRegions?: string;
   /** Subscribed to the alarm topic when set (the address must confirm the subscription). */
   alarmEmail?: string;
   /** The API Gateway stage, the last path segment of the WebSocket URL. Default `v1`. */
@@ -96,6 +104,8 @@ export interface StackOptions {
   instanceAttestation: 'required' | 'optional' | undefined;
   /** The PEM text of `instanceIdentityCerts`, checked; undefined: the shipped certificates. */
   instanceIdentityCertsPem: string | undefined;
+  /** IAM mode: the Regions trusted besides the stack's own (each one with a pinned certificate). */
+  instanceIdentityRegions: readonly string[];
   alarmEmail: string | undefined;
   stageName: string;
   apiGatewayLogsRole: boolean;
@@ -117,6 +127,7 @@ export const OPTION_KEYS = [
   'authMode',
   'instanceAttestation',
   'instanceIdentityCerts',
+  'instanceIdentityRegions',
   'alarmEmail',
   'stageName',
   'apiGatewayLogsRole',
@@ -167,6 +178,11 @@ const schema = z.object({
     .enum(['required', 'optional'], { message: "must be 'required' or 'optional'" })
     .optional(),
   instanceIdentityCerts: z.string().optional(),
+  instanceIdentityRegions: regionListOption
+    .refine((regions) => regions.every((region) => KNOWN_REGIONS.includes(region)), {
+      message: `must name Regions whose certificate is pinned (lib/auth/aws-instance-identity-certs.ts): ${KNOWN_REGIONS.join(', ')}`,
+    })
+    .optional(),
   alarmEmail: z.email({ message: 'must be an e-mail address' }).optional(),
   stageName: z
     .string()
@@ -239,14 +255,19 @@ export function resolveStackOptions(
     );
   }
   if (v.authMode !== 'iam') {
-    const given = (['instanceAttestation', 'instanceIdentityCerts'] as const).find(
-      (key) => raw[key] !== undefined,
-    );
+    const given = (
+      ['instanceAttestation', 'instanceIdentityCerts', 'instanceIdentityRegions'] as const
+    ).find((key) => raw[key] !== undefined);
     if (given) {
       throw new StackOptionsError(
         `invalid stack option ${given} (value '${String(raw[given])}'): applies to authMode iam only (token-mode agents present no instance identity document); set it with cdk deploy -c authMode=iam -c ${given}=<value>`,
       );
     }
+  }
+  if (v.instanceIdentityCerts !== undefined && v.instanceIdentityRegions !== undefined) {
+    throw new StackOptionsError(
+      `invalid stack option instanceIdentityRegions (value '${String(raw.instanceIdentityRegions)}'): instanceIdentityCerts replaces AWS's certificates, so no Region's is used; give one of the two`,
+    );
   }
   return Object.freeze({
     gracePeriodMs: v.gracePeriod,
@@ -259,6 +280,7 @@ export function resolveStackOptions(
     instanceAttestation: v.authMode === 'iam' ? (v.instanceAttestation ?? 'required') : undefined,
     instanceIdentityCertsPem:
       v.instanceIdentityCerts === undefined ? undefined : certificatesPem(v.instanceIdentityCerts),
+    instanceIdentityRegions: Object.freeze(v.instanceIdentityRegions ?? []),
     alarmEmail: v.alarmEmail,
     stageName: v.stageName,
     apiGatewayLogsRole: v.apiGatewayLogsRole,

@@ -24,6 +24,8 @@ export const ENV = {
   ec2States: 'REGISTRAR_EC2_STATES',
   instanceAttestation: 'REGISTRAR_INSTANCE_ATTESTATION',
   instanceIdentityCerts: 'REGISTRAR_INSTANCE_IDENTITY_CERTS',
+  namespaceSettingsCache: 'REGISTRAR_NAMESPACE_SETTINGS_CACHE',
+  instanceIdentityRegions: 'REGISTRAR_INSTANCE_IDENTITY_REGIONS',
 } as const;
 
 export const DEFAULTS = {
@@ -50,4 +52,7 @@ export const DEFAULTS = {
   holdBound: '1h',
   // An instance stopping may start again (and keep its address); only these never come back.
   ec2States: 'shutting-down,terminated',
+  // How long $connect trusts a namespace's settings once read: an operator's change reaches
+  // every connect within it, and a connect reads them at most this often per function instance.
+  namespaceSettingsCache: '30s',
 } as const;

@@ -41,7 +41,9 @@ export interface Config {
   authMode: 'token' | 'iam';
   /**
    * IAM mode: whether a connect must carry a verified EC2 instance identity document
-   * (lib/auth/instance-attestation.ts). Default `optional` here; the stack deploys `required`.
+   * (lib/auth/instance-attestation.ts). Default `required` (fail closed: a deployment that
+   * does not set the variable must not accept a role's word for its address); `optional` only
+   * when the operator says so.
    */
   instanceAttestation: 'required' | 'optional';
   /**
@@ -50,6 +52,16 @@ export interface Config {
    * the wiring (lib/dependencies.ts), which names this variable when it fails.
    */
   instanceIdentityCerts: string | undefined;
+  /** How long $connect trusts a namespace's settings (quotas, networks, ranges) once read. */
+  namespaceSettingsCacheMs: number;
+  /**
+   * The Regions whose AWS certificate documents are verified against (when
+   * instanceIdentityCerts is unset). Default: the Region the function runs in (AWS_REGION);
+   * the stack adds the ones its `instanceIdentityRegions` option names. A list of names, not
+   * certificates: Lambda's 4 KB of environment holds two certificates at most, and the
+   * certificates are bundled with the code.
+   */
+  instanceIdentityRegions: readonly string[];
 }
 
 /** The most liveness windows (index reads per shard) one sweep may make: see readConfig. */
@@ -134,6 +146,27 @@ export const ec2StatesOption = z.string().transform((text, ctx) => {
   return [...new Set(states)];
 });
 
+/** A comma-separated list of AWS Region names (`eu-west-1,us-east-1`). */
+export const regionListOption = z.string().transform((text, ctx) => {
+  const regions = [
+    ...new Set(
+      text
+        .split(',')
+        .map((region) => region.trim())
+        .filter(Boolean),
+    ),
+  ];
+  const bad = regions.filter((region) => !/^[a-z]{2}(-[a-z]+)+-\d+$/.test(region));
+  if (regions.length === 0 || bad.length > 0) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `must be a comma-separated list of AWS Regions such as eu-west-1,us-east-1, got '${text}'`,
+    });
+    return z.NEVER;
+  }
+  return regions;
+});
+
 const schema = z.object({
   [ENV.tableName]: z.string().min(1, 'is required: the DynamoDB table holding the registry'),
   [ENV.dynamoDbEndpoint]: z.url().optional(),
@@ -157,8 +190,10 @@ const schema = z.object({
   [ENV.ec2States]: ec2StatesOption.prefault(DEFAULTS.ec2States),
   [ENV.instanceAttestation]: z
     .enum(['required', 'optional'], { message: "must be 'required' or 'optional'" })
-    .default('optional'),
+    .default('required'),
   [ENV.instanceIdentityCerts]: z.string().optional(),
+  [ENV.namespaceSettingsCache]: positiveDuration.prefault(DEFAULTS.namespaceSettingsCache),
+  [ENV.instanceIdentityRegions]: regionListOption.optional(),
 });
 
 /** Reads and validates the configuration; throws ConfigError naming the variable and value. */
@@ -231,6 +266,8 @@ export function readConfig(env: Record<string, string | undefined>): Readonly<Co
     authMode: v[ENV.authMode],
     instanceAttestation: v[ENV.instanceAttestation],
     instanceIdentityCerts: v[ENV.instanceIdentityCerts],
+    namespaceSettingsCacheMs: v[ENV.namespaceSettingsCache],
+    instanceIdentityRegions: Object.freeze(v[ENV.instanceIdentityRegions] ?? [v[ENV.region]]),
   });
 }
 

@@ -1,18 +1,26 @@
 import type { Context } from 'aws-lambda';
 import type { InstanceAttestation } from './auth/instance-attestation.ts';
 import { loadTrustedCertificates } from './auth/instance-identity-document.ts';
+import type { TerminatedInstances } from './auth/terminated-instances.ts';
 import { type Config, ConfigError, ENV, readConfig } from './config.ts';
 import type { EpochMillis } from './domain/model.ts';
 import { ManagementApiLiveness } from './gateway/management-api-liveness.ts';
 import type { ConnectionLiveness } from './registration/liveness.ts';
+import { NamespaceLimits } from './registration/namespace-limits.ts';
 import { createDocumentClient } from './store/dynamodb-client.ts';
+import { DynamoDbConnectRate } from './store/dynamodb-connect-rate.ts';
+import { DynamoDbNamespaceSettings } from './store/dynamodb-namespace-settings.ts';
+import { DynamoDbNamespaceUsage } from './store/dynamodb-namespace-usage.ts';
 import { DynamoDbPolicyStore } from './store/dynamodb-policy-store.ts';
 import { DynamoDbRegistryStore } from './store/dynamodb-registry-store.ts';
 import {
   DynamoDbSweepPolicyStore,
   type SweepPolicyStore,
 } from './store/dynamodb-sweep-policy-store.ts';
+import { RegistryTable } from './store/dynamodb-table.ts';
+import { DynamoDbTerminatedInstances } from './store/dynamodb-terminated-instances.ts';
 import { DynamoDbTokenStore } from './store/dynamodb-token-store.ts';
+import type { NamespaceSettingsStore } from './store/namespace-settings-store.ts';
 import type { PolicyReader } from './store/policy-store.ts';
 import type { CatalogStore, RegistryStore } from './store/registry-store.ts';
 import type { TokenStore } from './store/token-store.ts';
@@ -32,10 +40,19 @@ export interface Dependencies {
    * document is refused (nothing to verify it against) and one without is accepted.
    */
   attestation?: InstanceAttestation;
+  /**
+   * IAM mode: instances EC2 reported terminated, whose credentials and documents connect
+   * refuses (lib/auth/terminated-instances.ts); absent, none is remembered.
+   */
+  terminatedInstances?: TerminatedInstances;
   /** API Gateway's word on whether a connection still exists; absent, no liveness checks. */
   liveness?: ConnectionLiveness;
   /** Where the effective sweep policy is recorded for every client to read. */
   sweepPolicy?: SweepPolicyStore;
+  /** Each namespace's quotas, networks and address ranges, as $connect enforces them. */
+  limits?: NamespaceLimits;
+  /** The namespaces' settings as stored (the projector reads their address ranges). */
+  namespaceSettings?: NamespaceSettingsStore;
   now: () => EpochMillis;
 }
 
@@ -52,13 +69,28 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
     region: config.region,
     ...(config.dynamoDbEndpoint === undefined ? {} : { endpoint: config.dynamoDbEndpoint }),
   });
+  const namespaceSettings = new DynamoDbNamespaceSettings(client, config.tableName);
   return {
     config,
     store: new DynamoDbRegistryStore(client, config.tableName),
     tokens: new DynamoDbTokenStore(client, config.tableName),
     policies: new DynamoDbPolicyStore(client, config.tableName),
-    ...(config.authMode === 'iam' ? { attestation: attestationOf(config) } : {}),
+    ...(config.authMode === 'iam'
+      ? {
+          attestation: attestationOf(config),
+          terminatedInstances: new DynamoDbTerminatedInstances(
+            new RegistryTable(client, config.tableName),
+          ),
+        }
+      : {}),
     sweepPolicy: new DynamoDbSweepPolicyStore(client, config.tableName),
+    namespaceSettings,
+    limits: new NamespaceLimits({
+      settings: namespaceSettings,
+      usage: new DynamoDbNamespaceUsage(client, config.tableName),
+      rate: new DynamoDbConnectRate(client, config.tableName),
+      settingsCacheMs: config.namespaceSettingsCacheMs,
+    }),
     ...(config.connectionsUrl === undefined
       ? {}
       : {
@@ -73,12 +105,18 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
   };
 }
 
-/** Reads the trusted certificates once, at start; a bad file or PEM names the variable. */
+/**
+ * Reads the trusted certificates once, at start: a bad file or PEM names the variable, an
+ * unknown Region or a certificate that is not its pinned one names the Region.
+ */
 function attestationOf(config: Config): InstanceAttestation {
   try {
     return {
       mode: config.instanceAttestation,
-      trusted: loadTrustedCertificates(config.instanceIdentityCerts, ENV.instanceIdentityCerts),
+      trusted: loadTrustedCertificates(config.instanceIdentityCerts, ENV.instanceIdentityCerts, {
+        names: config.instanceIdentityRegions,
+        source: ENV.instanceIdentityRegions,
+      }),
     };
   } catch (error) {
     throw new ConfigError(`invalid configuration: ${(error as Error).message}`);

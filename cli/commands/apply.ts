@@ -1,4 +1,4 @@
-import { type Command, Option } from 'commander';
+import type { Command } from 'commander';
 import { isAutoRegistered } from '../../lib/domain/entry-record.ts';
 import { ConflictError } from '../../lib/domain/errors.ts';
 import { toRfc3339 } from '../../lib/domain/model.ts';
@@ -8,6 +8,7 @@ import {
   parseIstioDocuments,
 } from '../../lib/protocol/istio-documents.ts';
 import { type ApplyOutcome, appliedEntry, appliedGroup } from '../apply-preview.ts';
+import { dryRunOption } from '../dry-run-option.ts';
 import { readInputs } from '../input-files.ts';
 import type { CliIo, CommandRegistration, Stores } from './context.ts';
 import { namespaceOption, QUALIFIED } from './resources.ts';
@@ -31,12 +32,10 @@ export const registerApply: CommandRegistration = (program, context) => {
     )
     .addOption(namespaceOption())
     .addOption(
-      new Option(
-        '--dry-run <mode>',
-        "write nothing: 'client' checks the documents without reading the registry; 'server' also reads it to say created, configured or unchanged",
-      )
-        .choices(['none', 'client', 'server'])
-        .default('none'),
+      dryRunOption({
+        client: 'checks the documents without reading the registry',
+        server: 'also reads it to say created, configured or unchanged',
+      }),
     )
     .addHelpText(
       'after',

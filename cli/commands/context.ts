@@ -1,6 +1,10 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Command } from 'commander';
+import type { HeldEntryReader } from '../../lib/auth/revocation.ts';
+import type { TerminatedInstances } from '../../lib/auth/terminated-instances.ts';
+import type { NamespaceUsageReader } from '../../lib/store/dynamodb-namespace-usage.ts';
 import type { SweepPolicyStore } from '../../lib/store/dynamodb-sweep-policy-store.ts';
+import type { NamespaceSettingsStore } from '../../lib/store/namespace-settings-store.ts';
 import type { CatalogStore, RegistryStore } from '../../lib/store/registry-store.ts';
 import type { TokenStore } from '../../lib/store/token-store.ts';
 import { resolveTarget, type Target, type TargetFlags } from '../target.ts';
@@ -27,6 +31,13 @@ export interface Stores {
   tokens: TokenStore;
   /** The sweep policy the registrar recorded (its deployed or running configuration). */
   sweepPolicy: Pick<SweepPolicyStore, 'read'>;
+  /** What the operator allows each namespace, and how many of its entries are connected. */
+  namespaceSettings: NamespaceSettingsStore;
+  namespaceUsage: NamespaceUsageReader;
+  /** Instances EC2 reported terminated (IAM mode refuses their connects for a day). */
+  terminated: TerminatedInstances;
+  /** A namespace's connected entries and who authenticated each holder (revocation). */
+  heldEntries: HeldEntryReader;
 }
 
 export type CatalogLists = Pick<CatalogStore, 'listGroups' | 'listEntries'>;
@@ -129,17 +140,35 @@ async function openConnection(target: Target): Promise<Connection> {
 }
 
 async function openStores({ client, tableName }: Connection): Promise<Stores> {
-  const [{ DynamoDbRegistryStore }, { DynamoDbTokenStore }, { DynamoDbSweepPolicyStore }] =
-    await Promise.all([
-      import('../../lib/store/dynamodb-registry-store.ts'),
-      import('../../lib/store/dynamodb-token-store.ts'),
-      import('../../lib/store/dynamodb-sweep-policy-store.ts'),
-    ]);
+  const [
+    { DynamoDbRegistryStore },
+    { DynamoDbTokenStore },
+    { DynamoDbSweepPolicyStore },
+    { DynamoDbNamespaceSettings },
+    { DynamoDbNamespaceUsage },
+    { DynamoDbTerminatedInstances },
+    { RegistryTable },
+    { DynamoDbHeldEntries },
+  ] = await Promise.all([
+    import('../../lib/store/dynamodb-registry-store.ts'),
+    import('../../lib/store/dynamodb-token-store.ts'),
+    import('../../lib/store/dynamodb-sweep-policy-store.ts'),
+    import('../../lib/store/dynamodb-namespace-settings.ts'),
+    import('../../lib/store/dynamodb-namespace-usage.ts'),
+    import('../../lib/store/dynamodb-terminated-instances.ts'),
+    import('../../lib/store/dynamodb-table.ts'),
+    import('../../lib/store/dynamodb-held-entries.ts'),
+  ]);
+  const table = new RegistryTable(client, tableName);
   const registry = new DynamoDbRegistryStore(client, tableName);
   return {
     catalog: registry,
     registry,
     tokens: new DynamoDbTokenStore(client, tableName),
     sweepPolicy: new DynamoDbSweepPolicyStore(client, tableName),
+    namespaceSettings: new DynamoDbNamespaceSettings(client, tableName),
+    namespaceUsage: new DynamoDbNamespaceUsage(client, tableName),
+    terminated: new DynamoDbTerminatedInstances(table),
+    heldEntries: new DynamoDbHeldEntries(table),
   };
 }

@@ -10,7 +10,14 @@ import {
   managementEndpoint,
   managementEndpointOption,
 } from '../close-holders.ts';
+import { type DryRunMode, dryRunOption } from '../dry-run-option.ts';
 import { type InputFile, readInputs } from '../input-files.ts';
+import {
+  type LabelSelector,
+  matchesSelector,
+  parseLabelSelector,
+  SELECTOR_HELP,
+} from '../label-selector.ts';
 import { parseResourceArgs } from '../resource-args.ts';
 import {
   type CliContext,
@@ -26,10 +33,15 @@ import {
   QUALIFIED,
   RESOURCE_HELP,
   type ResourceKind,
+  renderEntry,
+  renderGroup,
 } from './resources.ts';
 
 interface DeleteOptions {
   namespace?: string;
+  selector?: LabelSelector;
+  all?: boolean;
+  dryRun: DryRunMode;
   cascade: 'background' | 'orphan';
   filename?: string[];
   ignoreNotFound?: boolean;
@@ -62,6 +74,14 @@ export const registerDelete: CommandRegistration = (program, context) => {
       (value: string, previous: string[] = []) => [...previous, value],
     )
     .option('--ignore-not-found', 'an object that is not there is not an error')
+    .addOption(new Option('-l, --selector <selector>', SELECTOR_HELP).argParser(parseLabelSelector))
+    .option('--all', 'every object of the type in the namespace')
+    .addOption(
+      dryRunOption({
+        client: 'prints what would be deleted without reading the registry',
+        server: 'also reads it: what exists, and the entries a group would take along',
+      }),
+    )
     .addOption(
       new Option(
         '--cascade <mode>',
@@ -78,6 +98,8 @@ Examples:
   registrar delete we web-10.0.0.12 -n shop
   registrar delete we/web-10.0.0.12 wg/web -n shop
   registrar delete -f web.yaml --ignore-not-found
+  registrar delete we -l app=web,version=v1 -n shop --dry-run=server
+  registrar delete we --all -n staging
 
 Deleting an auto-registered entry of a connected VM closes the connections that held it, so
 its agent reconnects and registers again at once from the group's current template; deleting
@@ -92,8 +114,18 @@ group is applied again. The connections are closed through API Gateway's managem
         options: DeleteOptions,
         command: Command,
       ) => {
-        const targets = await targetsOf(context, resource, names, options);
+        const targets = await targetsOf(
+          context,
+          () => context.stores(command),
+          resource,
+          names,
+          options,
+        );
         const stores = await context.stores(command);
+        if (options.dryRun !== 'none') {
+          await previewDeletes(context, stores, targets, options);
+          return;
+        }
         const target = context.target();
         if (target === undefined) throw new Error('the registry target is not resolved');
         const closing: Closing = {
@@ -117,6 +149,7 @@ group is applied again. The connections are closed through API Gateway's managem
 /** What the command line names; every argument is checked before anything is deleted. */
 async function targetsOf(
   context: CliContext,
+  stores: () => Promise<Stores>,
   resource: string | undefined,
   names: string[],
   options: DeleteOptions,
@@ -141,15 +174,91 @@ async function targetsOf(
   }
   const requests = parseResourceArgs('delete', [resource, ...names]);
   const namespace = namespaceOf(options);
+  const selector = options.selector;
+  if (selector !== undefined || options.all) {
+    if (requests.some((request) => request.names.length > 0)) {
+      throw new UsageError('names cannot be given with -l or --all: use one or the other');
+    }
+    if (selector !== undefined && options.all) {
+      throw new UsageError('use either -l <selector> or --all, not both');
+    }
+    return selectedTargets(await stores(), requests, namespace, selector ?? []);
+  }
   const unnamed = requests.find((request) => request.names.length === 0);
   if (unnamed) {
     throw new UsageError(
-      `name the ${QUALIFIED[unnamed.kind]} to delete: registrar delete ${resource} NAME -n ${namespace}`,
+      `name the ${QUALIFIED[unnamed.kind]} to delete: registrar delete ${resource} NAME -n ${namespace}, or select them with -l <selector> or --all`,
     );
   }
   return requests.flatMap(({ kind, names: named }) =>
     named.map((name) => ({ kind, ref: { namespace, name } })),
   );
+}
+
+/** Every object of the types asked for in the namespace whose labels match (all: `[]`). */
+async function selectedTargets(
+  { catalog }: Stores,
+  requests: readonly { kind: ResourceKind }[],
+  namespace: string,
+  selector: LabelSelector,
+): Promise<Target[]> {
+  const targets: Target[] = [];
+  for (const { kind } of requests) {
+    const objects =
+      kind === 'WorkloadGroup'
+        ? (await catalog.listGroups(namespace)).map((stored) => renderGroup(stored))
+        : (await catalog.listEntries(namespace)).map((record) => renderEntry(record));
+    for (const { metadata } of objects) {
+      if (matchesSelector(selector, metadata.labels)) {
+        targets.push({ kind, ref: { namespace, name: metadata.name } });
+      }
+    }
+  }
+  return targets;
+}
+
+/**
+ * `--dry-run`: what would be deleted. `client` lists the targets as named (no read); `server`
+ * reads each (a missing one is an error, as a real delete would say) and, for a group with
+ * cascade background, the auto-registered entries it would take along.
+ */
+async function previewDeletes(
+  context: CliContext,
+  { catalog }: Stores,
+  targets: readonly Target[],
+  options: DeleteOptions,
+): Promise<void> {
+  const suffix = options.dryRun === 'server' ? '(server dry run)' : '(dry run)';
+  let failed = false;
+  for (const { kind, ref } of targets) {
+    const shown = `${QUALIFIED[kind]} "${ref.name}"`;
+    if (options.dryRun === 'client') {
+      context.out(`${shown} deleted ${suffix}\n`);
+      continue;
+    }
+    const exists =
+      kind === 'WorkloadEntry'
+        ? (await catalog.getEntry(ref)) !== undefined
+        : (await catalog.listGroups(ref.namespace)).some((g) => g.group.metadata.name === ref.name);
+    if (!exists) {
+      if (options.ignoreNotFound) continue;
+      context.io.stderr.write(`error: ${notFound(kind, ref).message}\n`);
+      failed = true;
+      continue;
+    }
+    context.out(`${shown} deleted ${suffix}\n`);
+    if (kind === 'WorkloadGroup' && options.cascade === 'background') {
+      const owned = (await catalog.listEntries(ref.namespace)).filter(
+        (record) => record.autoRegistrationGroup === ref.name,
+      );
+      for (const record of owned) {
+        context.out(
+          `${QUALIFIED.WorkloadEntry} "${record.entry.metadata.name}" deleted (owned by the group) ${suffix}\n`,
+        );
+      }
+    }
+  }
+  if (failed) throw new ReportedFailure();
 }
 
 /**

@@ -1,13 +1,19 @@
-import type { Command } from 'commander';
+import { type Command, Option } from 'commander';
 import { formatDuration } from '../../lib/domain/duration.ts';
 import { type EntryRecord, isAutoRegistered } from '../../lib/domain/entry-record.ts';
 import type { ObjectRef, StringMap, VerifiedIdentity } from '../../lib/domain/model.ts';
 import type { RecordedSweepPolicy } from '../../lib/store/dynamodb-sweep-policy-store.ts';
 import type { StoredGroup } from '../../lib/store/registry-store.ts';
 import { formatEvents } from '../entry-events.ts';
+import {
+  type LabelSelector,
+  matchesSelector,
+  parseLabelSelector,
+  SELECTOR_HELP,
+} from '../label-selector.ts';
 import { formatAge, formatTable, formatTimestamp, parseTimestamp, toYaml } from '../output.ts';
 import { parseResourceArgs } from '../resource-args.ts';
-import { type CommandRegistration, ReportedFailure, type Stores } from './context.ts';
+import { type CommandRegistration, ReportedFailure, type Stores, UsageError } from './context.ts';
 import {
   connectedStatus,
   namespaceOf,
@@ -26,35 +32,53 @@ export const registerDescribe: CommandRegistration = (program, context) => {
     .argument('<resource>', `TYPE or TYPE/NAME; types: ${RESOURCE_HELP}`)
     .argument('[names...]', 'the objects (none: every one of the namespace)')
     .addOption(namespaceOption())
+    .option('-A, --all-namespaces', 'describe across all namespaces')
+    .addOption(new Option('-l, --selector <selector>', SELECTOR_HELP).argParser(parseLabelSelector))
+    .addHelpText(
+      'after',
+      `
+As kubectl's describe, there is no -o: 'registrar get TYPE NAME -o yaml' prints an object whole.`,
+    )
     .action(
       async (
         resource: string,
         names: string[],
-        options: { namespace?: string },
+        options: { namespace?: string; allNamespaces?: boolean; selector?: LabelSelector },
         command: Command,
       ) => {
         const requests = parseResourceArgs('describe', [resource, ...names]);
-        const namespace = namespaceOf(options);
+        const selector = options.selector ?? [];
+        const named = requests.some((request) => request.names.length > 0);
+        if (named && selector.length > 0) {
+          throw new UsageError('a name cannot be given with a selector (-l): use one or the other');
+        }
+        if (named && options.allNamespaces) {
+          throw new UsageError(
+            'a name cannot be looked up across all namespaces; use -n <namespace>',
+          );
+        }
+        if (options.namespace !== undefined && options.allNamespaces) {
+          throw new UsageError('use either -n <namespace> or -A, not both');
+        }
+        const namespace = options.allNamespaces ? undefined : namespaceOf(options);
         const stores = await context.stores(command);
         const texts: string[] = [];
         const missing: string[] = [];
-        for (const { kind, names: named } of requests) {
-          const all =
-            named.length > 0
-              ? named
-              : kind === 'WorkloadGroup'
-                ? (await stores.catalog.listGroups(namespace)).map((g) => g.group.metadata.name)
-                : (await stores.catalog.listEntries(namespace)).map((e) => e.entry.metadata.name);
-          if (named.length === 0) all.sort();
-          for (const name of all) {
-            const text = await describeOne(stores, kind, { namespace, name }, context.now());
-            if (text === undefined) missing.push(notFound(kind, { namespace, name }).message);
+        for (const { kind, names: wanted } of requests) {
+          const refs =
+            wanted.length > 0
+              ? wanted.map((name) => ({ namespace: namespace ?? namespaceOf({}), name }))
+              : await listedRefs(stores, kind, namespace, selector);
+          for (const ref of refs) {
+            const text = await describeOne(stores, kind, ref, context.now());
+            if (text === undefined) missing.push(notFound(kind, ref).message);
             else texts.push(text);
           }
         }
         context.out(texts.join('\n'));
         if (texts.length === 0 && missing.length === 0) {
-          context.io.stderr.write(`No resources found in ${namespace} namespace.\n`);
+          const where = namespace === undefined ? '' : ` in ${namespace} namespace`;
+          context.io.stderr.write(`No resources found${where}.\n`);
         }
         if (missing.length > 0) {
           for (const message of missing) context.io.stderr.write(`error: ${message}\n`);
@@ -63,6 +87,27 @@ export const registerDescribe: CommandRegistration = (program, context) => {
       },
     );
 };
+
+/** Every object of a kind in the namespace (all: undefined) whose labels match, in order. */
+async function listedRefs(
+  { catalog }: Stores,
+  kind: ResourceKind,
+  namespace: string | undefined,
+  selector: LabelSelector,
+): Promise<ObjectRef[]> {
+  const objects =
+    kind === 'WorkloadGroup'
+      ? (await catalog.listGroups(namespace)).map((stored) => renderGroup(stored))
+      : (await catalog.listEntries(namespace)).map((record) => renderEntry(record));
+  return objects
+    .filter((object) => matchesSelector(selector, object.metadata.labels))
+    .map(({ metadata }) => ({ namespace: metadata.namespace, name: metadata.name }))
+    .sort((a, b) =>
+      a.namespace === b.namespace
+        ? a.name.localeCompare(b.name)
+        : a.namespace.localeCompare(b.namespace),
+    );
+}
 
 /** One object's description, or undefined when it is not there. */
 async function describeOne(

@@ -50,25 +50,36 @@ export const registerEc2Event: CommandRegistration = (program, context) => {
       const event = options.file
         ? (JSON.parse(await readFile(options.file, 'utf8')) as Ec2StateChangeEvent)
         : ec2StateChangeEvent(options.instanceId ?? '', options.state, context.now());
-      const { registry, catalog, tokens } = await context.stores(command);
+      const { registry, catalog, tokens, terminated } = await context.stores(command);
       const env: Record<string, string | undefined> = { ...context.io.env, REGISTRAR_TABLE: 'cli' };
       if (options.states !== undefined) env.REGISTRAR_EC2_STATES = options.states;
       const deps: Dependencies = {
         config: readConfig(env),
         store: Object.assign(registry, catalog),
         tokens,
+        // As the deployed function in IAM mode: a terminated instance is remembered.
+        terminatedInstances: terminated,
         now: context.now,
       };
       // Loaded here, not at start: the function's middy and Powertools stack is ~50 ms that
       // every other command (and --help) would pay.
-      const { createEc2StateChangeHandler } = await import('../../functions/ec2-state-change.ts');
+      const [{ createEc2StateChangeHandler }, { logger }] = await Promise.all([
+        import('../../functions/ec2-state-change.ts'),
+        import('../../lib/observability.ts'),
+      ]);
       const handler = createEc2StateChangeHandler(deps);
-      const summary = await handler(event, cliLambdaContext());
+      // The function's JSON log line is for CloudWatch; the terminal gets the CLI's lines.
+      const level = logger.getLevelName();
+      logger.setLogLevel('SILENT');
+      const summary = await handler(event, cliLambdaContext()).finally(() =>
+        logger.setLogLevel(level),
+      );
+      // What was done goes to stdout, as kubectl prints `... deleted`; errors go to stderr.
       for (const entry of summary.removed) context.out(`workloadentry "${entry}" removed\n`);
       const note = summary.ignored
         ? `state ${summary.state} is not one that removes entries (${deps.config.ec2States.join(', ')})`
         : `${summary.removed.length} removed${summary.kept.length > 0 ? `, ${summary.kept.length} kept (a newer instance holds them)` : ''}`;
-      context.io.stderr.write(`instance ${summary.instanceId} ${summary.state}: ${note}\n`);
+      context.out(`instance ${summary.instanceId} ${summary.state}: ${note}\n`);
     });
 };
 

@@ -1,4 +1,5 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
+import { isLabelKey } from '../../lib/domain/validation.ts';
 import { positiveDurationOption } from '../duration-option.ts';
 import { Interrupted, interruption } from '../interrupt.ts';
 import {
@@ -45,6 +46,8 @@ interface GetOptions {
   outputWatchEvents?: boolean;
   watchInterval: number;
   showLabels?: boolean;
+  labelColumns?: string[];
+  headers: boolean;
   sortBy?: JsonPathTemplate;
 }
 
@@ -61,6 +64,13 @@ export const registerGet: CommandRegistration = (program, context) => {
     .addOption(outputOption(['wide', 'name', 'json', 'yaml', 'jsonpath', 'custom-columns']))
     .addOption(new Option('-l, --selector <selector>', SELECTOR_HELP).argParser(parseLabelSelector))
     .option('--show-labels', "a LABELS column last: each object's labels")
+    .addOption(
+      new Option(
+        '-L, --label-columns <keys>',
+        'a column per label key, comma-separated (repeatable): -L app,version',
+      ).argParser(collectLabelKeys),
+    )
+    .option('--no-headers', 'print the table without its header row')
     .addOption(
       new Option(
         '--sort-by <jsonpath>',
@@ -87,6 +97,7 @@ Examples:
   registrar get we -l 'app=web,tier!=canary'          entries whose labels match
   registrar get we -o jsonpath='{.items[*].spec.address}'
   registrar get we -A --sort-by=.metadata.creationTimestamp --show-labels
+  registrar get we -L app,version --no-headers         label values as columns, no header row
   registrar get we -o custom-columns=NAME:.metadata.name,ADDRESS:.spec.address,ZONE:.spec.locality
   registrar get we -n shop -w                         watch VMs come and go
 
@@ -124,6 +135,8 @@ the last row of each one deleted (--output-watch-events says which). Ctrl-C stop
         namespace,
         qualifyNames: requests.length > 1,
         showLabels: options.showLabels === true,
+        labelColumns: options.labelColumns ?? [],
+        noHeaders: !options.headers,
       };
       // A list needs only the catalog's lists; objects by name need the stores' reads.
       const reads: Reads = named
@@ -162,6 +175,17 @@ the last row of each one deleted (--output-watch-events says which). Ctrl-C stop
       throw new Interrupted(stop.reason());
     });
 };
+
+/** `-L a,b -L c`: every key, in order, each a valid label key (kubectl's --label-columns). */
+function collectLabelKeys(text: string, previous: string[] | undefined): string[] {
+  const keys = text.split(',').map((key) => key.trim());
+  for (const key of keys) {
+    if (!isLabelKey(key)) {
+      throw new InvalidArgumentError(`invalid label key '${key}' in '${text}': [prefix/]name`);
+    }
+  }
+  return [...(previous ?? []), ...keys];
+}
 
 function parseSortBy(text: string): JsonPathTemplate {
   try {

@@ -68,6 +68,13 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./policy.ts')).registerPolicy,
   },
   {
+    name: 'namespace',
+    term: 'namespace|ns',
+    description: 'quotas, networks and address ranges a namespace is allowed',
+    load: async () => (await import('./namespace.ts')).registerNamespace,
+    hidden: ['ns'],
+  },
+  {
     name: 'sweep',
     term: 'sweep [options]',
     description: 'run one sweep now: delete auto-registered entries that are disconnected or stale',

@@ -1,13 +1,23 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { normalizeRoleArn } from '../../lib/auth/iam-caller.ts';
+import { ENV } from '../../lib/config-env.ts';
 import { NotFoundError } from '../../lib/domain/errors.ts';
+import { formatNetwork } from '../../lib/domain/namespace-settings.ts';
 import { isDns1123Subdomain } from '../../lib/domain/validation.ts';
-import type { PolicyStore } from '../../lib/store/policy-store.ts';
-import { asList, formatTable, formatTimestamp, toJson, toYaml } from '../output.ts';
+import type { IamPolicy, PolicyStore } from '../../lib/store/policy-store.ts';
+import { LIST_FORMATS, type ListShape, printList } from '../list-printer.ts';
+import { networksOption } from '../namespace-options.ts';
+import { formatTimestamp } from '../output.ts';
 import { type OutputSpec, outputOption } from '../output-option.ts';
+import {
+  cutRevokedConnections,
+  KEEP_CONNECTIONS_FLAG,
+  type RevokeFlags,
+  revokeOptions,
+} from '../revoke-connections.ts';
 import { resolveTarget, type TargetFlags } from '../target.ts';
 import type { CliContext, CommandRegistration } from './context.ts';
-import { namespaceOf, namespaceOption } from './resources.ts';
+import { listedNamespace, namespaceOf, namespaceOption } from './resources.ts';
 
 /**
  * `registrar policy`: IAM mode's allow rules. A stack deployed with authMode=iam lets an EC2
@@ -30,9 +40,15 @@ export const registerPolicy: CommandRegistration = (program, context) => {
         'only into groups running as this service account',
       ).argParser(parseServiceAccount),
     )
+    .addOption(networksOption("the role's entries here", false))
     .action(
       async (
-        options: { roleArn: string; namespace?: string; serviceAccount?: string },
+        options: {
+          roleArn: string;
+          namespace?: string;
+          serviceAccount?: string;
+          networks?: string[];
+        },
         command: Command,
       ) => {
         await withPolicies(context, command, async (policies) => {
@@ -41,16 +57,21 @@ export const registerPolicy: CommandRegistration = (program, context) => {
             namespace: namespaceOf(options),
             createdAt: context.now(),
           };
-          await policies.putPolicy(
-            options.serviceAccount === undefined
-              ? rule
-              : { ...rule, serviceAccount: options.serviceAccount },
-          );
+          await policies.putPolicy({
+            ...rule,
+            ...(options.serviceAccount === undefined
+              ? {}
+              : { serviceAccount: options.serviceAccount }),
+            ...(options.networks === undefined ? {} : { networks: options.networks }),
+          });
           const scope = options.serviceAccount
             ? ` as service account "${options.serviceAccount}"`
             : '';
+          const networks = options.networks
+            ? `, in networks ${options.networks.map(formatNetwork).join(',')}`
+            : '';
           context.out(
-            `role ${rule.roleArn} may register in namespace "${rule.namespace}"${scope}\n`,
+            `role ${rule.roleArn} may register in namespace "${rule.namespace}"${scope}${networks}\n`,
           );
         });
       },
@@ -59,50 +80,102 @@ export const registerPolicy: CommandRegistration = (program, context) => {
   policy
     .command('list')
     .description('list the IAM allow rules')
-    .addOption(outputOption(['json', 'yaml']))
-    .action(async (options: { output: OutputSpec }, command: Command) => {
-      await withPolicies(context, command, async (policies) => {
-        const listed = (await policies.listPolicies()).sort(
-          (a, b) => a.roleArn.localeCompare(b.roleArn) || a.namespace.localeCompare(b.namespace),
-        );
-        if (options.output.format !== 'table') {
-          const list = asList(
-            listed.map((p) => ({ ...p, createdAt: formatTimestamp(p.createdAt) })),
-          );
-          context.out(options.output.format === 'json' ? toJson(list) : toYaml(list));
-          return;
-        }
-        const rows = listed.map((p) => [
-          p.roleArn,
-          p.namespace,
-          p.serviceAccount ?? '<any>',
-          formatTimestamp(p.createdAt),
-        ]);
-        if (rows.length === 0) {
-          context.io.stderr.write('No policies found: no IAM caller may register.\n');
-          return;
-        }
-        context.out(formatTable(['ROLE', 'NAMESPACE', 'SERVICE-ACCOUNT', 'CREATED'], rows));
-      });
-    });
-
-  policy
-    .command('revoke')
-    .description('remove an allow rule: the next connect of that role is refused (entries stay)')
-    .addOption(roleArnOption())
     .addOption(namespaceOption())
-    .action(async (options: { roleArn: string; namespace?: string }, command: Command) => {
-      await withPolicies(context, command, async (policies) => {
+    .option('-A, --all-namespaces', 'list the rules of every namespace')
+    .addOption(outputOption(LIST_FORMATS))
+    .option('--no-headers', 'print the table without its header row')
+    .action(
+      async (
+        options: {
+          namespace?: string;
+          allNamespaces?: boolean;
+          output: OutputSpec;
+          headers: boolean;
+        },
+        command: Command,
+      ) => {
+        const namespace = listedNamespace(options);
+        await withPolicies(context, command, async (policies) => {
+          const listed = (await policies.listPolicies())
+            .filter((p) => namespace === undefined || p.namespace === namespace)
+            .sort(
+              (a, b) =>
+                a.roleArn.localeCompare(b.roleArn) || a.namespace.localeCompare(b.namespace),
+            );
+          printList(context, policyShape(namespace), listed, options.output, {
+            noHeaders: !options.headers,
+          });
+        });
+      },
+    );
+
+  const revoke = policy
+    .command('revoke')
+    .description(
+      "remove an allow rule: the role's next connect is refused, and the connections it authenticated in the namespace are closed",
+    )
+    .addOption(roleArnOption())
+    .addOption(namespaceOption());
+  for (const option of revokeOptions()) revoke.addOption(option);
+  revoke
+    .addHelpText(
+      'after',
+      `
+The connections of the role's sessions in the namespace are closed through API Gateway's
+management endpoint (--management-endpoint, ${ENV.connectionsUrl}, or the local runtime's), so
+their entries leave now instead of when the connections end (up to 2 h later); their agents'
+reconnects are refused (403). ${KEEP_CONNECTIONS_FLAG} only refuses new connects.`,
+    )
+    .action(
+      async (options: RevokeFlags & { roleArn: string; namespace?: string }, command: Command) => {
         const namespace = namespaceOf(options);
-        if (!(await policies.deletePolicy(options.roleArn, namespace))) {
+        let deleted = false;
+        await withPolicies(context, command, async (policies) => {
+          deleted = await policies.deletePolicy(options.roleArn, namespace);
+        });
+        if (deleted) {
+          context.out(
+            `role ${options.roleArn} may no longer register in namespace "${namespace}"\n`,
+          );
+        }
+        // Also when the rule was already gone: a revoke whose closing failed is run again.
+        await cutRevokedConnections(
+          context,
+          command,
+          { kind: 'policy', roleArn: options.roleArn, namespace },
+          // No rule, no connect of the role could have been authorized since: no second look.
+          deleted ? options : { ...options, settle: 0 },
+        );
+        if (!deleted) {
           throw new NotFoundError(
             `no policy for role ${options.roleArn} in namespace "${namespace}"; see registrar policy list`,
           );
         }
-        context.out(`role ${options.roleArn} may no longer register in namespace "${namespace}"\n`);
-      });
-    });
+      },
+    );
 };
+
+/** `policy list`'s columns; the NAMESPACE column only across namespaces, as kubectl's. */
+function policyShape(namespace: string | undefined): ListShape<IamPolicy> {
+  const all = namespace === undefined;
+  return {
+    kind: 'policy',
+    headers: ['ROLE', ...(all ? ['NAMESPACE'] : []), 'SERVICE-ACCOUNT', 'CREATED'],
+    row: (p) => [
+      p.roleArn,
+      ...(all ? [p.namespace] : []),
+      p.serviceAccount ?? '<any>',
+      formatTimestamp(p.createdAt),
+    ],
+    wideHeaders: ['NETWORKS'],
+    wideRow: (p) => [p.networks === undefined ? '<any>' : p.networks.map(formatNetwork).join(',')],
+    view: (p) => ({ ...p, createdAt: formatTimestamp(p.createdAt) }),
+    name: (p) => `${p.roleArn}#${p.namespace}`,
+    empty: all
+      ? 'No policies found: no IAM caller may register.'
+      : `No policies found in ${namespace} namespace: no IAM caller may register there.`,
+  };
+}
 
 function roleArnOption(): Option {
   return new Option('--role-arn <arn>', 'the IAM role, arn:aws:iam::<account>:role/<name>')

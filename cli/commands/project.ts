@@ -8,6 +8,7 @@ interface ProjectOptions {
   targets: string;
   namespace?: string;
   dryRun?: boolean;
+  clusterRanges?: string;
 }
 
 /**
@@ -31,6 +32,10 @@ export const registerProject: CommandRegistration = (program, context) => {
     )
     .option('-n, --namespace <namespace>', 'reconcile one namespace only (default: all)')
     .option('--dry-run', 'print what would change, write nothing')
+    .option(
+      '--cluster-ranges <cidrs>',
+      "the cluster's pod and Service CIDRs, comma-separated: no endpoint in them is written (env REGISTRAR_CLUSTER_RANGES)",
+    )
     .action(async (options: ProjectOptions, command: Command) => {
       // Loaded here: @kubernetes/client-node is large and only this command needs it.
       const [
@@ -38,7 +43,7 @@ export const registerProject: CommandRegistration = (program, context) => {
         { createKubernetesCluster },
         { reconcile },
         { describeReport },
-        { parseTargets },
+        { parseTargets, parseClusterRanges },
       ] = await Promise.all([
         import('../../lib/projection/kubeconfig.ts'),
         import('../../lib/projection/kubernetes-cluster.ts'),
@@ -52,14 +57,23 @@ export const registerProject: CommandRegistration = (program, context) => {
         ...(options.kubeconfig ? { kubeconfig: options.kubeconfig } : {}),
         ...(options.context ? { context: options.context } : {}),
       });
+      const given = options.clusterRanges ?? context.io.env.REGISTRAR_CLUSTER_RANGES;
+      const clusterRanges = parseClusterRanges(
+        given ?? '',
+        options.clusterRanges !== undefined ? '--cluster-ranges' : 'REGISTRAR_CLUSTER_RANGES',
+      );
       const cluster = createKubernetesCluster(config);
-      const { catalog } = await context.stores(command);
+      const { catalog, namespaceSettings } = await context.stores(command);
       const scope: ReconcileScope = options.namespace
         ? { kind: 'namespaces', namespaces: [{ namespace: options.namespace }] }
         : { kind: 'all' };
       const report = await reconcile(
-        { store: catalog, cluster },
-        { targets: parseTargets(options.targets), dryRun: options.dryRun ?? false },
+        { store: catalog, cluster, settings: namespaceSettings },
+        {
+          targets: parseTargets(options.targets),
+          dryRun: options.dryRun ?? false,
+          clusterRanges,
+        },
         scope,
       );
       context.out(describeReport(report));

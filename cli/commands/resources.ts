@@ -147,7 +147,7 @@ export function entryItem(record: EntryRecord): ResourceItem {
     cells: (now) => ({
       table: [
         metadata.name,
-        addressCell(record, spec.address, now),
+        spec.address ?? '<none>',
         connectedStatus(record),
         healthyStatus(entry),
         record.autoRegistrationGroup ?? '<none>',
@@ -161,18 +161,6 @@ export function entryItem(record: EntryRecord): ResourceItem {
     }),
     fingerprint: JSON.stringify([entry, record.identity ?? null]),
   };
-}
-
-/**
- * The address, and the latest refused claim of it by another entry's connect (an address is
- * unique within a network): an operator sees a VM that cannot register because this one
- * holds its address, or someone squatting on it.
- */
-function addressCell(record: EntryRecord, address: string | undefined, now: number): string {
-  const shown = address ?? '<none>';
-  const conflict = record.addressConflict;
-  if (!conflict) return shown;
-  return `${shown} (refused ${conflict.claimant} ${formatAge(conflict.at, now)} ago)`;
 }
 
 /** One group: NAME GENERATION AGE, wide: SERVICE-ACCOUNT NETWORK PROBE. */
@@ -207,4 +195,15 @@ export function byNamespaceAndName<T>(meta: (item: T) => ObjectRef): (a: T, b: T
     const y = meta(b);
     return x.namespace.localeCompare(y.namespace) || x.name.localeCompare(y.name);
   };
+}
+
+/** The namespace a list shows (undefined: every one), as `get` reads -n and -A. */
+export function listedNamespace(options: {
+  namespace?: string;
+  allNamespaces?: boolean;
+}): string | undefined {
+  if (options.namespace !== undefined && options.allNamespaces) {
+    throw new UsageError('use either -n <namespace> or -A, not both');
+  }
+  return options.allNamespaces ? undefined : namespaceOf(options);
 }

@@ -9,6 +9,9 @@ import {
 } from '../../lib/domain/disruption.ts';
 import { formatDuration, parseDuration } from '../../lib/domain/duration.ts';
 import { runSweep } from '../../lib/registration/sweep.ts';
+import { executeJsonPath } from '../jsonpath.ts';
+import { toJson, toYaml } from '../output.ts';
+import { type OutputSpec, parseOutput, TABLE, withCompletionValues } from '../output-option.ts';
 import type { CommandRegistration } from './context.ts';
 import { QUALIFIED } from './resources.ts';
 
@@ -146,21 +149,31 @@ export const registerSweep: CommandRegistration = (program, context) => {
     .description(
       "the sweeper's fail-static state per namespace and zone: normal, held or slowed, why, since when, until when",
     )
-    .option('-o, --output <format>', 'text or json', 'text')
-    .action(async (options: { output: string }, command: Command) => {
-      if (options.output !== 'text' && options.output !== 'json') {
-        throw new InvalidArgumentError(`--output must be text or json, got '${options.output}'`);
-      }
+    .addOption(
+      withCompletionValues(
+        new Option('-o, --output <format>', 'output format: json, yaml, jsonpath=TEMPLATE')
+          // `text` is the default view's old name, still accepted.
+          .argParser((text: string) =>
+            text === 'text' ? TABLE : parseOutput(text, ['json', 'yaml', 'jsonpath']),
+          )
+          .default(TABLE, 'the status as text'),
+        ['json', 'yaml', 'jsonpath='],
+      ),
+    )
+    .action(async (options: { output: OutputSpec }, command: Command) => {
       const { registry } = await context.stores(command);
       const [record, zones] = await Promise.all([
         registry.disruptionRecord(),
         registry.zoneCounts(),
       ]);
-      if (options.output === 'json') {
-        context.out(`${JSON.stringify(statusJson(record, zones, context.now()), null, 2)}\n`);
+      const { output } = options;
+      if (output.format === 'table') {
+        context.out(statusText(record, zones, context.now()));
         return;
       }
-      context.out(statusText(record, zones, context.now()));
+      const status = statusJson(record, zones, context.now());
+      if (output.format === 'jsonpath') context.out(executeJsonPath(output.template, status));
+      else context.out(output.format === 'yaml' ? toYaml(status) : toJson(status));
     });
 
   registerRollbackIndex(sweep, context);

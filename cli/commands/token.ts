@@ -1,13 +1,23 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { createJoinToken } from '../../lib/auth/join-token.ts';
+import { ENV } from '../../lib/config-env.ts';
 import { NotFoundError } from '../../lib/domain/errors.ts';
+import { formatNetwork } from '../../lib/domain/namespace-settings.ts';
 import { isDns1123Subdomain } from '../../lib/domain/validation.ts';
 import type { StoredToken } from '../../lib/store/token-store.ts';
 import { positiveDurationOption } from '../duration-option.ts';
-import { asList, formatTable, formatTimestamp, toJson, toYaml } from '../output.ts';
+import { LIST_FORMATS, type ListShape, printList } from '../list-printer.ts';
+import { networksOption } from '../namespace-options.ts';
+import { formatTimestamp } from '../output.ts';
 import { type OutputSpec, outputOption } from '../output-option.ts';
+import {
+  cutRevokedConnections,
+  KEEP_CONNECTIONS_FLAG,
+  type RevokeFlags,
+  revokeOptions,
+} from '../revoke-connections.ts';
 import type { CommandRegistration } from './context.ts';
-import { namespaceOf, namespaceOption } from './resources.ts';
+import { listedNamespace, namespaceOf, namespaceOption } from './resources.ts';
 
 export const DEFAULT_TOKEN_TTL = '24h';
 
@@ -32,6 +42,7 @@ export const registerToken: CommandRegistration = (program, context) => {
         DEFAULT_TOKEN_TTL,
       ),
     )
+    .addOption(networksOption('entries registered with this token', false))
     .addHelpText(
       'after',
       '\nThe token is for the namespace of -n (default "default"), as every command: an agent with it\n' +
@@ -39,63 +50,117 @@ export const registerToken: CommandRegistration = (program, context) => {
     )
     .action(
       async (
-        options: { namespace?: string; serviceAccount?: string; ttl: number },
+        options: { namespace?: string; serviceAccount?: string; ttl: number; networks?: string[] },
         command: Command,
       ) => {
-        const { tokens } = await context.stores(command);
+        const { tokens, sweepPolicy } = await context.stores(command);
         const input = { namespace: namespaceOf(options), ttlMs: options.ttl, now: context.now() };
         const created = createJoinToken(
           options.serviceAccount === undefined
             ? input
             : { ...input, serviceAccount: options.serviceAccount },
         );
-        await tokens.putToken(created.stored);
+        await tokens.putToken(
+          options.networks === undefined
+            ? created.stored
+            : { ...created.stored, networks: options.networks },
+        );
         // Only the token on stdout, so `TOKEN=$(registrar token create -n web)` works.
         context.out(`${created.token}\n`);
+        // The mode the registrar recorded (its sweeper's last run, or npm start): a token made
+        // for an IAM-mode registrar can never be used, and its agent would only be refused.
+        const recorded = await sweepPolicy.read().catch(() => undefined);
+        if (recorded?.authMode === 'iam') {
+          context.io.stderr.write(
+            `warning: this registrar runs in IAM mode (recorded ${new Date(recorded.recordedAt).toISOString()}): it never reads join tokens, so this one cannot be used; agents connect with --auth iam, allowed by registrar policy allow --role-arn <arn> -n ${input.namespace}\n`,
+          );
+        }
       },
     );
 
   token
     .command('list')
     .description('list join tokens (never their secrets)')
-    .addOption(outputOption(['json', 'yaml']))
-    .action(async (options: { output: OutputSpec }, command: Command) => {
+    .addOption(namespaceOption())
+    .option('-A, --all-namespaces', 'list the tokens of every namespace')
+    .addOption(outputOption(LIST_FORMATS))
+    .option('--no-headers', 'print the table without its header row')
+    .action(async (options: ListOptions, command: Command) => {
+      const namespace = listedNamespace(options);
       const { tokens } = await context.stores(command);
       const now = context.now();
-      const listed = (await tokens.listTokens()).sort(
-        (a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id),
-      );
-      if (options.output.format !== 'table') {
-        const list = asList(listed.map((t) => tokenView(t, now)));
-        context.out(options.output.format === 'json' ? toJson(list) : toYaml(list));
-        return;
-      }
-      const rows = listed.map((t) => [
-        t.id,
-        t.namespace,
-        t.serviceAccount ?? '<any>',
-        formatTimestamp(t.expiresAt),
-        tokenStatus(t, now),
-      ]);
-      if (rows.length === 0) {
-        context.io.stderr.write('No tokens found.\n');
-        return;
-      }
-      context.out(formatTable(['ID', 'NAMESPACE', 'SERVICE-ACCOUNT', 'EXPIRES', 'STATUS'], rows));
+      const listed = (await tokens.listTokens())
+        .filter((t) => namespace === undefined || t.namespace === namespace)
+        .sort((a, b) => a.createdAt - b.createdAt || a.id.localeCompare(b.id));
+      printList(context, tokenShape(now, namespace), listed, options.output, {
+        noHeaders: !options.headers,
+      });
     });
 
-  token
+  const revoke = token
     .command('revoke')
-    .description('revoke a join token: agents can no longer connect with it (entries stay)')
-    .argument('<id>', "the token's ID, as `token list` shows it")
-    .action(async (id: string, _options: unknown, command: Command) => {
+    .description(
+      'revoke a join token: agents can no longer connect with it, and the connections it authenticated are closed',
+    )
+    .argument('<id>', "the token's ID, as `token list` shows it");
+  for (const option of revokeOptions()) revoke.addOption(option);
+  revoke
+    .addHelpText(
+      'after',
+      `
+The connections the token authenticated are closed through API Gateway's management endpoint
+(--management-endpoint, ${ENV.connectionsUrl}, or the local runtime's), so their entries leave
+now instead of when the connections end (up to 2 h later); their agents' reconnects are refused
+(401). ${KEEP_CONNECTIONS_FLAG} only refuses new connects. Revoking a revoked token again closes
+what is still open.`,
+    )
+    .action(async (id: string, options: RevokeFlags, command: Command) => {
       const { tokens } = await context.stores(command);
-      if (!(await tokens.revokeToken(id, context.now()))) {
+      const stored = await tokens.getToken(id);
+      if (!stored || !(await tokens.revokeToken(id, context.now()))) {
         throw new NotFoundError(`token "${id}" not found; see registrar token list`);
       }
       context.out(`token "${id}" revoked\n`);
+      await cutRevokedConnections(
+        context,
+        command,
+        { kind: 'token', id, namespace: stored.namespace },
+        options,
+      );
     });
 };
+
+interface ListOptions {
+  namespace?: string;
+  allNamespaces?: boolean;
+  output: OutputSpec;
+  headers: boolean;
+}
+
+/** `token list`'s columns; the NAMESPACE column only across namespaces, as kubectl's. */
+function tokenShape(now: number, namespace: string | undefined): ListShape<StoredToken> {
+  const all = namespace === undefined;
+  return {
+    kind: 'token',
+    headers: ['ID', ...(all ? ['NAMESPACE'] : []), 'SERVICE-ACCOUNT', 'EXPIRES', 'STATUS'],
+    row: (t) => [
+      t.id,
+      ...(all ? [t.namespace] : []),
+      t.serviceAccount ?? '<any>',
+      formatTimestamp(t.expiresAt),
+      tokenStatus(t, now),
+    ],
+    wideHeaders: ['CREATED', 'REVOKED', 'NETWORKS'],
+    wideRow: (t) => [
+      formatTimestamp(t.createdAt),
+      t.revokedAt === undefined ? '<none>' : formatTimestamp(t.revokedAt),
+      t.networks === undefined ? '<any>' : t.networks.map(formatNetwork).join(','),
+    ],
+    view: (t) => tokenView(t, now),
+    name: (t) => t.id,
+    empty: all ? 'No tokens found.' : `No tokens found in ${namespace} namespace.`,
+  };
+}
 
 /** A token as `token list -o json|yaml` shows it: what the table shows, never the secret's hash. */
 export function tokenView(token: StoredToken, now: number): Record<string, string> {
@@ -104,6 +169,7 @@ export function tokenView(token: StoredToken, now: number): Record<string, strin
   view.createdAt = formatTimestamp(token.createdAt);
   view.expiresAt = formatTimestamp(token.expiresAt);
   if (token.revokedAt !== undefined) view.revokedAt = formatTimestamp(token.revokedAt);
+  if (token.networks !== undefined) view.networks = token.networks.map(formatNetwork).join(',');
   view.status = tokenStatus(token, now);
   return view;
 }

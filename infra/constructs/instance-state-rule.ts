@@ -5,6 +5,7 @@ import type { Function as RegistrarLambda } from 'aws-cdk-lib/aws-lambda';
 import { SqsDestination } from 'aws-cdk-lib/aws-lambda-destinations';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { GONE_STATES } from '../../lib/auth/terminated-instances.ts';
 import type { StackOptions } from '../stack-options.ts';
 import { RegistrarFunction } from './registrar-function.ts';
 import { registrarEnvironment } from './registrar-functions.ts';
@@ -70,7 +71,7 @@ export class InstanceStateRule extends Construct {
       eventPattern: {
         source: ['aws.ec2'],
         detailType: ['EC2 Instance State-change Notification'],
-        detail: { state: [...props.options.ec2States] },
+        detail: { state: ruleStates(props.options) },
       },
       targets: [
         new LambdaFunction(this.function, {
@@ -81,4 +82,15 @@ export class InstanceStateRule extends Construct {
       ],
     });
   }
+}
+
+/**
+ * The states the rule lets through: the ones that remove entries, and in IAM mode also the
+ * ones after which the function remembers the instance as terminated (its credentials and
+ * identity document are refused for a day, whatever states remove entries).
+ */
+export function ruleStates(options: StackOptions): string[] {
+  const states = new Set(options.ec2States);
+  if (options.authMode === 'iam') for (const state of GONE_STATES) states.add(state);
+  return [...states];
 }

@@ -15,8 +15,13 @@ import { Construct } from 'constructs';
 import { ENV } from '../../lib/config.ts';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lib/observability.ts';
 import { PROJECTION_METRIC } from '../../lib/projection/projection-metrics.ts';
-import { PROJECTOR_ENV, parseTargets } from '../../lib/projection/projector-config.ts';
+import {
+  PROJECTOR_ENV,
+  parseClusterRanges,
+  parseTargets,
+} from '../../lib/projection/projector-config.ts';
 import type { Target } from '../../lib/projection/report.ts';
+import { StackOptionsError } from '../stack-options.ts';
 import { RegistrarFunction } from './registrar-function.ts';
 import { partitionStatements, tableAccess } from './table-access.ts';
 
@@ -29,6 +34,11 @@ export interface ProjectorProps {
   /** Base64 CA data (`cluster.certificateAuthority.data`). */
   certificateAuthority: string;
   targets: readonly Target[];
+  /**
+   * The cluster's pod and Service CIDRs, comma-separated: the projector writes no endpoint in
+   * them (docs/kubernetes.md says how to find them). Default: none.
+   */
+  clusterRanges?: string;
   /** Full reconcile every this many minutes. Default 5. */
   scheduleMinutes?: number;
   /** Alarms notify this topic when given. */
@@ -79,6 +89,7 @@ export class Projector extends Construct {
         [PROJECTOR_ENV.clusterName]: props.clusterName,
         [PROJECTOR_ENV.endpoint]: props.endpoint,
         [PROJECTOR_ENV.certificateAuthority]: props.certificateAuthority,
+        ...(props.clusterRanges ? { [PROJECTOR_ENV.clusterRanges]: props.clusterRanges } : {}),
       },
     });
     this.function = projector.function;
@@ -222,11 +233,17 @@ export const PROJECTOR_OPTION_KEYS = {
   certificateAuthority: 'projectorCertificateAuthority',
   targets: 'projectorTargets',
   scheduleMinutes: 'projectorScheduleMinutes',
+  clusterRanges: 'projectorClusterRanges',
 } as const;
 
 export type ProjectorOptions = Pick<
   ProjectorProps,
-  'clusterName' | 'endpoint' | 'certificateAuthority' | 'targets' | 'scheduleMinutes'
+  | 'clusterName'
+  | 'endpoint'
+  | 'certificateAuthority'
+  | 'targets'
+  | 'scheduleMinutes'
+  | 'clusterRanges'
 >;
 
 /**
@@ -263,6 +280,25 @@ export function resolveProjectorOptions(node: Construct['node']): ProjectorOptio
   } catch (error) {
     problems.push(`${PROJECTOR_OPTION_KEYS.targets}: ${(error as Error).message}`);
   }
-  if (problems.length > 0) throw new Error(`invalid projector option ${problems.join('; ')}`);
-  return { clusterName, endpoint, certificateAuthority, targets, scheduleMinutes: minutes };
+  let clusterRanges: string | undefined;
+  const ranges = read(PROJECTOR_OPTION_KEYS.clusterRanges);
+  if (ranges !== undefined) {
+    try {
+      const cidrs = parseClusterRanges(ranges, PROJECTOR_OPTION_KEYS.clusterRanges);
+      clusterRanges = cidrs.map((cidr) => cidr.text).join(',');
+    } catch (error) {
+      problems.push((error as Error).message.replace(/^invalid /, ''));
+    }
+  }
+  if (problems.length > 0) {
+    throw new StackOptionsError(`invalid projector option ${problems.join('; ')}`);
+  }
+  return {
+    clusterName,
+    endpoint,
+    certificateAuthority,
+    targets,
+    scheduleMinutes: minutes,
+    ...(clusterRanges ? { clusterRanges } : {}),
+  };
 }

@@ -11,7 +11,7 @@ import { BUNDLE, FUNCTION_ENTRIES, type FunctionName, REPO_ROOT } from './bundli
 
 export interface RegistrarFunctionProps {
   /** One of the registrar's own functions, or `entry` for another one (the projector). */
-  name: FunctionName | 'project';
+  name: FunctionName | 'project' | 'mesh-identity';
   /** Source file, relative to the repository; default FUNCTION_ENTRIES[name]. */
   entry?: string;
   /** What the role is for, as IAM shows it. */

@@ -1,3 +1,4 @@
+import { Stack } from 'aws-cdk-lib';
 import type { Function as LambdaFunction } from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
 import { ENV } from '../../lib/config.ts';
@@ -35,14 +36,22 @@ export function registrarEnvironment(
 /**
  * IAM mode: what `$connect` needs to attest instances (lib/auth/instance-attestation.ts). Only
  * the connect function gets it: no other route sees a document, and certificates would take
- * room in every function's 4 KB environment.
+ * room in every function's 4 KB environment. The trusted Regions travel as names (the
+ * certificates are bundled and pinned in code): the stack's own Region, then the option's.
  */
-export function attestationEnvironment(options: StackOptions): Record<string, string> {
+export function attestationEnvironment(
+  options: StackOptions,
+  stackRegion: string,
+): Record<string, string> {
   if (options.instanceAttestation === undefined) return {};
   return {
     [ENV.instanceAttestation]: options.instanceAttestation,
     ...(options.instanceIdentityCertsPem === undefined
-      ? {}
+      ? {
+          [ENV.instanceIdentityRegions]: [stackRegion, ...options.instanceIdentityRegions].join(
+            ',',
+          ),
+        }
       : { [ENV.instanceIdentityCerts]: options.instanceIdentityCertsPem }),
   };
 }
@@ -75,7 +84,11 @@ export class RegistrarFunctions extends Construct {
         environment: { ...environment, ...extra },
       }).function;
 
-    this.connect = build('connect', 'Connect', attestationEnvironment(props.options));
+    this.connect = build(
+      'connect',
+      'Connect',
+      attestationEnvironment(props.options, Stack.of(this).region),
+    );
     this.disconnect = build('disconnect', 'Disconnect');
     this.message = build('message', 'Message');
     const { authMode } = props.options;

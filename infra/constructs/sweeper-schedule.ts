@@ -6,9 +6,9 @@ import { Construct } from 'constructs';
 import { DEFAULTS, ENV } from '../../lib/config.ts';
 import type { StackOptions } from '../stack-options.ts';
 import { RegistrarFunction } from './registrar-function.ts';
-import { sweeperSizing } from './sweeper-sizing.ts';
 import { registrarEnvironment } from './registrar-functions.ts';
 import type { RegistryTable } from './registry-table.ts';
+import { sweeperSizing } from './sweeper-sizing.ts';
 import { tableAccess } from './table-access.ts';
 
 export interface SweeperScheduleProps {

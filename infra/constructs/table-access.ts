@@ -38,8 +38,11 @@ const ZONE_COUNTERS = { actions: ['UpdateItem'], partitions: [PARTITIONS.zones] 
  * - authorize: reads the presented token.
  * - connect: reads the group and the entry, writes the entry conditionally (and deletes one
  *   it created when the connect is withdrawn, or one its address claim replaces); claims the
- *   entry's address (one conditional put, read when held); in IAM mode also reads the
- *   caller's allow rule and records the connection (no authorizer carries its entry).
+ *   entry's address (one conditional put, read when held); reads its namespace's settings
+ *   and live count (a Query of its zone counters), and counts itself against the connect
+ *   rate (one conditional update, read when refused); in IAM mode also reads the caller's
+ *   allow rule and whether EC2 reported its instance terminated, and records the
+ *   connection (no authorizer carries its entry).
  * - disconnect: reads and updates the entry; reads and forgets the connection record.
  * - message: reads and updates the entry (health); reads the connection record.
  * - sweeper: queries the sweep index and the namespace index (whose namespaces' departures it
@@ -47,9 +50,11 @@ const ZONE_COUNTERS = { actions: ['UpdateItem'], partitions: [PARTITIONS.zones] 
  *   mark and writes the effective sweep policy.
  * - connect, disconnect, sweeper and ec2StateChange move the zone counters; the sweeper also
  *   reads them (one Query of the ZONE partition) and keeps its fail-static record.
- * - ec2StateChange: queries the instance index, deletes the entries it names.
- * - projector: reads entries (GetItem), lists a namespace's entries and groups (Query) and the
- *   namespace index (Query); nothing else: no token, allow rule, connection record or counter.
+ * - ec2StateChange: queries the instance index, deletes the entries it names; in IAM mode
+ *   records a terminated instance (refused by connect for a day).
+ * - projector: reads entries (GetItem), lists a namespace's entries and groups (Query), the
+ *   namespace index (Query) and the namespaces' settings (Query: their address ranges);
+ *   nothing else: no token, allow rule, connection record or counter.
  */
 export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'): TableAccess {
   const iam = authMode === 'iam';
@@ -63,12 +68,15 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
             actions: ['GetItem', 'UpdateItem', 'DeleteItem'],
             partitions: [PARTITIONS.namespaces],
           },
-          ZONE_COUNTERS,
+          { actions: ['Query', 'UpdateItem'], partitions: [PARTITIONS.zones] },
           { actions: ['GetItem', 'PutItem'], partitions: [PARTITIONS.addresses] },
+          { actions: ['GetItem'], partitions: [PARTITIONS.namespaceSettings] },
+          { actions: ['GetItem', 'UpdateItem'], partitions: [PARTITIONS.connectRate] },
           ...(iam
             ? [
                 { actions: ['PutItem'], partitions: [PARTITIONS.connections] } as const,
                 { actions: ['GetItem'], partitions: [PARTITIONS.policies] } as const,
+                { actions: ['GetItem'], partitions: [PARTITIONS.terminated] } as const,
               ]
             : []),
         ],
@@ -109,7 +117,13 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
     case 'ec2StateChange':
       return {
         queryInstanceIndex: true,
-        items: [{ actions: ['DeleteItem'], partitions: [PARTITIONS.namespaces] }, ZONE_COUNTERS],
+        items: [
+          { actions: ['DeleteItem'], partitions: [PARTITIONS.namespaces] },
+          ZONE_COUNTERS,
+          ...(iam
+            ? [{ actions: ['UpdateItem'], partitions: [PARTITIONS.terminated] } as const]
+            : []),
+        ],
       };
     case 'projector':
       return {
@@ -118,6 +132,7 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
             actions: ['GetItem', 'Query'],
             partitions: [PARTITIONS.namespaces, PARTITIONS.namespaceIndex],
           },
+          { actions: ['Query'], partitions: [PARTITIONS.namespaceSettings] },
         ],
       };
   }

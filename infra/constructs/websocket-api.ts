@@ -194,7 +194,7 @@ export class RegistrarWebSocketApi extends Construct {
  * API Gateway authorizes a WebSocket once, at `$connect`; later messages and `$disconnect`
  * travel on that authorized connection and cannot carry an authorizer.
  */
-function acknowledgeConnectionScopedAuth(route: IConstruct): void {
+export function acknowledgeConnectionScopedAuth(route: IConstruct): void {
   Validations.of(route).acknowledge({
     id: 'AwsSolutions-APIG4',
     reason:

@@ -185,6 +185,8 @@ function renderEvent(
       );
     case 'entry not projected':
       return warn(`not projected: ${record.kind} ${record.entry}: ${record.reason}`);
+    case 'endpoint refused':
+      return warn(`refused endpoint: ${record.entry}: ${record.reason}`);
     case 'gateway: closing connection':
       return info(`gateway closes connection ${connectionId}: ${record.why}`);
     default:

@@ -6,6 +6,7 @@
 import { dirname, join } from 'node:path';
 import { type ConsoleSettings, loggerLevelFor } from './console-log.ts';
 import { OptionsError, parseLocalOptions } from './options.ts';
+import { watchParent } from './parent-watch.ts';
 import type { LocalRuntime, LocalRuntimeOptions } from './runtime.ts';
 
 // Powertools reads this when the handlers' modules load, so it is set before the runtime is
@@ -57,6 +58,7 @@ async function main(): Promise<number> {
   };
   process.once('SIGINT', () => signalled('SIGINT'));
   process.once('SIGTERM', () => signalled('SIGTERM'));
+  watchParent((parent) => signalled(`the process that started it (PID ${parent}) exited`));
 
   const { startLocalRuntime } = await import('./runtime.ts');
   const { describeSweepPolicy } = await import('../../lib/config.ts');
@@ -135,13 +137,18 @@ async function jsonLines() {
 }
 
 function describeAuthMode(mode: string, options: LocalRuntimeOptions): string {
-  return mode === 'iam'
-    ? `iam (SigV4-presigned upgrades, ${options.iamCallers?.length ?? 0} caller(s) from --iam-callers; ${
-        options.instanceIdentityCerts === undefined
-          ? "instance identity documents optional, checked against AWS's certificates"
-          : `instance identity documents required, signed by a certificate of ${options.instanceIdentityCerts}`
-      })`
-    : 'token (agents present a join token: npx registrar token create -n <namespace>)';
+  if (mode !== 'iam') {
+    return 'token (agents present a join token: npx registrar token create -n <namespace>)';
+  }
+  const signedBy =
+    options.instanceIdentityCerts === undefined
+      ? "AWS's certificates"
+      : `a certificate of ${options.instanceIdentityCerts}`;
+  const documents =
+    options.instanceAttestation === 'optional'
+      ? `instance identity documents optional (--instance-attestation optional), checked against ${signedBy}`
+      : `instance identity documents required, signed by ${signedBy}`;
+  return `iam (SigV4-presigned upgrades, ${options.iamCallers?.length ?? 0} caller(s) from --iam-callers; ${documents})`;
 }
 
 function describeProjection(projection: NonNullable<LocalRuntime['projection']>): string {

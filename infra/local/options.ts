@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { type ParseArgsConfig, parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
 import { loadTrustedCertificates } from '../../lib/auth/instance-identity-document.ts';
 import {
@@ -11,7 +11,7 @@ import {
   readConfig,
 } from '../../lib/config.ts';
 import { formatDuration, parseDuration } from '../../lib/domain/duration.ts';
-import { parseTargets } from '../../lib/projection/projector-config.ts';
+import { parseClusterRanges, parseTargets } from '../../lib/projection/projector-config.ts';
 import { type ConsoleSettings, parseConsoleLevel } from './console-log.ts';
 import { LOCAL_DEFAULTS } from './defaults.ts';
 import type { LocalRuntimeOptions } from './runtime.ts';
@@ -72,11 +72,15 @@ Options (a flag wins over its environment variable):
   --context <name>            REGISTRAR_KUBE_CONTEXT        project, into this kubeconfig context (default: its current context)
   --projection-targets <l>    REGISTRAR_PROJECTION_TARGETS  istio, linkerd, endpointslices, comma-separated (default istio)
   --projection-interval <d>   REGISTRAR_PROJECTION_INTERVAL how often the projector reconciles (default 10s)
+  --cluster-ranges <cidrs>    REGISTRAR_CLUSTER_RANGES      the cluster's pod and Service CIDRs: the projector writes no
+                                                            endpoint in them (docs/kubernetes.md finds them)
   --auth-mode <m>             REGISTRAR_AUTH_MODE           token (join tokens, default) or iam (SigV4, as the stack's authMode=iam)
   --iam-callers <path>        REGISTRAR_IAM_CALLERS         iam mode: JSON/YAML list of {accessKeyId, secretAccessKey, arn} that may sign
   --instance-identity-certs <pem>
-                              REGISTRAR_INSTANCE_IDENTITY_CERTS  iam mode: require an EC2 instance identity document signed by a
-                                                            certificate in this PEM file (default: optional, AWS's certificates)
+                              REGISTRAR_INSTANCE_IDENTITY_CERTS  iam mode: verify EC2 instance identity documents against the
+                                                            certificates of this PEM file (default: AWS's)
+  --instance-attestation <m>  REGISTRAR_INSTANCE_ATTESTATION iam mode: required (default) or optional: whether a connect must
+                                                            carry a document; iam mode needs one of these two flags
   --log-format <f>            REGISTRAR_LOG_FORMAT          human: one line per event (default); json: the functions' raw JSON lines
   Fail static (docs/operations.md):
   --disruption-threshold <s>  REGISTRAR_DISRUPTION_THRESHOLD share of a zone away abnormally that slows it (default 55%)
@@ -93,6 +97,36 @@ events are info, warnings and refusals warn; debug adds every other line.
 Durations: 500ms, 10s, 5m, 2h (or combined, 1h30m).
 `;
 
+/** Every flag of `npm start` (README's table lists each one; test/unit/docs-match-code.test.ts). */
+export const LOCAL_OPTIONS = {
+  port: { type: 'string' },
+  'grace-period': { type: 'string' },
+  'max-connection-age': { type: 'string' },
+  'sweep-interval': { type: 'string' },
+  'idle-timeout': { type: 'string' },
+  'liveness-interval': { type: 'string' },
+  'connect-settle': { type: 'string' },
+  'data-dir': { type: 'string' },
+  memory: { type: 'boolean' },
+  kubeconfig: { type: 'string' },
+  context: { type: 'string' },
+  project: { type: 'boolean' },
+  'projection-targets': { type: 'string' },
+  'projection-interval': { type: 'string' },
+  'cluster-ranges': { type: 'string' },
+  'auth-mode': { type: 'string' },
+  'iam-callers': { type: 'string' },
+  'instance-identity-certs': { type: 'string' },
+  'instance-attestation': { type: 'string' },
+  'log-format': { type: 'string' },
+  'disruption-threshold': { type: 'string' },
+  'disruption-window': { type: 'string' },
+  'secondary-deletes-per-second': { type: 'string' },
+  'hold-bound': { type: 'string' },
+  'ec2-states': { type: 'string' },
+  help: { type: 'boolean', short: 'h' },
+} as const satisfies ParseArgsConfig['options'];
+
 export function parseLocalOptions(
   argv: readonly string[],
   env: Record<string, string | undefined>,
@@ -103,32 +137,7 @@ export function parseLocalOptions(
       args: [...argv],
       strict: true,
       allowPositionals: false,
-      options: {
-        port: { type: 'string' },
-        'grace-period': { type: 'string' },
-        'max-connection-age': { type: 'string' },
-        'sweep-interval': { type: 'string' },
-        'idle-timeout': { type: 'string' },
-        'liveness-interval': { type: 'string' },
-        'connect-settle': { type: 'string' },
-        'data-dir': { type: 'string' },
-        memory: { type: 'boolean' },
-        kubeconfig: { type: 'string' },
-        context: { type: 'string' },
-        project: { type: 'boolean' },
-        'projection-targets': { type: 'string' },
-        'projection-interval': { type: 'string' },
-        'auth-mode': { type: 'string' },
-        'iam-callers': { type: 'string' },
-        'instance-identity-certs': { type: 'string' },
-        'log-format': { type: 'string' },
-        'disruption-threshold': { type: 'string' },
-        'disruption-window': { type: 'string' },
-        'secondary-deletes-per-second': { type: 'string' },
-        'hold-bound': { type: 'string' },
-        'ec2-states': { type: 'string' },
-        help: { type: 'boolean', short: 'h' },
-      },
+      options: LOCAL_OPTIONS,
     }));
   } catch (error) {
     throw new OptionsError(`${(error as Error).message}; see --help`);
@@ -170,6 +179,14 @@ export function parseLocalOptions(
       );
     }
   }
+  const clusterRanges = pick('cluster-ranges', 'REGISTRAR_CLUSTER_RANGES');
+  if (clusterRanges) {
+    try {
+      options.clusterRanges = parseClusterRanges(clusterRanges.value, clusterRanges.source);
+    } catch (error) {
+      throw new OptionsError((error as Error).message);
+    }
+  }
   const authMode = pick('auth-mode', 'REGISTRAR_AUTH_MODE');
   if (authMode) {
     if (authMode.value !== 'token' && authMode.value !== 'iam') {
@@ -191,6 +208,12 @@ export function parseLocalOptions(
       );
     }
     options.functionEnv = { ...options.functionEnv, [variable]: given.value };
+  }
+  // The sidecar bootstrap's mesh settings (docs/kubernetes.md), for `--project`; checked at start.
+  for (const [variable, value] of Object.entries(env)) {
+    if (variable.startsWith('REGISTRAR_MESH_') && value) {
+      options.functionEnv = { ...options.functionEnv, [variable]: value };
+    }
   }
   const callers = pick('iam-callers', 'REGISTRAR_IAM_CALLERS');
   if (options.authMode === 'iam' && !callers) {
@@ -218,7 +241,35 @@ export function parseLocalOptions(
     }
     options.instanceIdentityCerts = certs.value;
   }
+  const attestation = instanceAttestation(pick('instance-attestation', ENV.instanceAttestation));
+  if (attestation && options.authMode !== 'iam') {
+    throw new OptionsError(
+      `${attestation.source} is used only with --auth-mode iam: token-mode agents present no instance identity document`,
+    );
+  }
+  if (attestation) options.instanceAttestation = attestation.mode;
+  if (options.authMode === 'iam' && !certs && !attestation) throw new OptionsError(IAM_NEEDS_TRUST);
   return { kind: 'run', options, console: consoleSettings(pick, env) };
+}
+
+/**
+ * Fail closed (DESIGN "Defaults fail closed"): IAM mode requires instance identity documents.
+ * No EC2 signs one locally, so AWS's certificates alone would refuse every agent off EC2;
+ * the operator says which it is to be instead of getting documents made optional silently.
+ */
+export const IAM_NEEDS_TRUST =
+  "--auth-mode iam requires EC2 instance identity documents: pass --instance-identity-certs <pem file> (the certificates they are signed by; tests sign with their own key), --instance-attestation required (AWS's certificates: agents on EC2 only), or --instance-attestation optional to accept agents that send none (as the agent with --no-imds)";
+
+function instanceAttestation(
+  given: { value: string; source: string } | undefined,
+): { mode: 'required' | 'optional'; source: string } | undefined {
+  if (!given) return undefined;
+  if (given.value !== 'required' && given.value !== 'optional') {
+    throw new OptionsError(
+      `invalid ${given.source} '${given.value}': must be required or optional`,
+    );
+  }
+  return { mode: given.value, source: given.source };
 }
 
 /** --log-format and LOG_LEVEL (Powertools' POWERTOOLS_LOG_LEVEL wins, as in the functions). */

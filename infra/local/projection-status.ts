@@ -51,6 +51,18 @@ export function projectionStatus(target: ProjectionTarget, log: ProjectionLog): 
           });
         }
       }
+      for (const refused of report.refused) {
+        const key = `refused ${refused.namespace}/${refused.name}: ${refused.message}`;
+        current.add(key);
+        if (!problems.has(key)) {
+          log.warn('endpoint refused', {
+            ...where,
+            entry: `${refused.namespace}/${refused.name}`,
+            address: refused.address,
+            reason: refused.message,
+          });
+        }
+      }
       problems = current;
       if (report.errors.length > 0) {
         const distinct = [...new Set(report.errors.map((error) => error.message))];

@@ -1,4 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
+import type { Cidr } from '../../lib/domain/cidr.ts';
 import type { Cluster } from '../../lib/projection/cluster.ts';
 import { kubeConfigFromFile } from '../../lib/projection/cluster-access.ts';
 import { createKubernetesCluster } from '../../lib/projection/kubernetes-cluster.ts';
@@ -12,6 +13,10 @@ export interface ProjectorLoopOptions {
   kubeconfigPath?: string;
   context?: string;
   store: ProjectorDeps['store'];
+  /** The namespaces' address ranges, read once a run. */
+  settings?: ProjectorDeps['settings'];
+  /** The cluster's pod and Service ranges: no endpoint in them is written. */
+  clusterRanges?: readonly Cidr[];
   intervalMs: number;
   targets: readonly Target[];
   /** Each run's report (the local runtime logs changes and errors). */
@@ -40,7 +45,14 @@ export function startProjectorLoop(options: ProjectorLoopOptions): ProjectorLoop
   let stopped = false;
   const tick = () => {
     if (stopped) return;
-    running ??= reconcile({ store: options.store, cluster }, { targets: options.targets })
+    running ??= reconcile(
+      {
+        store: options.store,
+        cluster,
+        ...(options.settings ? { settings: options.settings } : {}),
+      },
+      { targets: options.targets, clusterRanges: options.clusterRanges ?? [] },
+    )
       .then(
         (report) => options.onReport?.(report),
         (error: unknown) => options.onError?.(error),

@@ -8,6 +8,7 @@ import { createMessageHandler } from '../../functions/message.ts';
 import { createSweeperHandler, type SweeperSummary } from '../../functions/sweeper.ts';
 import { type Config, DEFAULTS, ENV } from '../../lib/config.ts';
 import { type Dependencies, dependenciesFromEnv } from '../../lib/dependencies.ts';
+import type { Cidr } from '../../lib/domain/cidr.ts';
 import { ManagementApiLiveness } from '../../lib/gateway/management-api-liveness.ts';
 import { logger } from '../../lib/observability.ts';
 import type { Target } from '../../lib/projection/report.ts';
@@ -82,6 +83,8 @@ export interface LocalRuntimeOptions {
   projectionTargets?: readonly Target[];
   /** Default 10 s. */
   projectionIntervalMs?: number;
+  /** The cluster's pod and Service ranges: the projector writes no endpoint in them. */
+  clusterRanges?: readonly Cidr[];
   /** More function configuration, by variable (REGISTRAR_GROUP_CACHE_TTL, ...). */
   functionEnv?: Record<string, string>;
   /**
@@ -94,10 +97,14 @@ export interface LocalRuntimeOptions {
   iamCallers?: readonly IamCallerCredentials[];
   /**
    * IAM mode: a PEM file of the certificates instance identity documents must be signed by
-   * (no EC2 signs documents locally: tests sign with their own key). Given, attestation is
-   * required; absent, it is optional and checked against AWS's shipped certificates.
+   * (no EC2 signs documents locally: tests sign with their own key); absent, AWS's.
    */
   instanceIdentityCerts?: string;
+  /**
+   * IAM mode: whether a connect must carry an instance identity document. Default `required`
+   * (the functions' own default): `optional` accepts agents that send none.
+   */
+  instanceAttestation?: 'required' | 'optional';
 }
 
 export interface LocalRuntime {
@@ -160,8 +167,9 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       : await startDynaliteThread(
           files.keepsRegistry ? { dataDir: join(dataDir, 'dynalite') } : {},
         );
+    const env = functionEnv(options, dynamo.endpoint, tableName, region);
     const deps = dependenciesFromEnv({
-      ...functionEnv(options, dynamo.endpoint, tableName, region),
+      ...env,
       // The sweeper's liveness windows are as wide as the timer's period.
       [ENV.sweepInterval]: `${sweepIntervalMs}ms`,
     });
@@ -176,9 +184,19 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     const authorization = connectAuthorization(deps, options.iamCallers);
     const raw = createDynamoDbClient({ region, endpoint: dynamo.endpoint });
     await ensureTable(raw, tableName).finally(() => raw.destroy());
-    await deps.sweepPolicy?.record(deps.config.sweep, deps.now()); // clients read this policy
+    // Clients read this policy (and the auth mode beside it).
+    await deps.sweepPolicy?.record(
+      { ...deps.config.sweep, authMode: deps.config.authMode },
+      deps.now(),
+    );
 
     const message = { functionName: 'registrar-message', handler: createMessageHandler(deps) };
+    // `sidecar`: the message function (SidecarUnavailable) until a projection brings a cluster.
+    let sidecar = message.handler;
+    const sidecarRoute = {
+      functionName: 'registrar-mesh-identity',
+      handler: ((event, context) => sidecar(event, context)) as typeof sidecar,
+    };
     const gateway: LocalGateway = await startGateway({
       port: options.port ?? LOCAL_DEFAULTS.port,
       host: options.host ?? LOCAL_DEFAULTS.host,
@@ -195,7 +213,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
           functionName: 'registrar-disconnect',
           handler: createDisconnectHandler(deps),
         },
-        routes: { health: message, describe: message, drain: message },
+        routes: { health: message, describe: message, drain: message, sidecar: sidecarRoute },
         default: message,
         // API Gateway answers ping itself (a MOCK integration): no Lambda runs.
         mocks: { ping: JSON.stringify(pongReply()) },
@@ -226,6 +244,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
         ...(options.kubeconfig ? { kubeconfig: options.kubeconfig } : {}),
         ...(options.kubeContext ? { context: options.kubeContext } : {}),
       });
+      const { localMeshIdentityHandler } = await import('./mesh-identity-route.ts');
+      sidecar = localMeshIdentityHandler(deps, target.config, env);
       const targets = options.projectionTargets ?? ['istio'];
       projection = {
         files: target.files,
@@ -243,6 +263,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       const projector = startProjectorLoop({
         kubeConfig: target.config,
         store: deps.store,
+        ...(deps.namespaceSettings ? { settings: deps.namespaceSettings } : {}),
+        clusterRanges: options.clusterRanges ?? [],
         intervalMs: options.projectionIntervalMs ?? LOCAL_DEFAULTS.projectionIntervalMs,
         targets,
         onReport: (report) => status.report(report),
@@ -336,7 +358,9 @@ function functionEnv(
   if (options.authMode !== undefined) env[ENV.authMode] = options.authMode;
   if (options.instanceIdentityCerts !== undefined) {
     env[ENV.instanceIdentityCerts] = options.instanceIdentityCerts;
-    env[ENV.instanceAttestation] = 'required';
+  }
+  if (options.instanceAttestation !== undefined) {
+    env[ENV.instanceAttestation] = options.instanceAttestation;
   }
   // Milliseconds pass through readConfig's validation like any configured duration.
   if (options.gracePeriodMs !== undefined) env[ENV.gracePeriod] = `${options.gracePeriodMs}ms`;

@@ -91,5 +91,6 @@ export async function authorizeIamCaller(
   }
   const identity: VerifiedIdentity = { principal: caller.userArn, namespace };
   if (policy.serviceAccount !== undefined) identity.serviceAccount = policy.serviceAccount;
+  if (policy.networks !== undefined) identity.networks = policy.networks;
   return identity;
 }

@@ -1,7 +1,7 @@
 import { verify, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ForbiddenError, InvalidRequestError } from '../domain/errors.ts';
-import { AWS_INSTANCE_IDENTITY_CERTIFICATES } from './aws-instance-identity-certs.ts';
+import { certificatesOfRegions } from './aws-instance-identity-certs.ts';
 
 /**
  * The EC2 instance identity document (`/latest/dynamic/instance-identity/document`) and its
@@ -58,18 +58,28 @@ export function parseCertificates(pem: string): X509Certificate[] {
 }
 
 /**
- * The trusted set from configuration: unset, the certificates shipped with the code
- * (lib/auth/aws-instance-identity-certs.ts); PEM text itself; or the path of a PEM file.
- * Throws naming `source` (the variable or flag) and the value's kind.
+ * The trusted set from configuration: unset, AWS's certificates of `regions` (each checked
+ * against its pinned fingerprint, lib/auth/aws-instance-identity-certs.ts); PEM text itself;
+ * or the path of a PEM file (the operator's own set, which replaces AWS's). Throws naming
+ * `source` (the variable or flag) and the value's kind, or the Region.
  */
 export function loadTrustedCertificates(
   value: string | undefined,
   source: string,
+  regions: { names: readonly string[]; source: string } = { names: [], source: 'regions' },
 ): X509Certificate[] {
   if (value === undefined || value.trim() === '') {
-    return AWS_INSTANCE_IDENTITY_CERTIFICATES.flatMap((published) =>
-      parseCertificates(published.pem),
-    );
+    try {
+      if (regions.names.length === 0)
+        throw new Error("names no Region: AWS's certificates of none are trusted");
+      return certificatesOfRegions(regions.names).flatMap((published) =>
+        parseCertificates(published.pem),
+      );
+    } catch (error) {
+      throw new Error(
+        `${regions.source} '${regions.names.join(',')}': ${(error as Error).message}`,
+      );
+    }
   }
   if (value.includes('-----BEGIN')) {
     try {
@@ -113,7 +123,7 @@ export function verifyInstanceIdentityDocument(
   if (!signedBy) {
     const region = /"region"\s*:\s*"([a-z0-9-]{1,32})"/.exec(document.toString('utf8'))?.[1];
     throw new ForbiddenError(
-      `the instance identity document's signature does not verify against any of the ${trusted.length} trusted AWS certificate(s)${region ? ` (the document claims region ${region})` : ''}: send the document and signature exactly as IMDS serves them; if they are genuine, trust AWS's RSA certificate for that region (REGISTRAR_INSTANCE_IDENTITY_CERTS, docs/deploy.md)`,
+      `the instance identity document's signature does not verify against any of the ${trusted.length} trusted AWS certificate(s)${region ? ` (the document claims region ${region})` : ''}: send the document and signature exactly as IMDS serves them; if they are genuine, trust that Region (the stack option instanceIdentityRegions, REGISTRAR_INSTANCE_IDENTITY_REGIONS; docs/deploy.md)`,
     );
   }
   return parseDocument(document);

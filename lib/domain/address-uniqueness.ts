@@ -17,6 +17,8 @@ export interface ClaimHolder {
   autoRegistered: boolean;
   /** It has a holder (a connection) now. */
   connected: boolean;
+  /** The instance AWS signed the holder's address for, when its last connect was attested. */
+  attestedInstanceId?: string;
 }
 
 export type ClaimDecision =
@@ -24,10 +26,15 @@ export type ClaimDecision =
   | { replace: false; why: 'connected' | 'other-namespace' | 'hand-made' };
 
 /**
- * - An attested claimant replaces the holder, in any namespace: AWS says the address is this
+ * - An attested claimant replaces a holder of its own namespace: AWS says the address is this
  *   instance's now (the same instance moving groups, make before break, or an address EC2
- *   gave to a new instance after the old one went). A document cannot be forged, so this
- *   hands no tenant another's address.
+ *   gave to a new instance after the old one went).
+ * - An attested claimant replaces a holder of another namespace only when the holder is the
+ *   same instance (it moved namespaces). AWS signs the private IP, not the network: the network
+ *   is still the agent's word, and private ranges overlap across VPCs, so a genuine document
+ *   of an instance of `evil` may carry the IP of a `prod` VM in another VPC. Naming `prod`'s
+ *   network must not delete `prod`'s entry: such a claim is judged as an unattested one below
+ *   (refused while the holder is connected, and until its grace period ends after).
  * - Otherwise the address is the agent's word (token mode, or IAM without a document), and
  *   the first claim wins while it lives: a connected holder keeps its address. Last-claim
  *   would let any caller of any namespace take a live VM's address out of the mesh.
@@ -40,7 +47,12 @@ export type ClaimDecision =
  */
 export function claimDecision(claimant: Claimant, holder: ClaimHolder): ClaimDecision {
   if (!holder.autoRegistered) return { replace: false, why: 'hand-made' };
-  if (claimant.attestedInstanceId !== undefined) return { replace: true, why: 'attested' };
+  if (claimant.attestedInstanceId !== undefined) {
+    const sameNamespace = holder.entry.namespace === claimant.entry.namespace;
+    if (sameNamespace || holder.attestedInstanceId === claimant.attestedInstanceId) {
+      return { replace: true, why: 'attested' };
+    }
+  }
   if (holder.connected) return { replace: false, why: 'connected' };
   if (holder.entry.namespace !== claimant.entry.namespace) {
     return { replace: false, why: 'other-namespace' };

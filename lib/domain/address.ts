@@ -1,4 +1,12 @@
-import { isIP } from 'node:net';
+import { embeddedIpv4, type IpAddress, parseIpAddress } from './ip-address.ts';
+
+export {
+  type EmbeddedIpv4,
+  type Embedding,
+  embeddedIpv4,
+  type IpAddress,
+  parseIpAddress,
+} from './ip-address.ts';
 
 /**
  * The address a VM is reached at, as the registry names and stores it (DESIGN rule 1).
@@ -9,61 +17,91 @@ import { isIP } from 'node:net';
  * `10.0.0.1` would be two entries for one VM, each holding half of its connections.
  *
  * An address no peer can reach the VM at is refused: the mesh would send traffic to itself
- * (loopback), to nobody (unspecified, broadcast), to a group (multicast) or to the instance
- * metadata service (link-local, `169.254.169.254`).
+ * (loopback), to nobody (unspecified, broadcast), to a group (multicast) or to a service of
+ * the host it runs on: the instance metadata service (`169.254.169.254`, on Nitro also
+ * `fd00:ec2::254`), Amazon's DNS and time servers. The rules hold after canonicalisation,
+ * whatever the spelling: an IPv6 address that carries an IPv4 one (IPv4-compatible,
+ * IPv4-translated, NAT64: ip-address.ts) is refused when the IPv4 address would be, so
+ * `64:ff9b::a9fe:a9fe` is the metadata service as much as `169.254.169.254` is.
  */
 export type AddressCheck = { ok: true; address: string } | { ok: false; problem: string };
 
+const REACHABLE = 'give an address other hosts reach this VM at';
+
 export function canonicalAddress(text: string): AddressCheck {
-  // A zone (`fe80::1%eth0`) is local to one host; a CIDR or port is not an address.
-  const family = text.includes('%') ? 0 : isIP(text);
-  if (family === 0) return { ok: false, problem: 'must be an IPv4 or IPv6 address' };
-  if (family === 4) return checkIpv4(text);
-  const canonical = canonicalIpv6(text);
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(canonical)?.[1];
-  if (mapped !== undefined) return checkIpv4(mapped);
-  return checkIpv6(canonical);
-}
-
-function checkIpv4(address: string): AddressCheck {
-  const [a = 0, b = 0] = address.split('.').map(Number);
-  const refuse = (what: string): AddressCheck => ({
-    ok: false,
-    problem: `is ${what}; give an address other hosts reach this VM at`,
-  });
-  if (a === 0) return refuse('an unspecified ("this network") address');
-  if (a === 127) return refuse('a loopback address');
-  if (a === 169 && b === 254) return refuse('a link-local address');
-  if (a >= 224 && a <= 239) return refuse('a multicast address');
-  if (address === '255.255.255.255') return refuse('the broadcast address');
-  return { ok: true, address };
-}
-
-function checkIpv6(address: string): AddressCheck {
-  const refuse = (what: string): AddressCheck => ({
-    ok: false,
-    problem: `is ${what}; give an address other hosts reach this VM at`,
-  });
-  if (address === '::') return refuse('the unspecified address');
-  if (address === '::1') return refuse('the loopback address');
-  const first = Number.parseInt(address.split(':')[0] || '0', 16);
-  // fe80::/10
-  if ((first & 0xffc0) === 0xfe80) return refuse('a link-local address');
-  // ff00::/8
-  if ((first & 0xff00) === 0xff00) return refuse('a multicast address');
-  return { ok: true, address };
+  const address = parseIpAddress(text);
+  if (!address) return { ok: false, problem: 'must be an IPv4 or IPv6 address' };
+  const problem = addressProblem(address);
+  return problem === undefined ? { ok: true, address: address.text } : { ok: false, problem };
 }
 
 /**
- * RFC 5952 text of an IPv6 address. The WHATWG URL parser serializes an IPv6 host exactly so
- * (lower case, leading zeros dropped, the longest run of zero groups compressed), and writes an
- * embedded IPv4 in hex, which is undone here for the mapped form only.
+ * Why no VM can be registered at this (canonical) address, with what to do; undefined when
+ * one can. Also what another check (the projector's) asks of an address it reads from
+ * elsewhere: parse it with parseIpAddress first.
  */
-function canonicalIpv6(address: string): string {
-  const host = new URL(`http://[${address}]/`).hostname.slice(1, -1);
-  const mapped = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(host);
-  if (!mapped) return host;
-  const high = Number.parseInt(mapped[1] ?? '0', 16);
-  const low = Number.parseInt(mapped[2] ?? '0', 16);
-  return `::ffff:${high >> 8}.${high & 0xff}.${low >> 8}.${low & 0xff}`;
+export function addressProblem(address: IpAddress): string | undefined {
+  const own = address.family === 4 ? ipv4Problem(address.bytes) : ipv6Problem(address.bytes);
+  if (own !== undefined) return `is ${own}; ${REACHABLE}`;
+  for (const { how, ipv4 } of embeddedIpv4(address)) {
+    const carried = ipv4Problem(ipv4.bytes);
+    if (carried !== undefined)
+      return `is the ${how} form of ${ipv4.text}, ${carried}; ${REACHABLE}`;
+    // Deprecated (RFC 4291 2.5.5.1): nothing routes it today; the VM has the IPv4 address.
+    if (how === 'IPv4-compatible') {
+      return `is an IPv4-compatible IPv6 address (deprecated by RFC 4291, routed by nothing); give the IPv4 address ${ipv4.text} itself`;
+    }
+  }
+  return undefined;
+}
+
+function ipv4Problem(bytes: readonly number[]): string | undefined {
+  const [a = 0, b = 0, c = 0, d = 0] = bytes;
+  if (a === 0) return 'an unspecified ("this network") address';
+  if (a === 127) return 'a loopback address';
+  if (a === 169 && b === 254) {
+    const service = c === 169 ? HOST_SERVICES[String(d)] : undefined;
+    return `a link-local address${service ? ` (${service})` : ''}`;
+  }
+  if (a >= 224 && a <= 239) return 'a multicast address';
+  if (a === 255 && b === 255 && c === 255 && d === 255) return 'the broadcast address';
+  return undefined;
+}
+
+/**
+ * What EC2 serves each instance at 169.254.169.<n> and, on Nitro, at fd00:ec2::<n> (EC2 User
+ * Guide; "IPv6 on AWS", Supporting Amazon VPC services).
+ */
+const HOST_SERVICES: Record<string, string> = {
+  '254': 'the instance metadata service',
+  '253': "Amazon's DNS resolver",
+  '123': "Amazon's time server",
+};
+
+function ipv6Problem(bytes: readonly number[]): string | undefined {
+  const [first = 0, second = 0] = bytes;
+  if (bytes.every((byte) => byte === 0)) return 'the unspecified address';
+  if (bytes.slice(0, 15).every((byte) => byte === 0) && bytes[15] === 1) {
+    return 'the loopback address';
+  }
+  // fe80::/10
+  if (first === 0xfe && (second & 0xc0) === 0x80) return 'a link-local address';
+  // ff00::/8
+  if (first === 0xff) return 'a multicast address';
+  if (isEc2ServicePrefix(bytes)) {
+    const last = (((bytes[14] ?? 0) << 8) | (bytes[15] ?? 0)).toString(16);
+    const service = HOST_SERVICES[last] ?? 'host services';
+    return `in fd00:ec2::/64, where EC2 serves each instance ${service} (the IPv6 form of 169.254.169.x)`;
+  }
+  return undefined;
+}
+
+/**
+ * fd00:ec2::/64: the unique local prefix of the instance metadata service (fd00:ec2::254),
+ * Amazon's DNS resolver (::253) and time server (::123) on Nitro instances. No VPC numbers a
+ * VM there.
+ */
+function isEc2ServicePrefix(bytes: readonly number[]): boolean {
+  const prefix = [0xfd, 0x00, 0x0e, 0xc2, 0, 0, 0, 0];
+  return prefix.every((byte, i) => bytes[i] === byte);
 }

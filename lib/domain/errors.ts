@@ -48,10 +48,15 @@ export class NotFoundError extends RegistrarError {
   }
 }
 
-/** 409: the request collides with existing state it must not overwrite. */
+/**
+ * 409: the request collides with existing state it must not overwrite. The code says which
+ * state, because what to do differs and a wrong guess hurts (deleting a live VM's entry cuts
+ * it off): `Conflict` an entry made by hand, `NameCollision` another group's or address's entry
+ * of the same name, `Departed` a connection whose `$disconnect` was processed first.
+ */
 export class ConflictError extends RegistrarError {
-  constructor(message: string) {
-    super(message, 409, 'Conflict');
+  constructor(message: string, code: 'Conflict' | 'NameCollision' | 'Departed' = 'Conflict') {
+    super(message, 409, code);
   }
 }
 
@@ -77,5 +82,31 @@ export class AddressInUseError extends RegistrarError {
 
   constructor(message: string) {
     super(message, 409, AddressInUseError.CODE);
+  }
+}
+
+/**
+ * 429: a namespace's quota is used up (`Refused` by Reason names which: `MaxEntriesExceeded`,
+ * `ConnectRateExceeded`). Nothing was written; the message says how to raise the quota.
+ */
+export class QuotaExceededError extends RegistrarError {
+  static readonly MAX_ENTRIES = 'MaxEntriesExceeded';
+  static readonly CONNECT_RATE = 'ConnectRateExceeded';
+
+  constructor(message: string, code: string) {
+    super(message, 429, code);
+  }
+}
+
+/**
+ * 403 with its own code (`NetworkNotAllowed`, `AddressNotAllowed`): the operator did not allow
+ * this namespace (or token, or IAM policy, or group) the network or address the connect names.
+ */
+export class NotAllowedError extends RegistrarError {
+  static readonly NETWORK = 'NetworkNotAllowed';
+  static readonly ADDRESS = 'AddressNotAllowed';
+
+  constructor(message: string, code: string) {
+    super(message, 403, code);
   }
 }

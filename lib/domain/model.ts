@@ -124,6 +124,11 @@ export interface VerifiedIdentity {
    * AWS signature verified and whose instanceId is the caller's role session name.
    */
   instanceId?: string;
+  /**
+   * The networks the caller's join token or IAM policy restricts it to (the empty string is
+   * "no network"); unset, any. Checked on connect, never stored with the entry.
+   */
+  networks?: string[];
 }
 
 /** What an agent asks for when it connects (protocol v1 query parameters), already validated. */

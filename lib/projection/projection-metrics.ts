@@ -11,6 +11,8 @@ export const PROJECTION_METRIC = {
   errors: 'ProjectionErrors',
   problems: 'ProjectionProblems',
   unmanaged: 'ProjectionUnmanaged',
+  /** Entries whose address the projector refused to write (lib/projection/endpoint-ranges.ts). */
+  refusedEndpoints: 'ProjectionRefusedEndpoints',
   duration: 'ProjectionDuration',
 } as const;
 
@@ -43,5 +45,6 @@ export function recordProjectionMetrics(metrics: Metrics, report: ProjectionRepo
   metrics.addMetric(PROJECTION_METRIC.errors, MetricUnit.Count, report.errors.length);
   metrics.addMetric(PROJECTION_METRIC.problems, MetricUnit.Count, report.problems.length);
   metrics.addMetric(PROJECTION_METRIC.unmanaged, MetricUnit.Count, report.unmanaged.length);
+  metrics.addMetric(PROJECTION_METRIC.refusedEndpoints, MetricUnit.Count, report.refused.length);
   metrics.addMetric(PROJECTION_METRIC.duration, MetricUnit.Milliseconds, report.durationMs);
 }

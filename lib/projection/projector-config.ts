@@ -1,10 +1,13 @@
 import * as z from 'zod';
 import { ConfigError } from '../config.ts';
+import { type Cidr, parseCidrList } from '../domain/cidr.ts';
 import { TARGETS, type Target } from './report.ts';
 
 /** Where the cluster is and what to write there, read once from the environment. */
 export interface ProjectorConfig {
   targets: Target[];
+  /** The cluster's pod and Service ranges: the projector writes no endpoint in them. */
+  clusterRanges: Cidr[];
   cluster:
     | { kind: 'eks'; clusterName: string; endpoint: string; certificateAuthority: string }
     | { kind: 'kubeconfig'; path: string };
@@ -16,7 +19,22 @@ export const PROJECTOR_ENV = {
   endpoint: 'REGISTRAR_EKS_ENDPOINT',
   certificateAuthority: 'REGISTRAR_EKS_CA',
   kubeconfig: 'REGISTRAR_KUBECONFIG',
+  clusterRanges: 'REGISTRAR_CLUSTER_RANGES',
 } as const;
+
+/**
+ * `10.100.0.0/16,192.168.0.0/16`: the cluster's Service and pod ranges (docs/kubernetes.md
+ * says how to find them). Empty: none. A bad item is an error naming `source` and the item.
+ */
+export function parseClusterRanges(text: string, source: string): Cidr[] {
+  const parsed = parseCidrList(text);
+  if (!parsed.ok) {
+    throw new ConfigError(
+      `invalid ${source} '${text}': '${parsed.item}' ${parsed.problem}; give the cluster's pod and Service ranges as comma-separated CIDRs`,
+    );
+  }
+  return parsed.cidrs;
+}
 
 /** `istio,linkerd` -> ['istio', 'linkerd']; an unknown or empty list is an error. */
 export function parseTargets(text: string): Target[] {
@@ -49,8 +67,14 @@ const eks = z.object({
 /** Throws ConfigError naming the variable and the value. */
 export function readProjectorConfig(env: Record<string, string | undefined>): ProjectorConfig {
   const targets = parseTargets(env[PROJECTOR_ENV.targets] ?? '');
+  const clusterRanges = parseClusterRanges(
+    env[PROJECTOR_ENV.clusterRanges] ?? '',
+    PROJECTOR_ENV.clusterRanges,
+  );
   const kubeconfig = env[PROJECTOR_ENV.kubeconfig];
-  if (kubeconfig) return { targets, cluster: { kind: 'kubeconfig', path: kubeconfig } };
+  if (kubeconfig) {
+    return { targets, clusterRanges, cluster: { kind: 'kubeconfig', path: kubeconfig } };
+  }
   const parsed = eks.safeParse(env);
   if (!parsed.success) {
     const problems = parsed.error.issues.map((issue) => {
@@ -62,6 +86,7 @@ export function readProjectorConfig(env: Record<string, string | undefined>): Pr
   }
   return {
     targets,
+    clusterRanges,
     cluster: {
       kind: 'eks',
       clusterName: parsed.data[PROJECTOR_ENV.clusterName],

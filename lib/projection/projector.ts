@@ -1,4 +1,6 @@
+import type { Cidr } from '../domain/cidr.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
+import type { NamespaceSettingsStore } from '../store/namespace-settings-store.ts';
 import type { CatalogStore, StoredGroup } from '../store/registry-store.ts';
 import { type ApplyContext, applyActions, messageOf, unmanagedKey } from './apply.ts';
 import type { Cluster } from './cluster.ts';
@@ -6,6 +8,7 @@ import type { DesiredState } from './desired.ts';
 import { desiredWorkloadEntries } from './desired-istio.ts';
 import { desiredExternalWorkloads } from './desired-linkerd.ts';
 import { diff } from './diff.ts';
+import { type EndpointRanges, endpointRanges, filterEndpoints } from './endpoint-ranges.ts';
 import { KINDS, MANAGED_BY_LABEL, MANAGED_SELECTOR, MANAGER } from './kinds.ts';
 import type { KubeObject } from './objects.ts';
 import { readRegistry } from './registry-read.ts';
@@ -22,6 +25,8 @@ export interface ProjectorOptions {
   concurrency?: number;
   /** Monotonic milliseconds, for the reported duration. */
   now?: () => number;
+  /** The cluster's pod and Service ranges: no entry with an address in them is written. */
+  clusterRanges?: readonly Cidr[];
 }
 
 /**
@@ -40,6 +45,8 @@ export interface NamespaceScope {
 export interface ProjectorDeps {
   store: Pick<CatalogStore, 'listNamespaces' | 'listEntries' | 'listGroups' | 'getEntry'>;
   cluster: Cluster;
+  /** Namespaces' address ranges (one Query a run); absent, only the cluster's ranges apply. */
+  settings?: Pick<NamespaceSettingsStore, 'listSettings'>;
 }
 
 /**
@@ -58,6 +65,29 @@ export async function reconcile(
   const units: (NamespaceScope | { namespace: undefined; changedEntries?: undefined })[] =
     scope.kind === 'all' ? [{ namespace: undefined }] : scope.namespaces;
   const unmanaged = new Set<string>();
+  let ranges: EndpointRanges;
+  try {
+    ranges = endpointRanges(
+      options.clusterRanges ?? [],
+      deps.settings ? await deps.settings.listSettings() : [],
+    );
+  } catch (error) {
+    // Without the namespaces' ranges nothing is known to be allowed: write nothing this run.
+    report.errors.push({ target: 'registry', message: messageOf(error) });
+    report.durationMs = now() - started;
+    return report;
+  }
+  const refused = new Set<string>();
+  const allowed = (records: EntryRecord[]): EntryRecord[] => {
+    const filtered = filterEndpoints(records, ranges);
+    for (const endpoint of filtered.refused) {
+      const key = `${endpoint.namespace}/${endpoint.name}`;
+      if (refused.has(key)) continue;
+      refused.add(key);
+      report.refused.push(endpoint);
+    }
+    return filtered.allowed;
+  };
   for (const unit of units) {
     // A stream batch names the entries it changed: WorkloadEntries and ExternalWorkloads are
     // one object per entry, so they are read and written for those entries only (a read each,
@@ -96,6 +126,10 @@ export async function reconcile(
       });
       continue;
     }
+    // Refused entries are left out of what every target wants: an object of theirs already in
+    // the cluster is deleted like one of an entry that is gone.
+    entries = allowed(entries);
+    if (changedRecords !== undefined) changedRecords = allowed(changedRecords);
     for (const target of options.targets) {
       const ctx: ApplyContext = {
         cluster: deps.cluster,

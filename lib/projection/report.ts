@@ -1,4 +1,5 @@
 import type { Problem } from './desired.ts';
+import type { RefusedEndpoint } from './endpoint-ranges.ts';
 import type { Kind, ManagedKind } from './kinds.ts';
 import type { NamespaceCoverage } from './registry-read.ts';
 
@@ -39,6 +40,12 @@ export interface ProjectionReport {
   unmanaged: { kind: ManagedKind; namespace: string; name: string }[];
   /** Entries that could not be projected (configuration missing), with the reason. */
   problems: Problem[];
+  /**
+   * Entries whose address the projector refuses to write (in the cluster's pod or Service
+   * ranges, outside their namespace's ranges, not reachable): nothing of theirs is in the
+   * cluster after the run, and an object written for them before is deleted.
+   */
+  refused: RefusedEndpoint[];
   /** Requests that failed for another reason (CRD not installed, 422, 5xx, registry read). */
   errors: ProjectionError[];
   /** A full reconcile: the namespaces it read, and whether the namespace index was complete. */
@@ -53,6 +60,7 @@ export function emptyReport(dryRun: boolean): ProjectionReport {
     conflicts: 0,
     unmanaged: [],
     problems: [],
+    refused: [],
     errors: [],
     durationMs: 0,
   };
@@ -84,6 +92,7 @@ export function describeReport(report: ProjectionReport): string {
   }
   for (const p of report.problems)
     lines.push(`not projected ${p.kind} ${p.namespace}/${p.name}: ${p.message}`);
+  for (const r of report.refused) lines.push(`refused ${r.namespace}/${r.name}: ${r.message}`);
   for (const e of report.errors) {
     const where = [e.kind, e.namespace && e.name ? `${e.namespace}/${e.name}` : e.namespace]
       .filter(Boolean)

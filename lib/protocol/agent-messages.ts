@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { InvalidRequestError } from '../domain/errors.ts';
+import { type SidecarMessage, sidecarMessage } from './sidecar-message.ts';
 
 /**
  * Agent protocol v1 messages: JSON objects with an `action`. API Gateway routes on
@@ -66,13 +67,20 @@ export type HealthMessage = z.infer<typeof healthMessage>;
 export type DescribeMessage = z.infer<typeof describeMessage>;
 export type PingMessage = z.infer<typeof pingMessage>;
 export type DrainMessage = z.infer<typeof drainMessage>;
-export type AgentMessage = HealthMessage | DescribeMessage | PingMessage | DrainMessage;
+export type AgentMessage =
+  | HealthMessage
+  | DescribeMessage
+  | PingMessage
+  | DrainMessage
+  | SidecarMessage;
 
 const SCHEMAS = {
   health: healthMessage,
   describe: describeMessage,
   ping: pingMessage,
   drain: drainMessage,
+  // Additive (issue 23): answered by the mesh function's route, else SidecarUnavailable.
+  sidecar: sidecarMessage,
 } as const;
 const ACTIONS = Object.keys(SCHEMAS).join(', ');
 

@@ -34,6 +34,8 @@ export function authorizerContext(token: StoredToken): Record<string, string> {
     tokenId: token.id,
   };
   if (token.serviceAccount) context.serviceAccount = token.serviceAccount;
+  // A list as JSON: context values are flat strings, and "" (no network) must survive.
+  if (token.networks !== undefined) context.networks = JSON.stringify(token.networks);
   return context;
 }
 
@@ -70,5 +72,18 @@ function tokenIdentity(event: Pick<WebSocketConnectEvent, 'requestContext'>): Ve
   if (typeof serviceAccount === 'string' && serviceAccount !== '') {
     identity.serviceAccount = serviceAccount;
   }
+  const networks = context?.networks;
+  if (networks !== undefined) identity.networks = contextNetworks(networks);
   return identity;
+}
+
+/** The token's networks as the authorizer wrote them; anything else fails closed (none). */
+function contextNetworks(value: unknown): string[] {
+  try {
+    const parsed: unknown = typeof value === 'string' ? JSON.parse(value) : undefined;
+    if (Array.isArray(parsed) && parsed.every((item) => typeof item === 'string')) return parsed;
+  } catch {
+    // not JSON: refused below like any malformed list
+  }
+  return [];
 }

@@ -1,4 +1,6 @@
 import * as z from 'zod';
+import { parseCidrList } from '../domain/cidr.ts';
+import { GROUP_ANNOTATIONS } from '../domain/tenant-limits.ts';
 import {
   annotations,
   check,
@@ -54,8 +56,28 @@ const probe = z
     }
   });
 
+/** The registrar's own group annotations, checked where they are written (`apply`). */
+const groupMetadata = z.looseObject(metadataFields).superRefine((metadata, ctx) => {
+  const key = GROUP_ANNOTATIONS.addressRanges;
+  const ranges = metadata.annotations?.[key];
+  if (ranges === undefined) return;
+  const parsed = parseCidrList(ranges);
+  const problem = !parsed.ok
+    ? `'${parsed.item}' ${parsed.problem}`
+    : parsed.cidrs.length === 0
+      ? 'names no range'
+      : undefined;
+  if (problem !== undefined) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['annotations', key],
+      message: `must be comma-separated CIDRs (10.20.0.0/16,fd00::/64): ${problem}`,
+    });
+  }
+});
+
 export const workloadGroupSchema = z.object({
-  metadata: z.looseObject(metadataFields),
+  metadata: groupMetadata,
   spec: z.strictObject({
     metadata: z
       .strictObject({ labels: labels.optional(), annotations: annotations.optional() })

@@ -43,6 +43,9 @@ export async function claimEntryAddress(
         entry: result.holder,
         autoRegistered: record.autoRegistrationGroup !== undefined,
         connected: record.connection?.connectedAt !== undefined,
+        ...(record.identity?.instanceId !== undefined
+          ? { attestedInstanceId: record.identity.instanceId }
+          : {}),
       },
     );
     if (!decision.replace) {
@@ -70,13 +73,21 @@ function refusal(claim: AddressClaim, holder: ObjectRef, decision: ClaimDecision
     holder.namespace === claim.entry.namespace
       ? `WorkloadEntry ${formatRef(holder)}`
       : 'a WorkloadEntry of another namespace';
-  const what =
+  const [what, todo] =
     decision.why === 'connected'
-      ? `is held by ${who}, whose VM is connected`
+      ? [
+          `is held by ${who}, whose VM is connected`,
+          // Never "delete it": the holder is a live VM, and deleting its entry cuts it off.
+          "two VMs cannot share an address in one network: check this agent's ip and network; if they are right, the connected VM holding the entry has this VM's address and its own agent must be fixed (its entry leaves when that VM stops)",
+        ]
       : decision.why === 'hand-made'
-        ? `is held by ${who}, which was created by hand`
-        : `is held by ${who} until its grace period ends`;
-  return new AddressInUseError(
-    `address ${claim.address} ${where} ${what}; an address is unique within a network: stop the VM that holds it (or delete that entry), or use another ip or network`,
-  );
+        ? [
+            `is held by ${who}, which was created by hand`,
+            'an operator wrote that entry: change or delete it if it is stale, or use another ip or network',
+          ]
+        : [
+            `is held by ${who} until its grace period ends`,
+            'it is released when the sweeper removes that entry, or use another ip or network',
+          ];
+  return new AddressInUseError(`address ${claim.address} ${where} ${what}; ${todo}`);
 }

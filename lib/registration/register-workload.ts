@@ -1,18 +1,27 @@
 import { buildRegistration } from '../domain/build-entry.ts';
 import { entryOrigin } from '../domain/entry-name.ts';
-import { ConflictError, ForbiddenError, NotFoundError } from '../domain/errors.ts';
+import {
+  ConflictError,
+  ForbiddenError,
+  InvalidRequestError,
+  NotFoundError,
+} from '../domain/errors.ts';
 import {
   type ConnectRequest,
   type EpochMillis,
   formatRef,
   type ObjectRef,
   type VerifiedIdentity,
+  type WorkloadEntrySpec,
   type WorkloadGroup,
 } from '../domain/model.ts';
+import { reservedLabelProblems } from '../domain/reserved-labels.ts';
 import { isTokenPrincipal } from '../protocol/identity.ts';
 import type { ConnectChange, ConnectOutcome, RegistryStore } from '../store/registry-store.ts';
 import { type AddressClaimStore, claimEntryAddress } from './address-claim.ts';
 import { instanceIdOf } from './instance-identity.ts';
+import type { NamespaceLimits } from './namespace-limits.ts';
+import { enforceTenantLimits } from './tenant-limit-checks.ts';
 
 export interface RegisterWorkloadInput {
   request: ConnectRequest;
@@ -29,6 +38,8 @@ export interface RegisterWorkloadDeps {
   store: Pick<RegistryStore, 'getGroup' | 'connect' | 'withdrawCreated'> & AddressClaimStore;
   /** The `istio.io/workloadController` value. */
   controller: string;
+  /** What the operator allows each namespace (quotas, networks, ranges); absent, no limits. */
+  limits?: NamespaceLimits;
 }
 
 export interface RegisterWorkloadResult {
@@ -54,6 +65,7 @@ export async function registerWorkload(
   if (!stored) throw new NotFoundError(`cannot find WorkloadGroup ${formatRef(groupRef)}`);
 
   const built = buildRegistration(stored.group, request, input.connectedAt);
+  checkReservedLabels(request, stored.group, built.entry.spec);
   const entry = { namespace: request.namespace, name: built.entry.metadata.name };
   if (input.carried && formatRef(input.carried) !== formatRef(entry)) {
     // Only an authorizer of another release names another entry (a deploy in progress):
@@ -63,6 +75,19 @@ export async function registerWorkload(
       `the authorizer named ${formatRef(input.carried)} but the connect registers ${formatRef(entry)}`,
     );
   }
+  // Before anything is written: a refusal here leaves no trace but its metric.
+  if (deps.limits) {
+    await enforceTenantLimits(deps.limits, deps.store, {
+      namespace: request.namespace,
+      group: stored.group,
+      address: built.entry.spec.address ?? '',
+      network: built.entry.spec.network ?? '',
+      identity,
+      entry,
+      connectionId: input.connectionId,
+      at: input.connectedAt,
+    });
+  }
   const templateRefusal = serviceAccountRefusal(identity, stored.group);
   const change: ConnectChange = {
     ...built,
@@ -71,7 +96,8 @@ export async function registerWorkload(
     connectionId: input.connectionId,
     connectedAt: input.connectedAt,
     controller: deps.controller,
-    identity,
+    // The credential's networks were checked above; the entry records who connected.
+    identity: withoutGrants(identity),
     // Rule 6: who may control an existing entry depends on that entry, not on the template:
     // a caller the template refuses may still hold an entry built from an older template.
     mayCreate: templateRefusal === undefined,
@@ -116,6 +142,7 @@ function refuse(
       // Rule 4: names are not injective; two VMs must never share one entry.
       throw new ConflictError(
         `WorkloadEntry ${name} belongs to another group, address or network whose name is spelled the same; connect with a distinct network, or rename the group`,
+        'NameCollision',
       );
     case 'forbidden':
       throw (
@@ -127,6 +154,7 @@ function refuse(
     case 'departed':
       throw new ConflictError(
         'this connection was already disconnected before its connect was processed; reconnect',
+        'Departed',
       );
   }
 }
@@ -184,4 +212,28 @@ function serviceAccountRefusal(
   return new ForbiddenError(
     `join token has ${has} but WorkloadGroup ${formatRef(group.metadata)} runs as '${required}'; create a token for service account '${required}'`,
   );
+}
+
+function withoutGrants(identity: VerifiedIdentity): VerifiedIdentity {
+  const { networks: _checked, ...recorded } = identity;
+  return recorded;
+}
+
+/**
+ * An agent's labels that Istio or Kubernetes read as topology or security must agree with the
+ * entry's placement or come from the group (lib/domain/reserved-labels.ts): 400, nothing
+ * written. Checked on every connect, a reconnect too: a reconnect writes no labels, but an
+ * agent that claims another network is refused whether or not its entry exists yet.
+ */
+function checkReservedLabels(
+  request: ConnectRequest,
+  group: WorkloadGroup,
+  spec: WorkloadEntrySpec,
+) {
+  const problems = reservedLabelProblems(request.labels, {
+    network: spec.network,
+    locality: spec.locality,
+    groupLabels: { ...group.spec.template.labels, ...group.spec.metadata?.labels },
+  });
+  if (problems.length > 0) throw new InvalidRequestError(problems.join('; '), 'label');
 }

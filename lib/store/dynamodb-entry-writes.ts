@@ -6,7 +6,9 @@
  * Holders: `conns` is the string set of connections holding an auto-registered entry; an
  * entry is connected while it has one. Beside it, `held:<connection id>` records when each
  * holder connected, so a liveness check can tell a connection still in its `$connect` (which
- * API Gateway also answers 410 for) from one that is gone. Both change in the same write.
+ * API Gateway also answers 410 for) from one that is gone, and `by:<connection id>` who it was
+ * authenticated as, so a revoked token or policy finds the connections it let in. All change
+ * in the same write.
  * `departed` lists connections whose `$disconnect` was processed before their `$connect`
  * wrote (API Gateway runs them in any order): their connect must not make them holders.
  */
@@ -17,6 +19,7 @@ import {
   departedSweepState,
   entryKey,
   heldAttribute,
+  holderPrincipalAttribute,
   sweepShard,
   sweepState,
 } from './item-codec.ts';
@@ -92,6 +95,7 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
       'groupGeneration = if_not_exists(groupGeneration, :groupGeneration)',
       '#identity = :identity, controller = :controller, connectedAt = :at',
       'newestConnectionId = :connection, sweepState = :sweepState, sweepAt = :at, #held = :at',
+      '#by = :principal',
       ...(instance ? ['instanceId = :instanceId'] : []),
     ]
       .join(', ')
@@ -106,6 +110,7 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
       ...NAMES,
       '#identity': 'identity',
       '#held': heldAttribute(change.connectionId),
+      '#by': holderPrincipalAttribute(change.connectionId),
     },
     ExpressionAttributeValues: {
       ...join.values,
@@ -114,6 +119,7 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
       ':healthChecksEnabled': change.healthChecksEnabled,
       ':groupGeneration': change.groupGeneration,
       ':identity': change.identity,
+      ':principal': change.identity.principal,
       ':controller': change.controller,
       ':at': change.connectedAt,
       ':sweepState': sweepState('C', sweepShard(ref)),
@@ -136,12 +142,17 @@ export function connectAsOlder(tableName: string, change: ConnectChange): Update
   return {
     TableName: tableName,
     Key: entryKey(change.entry.metadata),
-    UpdateExpression: 'SET #held = :at ADD conns :connections, revision :one',
+    UpdateExpression: 'SET #held = :at, #by = :principal ADD conns :connections, revision :one',
     ConditionExpression: `${join.condition} AND connectedAt > :at`,
-    ExpressionAttributeNames: { ...NAMES, '#held': heldAttribute(change.connectionId) },
+    ExpressionAttributeNames: {
+      ...NAMES,
+      '#held': heldAttribute(change.connectionId),
+      '#by': holderPrincipalAttribute(change.connectionId),
+    },
     ExpressionAttributeValues: {
       ...join.values,
       ':at': change.connectedAt,
+      ':principal': change.identity.principal,
       ':connections': new Set([change.connectionId]),
       ':one': 1,
     },
@@ -256,7 +267,7 @@ export function leaveAsOneOfMany(
   };
 }
 
-/** Each leaving connection must be a holder; its `held:` time goes with it. */
+/** Each leaving connection must be a holder; its `held:` time and `by:` principal go with it. */
 function leavingHolders(connectionIds: readonly string[], values: Record<string, unknown>) {
   const names: Record<string, string> = {};
   const conditions: string[] = [];
@@ -264,8 +275,9 @@ function leavingHolders(connectionIds: readonly string[], values: Record<string,
   connectionIds.forEach((id, i) => {
     values[`:c${i}`] = id;
     names[`#h${i}`] = heldAttribute(id);
+    names[`#b${i}`] = holderPrincipalAttribute(id);
     conditions.push(`contains(conns, :c${i})`);
-    removes.push(`#h${i}`);
+    removes.push(`#h${i}`, `#b${i}`);
   });
   return { names, condition: conditions.join(' AND '), remove: removes.join(', ') };
 }

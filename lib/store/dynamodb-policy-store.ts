@@ -74,5 +74,11 @@ function decodePolicy(item: Record<string, unknown>): IamPolicy {
     createdAt: Number(item.createdAt),
   };
   if (typeof item.serviceAccount === 'string') policy.serviceAccount = item.serviceAccount;
+  if (item.networks !== undefined) policy.networks = networkList(item.networks);
   return policy;
+}
+
+/** A restriction of the wrong type (edited by hand) fails closed: it allows no network. */
+function networkList(value: unknown): string[] {
+  return Array.isArray(value) && value.every((item) => typeof item === 'string') ? value : [];
 }

@@ -10,7 +10,14 @@ import { PARTITIONS } from './table-definition.ts';
  * never its own defaults: a client with a 5 m default on a registrar configured with 1 h
  * would delete entries the registrar still keeps.
  */
-export type EffectiveSweepPolicy = SweepPolicy & LivenessPolicy;
+export type EffectiveSweepPolicy = SweepPolicy &
+  LivenessPolicy & {
+    /**
+     * How agents authenticate (token or iam), recorded beside the policy so the CLI can warn
+     * an operator making join tokens for a registrar that never reads them.
+     */
+    authMode?: 'token' | 'iam';
+  };
 
 export interface RecordedSweepPolicy extends EffectiveSweepPolicy {
   /** When this policy was first recorded (the last change of configuration). */
@@ -56,8 +63,17 @@ export class DynamoDbSweepPolicyStore implements SweepPolicyStore {
 
   async record(policy: EffectiveSweepPolicy, now: EpochMillis): Promise<'recorded' | 'unchanged'> {
     const stored = await this.read();
-    if (stored && FIELDS.every((field) => stored[field] === policy[field])) return 'unchanged';
-    const values = Object.fromEntries(FIELDS.map((field) => [field, policy[field]]));
+    if (
+      stored &&
+      FIELDS.every((field) => stored[field] === policy[field]) &&
+      stored.authMode === policy.authMode
+    ) {
+      return 'unchanged';
+    }
+    const values = {
+      ...Object.fromEntries(FIELDS.map((field) => [field, policy[field]])),
+      ...(policy.authMode ? { authMode: policy.authMode } : {}),
+    };
     try {
       await this.#client.send(
         new PutCommand({
@@ -83,5 +99,9 @@ function decode(item: Record<string, unknown>): RecordedSweepPolicy | undefined 
     const value = item[field];
     if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) return undefined;
   }
-  return Object.fromEntries(numbers.map((f) => [f, item[f]])) as unknown as RecordedSweepPolicy;
+  const policy = Object.fromEntries(
+    numbers.map((f) => [f, item[f]]),
+  ) as unknown as RecordedSweepPolicy;
+  if (item.authMode === 'token' || item.authMode === 'iam') policy.authMode = item.authMode;
+  return policy;
 }

@@ -46,6 +46,29 @@ export function heldAttribute(connectionId: string): string {
   return `${HELD_PREFIX}${connectionId}`;
 }
 
+const BY_PREFIX = 'by:';
+
+/**
+ * The attribute that records who a holder's connect was authenticated as (its principal:
+ * `token:<id>`, or the IAM session ARN): `by:<connection id>`. Written with `held:` and removed
+ * with it, so revoking a token or a policy finds every connection it authenticated, not only
+ * the newest connect's (lib/auth/revocation.ts).
+ */
+export function holderPrincipalAttribute(connectionId: string): string {
+  return `${BY_PREFIX}${connectionId}`;
+}
+
+/** Each holder's principal, from the `by:` attributes of an entry item. */
+export function holderPrincipals(item: Record<string, unknown>): Record<string, string> {
+  const principals: Record<string, string> = {};
+  for (const [name, value] of Object.entries(item)) {
+    if (name.startsWith(BY_PREFIX) && typeof value === 'string') {
+      principals[name.slice(BY_PREFIX.length)] = value;
+    }
+  }
+  return principals;
+}
+
 /** Each holder's connect time, from the `held:` attributes of an entry item. */
 export function holderTimes(item: Record<string, unknown>): Record<string, EpochMillis> {
   const times: Record<string, EpochMillis> = {};

@@ -10,6 +10,8 @@ export interface IamPolicy {
   roleArn: string;
   namespace: string;
   serviceAccount?: string;
+  /** The networks entries registered by this role here may be in; unset, any. */
+  networks?: string[];
   createdAt: EpochMillis;
 }
 

@@ -9,12 +9,18 @@
  *   ADDR#<net>#<ip> / ADDR             the entry that holds an address within its network
  *   TOKEN           / <id>             a join token (hashed secret)
  *   POLICY          / <roleArn>#<ns>   an IAM-mode allow rule
+ *   TERMINATED#<id> / TERMINATED       an instance EC2 reported terminated (TTL: a day)
  *   NAMESPACES      / <namespace>      a namespace that holds groups or entries (the full
  *                                      listing's Query; `#complete` once none is missing)
+ *   NSCONFIG        / <namespace>      what the operator allows a namespace (quotas, networks,
+ *                                      address ranges; lib/store/dynamodb-namespace-settings.ts)
+ *   RATE#<ns>#<shard> / W#<start>      connects of a namespace in one window (expires by TTL)
  *
  * The sweep index is sparse: only auto-registered entries carry `sweepState` and `sweepAt`.
  *   sweepState = "C#<shard>" with sweepAt = newest connectedAt    (stale after 1.5 x max age)
- *   sweepState = "D#<shard>" with sweepAt = disconnectedAt        (due after the grace period)
+ *   sweepState = "L#<namespace>#<shard>" (left cleanly) or "D#<namespace>#<shard>" (left
+ *     abnormally) with sweepAt = disconnectedAt                  (due after the grace period)
+ *   Release 0.1.0 wrote departures to "L#<shard>" / "D#<shard>": still read, no longer written.
  * Keying by the raw time (not "time due") keeps the index right when the grace period or the
  * maximum connection age is reconfigured. Shards spread index writes over partitions.
  */
@@ -41,6 +47,11 @@ export const PARTITIONS = {
   addresses: 'ADDR#*',
   tokens: 'TOKEN',
   policies: 'POLICY',
+  /**
+   * Instances EC2 reported terminated (lib/store/dynamodb-terminated-instances.ts): IAM mode
+   * refuses their credentials and documents for a day.
+   */
+  terminated: 'TERMINATED#*',
   /** The sweeper's own state (how far its liveness checks have covered). */
   sweeper: 'SWEEPER',
   /** The effective registrar configuration every client reads (the sweep policy). */
@@ -49,6 +60,10 @@ export const PARTITIONS = {
    * Cell counters (fail static; architecture.md): `ZONE#<shard>` / `<namespace>#<zone>`.
    */
   zones: 'ZONE*',
+  /** Namespace settings, one item per namespace the operator configured. */
+  namespaceSettings: 'NSCONFIG',
+  /** Connect-rate counters: `RATE#<namespace>#<shard>` / `W#<window start>`. */
+  connectRate: 'RATE#*',
 } as const;
 
 /**
@@ -87,6 +102,15 @@ function fnv1a(text: string): number {
 export function zoneShardOf(ref: { namespace?: string; name?: string } | undefined): number {
   const first = fnv1a(ref?.namespace ?? '');
   return (first + (fnv1a(ref?.name ?? '') % CELL_SPREAD)) % ZONE_SHARDS;
+}
+
+/**
+ * The counter partitions that hold a namespace's cells: its first shard and the next
+ * CELL_SPREAD - 1 (zoneShardOf never leaves them), so its live count is read from these alone.
+ */
+export function namespaceZoneShards(namespace: string): number[] {
+  const first = fnv1a(namespace);
+  return Array.from({ length: CELL_SPREAD }, (_, spread) => (first + spread) % ZONE_SHARDS);
 }
 
 export const SWEEP_INDEX = {

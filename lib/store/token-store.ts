@@ -9,6 +9,8 @@ export interface StoredToken {
   createdAt: EpochMillis;
   expiresAt: EpochMillis;
   revokedAt?: EpochMillis;
+  /** The networks entries registered with this token may be in; unset, any. */
+  networks?: string[];
 }
 
 export interface TokenStore {

@@ -237,6 +237,7 @@ const SCENARIOS: Record<string, AlarmScenarios> = {
   },
   ProjectorFunctionErrorsAlarm: lambdaErrors,
   ProjectorErrorsAlarm: lambdaErrors,
+  MeshIdentityErrorsAlarm: lambdaErrors,
 };
 
 function scenariosFor(logicalId: string): AlarmScenarios | undefined {

@@ -15,11 +15,11 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(outdir, { recursive: true, force: true }));
 
-function synth(context: Record<string, string>) {
+function synth(context: Record<string, unknown>) {
   return spawnSync(process.execPath, ['infra/app.ts'], {
     encoding: 'utf8',
     env: { ...process.env, CDK_OUTDIR: outdir, CDK_CONTEXT_JSON: JSON.stringify(context) },
-    timeout: 60_000,
+    timeout: 150_000,
   });
 }
 
@@ -33,11 +33,40 @@ describe('cdk synth with a bad option', () => {
       { authMode: 'oauth' },
       "workload-registrar: invalid stack option authMode (value 'oauth'): must be 'token' or 'iam'; set it with cdk deploy -c <option>=<value>",
     ],
+    [
+      { projectorClusterName: 'prod', projectorEndpoint: 'http://x' },
+      "workload-registrar: invalid projector option projectorEndpoint (value 'http://x'): must be the cluster's https:// endpoint; projectorCertificateAuthority: must be the base64 certificateAuthority.data of the cluster",
+    ],
   ])('prints the message alone for %j and exits 1', (context, message) => {
     const result = synth(context);
     expect(result.status).toBe(1);
     expect(result.stderr).toBe(`${message}\n`);
     expect(result.stderr).not.toMatch(/\n\s+at |StackOptionsError/);
     expect(result.stdout).toBe('');
+  });
+});
+
+// A synth runs cdk-nag over the whole stack: tens of seconds on a busy machine.
+describe('cdk synth with an option nobody reads', { timeout: 180_000 }, () => {
+  it('refuses a misspelt option, naming the one it meant, instead of deploying the default', () => {
+    const result = synth({ graceperiod: '10m', sweepRat: '2m' });
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(
+      /^workload-registrar: unknown stack option -c graceperiod \(did you mean gracePeriod\?\), -c sweepRat \(did you mean sweepRate\?\): no option reads it, so it would deploy the default; the options are .*gracePeriod.*\n$/,
+    );
+    expect(result.stdout).toBe('');
+  });
+
+  it("accepts the CDK's own keys and feature flags beside the options", () => {
+    const result = synth({
+      gracePeriod: '10m',
+      '@aws-cdk/core:enablePartitionLiterals': 'true',
+      'aws:cdk:enable-path-metadata': 'true',
+      'acknowledged-issue-numbers': [],
+      // The CDK's own key for "bundle no stack": this synth needs no Lambda code.
+      'aws:cdk:bundling-stacks': [],
+    });
+    expect(result.stderr).not.toContain('unknown stack option');
+    expect(result.status).toBe(0);
   });
 });

@@ -18,6 +18,21 @@ const ZONES = {
   partitions: ['ZONE*'],
   resource: expect.stringMatching(/"Fn::GetAtt":\["RegistryTable[0-9A-F]+","Arn"\]/),
 };
+/** Connect reads its namespace's live count from the zone counters, and moves them. */
+const ZONES_READ = { ...ZONES, actions: ['dynamodb:Query', 'dynamodb:UpdateItem'] };
+/** Namespace settings (quotas, networks, ranges) and the connect-rate counters: connect only. */
+const TENANT_LIMITS = [
+  {
+    actions: ['dynamodb:GetItem'],
+    partitions: ['NSCONFIG'],
+    resource: expect.stringMatching(/"Fn::GetAtt":\["RegistryTable[0-9A-F]+","Arn"\]/),
+  },
+  {
+    actions: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
+    partitions: ['RATE#*'],
+    resource: expect.stringMatching(/"Fn::GetAtt":\["RegistryTable[0-9A-F]+","Arn"\]/),
+  },
+];
 /** The address claims (an address is unique within a network): connect only. */
 const ADDRESSES = {
   actions: ['dynamodb:GetItem', 'dynamodb:PutItem'],
@@ -110,24 +125,26 @@ describe('functions', () => {
     ]);
   });
 
-  it('connect may read, update and delete entries and read groups, in namespace partitions, and claim addresses', () => {
+  it('connect may read, update and delete entries and read groups, in namespace partitions, claim addresses, and read and count its tenant limits', () => {
     expect(dynamoGrants(ROLES.connect)).toEqual([
       {
         actions: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
         partitions: ['NS#*'],
         resource: expect.stringMatching(TABLE),
       },
-      ZONES,
+      ZONES_READ,
       ADDRESSES,
+      ...TENANT_LIMITS,
     ]);
   });
 
-  it('connect in IAM mode also records connections and reads allow rules', () => {
+  it('connect in IAM mode also records connections, reads allow rules and terminated instances', () => {
     const iam = synthTemplate({ context: { authMode: 'iam' } });
     expect(dynamoGrants(ROLES.connect, iam)).toEqual([
       expect.objectContaining({ partitions: ['NS#*'] }),
-      ZONES,
+      ZONES_READ,
       ADDRESSES,
+      ...TENANT_LIMITS,
       {
         actions: ['dynamodb:PutItem'],
         partitions: ['CONN#*'],
@@ -136,6 +153,11 @@ describe('functions', () => {
       {
         actions: ['dynamodb:GetItem'],
         partitions: ['POLICY'],
+        resource: expect.stringMatching(TABLE),
+      },
+      {
+        actions: ['dynamodb:GetItem'],
+        partitions: ['TERMINATED#*'],
         resource: expect.stringMatching(TABLE),
       },
     ]);

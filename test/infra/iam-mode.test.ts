@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AWS_INSTANCE_IDENTITY_CERTIFICATES } from '../../lib/auth/aws-instance-identity-certs.ts';
+import { certificateOfRegion } from '../../lib/auth/aws-instance-identity-certs.ts';
 import { ENV } from '../../lib/config.ts';
+import { actionsOf, statementsOfRole } from './policy-statements.ts';
 import { createStack, synthTemplate } from './synth-stack.ts';
 
 /** The environment variables of the function whose logical id starts with `prefix`. */
@@ -52,7 +53,7 @@ describe('IAM auth mode', () => {
 describe('instance attestation (IAM mode)', () => {
   const dir = mkdtempSync(join(tmpdir(), 'stack-iid-'));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
-  const publishedPem = AWS_INSTANCE_IDENTITY_CERTIFICATES[0]?.pem ?? '';
+  const publishedPem = certificateOfRegion('us-east-1').pem;
 
   it('requires the instance identity document by default, in the connect function only', () => {
     const template = synthTemplate({ context: { authMode: 'iam' } });
@@ -60,6 +61,50 @@ describe('instance attestation (IAM mode)', () => {
     expect(variablesOf(template, 'FunctionsConnect')[ENV.instanceAttestation]).toBe('required');
     expect(variablesOf(template, 'FunctionsConnect')[ENV.instanceIdentityCerts]).toBeUndefined();
     expect(variablesOf(template, 'FunctionsMessage')[ENV.instanceAttestation]).toBeUndefined();
+  });
+
+  it("trusts only the stack's own Region's certificate by default, by name", () => {
+    const template = synthTemplate({ context: { authMode: 'iam' } });
+
+    // The test stack is deployed to eu-west-1 (synth-stack.ts).
+    expect(variablesOf(template, 'FunctionsConnect')[ENV.instanceIdentityRegions]).toBe(
+      'eu-west-1',
+    );
+  });
+
+  it('adds the Regions of -c instanceIdentityRegions, after its own', () => {
+    const template = synthTemplate({
+      context: { authMode: 'iam', instanceIdentityRegions: 'us-east-1, eu-central-1' },
+    });
+
+    expect(variablesOf(template, 'FunctionsConnect')[ENV.instanceIdentityRegions]).toBe(
+      'eu-west-1,us-east-1,eu-central-1',
+    );
+  });
+
+  it('refuses a Region whose certificate is not pinned, naming the option', () => {
+    expect(() =>
+      createStack({ context: { authMode: 'iam', instanceIdentityRegions: 'us-east-1,xx-mars-1' } }),
+    ).toThrow(
+      /instanceIdentityRegions \(value 'us-east-1,xx-mars-1'\): must name Regions whose certificate is pinned/,
+    );
+  });
+
+  it('refuses instanceIdentityRegions beside instanceIdentityCerts, and in token mode', () => {
+    const file = join(dir, 'one.pem');
+    writeFileSync(file, `${publishedPem}\n`);
+    expect(() =>
+      createStack({
+        context: {
+          authMode: 'iam',
+          instanceIdentityCerts: file,
+          instanceIdentityRegions: 'us-east-1',
+        },
+      }),
+    ).toThrow(/instanceIdentityCerts replaces AWS's certificates/);
+    expect(() => createStack({ context: { instanceIdentityRegions: 'us-east-1' } })).toThrow(
+      /instanceIdentityRegions \(value 'us-east-1'\): applies to authMode iam only/,
+    );
   });
 
   it('makes it optional with -c instanceAttestation=optional', () => {
@@ -117,5 +162,44 @@ describe('instance attestation (IAM mode)', () => {
     const template = synthTemplate();
 
     expect(variablesOf(template, 'FunctionsConnect')[ENV.instanceAttestation]).toBeUndefined();
+  });
+});
+
+describe('terminated instances (IAM mode)', () => {
+  it('lets terminated instances through the EC2 rule whatever states remove entries', () => {
+    const template = synthTemplate({ context: { authMode: 'iam', ec2States: 'stopping,stopped' } });
+
+    template.hasResourceProperties('AWS::Events::Rule', {
+      EventPattern: Match.objectLike({
+        detail: { state: ['stopping', 'stopped', 'shutting-down', 'terminated'] },
+      }),
+    });
+    // Entries are still removed only for the configured states.
+    expect(variablesOf(template, 'InstanceStateFunction')[ENV.ec2States]).toBe('stopping,stopped');
+  });
+
+  it('lets the EC2 function write, and connect read, only the TERMINATED# partition for it', () => {
+    const template = synthTemplate({ context: { authMode: 'iam' } });
+    const grantsOf = (role: string) =>
+      statementsOfRole(template, role)
+        .map((statement) => ({
+          actions: actionsOf([statement]),
+          partitions: (statement as { Condition?: Record<string, Record<string, string[]>> })
+            .Condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'],
+        }))
+        .filter((grant) => grant.partitions?.includes('TERMINATED#*'));
+
+    expect(grantsOf('InstanceState/Function/Role')).toEqual([
+      { actions: ['dynamodb:UpdateItem'], partitions: ['TERMINATED#*'] },
+    ]);
+    expect(grantsOf('Functions/Connect/Role')).toEqual([
+      { actions: ['dynamodb:GetItem'], partitions: ['TERMINATED#*'] },
+    ]);
+  });
+
+  it('grants nothing on it in token mode', () => {
+    const template = synthTemplate();
+    const all = statementsOfRole(template, 'InstanceState/Function/Role');
+    expect(JSON.stringify(all)).not.toContain('TERMINATED#');
   });
 });

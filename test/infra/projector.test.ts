@@ -12,6 +12,7 @@ import { POLICY_PARTITION } from '../../lib/store/dynamodb-policy-store.ts';
 import { connectionKey, entryKey, groupKey, TOKEN_PARTITION } from '../../lib/store/item-codec.ts';
 import { PARTITIONS, zonePartition } from '../../lib/store/table-definition.ts';
 import { actionsOf, type Statement, statementsOfRole } from './policy-statements.ts';
+import { synthTemplate } from './synth-stack.ts';
 
 /** IAM's StringLike: `*` matches any run of characters, everything else itself. */
 function like(pattern: string, value: string): boolean {
@@ -143,10 +144,14 @@ describe('Projector construct', () => {
       if (itemActions.length === 0) {
         expect(JSON.stringify(statement.Resource)).toMatch(/StreamArn|"\*"/);
       } else {
-        expect(statement.Condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys']).toEqual([
-          'NS#*',
-          'NAMESPACES',
-        ]);
+        // Groups, entries, the namespace index; and the namespaces' settings (their address
+        // ranges), which it may only Query.
+        const keys = statement.Condition?.['ForAllValues:StringLike']?.['dynamodb:LeadingKeys'];
+        if (JSON.stringify(keys) === '["NSCONFIG"]') {
+          expect(itemActions).toEqual(['dynamodb:Query']);
+          continue;
+        }
+        expect(keys).toEqual(['NS#*', 'NAMESPACES']);
         expect(JSON.stringify(statement.Resource)).not.toContain('/index/');
       }
     }
@@ -271,6 +276,32 @@ describe('projector stack options', () => {
       certificateAuthority: 'QUJD',
       targets: ['linkerd', 'endpointslices'],
       scheduleMinutes: 10,
+    });
+  });
+
+  it("passes the cluster's ranges to the function, and names a bad one", () => {
+    const context = {
+      projectorClusterName: 'prod',
+      projectorEndpoint: 'https://x.eks.amazonaws.com',
+      projectorCertificateAuthority: 'QUJD',
+    };
+    expect(
+      resolveProjectorOptions(
+        node({ ...context, projectorClusterRanges: '172.20.0.0/16, 10.244.0.0/16' }),
+      ),
+    ).toMatchObject({ clusterRanges: '172.20.0.0/16,10.244.0.0/16' });
+    expect(() =>
+      resolveProjectorOptions(node({ ...context, projectorClusterRanges: '172.20.0.0' })),
+    ).toThrow(
+      "invalid projector option projectorClusterRanges '172.20.0.0': '172.20.0.0' must be a CIDR such as 10.0.0.0/16 or fd00::/64; give the cluster's pod and Service ranges as comma-separated CIDRs",
+    );
+    const template = synthTemplate({
+      context: { ...context, projectorClusterRanges: '172.20.0.0/16' },
+    });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: {
+        Variables: Match.objectLike({ REGISTRAR_CLUSTER_RANGES: '172.20.0.0/16' }),
+      },
     });
   });
 

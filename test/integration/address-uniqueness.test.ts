@@ -67,21 +67,22 @@ describe('an address is unique within a network', () => {
     expect(refused.status).toBe(409);
     expect(refused.error.code).toBe('AddressInUse');
     expect(refused.error.message).toBe(
-      'address 10.9.0.2 without a network is held by WorkloadEntry shop/g1-10.9.0.2, whose VM is connected; an address is unique within a network: stop the VM that holds it (or delete that entry), or use another ip or network',
+      "address 10.9.0.2 without a network is held by WorkloadEntry shop/g1-10.9.0.2, whose VM is connected; two VMs cannot share an address in one network: check this agent's ip and network; if they are right, the connected VM holding the entry has this VM's address and its own agent must be fixed (its entry leaves when that VM stops)",
     );
     expect(await entry('shop', 'g2-10.9.0.2')).toBeUndefined();
     const kept = await entry('shop', 'g1-10.9.0.2');
     expect(kept?.connection?.connectedAt).toBeDefined();
-    // The holder shows the refused claim: registrar get we, and describe we's events.
+    // The holder shows the refused claim in describe we's events; get we's ADDRESS column stays
+    // the address alone, so scripts that read the columns keep working (kubectl keeps such
+    // notes in Events).
     expect(kept?.addressConflict).toEqual({ at: expect.any(Number), claimant: 'shop/g2-10.9.0.2' });
     const env = {
       REGISTRAR_DYNAMODB_ENDPOINT: tenants.runtime.dynamoDbEndpoint,
       REGISTRAR_TABLE: tenants.runtime.tableName,
     };
     const listed = await captureCli(['get', 'we', 'g1-10.9.0.2', '-n', 'shop'], { env });
-    expect(listed.stdout).toMatch(
-      /^g1-10\.9\.0\.2\s+10\.9\.0\.2 \(refused shop\/g2-10\.9\.0\.2 \d+s ago\)\s+True/m,
-    );
+    expect(listed.stdout).toMatch(/^g1-10\.9\.0\.2\s+10\.9\.0\.2\s+True\s+/m);
+    expect(listed.stdout).not.toContain('refused');
     // Repeated refusals within a minute write nothing more on the holder.
     await refusal('evil', 'g1', '10.9.0.2');
     expect((await entry('shop', 'g1-10.9.0.2'))?.addressConflict).toEqual(kept?.addressConflict);

@@ -43,4 +43,15 @@ describe('registrar-agent program', () => {
       "registrar-agent: --no-imds needs --ip <address> (or REGISTRAR_AGENT_IP): without the instance metadata service the agent cannot discover this VM's address\n",
     );
   });
+
+  it('exits 2 before sending its token when --url is ws:// to a host that is not loopback', () => {
+    const args = ['--url', 'ws://10.255.255.1:8080', '--group', 'web', '--namespace', 'shop'];
+    const { code, stderr } = run([...args, '--no-imds', '--ip', '10.0.0.12'], {
+      REGISTRAR_AGENT_TOKEN: 'wrt.secret.token',
+    });
+    expect(code).toBe(2);
+    expect(stderr).toContain("--url 'ws://10.255.255.1:8080' is ws:// to 10.255.255.1");
+    expect(stderr).toContain('pass --insecure');
+    expect(stderr).not.toContain('wrt.secret.token');
+  });
 });

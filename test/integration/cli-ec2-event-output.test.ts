@@ -2,6 +2,8 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import { connectChange } from '../fixtures/connect-change.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 /**
@@ -11,15 +13,27 @@ import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
  */
 const run = promisify(execFile);
 let dynamo: TestDynamo;
+const INSTANCE = 'i-0123456789abcdef0';
+
 beforeAll(async () => {
   dynamo = await startTestDynamo();
+  // The instance's VM is registered: the function removes its entry and logs that it did.
+  const store = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName);
+  const change = connectChange({
+    name: 'web-10.0.0.1',
+    namespace: 'shop',
+    connectionId: 'c1',
+    connectedAt: 1,
+  });
+  change.instanceId = INSTANCE;
+  expect(await store.connect(change)).toBe('created');
 });
 afterAll(async () => {
   await dynamo?.close();
 });
 
 describe('registrar ec2-event output', () => {
-  it('prints what was removed, and no EMF metric lines', async () => {
+  it('prints what was removed and the result on stdout, and neither EMF nor JSON log lines', async () => {
     const bin = fileURLToPath(new URL('../../bin/registrar.js', import.meta.url));
     const env = { ...process.env };
     delete env.POWERTOOLS_METRICS_DISABLED;
@@ -33,14 +47,15 @@ describe('registrar ec2-event output', () => {
         dynamo.tableName,
         'ec2-event',
         '--instance-id',
-        'i-0123456789abcdef0',
+        INSTANCE,
         '--state',
         'terminated',
       ],
       { env },
     );
-    expect(stdout).not.toContain('_aws');
-    expect(stderr).not.toContain('_aws');
-    expect(stderr).toBe('instance i-0123456789abcdef0 terminated: 0 removed\n');
+    expect(stdout).toBe(
+      `workloadentry "shop/web-10.0.0.1" removed\ninstance ${INSTANCE} terminated: 1 removed\n`,
+    );
+    expect(stderr).toBe('');
   });
 });

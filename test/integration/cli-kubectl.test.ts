@@ -410,7 +410,7 @@ describe('token and policy', () => {
   it('token list -o yaml shows what the table shows and never a secret or its hash', async () => {
     const created = await registrar(['token', 'create', '-n', 'shop', '--service-account', 'web']);
     const [, id, secret] = created.stdout.trim().split('.');
-    const run = await registrar(['token', 'list', '-o', 'yaml']);
+    const run = await registrar(['token', 'list', '-n', 'shop', '-o', 'yaml']);
     const list = parse(run.stdout);
     expect(list.kind).toBe('List');
     expect(list.items).toContainEqual(

@@ -439,7 +439,7 @@ describe('registrar token', () => {
     expect(created.stdout).toMatch(/^wrt\.[A-Za-z0-9_-]{12}\.[A-Za-z0-9_-]{43}\n$/);
     const [, id, secret] = created.stdout.trim().split('.');
 
-    const listed = await registrar(['token', 'list']);
+    const listed = await registrar(['token', 'list', '-A']);
     expect(listed.stdout.split('\n')[0]).toMatch(
       /^ID\s+NAMESPACE\s+SERVICE-ACCOUNT\s+EXPIRES\s+STATUS$/,
     );
@@ -449,7 +449,7 @@ describe('registrar token', () => {
     expect(listed.stdout).not.toContain(secret);
 
     expect((await registrar(['token', 'revoke', id ?? ''])).stdout).toBe(`token "${id}" revoked\n`);
-    expect((await registrar(['token', 'list'])).stdout).toMatch(
+    expect((await registrar(['token', 'list', '-n', 'shop'])).stdout).toMatch(
       new RegExp(`^${id}\\s.*\\srevoked$`, 'm'),
     );
   });
@@ -458,7 +458,7 @@ describe('registrar token', () => {
     const created = await registrar(['token', 'create', '-n', 'shop', '--ttl', '1m']);
     const id = created.stdout.split('.')[1];
     clock = NOW + 2 * MINUTE;
-    expect((await registrar(['token', 'list'])).stdout).toMatch(
+    expect((await registrar(['token', 'list', '-A'])).stdout).toMatch(
       new RegExp(`^${id}\\s+shop\\s+<any>\\s+\\S+\\s+expired$`, 'm'),
     );
   });
@@ -489,7 +489,8 @@ describe('registrar usage', () => {
     [['get', 'we', '-n', 'Not_A_Namespace']],
     [['token', 'create', '-n', 'shop', '--ttl', '0s']],
     [['token', 'create', '-n', 'shop', '--ttl', '1w']],
-    [['token', 'list', '-o', 'wide']],
+    [['token', 'list', '-o', 'toml']],
+    [['token', 'list', '-n', 'shop', '-A']],
     [['delete']],
     [['delete', 'we']],
     [['delete', 'we', 'db-1', '-f', 'web.yaml']],

@@ -220,7 +220,9 @@ describe('deliberate departures during a hold', () => {
     const terminated = `i-03${'0'.repeat(15)}`;
     const event = await h.cli(['ec2-event', '--instance-id', terminated, '--state', 'terminated']);
     expect(event.code).toBe(0);
-    expect(event.stdout).toBe(`workloadentry "shop/web-10.3.0.1" removed\n`);
+    expect(event.stdout).toBe(
+      `workloadentry "shop/web-10.3.0.1" removed\ninstance ${terminated} terminated: 1 removed\n`,
+    );
     expect(await count(h, dropped.ips)).toBe(9);
     // Stopping is not in the default states: an instance that stops may start again.
     const stopped = await h.cli([
@@ -230,7 +232,7 @@ describe('deliberate departures during a hold', () => {
       '--state',
       'stopped',
     ]);
-    expect(stopped.stderr).toMatch(/is not one that removes entries/);
+    expect(stopped.stdout).toMatch(/is not one that removes entries/);
     expect(await count(h, dropped.ips)).toBe(9);
   }, 30_000);
 });

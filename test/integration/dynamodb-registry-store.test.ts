@@ -310,7 +310,8 @@ describe('connect', () => {
         'healthChecksEnabled = if_not_exists(healthChecksEnabled, :healthChecksEnabled), ' +
         'groupGeneration = if_not_exists(groupGeneration, :groupGeneration), ' +
         '#identity = :identity, controller = :controller, connectedAt = :at, ' +
-        'newestConnectionId = :connection, sweepState = :sweepState, sweepAt = :at, #held = :at ' +
+        'newestConnectionId = :connection, sweepState = :sweepState, sweepAt = :at, #held = :at, ' +
+        '#by = :principal ' +
         'REMOVE disconnectedAt, departure, drainingSince, instanceId ADD conns :connections, revision :one',
       ConditionExpression:
         'attribute_not_exists(pk) OR (attribute_exists(autoRegistrationGroup) ' +
@@ -325,6 +326,7 @@ describe('connect', () => {
         '#sa': 'serviceAccount',
         '#identity': 'identity',
         '#held': 'held:pin-connect',
+        '#by': 'by:pin-connect',
       },
       ExpressionAttributeValues: {
         ':origin': entryOrigin('web', '10.0.0.1'),
@@ -336,6 +338,7 @@ describe('connect', () => {
         ':healthChecksEnabled': true,
         ':groupGeneration': 1,
         ':identity': { principal: 'token:t1', namespace: NS, serviceAccount: 'web' },
+        ':principal': 'token:t1',
         ':controller': 'workload-registrar',
         ':at': T0,
         ':sweepState': `C#${sweepShard(ref(name))}`,
@@ -376,6 +379,7 @@ describe('leave', () => {
     expect(item?.sweepState).toBe(`D#${NS}#${sweepShard(ref(name))}`);
     expect(item?.sweepAt).toBe(T0 + 60_000);
     expect(item?.[`held:${name}-a`]).toBeUndefined();
+    expect(item?.[`by:${name}-a`]).toBeUndefined();
   });
 
   it('records a clean departure in the clean shard and an abnormal one in the disconnected shard', async () => {
@@ -469,9 +473,9 @@ describe('leave', () => {
       Key: { pk: `NS#${NS}`, sk: `WE#${name}` },
       UpdateExpression:
         'SET disconnectedAt = :at, departure = :departure, sweepState = :sweepState, sweepAt = :at ' +
-        'REMOVE connectedAt, newestConnectionId, cleanExitSince, #h0 DELETE conns :connections ADD revision :one',
+        'REMOVE connectedAt, newestConnectionId, cleanExitSince, #h0, #b0 DELETE conns :connections ADD revision :one',
       ConditionExpression: 'size(conns) = :count AND contains(conns, :c0)',
-      ExpressionAttributeNames: { '#h0': 'held:pin-leave' },
+      ExpressionAttributeNames: { '#h0': 'held:pin-leave', '#b0': 'by:pin-leave' },
       ExpressionAttributeValues: {
         ':at': T0 + 5,
         ':departure': 'abnormal',

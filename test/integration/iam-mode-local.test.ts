@@ -12,7 +12,7 @@ import { systemClock } from '../../agent/clock.ts';
 import { buildConnectUrl } from '../../agent/connect-url.ts';
 import { openLink, RefusedError } from '../../agent/connection.ts';
 import { presignConnectUrl } from '../../agent/sigv4.ts';
-import { OptionsError, parseLocalOptions } from '../../infra/local/options.ts';
+import { IAM_NEEDS_TRUST, OptionsError, parseLocalOptions } from '../../infra/local/options.ts';
 import type { IamCallerCredentials } from '../../infra/local/sigv4-verifier.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';
 import {
@@ -39,7 +39,12 @@ const WEB_VM: IamCallerCredentials = {
 let bed: AgentTestbed;
 
 beforeAll(async () => {
-  bed = await startAgentTestbed({ authMode: 'iam', iamCallers: [WEB_VM] });
+  // The agents here send no instance identity document: the operator made it optional.
+  bed = await startAgentTestbed({
+    authMode: 'iam',
+    iamCallers: [WEB_VM],
+    instanceAttestation: 'optional',
+  });
   await bed.applyGroup('web');
 });
 afterAll(async () => {
@@ -110,6 +115,15 @@ describe('IAM mode on the local runtime', () => {
     await agent.stop();
   });
 
+  it('warns an operator creating a join token that this registrar never reads one', async () => {
+    const run = await bed.cli(['token', 'create', '-n', NAMESPACE]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^[^\n]+\n$/);
+    expect(run.stderr).toMatch(
+      /^warning: this registrar runs in IAM mode \(recorded [^)]+\): it never reads join tokens, so this one cannot be used; agents connect with --auth iam, allowed by registrar policy allow --role-arn <arn> -n /,
+    );
+  });
+
   it('refuses a caller whose signature is wrong 403, before $connect runs', async () => {
     const outcome = await connectOnce({ ...WEB_VM, secretAccessKey: 'not-the-secret' }, '10.0.0.8');
 
@@ -161,19 +175,63 @@ describe('npm start --auth-mode iam', () => {
   });
   afterAll(() => rm(dir, { recursive: true, force: true }));
 
-  it('reads the callers from a YAML file', async () => {
+  async function callersFile(): Promise<string> {
     const file = join(dir, 'callers.yaml');
     await writeFile(
       file,
       `- accessKeyId: ${WEB_VM.accessKeyId}\n  secretAccessKey: ${WEB_VM.secretAccessKey}\n  arn: ${WEB_VM.arn}\n`,
     );
+    return file;
+  }
 
-    const parsed = parseLocalOptions(['--auth-mode', 'iam', '--iam-callers', file], {});
+  it('reads the callers from a YAML file', async () => {
+    const file = await callersFile();
+
+    const parsed = parseLocalOptions(
+      ['--auth-mode', 'iam', '--iam-callers', file, '--instance-attestation', 'optional'],
+      {},
+    );
 
     expect(parsed).toMatchObject({
       kind: 'run',
-      options: { authMode: 'iam', iamCallers: [WEB_VM] },
+      options: { authMode: 'iam', iamCallers: [WEB_VM], instanceAttestation: 'optional' },
     });
+  });
+
+  it('fails closed: refuses to start iam mode that does not say how documents are trusted, naming the flags', async () => {
+    const file = await callersFile();
+
+    expect(() => parseLocalOptions(['--auth-mode', 'iam', '--iam-callers', file], {})).toThrow(
+      new OptionsError(IAM_NEEDS_TRUST),
+    );
+    expect(IAM_NEEDS_TRUST).toContain('--instance-identity-certs <pem file>');
+    expect(IAM_NEEDS_TRUST).toContain('--instance-attestation optional');
+  });
+
+  it('takes REGISTRAR_INSTANCE_ATTESTATION=required alone as AWS certificates, documents required', async () => {
+    const file = await callersFile();
+
+    const parsed = parseLocalOptions(['--auth-mode', 'iam', '--iam-callers', file], {
+      REGISTRAR_INSTANCE_ATTESTATION: 'required',
+    });
+
+    expect(parsed).toMatchObject({ kind: 'run', options: { instanceAttestation: 'required' } });
+    expect(parsed.kind === 'run' && parsed.options.instanceIdentityCerts).toBeUndefined();
+  });
+
+  it('refuses an unknown attestation mode and one without iam mode, naming the flag', async () => {
+    const file = await callersFile();
+    expect(() =>
+      parseLocalOptions(
+        ['--auth-mode', 'iam', '--iam-callers', file, '--instance-attestation', 'maybe'],
+        {},
+      ),
+    ).toThrow(
+      new OptionsError("invalid --instance-attestation 'maybe': must be required or optional"),
+    );
+    expect(() => parseLocalOptions(['--instance-attestation', 'optional'], {})).toThrow(
+      /--instance-attestation is used only with --auth-mode iam/,
+    );
   });
 
   it('refuses iam mode without a callers file, naming the flag', () => {
@@ -192,8 +250,11 @@ describe('npm start --auth-mode iam', () => {
     const file = join(dir, 'bad.json');
     await writeFile(file, JSON.stringify([{ accessKeyId: 'AKID', arn: WEB_VM.arn }]));
 
-    expect(() => parseLocalOptions(['--auth-mode', 'iam', '--iam-callers', file], {})).toThrow(
-      /iamCallers\[0\]\.secretAccessKey must be a non-empty string/,
-    );
+    expect(() =>
+      parseLocalOptions(
+        ['--auth-mode', 'iam', '--iam-callers', file, '--instance-attestation', 'optional'],
+        {},
+      ),
+    ).toThrow(/iamCallers\[0\]\.secretAccessKey must be a non-empty string/);
   });
 });

@@ -54,6 +54,8 @@ beforeAll(async () => {
       REGISTRAR_TABLE: dynamo.tableName,
       REGISTRAR_DYNAMODB_ENDPOINT: dynamo.endpoint,
       REGISTRAR_AUTH_MODE: 'iam',
+      // These connects carry no instance identity document: the policy is what is tested.
+      REGISTRAR_INSTANCE_ATTESTATION: 'optional',
     }),
     store: new DynamoDbRegistryStore(dynamo.client, dynamo.tableName),
     tokens: new DynamoDbTokenStore(dynamo.client, dynamo.tableName),
@@ -170,6 +172,48 @@ describe('IAM mode', () => {
     expect((await iamConnect('batch', '10.0.0.5')).statusCode).toBe(403);
   });
 
+  it('fails closed: with the attestation variable unset, an allowed role without a document is refused 403', async () => {
+    await registrar(['policy', 'allow', '--role-arn', ROLE, '-n', 'shop']);
+    const unset = {
+      ...deps,
+      config: readConfig({
+        REGISTRAR_TABLE: dynamo.tableName,
+        REGISTRAR_DYNAMODB_ENDPOINT: dynamo.endpoint,
+        REGISTRAR_AUTH_MODE: 'iam',
+      }),
+    };
+    expect(unset.config.instanceAttestation).toBe('required');
+    const result = await createConnectHandler(unset)(
+      {
+        requestContext: {
+          routeKey: '$connect',
+          eventType: 'CONNECT',
+          connectionId: 'iam-unset=',
+          connectedAt: T0,
+          requestTimeEpoch: T0,
+          requestId: 'r-unset',
+          domainName: 'api1.execute-api.us-east-1.amazonaws.com',
+          stage: 'v1',
+          apiId: 'api1',
+          identity: { sourceIp: '10.0.0.9', userArn: SESSION },
+        },
+        headers: {},
+        queryStringParameters: { group: 'batch', namespace: 'shop', ip: '10.0.0.9' },
+        multiValueQueryStringParameters: {
+          group: ['batch'],
+          namespace: ['shop'],
+          ip: ['10.0.0.9'],
+        },
+      },
+      lambdaContext('connect'),
+    );
+    expect(result.statusCode).toBe(403);
+    expect(result.body).toContain('requires the EC2 instance identity document');
+    expect(
+      await deps.store.getEntry({ namespace: 'shop', name: 'batch-10.0.0.9' }),
+    ).toBeUndefined();
+  });
+
   it('refuses a connect that API Gateway passed without a caller, with 401', async () => {
     expect((await iamConnect('batch', '10.0.0.6', null)).statusCode).toBe(401);
   });
@@ -185,7 +229,8 @@ describe('IAM mode', () => {
       '--service-account',
       'web-sa',
     ]);
-    const { code, stdout } = await registrar(['policy', 'list']);
+    // `policy list` lists one namespace (-n, default "default") or every one (-A), as kubectl.
+    const { code, stdout } = await registrar(['policy', 'list', '-A']);
     expect(code).toBe(0);
     expect(stdout).toMatch(new RegExp(`${ROLE}\\s+shop\\s+web-sa`));
   });

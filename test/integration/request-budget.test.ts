@@ -5,7 +5,11 @@ vi.hoisted(() => {
   process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
 });
 
-import { type EventCost, measureRequestCounts } from '../../bench/request-counts.ts';
+import {
+  type EventCost,
+  FIRST_OF_NAMESPACE,
+  measureRequestCounts,
+} from '../../bench/request-counts.ts';
 
 /**
  * DESIGN's budget per event in token mode, counted on the wire between the local runtime and
@@ -23,12 +27,22 @@ it('keeps every agent event within its DynamoDB request budget', async () => {
   // 1 token read (authorizer) + 1 group read + 1 write; a new entry reads its group once more,
   // after the write, so an entry never outlives a group deleted meanwhile, and counts itself
   // in its cell (fail static: one more write when an entry becomes connected or leaves). Every
-  // connect claims its address first (an address is unique within a network): one put.
-  expect(of('connect (new entry)').requests).toEqual({ GetItem: 3, PutItem: 1, UpdateItem: 2 });
+  // connect claims its address first (an address is unique within a network): one put. Every
+  // connect counts itself against its namespace's connect rate: one conditional ADD.
+  expect(of('connect (new entry)').requests).toEqual({ GetItem: 3, PutItem: 1, UpdateItem: 3 });
   expect(of('connect (make-before-break reconnect)').requests).toEqual({
     GetItem: 2,
     PutItem: 1,
-    UpdateItem: 1,
+    UpdateItem: 2,
+  });
+  // The first connect of a namespace in a function instance also reads the namespace's
+  // settings (one GetItem) and its live count (one Query per counter partition of its cells,
+  // 8); later connects trust both for a while (lib/registration/namespace-limits.ts).
+  expect(of(FIRST_OF_NAMESPACE).requests).toEqual({
+    GetItem: 4,
+    PutItem: 1,
+    Query: 8,
+    UpdateItem: 3,
   });
   expect(of('health (transition)').requests).toEqual({ UpdateItem: 1 });
   expect(of('health (same status)').requests).toEqual({ UpdateItem: 1 });

@@ -95,6 +95,7 @@ describe('the recorded sweep policy', () => {
       maxConnectionAgeMs: 120 * MINUTE,
       livenessIntervalMs: 10 * MINUTE,
       sweepIntervalMs: MINUTE,
+      authMode: 'token',
       recordedAt: NOW + 3 * MINUTE,
     });
   });

@@ -41,4 +41,38 @@ describe('claimDecision', () => {
       why: 'hand-made',
     });
   });
+
+  it('refuses an attested claimant of another namespace against a connected holder: AWS signs the IP, not the network', () => {
+    const evil = {
+      entry: { namespace: 'evil', name: 'x-10.0.0.1' },
+      attestedInstanceId: 'i-0eeeeeeeeeeeeeeee',
+    };
+    expect(claimDecision(evil, holder({ attestedInstanceId: 'i-0aaaaaaaaaaaaaaaa' }))).toEqual({
+      replace: false,
+      why: 'connected',
+    });
+    expect(claimDecision(evil, holder())).toEqual({ replace: false, why: 'connected' });
+  });
+
+  it("leaves another namespace's disconnected holder to its grace period, attested or not", () => {
+    const evil = {
+      entry: { namespace: 'evil', name: 'x-10.0.0.1' },
+      attestedInstanceId: 'i-0eeeeeeeeeeeeeeee',
+    };
+    expect(claimDecision(evil, holder({ connected: false }))).toEqual({
+      replace: false,
+      why: 'other-namespace',
+    });
+  });
+
+  it('lets the same attested instance move to another namespace, replacing its own entry', () => {
+    const moved = {
+      entry: { namespace: 'api', name: 'x-10.0.0.1' },
+      attestedInstanceId: 'i-0aaaaaaaaaaaaaaaa',
+    };
+    expect(claimDecision(moved, holder({ attestedInstanceId: 'i-0aaaaaaaaaaaaaaaa' }))).toEqual({
+      replace: true,
+      why: 'attested',
+    });
+  });
 });

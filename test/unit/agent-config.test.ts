@@ -79,6 +79,7 @@ describe('agent configuration', () => {
 
   it('layers the YAML file under the environment and the environment under flags', () => {
     const file = yamlFile(`url: ws://file.example/local
+insecure: true
 group: from-file
 namespace: shop
 labels: { app: web, tier: back }
@@ -180,5 +181,64 @@ timing: { pingInterval: 1m }
 
   it('answers --help without validating anything', () => {
     expect(loadAgentConfig(['--help'], {})).toBe('help');
+  });
+});
+
+/**
+ * The attacker: a man in the middle of a ws:// connection reads the join token (or replays the
+ * signed request and the identity document) and answers `describe` with an `exec` probe.
+ */
+describe('agent configuration: ws:// only to loopback unless --insecure', () => {
+  const over = (url: string, extra: string[] = [], env: Record<string, string> = TOKEN_ENV) =>
+    load(['--url', url, '--group', 'web', '--namespace', 'shop', ...extra], env);
+
+  const refusal = (run: () => unknown): string => {
+    try {
+      run();
+    } catch (error) {
+      expect(error).toBeInstanceOf(AgentConfigError);
+      return (error as Error).message;
+    }
+    throw new Error('not refused');
+  };
+
+  it.each([
+    ['ws://10.0.0.5:8080', '10.0.0.5'],
+    ['ws://registrar.example/v1', 'registrar.example'],
+    ['ws://[fd00::5]:8080', '[fd00::5]'],
+  ])('refuses %s, naming --insecure and the variable', (url, host) => {
+    const message = refusal(() => over(url));
+    expect(message).toContain(
+      `--url '${url}' is ws:// to ${host}, which is not a loopback address`,
+    );
+    expect(message).toContain('use wss://, or pass --insecure (REGISTRAR_AGENT_INSECURE=true)');
+  });
+
+  it('names the variable the URL came from', () => {
+    const message = refusal(() =>
+      load(['--group', 'web', '--namespace', 'shop'], {
+        ...TOKEN_ENV,
+        REGISTRAR_AGENT_URL: 'ws://10.0.0.5/',
+      }),
+    );
+    expect(message).toContain("REGISTRAR_AGENT_URL 'ws://10.0.0.5/' is ws://");
+  });
+
+  it.each([
+    ['ws://127.0.0.1:8080'],
+    ['ws://127.3.2.1:8080'],
+    ['ws://localhost:8080'],
+    ['ws://[::1]:8080'],
+    ['wss://10.0.0.5:8443'],
+    ['wss://abc123.execute-api.eu-west-1.amazonaws.com/v1'],
+  ])('accepts %s without --insecure', (url) => {
+    expect(over(url).url).toBe(url);
+  });
+
+  it('accepts ws:// to another host with --insecure or REGISTRAR_AGENT_INSECURE=true', () => {
+    expect(over('ws://10.0.0.5:8080', ['--insecure']).url).toBe('ws://10.0.0.5:8080');
+    expect(
+      over('ws://10.0.0.5:8080', [], { ...TOKEN_ENV, REGISTRAR_AGENT_INSECURE: 'true' }).url,
+    ).toBe('ws://10.0.0.5:8080');
   });
 });

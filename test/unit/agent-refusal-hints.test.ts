@@ -22,7 +22,7 @@ describe('refusal hints follow how the agent authenticates', () => {
       namespace,
     });
     expect(hint).toBe(
-      'the join token is wrong, expired or revoked; create one with registrar token create -n shop and write it to the token file /etc/registrar-agent/token (read again on every connect: no restart needed)',
+      "the join token is wrong, expired or revoked; create one with registrar token create -n shop [--service-account <the group's serviceAccount>] and write it to the token file /etc/registrar-agent/token (read again on every connect: no restart needed)",
     );
   });
 
@@ -47,7 +47,9 @@ describe('refusal hints follow how the agent authenticates', () => {
   it('gives token advice, not IAM advice, for a 403 in token mode', () => {
     const hint = refusalHint(403, { auth: { mode: 'token', tokenFile: '/t' }, namespace }) ?? '';
     expect(hint).toContain('must be for namespace shop');
-    expect(hint).toContain('registrar token create -n shop [--service-account <name>]');
+    expect(hint).toContain(
+      "registrar token create -n shop [--service-account <the group's serviceAccount>]",
+    );
     expect(hint).not.toMatch(/signature|execute-api|clock|policy allow/);
   });
 
@@ -71,6 +73,32 @@ describe('refusal hints follow how the agent authenticates', () => {
     );
     expect(refusalHint(403, { auth: { mode: 'iam' }, namespace }, true)).toBeUndefined();
     expect(refusalHint(404, { auth, namespace }, true)).toMatch(/create the WorkloadGroup/);
+  });
+
+  it('tells a token agent refused for a missing signature to use --auth iam, first', () => {
+    const auth = { mode: 'token' as const, tokenFile: '/t' };
+    const hint = refusalHint(403, { auth, namespace }, false, 'Missing Authentication Token');
+    expect(hint).toMatch(/^the registrar is deployed with IAM authorization/);
+    expect(hint).toContain('--auth iam');
+    expect(hint).not.toContain('token create');
+    // A plain 403 (the authorizer's Forbidden) is a token for another namespace or account.
+    expect(refusalHint(403, { auth, namespace }, false, 'Forbidden')).toMatch(
+      /^the join token is not allowed here/,
+    );
+  });
+
+  it('adds nothing to a 409 whose reason the registrar gave: its message says what to do', () => {
+    const auth = { mode: 'token' as const, tokenFile: '/t' };
+    expect(refusalHint(409, { auth, namespace }, true)).toBeUndefined();
+    expect(refusalHint(409, { auth: { mode: 'iam' }, namespace }, true)).toBeUndefined();
+  });
+
+  it('never advises deleting an entry for a bare 409, which may be a live VM holding the address', () => {
+    const hint = refusalHint(409, { auth: { mode: 'token', tokenFile: '/t' }, namespace }) ?? '';
+    expect(hint).toContain('another connected VM may hold this address');
+    expect(hint).toContain('registrar describe we <name> -n <namespace> says which');
+    expect(hint).toContain('do not delete an entry whose VM is connected');
+    expect(hint).not.toMatch(/; delete it/);
   });
 
   it('records where the token came from', () => {

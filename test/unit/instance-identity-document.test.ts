@@ -3,7 +3,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AWS_INSTANCE_IDENTITY_CERTIFICATES } from '../../lib/auth/aws-instance-identity-certs.ts';
+import {
+  certificateOfRegion,
+  fingerprintOf,
+  KNOWN_REGIONS,
+  PINNED_FINGERPRINTS,
+} from '../../lib/auth/aws-instance-identity-certs.ts';
 import {
   loadTrustedCertificates,
   parseCertificates,
@@ -74,46 +79,73 @@ describe('verifyInstanceIdentityDocument', () => {
   });
 });
 
-describe("AWS's published certificate", () => {
-  const [published] = AWS_INSTANCE_IDENTITY_CERTIFICATES;
+describe("AWS's published certificates, pinned", () => {
+  const published = certificateOfRegion('us-east-1');
+  const US_EAST_1 = { names: ['us-east-1'], source: 'REGISTRAR_INSTANCE_IDENTITY_REGIONS' };
 
   it("parses as AWS's self-signed RSA certificate for us-east-1, byte for byte intact", () => {
-    const certificate = new X509Certificate(published?.pem ?? '');
+    const certificate = new X509Certificate(published.pem);
 
-    expect(published?.region).toBe('us-east-1');
+    expect(published.region).toBe('us-east-1');
     expect(certificate.subject).toContain('O=Amazon Web Services LLC');
     expect(certificate.publicKey.asymmetricKeyType).toBe('rsa');
     expect(certificate.validTo).toBe('Apr 28 17:34:01 2029 GMT');
     // Self-signed: one changed byte anywhere would break this signature.
     expect(certificate.verify(certificate.publicKey)).toBe(true);
+    // The fingerprint the EC2 User Guide shows, written here apart from the code's pin.
     expect(certificate.fingerprint256).toBe(
       '65:02:D1:18:33:53:7B:9C:F0:A6:4D:96:D9:83:CA:76:FE:31:7D:3E:C7:5A:82:E5:94:0C:A0:53:90:EA:A5:9F',
     );
   });
 
-  it("ships every Region's certificate, each AWS's own, self-signed and intact", () => {
-    const regions = AWS_INSTANCE_IDENTITY_CERTIFICATES.map((published) => published.region);
-    expect(regions).toEqual(expect.arrayContaining(['us-east-1', 'eu-west-1', 'ap-southeast-2']));
-    expect(new Set(regions).size).toBe(regions.length);
-    expect(regions.length).toBeGreaterThanOrEqual(30);
-    for (const published of AWS_INSTANCE_IDENTITY_CERTIFICATES) {
-      const certificate = new X509Certificate(published.pem);
+  it("pins every Region's certificate, each AWS's own, self-signed and intact", () => {
+    expect(KNOWN_REGIONS).toEqual(
+      expect.arrayContaining(['us-east-1', 'eu-west-1', 'ap-southeast-2']),
+    );
+    expect(KNOWN_REGIONS.length).toBeGreaterThanOrEqual(30);
+    for (const region of KNOWN_REGIONS) {
+      const certificate = new X509Certificate(certificateOfRegion(region).pem);
+      expect(fingerprintOf(certificate), region).toBe(PINNED_FINGERPRINTS[region]);
       // Amazon Web Services LLC, or Amazon.com Inc. (CN=ec2.amazonaws.com) for a few Regions.
-      expect(certificate.subject, published.region).toMatch(
-        /^O=Amazon(\.com Inc\.| Web Services LLC)$/m,
-      );
-      expect(certificate.publicKey.asymmetricKeyType, published.region).toBe('rsa');
-      expect(certificate.verify(certificate.publicKey), published.region).toBe(true);
+      expect(certificate.subject, region).toMatch(/^O=Amazon(\.com Inc\.| Web Services LLC)$/m);
+      expect(certificate.publicKey.asymmetricKeyType, region).toBe('rsa');
+      expect(certificate.verify(certificate.publicKey), region).toBe(true);
     }
   });
 
-  it('is the default trusted set, and refuses a document it did not sign', () => {
-    const aws = loadTrustedCertificates(undefined, 'REGISTRAR_INSTANCE_IDENTITY_CERTS');
+  it('trusts only the Regions asked for, and refuses a document it did not sign', () => {
+    const aws = loadTrustedCertificates(undefined, 'REGISTRAR_INSTANCE_IDENTITY_CERTS', {
+      names: ['us-east-1', 'eu-west-1', 'us-east-1'],
+      source: 'REGISTRAR_INSTANCE_IDENTITY_REGIONS',
+    });
 
-    expect(aws).toHaveLength(AWS_INSTANCE_IDENTITY_CERTIFICATES.length);
+    expect(aws.map(fingerprintOf)).toEqual([
+      PINNED_FINGERPRINTS['us-east-1'],
+      PINNED_FINGERPRINTS['eu-west-1'],
+    ]);
     expect(() =>
       verifyInstanceIdentityDocument(bytes(DOCUMENT), signatureOf(DOCUMENT), aws),
     ).toThrow(ForbiddenError);
+  });
+
+  it('refuses a Region it has no pin for, naming the variable and the Region', () => {
+    expect(() =>
+      loadTrustedCertificates(undefined, 'REGISTRAR_INSTANCE_IDENTITY_CERTS', {
+        ...US_EAST_1,
+        names: ['us-east-1', 'xx-nowhere-1'],
+      }),
+    ).toThrow(
+      /^REGISTRAR_INSTANCE_IDENTITY_REGIONS 'us-east-1,xx-nowhere-1': no pinned AWS instance identity certificate for Region 'xx-nowhere-1'/,
+    );
+  });
+
+  it('trusts no Region at all when given none', () => {
+    expect(() =>
+      loadTrustedCertificates(undefined, 'REGISTRAR_INSTANCE_IDENTITY_CERTS', {
+        ...US_EAST_1,
+        names: [],
+      }),
+    ).toThrow(/names no Region/);
   });
 });
 
@@ -123,10 +155,7 @@ describe('loadTrustedCertificates', () => {
 
   it('reads every certificate of a PEM file', () => {
     const file = join(dir, 'two.pem');
-    writeFileSync(
-      file,
-      `${signer.certificatePem}\n${AWS_INSTANCE_IDENTITY_CERTIFICATES[0]?.pem}\n`,
-    );
+    writeFileSync(file, `${signer.certificatePem}\n${certificateOfRegion('us-east-1').pem}\n`);
 
     expect(loadTrustedCertificates(file, '--instance-identity-certs')).toHaveLength(2);
   });

@@ -209,7 +209,7 @@ items:
     ],
     [
       '169.254.169.254',
-      'spec.address: is a link-local address; give an address other hosts reach this VM at',
+      'spec.address: is a link-local address (the instance metadata service); give an address other hosts reach this VM at',
     ],
     ['"fe80::1%eth0"', 'spec.address: must be an IPv4 or IPv6 address'],
   ])(

@@ -83,6 +83,7 @@ describe('projector configuration', () => {
       }),
     ).toEqual({
       targets: ['istio', 'endpointslices'],
+      clusterRanges: [],
       cluster: {
         kind: 'eks',
         clusterName: 'prod',
@@ -90,6 +91,22 @@ describe('projector configuration', () => {
         certificateAuthority: 'QUJD',
       },
     });
+  });
+
+  it("reads the cluster's ranges, and names the variable and the item it refuses", () => {
+    const env = {
+      REGISTRAR_PROJECTION_TARGETS: 'istio',
+      REGISTRAR_KUBECONFIG: '/tmp/kc',
+    };
+    expect(
+      readProjectorConfig({
+        ...env,
+        REGISTRAR_CLUSTER_RANGES: '10.96.0.0/12, fd00:10::/108',
+      }).clusterRanges.map((range) => range.text),
+    ).toEqual(['10.96.0.0/12', 'fd00:10::/108']);
+    expect(() => readProjectorConfig({ ...env, REGISTRAR_CLUSTER_RANGES: '10.96.0.0' })).toThrow(
+      "invalid REGISTRAR_CLUSTER_RANGES '10.96.0.0': '10.96.0.0' must be a CIDR",
+    );
   });
 
   it('names the variable and value it refuses', () => {

@@ -15,6 +15,7 @@ import { readConfig } from '../../lib/config.ts';
 import type { Dependencies } from '../../lib/dependencies.ts';
 import { logger } from '../../lib/observability.ts';
 import type { StoredToken } from '../../lib/store/token-store.ts';
+import { captureProcessOutput } from '../fixtures/captured-output.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
 
 const NOW = Date.UTC(2026, 2, 1, 12, 0, 0);
@@ -23,13 +24,7 @@ const { token, stored } = createJoinToken({ namespace: 'shop', ttlMs: 3_600_000,
 /** Every line the functions write while a test runs. */
 let output: string[] = [];
 beforeEach(() => {
-  output = [];
-  const capture = (chunk: unknown) => {
-    output.push(String(chunk));
-    return true;
-  };
-  vi.spyOn(process.stdout, 'write').mockImplementation(capture);
-  vi.spyOn(process.stderr, 'write').mockImplementation(capture);
+  output = captureProcessOutput();
 });
 afterEach(() => {
   vi.restoreAllMocks();

@@ -5,6 +5,7 @@ import {
   namespaceIndexKey,
 } from '../../lib/store/dynamodb-namespace-index.ts';
 import { POLICY_PARTITION, policyKey } from '../../lib/store/dynamodb-policy-store.ts';
+import { terminatedKey } from '../../lib/store/dynamodb-terminated-instances.ts';
 import {
   connectionKey,
   entryKey,
@@ -34,6 +35,11 @@ describe('the partitions IAM grants name are the ones the store writes', () => {
       PARTITIONS.policies,
     ],
     ['a namespace index item', namespaceIndexKey('shop').pk, PARTITIONS.namespaceIndex],
+    [
+      'a terminated instance record',
+      terminatedKey('i-0123456789abcdef0').pk,
+      PARTITIONS.terminated,
+    ],
     [
       'the namespace index marker',
       namespaceIndexKey(NAMESPACE_INDEX_COMPLETE).pk,

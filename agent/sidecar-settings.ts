@@ -1,0 +1,135 @@
+import { isAbsolute } from 'node:path';
+import { z } from 'zod';
+import type { AgentSetting } from './settings.ts';
+
+/**
+ * The sidecar bootstrap's settings (`sidecar.*`): where istio-proxy's files go. The defaults
+ * are the paths Istio's VM packages (istio-sidecar.deb/.rpm) read.
+ */
+export interface SidecarConfig {
+  enabled: boolean;
+  /** Put before every path below (a chroot, a container's root, a test's temporary dir). */
+  prefix: string;
+  paths: SidecarPaths;
+  /** The user (and group) that owns istio-proxy's files: `name`, `uid` or `uid:gid`. */
+  owner: string;
+  /** Run with /bin/sh -c after a bootstrap file (not the token) changed. */
+  onChange: string | undefined;
+}
+
+export interface SidecarPaths {
+  clusterEnv: string;
+  meshConfig: string;
+  rootCert: string;
+  token: string;
+  hosts: string;
+}
+
+export const SIDECAR_DEFAULTS: Readonly<SidecarConfig> = Object.freeze({
+  enabled: false,
+  prefix: '/',
+  paths: Object.freeze({
+    clusterEnv: '/var/lib/istio/envoy/cluster.env',
+    meshConfig: '/etc/istio/config/mesh',
+    rootCert: '/etc/certs/root-cert.pem',
+    token: '/var/run/secrets/tokens/istio-token',
+    hosts: '/etc/hosts',
+  }),
+  owner: 'istio-proxy',
+  onChange: undefined,
+});
+
+const path = (key: keyof SidecarPaths, flag: string, help: string): AgentSetting => ({
+  key: `sidecar.${key}`,
+  flag,
+  arg: '<path>',
+  env: `REGISTRAR_AGENT_${flag.replaceAll('-', '_').toUpperCase()}`,
+  kind: 'value',
+  default: SIDECAR_DEFAULTS.paths[key],
+  help,
+});
+
+/** Rows of the agent's settings table (agent/settings.ts), in the order docs/agent.md shows. */
+export const SIDECAR_SETTINGS: readonly AgentSetting[] = [
+  {
+    key: 'sidecar.enabled',
+    flag: 'sidecar',
+    env: 'REGISTRAR_AGENT_SIDECAR',
+    kind: 'switch',
+    default: 'false',
+    help: "bootstrap this VM's Istio sidecar from the registrar and keep its mesh identity fresh",
+  },
+  {
+    key: 'sidecar.prefix',
+    flag: 'sidecar-prefix',
+    arg: '<dir>',
+    env: 'REGISTRAR_AGENT_SIDECAR_PREFIX',
+    kind: 'value',
+    default: SIDECAR_DEFAULTS.prefix,
+    help: 'put before every sidecar path (a container root; tests)',
+  },
+  path('clusterEnv', 'sidecar-cluster-env', "istio-proxy's cluster.env"),
+  path('meshConfig', 'sidecar-mesh-config', 'the mesh config istio-proxy reads'),
+  path('rootCert', 'sidecar-root-cert', 'the mesh root certificate'),
+  path('token', 'sidecar-token', 'the mesh identity (ServiceAccount token), mode 0600'),
+  path('hosts', 'sidecar-hosts', "where istiod's hosts line goes (one managed line)"),
+  {
+    key: 'sidecar.owner',
+    flag: 'sidecar-owner',
+    arg: '<user>',
+    env: 'REGISTRAR_AGENT_SIDECAR_OWNER',
+    kind: 'value',
+    default: SIDECAR_DEFAULTS.owner,
+    help: "owner of istio-proxy's files: a user name, uid or uid:gid",
+  },
+  {
+    key: 'sidecar.onChange',
+    flag: 'sidecar-on-change',
+    arg: '<command>',
+    env: 'REGISTRAR_AGENT_SIDECAR_ON_CHANGE',
+    kind: 'value',
+    default: 'none',
+    help: 'run (sh -c) after a bootstrap file changed, e.g. systemctl restart istio',
+  },
+];
+
+const absolute = z.string().refine(isAbsolute, {
+  error: (issue) => `must be an absolute path, got '${issue.input}'`,
+});
+const flag = z.boolean({ error: (issue) => `must be true or false, got '${issue.input}'` });
+
+export const sidecarConfigSchema = z
+  .object({
+    enabled: flag.default(false),
+    prefix: absolute.optional(),
+    clusterEnv: absolute.optional(),
+    meshConfig: absolute.optional(),
+    rootCert: absolute.optional(),
+    token: absolute.optional(),
+    hosts: absolute.optional(),
+    owner: z
+      .string()
+      .regex(/^([a-z_][a-z0-9_-]{0,31}\$?|\d+(:\d+)?)$/, {
+        error: (issue) => `must be a user name, a uid or uid:gid, got '${issue.input}'`,
+      })
+      .optional(),
+    onChange: z.string().min(1).optional(),
+  })
+  .default({ enabled: false });
+
+export function toSidecarConfig(raw: z.infer<typeof sidecarConfigSchema>): SidecarConfig {
+  const d = SIDECAR_DEFAULTS;
+  return {
+    enabled: raw.enabled,
+    prefix: raw.prefix ?? d.prefix,
+    paths: {
+      clusterEnv: raw.clusterEnv ?? d.paths.clusterEnv,
+      meshConfig: raw.meshConfig ?? d.paths.meshConfig,
+      rootCert: raw.rootCert ?? d.paths.rootCert,
+      token: raw.token ?? d.paths.token,
+      hosts: raw.hosts ?? d.paths.hosts,
+    },
+    owner: raw.owner ?? d.owner,
+    onChange: raw.onChange,
+  };
+}

@@ -1,0 +1,93 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import type { KubeObject } from '../../lib/projection/objects.ts';
+import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import { captureCli } from '../fixtures/cli-run.ts';
+import { connectChange } from '../fixtures/connect-change.ts';
+import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+import {
+  type KubeApiServerStandIn,
+  startKubeApiServerStandIn,
+} from '../fixtures/kube-apiserver-stand-in.ts';
+
+/**
+ * `registrar export --format istio | kubectl apply -f -`, then the cluster read as istiod
+ * reads it. The apply goes to the kube-apiserver STAND-IN (no real API server runs here) the
+ * way kubectl's first apply does: a POST of each object, whose `status` the API server drops
+ * because WorkloadEntry has a status subresource.
+ */
+
+const AT = Date.parse('2026-03-01T12:00:00Z');
+let dynamo: TestDynamo;
+let store: DynamoDbRegistryStore;
+let api: KubeApiServerStandIn;
+
+/**
+ * istiod's readiness of a WorkloadEntry: one that asks for health checks
+ * (`proxy.istio.io/health-checks-enabled: "true"`) is ready only with a `Healthy` condition
+ * whose status is "True"; one that does not ask is ready.
+ */
+function readyForIstiod(object: KubeObject): boolean {
+  if (object.metadata.annotations?.['proxy.istio.io/health-checks-enabled'] !== 'true') return true;
+  const conditions = (object.status as { conditions?: { type: string; status: string }[] })
+    ?.conditions;
+  return conditions?.some((c) => c.type === 'Healthy' && c.status === 'True') ?? false;
+}
+
+async function kubectlApply(yaml: string): Promise<void> {
+  for (const doc of parseAllDocuments(yaml)) {
+    const object = doc.toJSON() as KubeObject;
+    const path = `/apis/networking.istio.io/v1/namespaces/${object.metadata.namespace}/workloadentries`;
+    const response = await fetch(`${api.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(object),
+    });
+    expect(response.status).toBe(201);
+  }
+}
+
+beforeAll(async () => {
+  dynamo = await startTestDynamo();
+  store = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName);
+  api = await startKubeApiServerStandIn();
+  // A VM of a group with a probe, connected and reported healthy.
+  const change = connectChange({
+    name: 'web-10.0.0.1',
+    namespace: 'shop',
+    connectionId: 'c1',
+    connectedAt: AT,
+  });
+  await store.connect({ ...change, healthChecksEnabled: true });
+  await store.reportHealth({
+    entry: { namespace: 'shop', name: 'web-10.0.0.1' },
+    connectionId: 'c1',
+    healthy: true,
+    at: AT + 1000,
+  });
+});
+
+afterAll(async () => {
+  await api?.close();
+  await dynamo?.close();
+});
+
+describe('registrar export --format istio, applied with kubectl', () => {
+  it('keeps a healthy VM ready in istiod: it exports nothing kubectl apply cannot carry', async () => {
+    const run = await captureCli(['export', '--format', 'istio', '-n', 'shop'], {
+      env: { REGISTRAR_DYNAMODB_ENDPOINT: dynamo.endpoint, REGISTRAR_TABLE: dynamo.tableName },
+    });
+    expect(run.code).toBe(0);
+
+    await kubectlApply(run.stdout);
+
+    const applied = api.object('WorkloadEntry', 'shop', 'web-10.0.0.1');
+    expect(applied).toBeDefined();
+    expect(readyForIstiod(applied as KubeObject)).toBe(true);
+    expect(run.stdout).not.toContain('status:');
+    expect(run.stdout).not.toContain('health-checks-enabled');
+    expect(run.stderr).toBe(
+      "note: 1 entry exported without health (proxy.istio.io/health-checks-enabled and its Healthy condition): health is live state, and kubectl apply cannot write a WorkloadEntry's status, without which istiod would never send it traffic; for live health run the projector (docs/kubernetes.md)\n",
+    );
+  });
+});
