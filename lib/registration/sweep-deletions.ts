@@ -1,5 +1,6 @@
 import { cellKey, isHeld, nextRecord, pacingOf, zoneOf } from '../domain/disruption.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
+import { inTurn } from '../domain/fair-turns.ts';
 import { isDueForSweep, sweepCutoffs } from '../domain/sweep-policy.ts';
 import type { SweepIndexState } from '../store/registry-store.ts';
 import { type FailStaticGuard, failStaticGuard, isDeliberate } from './fail-static-guard.ts';
@@ -20,9 +21,10 @@ const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(reso
  * evenly among the namespaces that have work: a namespace's backlog, of any size or kind,
  * costs another namespace one turn per round, and a due entry is taken in the first round of
  * the first run after it became due, as long as no more namespaces than `maxDeletes` have due
- * work at once (past that, within ceil(namespaces / maxDeletes) runs). A candidate skipped because its cell is slowed or held uses its own
- * namespace's turn, never another's. The index only narrows the search: each candidate is
- * re-checked with the pure policy, and hand-made entries are never touched.
+ * work at once (past that, within ceil(namespaces / maxDeletes) runs). A candidate skipped
+ * because its cell is slowed or held uses its own namespace's turn, never another's. The index
+ * only narrows the search: each candidate is re-checked with the pure policy, and hand-made
+ * entries are never touched.
  */
 export async function deleteDue(
   store: SweepStore,
@@ -156,20 +158,6 @@ export async function deleteDue(
 
 /** A manual sweep (`registrar sweep`) knows no schedule: its turns rotate by the minute. */
 const DEFAULT_SWEEP_INTERVAL_MS = 60_000;
-
-/**
- * The flows in the order of this run's first round: by namespace, rotated by `perRun`
- * namespaces each sweep interval (`slot`, the run's time in intervals). When more namespaces
- * have due work than a run may serve, the runs take them in turn, so each is served at least
- * once every ceil(namespaces / perRun) runs, whatever backlog the others have. Stateless: a
- * run that is late, doubled or lost only shifts the turn.
- */
-export function inTurn<T extends { namespace: string }>(flows: T[], perRun: number, slot: number) {
-  const sorted = [...flows].sort((a, b) => (a.namespace < b.namespace ? -1 : 1));
-  if (sorted.length === 0) return sorted;
-  const start = (((slot * Math.max(1, perRun)) % sorted.length) + sorted.length) % sorted.length;
-  return [...sorted.slice(start), ...sorted.slice(0, start)];
-}
 
 /**
  * The namespaces to look in (the namespace index and the cells' namespaces; the guard's cells
