@@ -64,7 +64,7 @@ export interface ScaleResult {
   projectorReadsPerChangedEntry: number;
   countersExact: boolean;
   /**
-   * docs/cost.md's model per 1,000 VMs a month: the per-VM part ($37.05), the fixed part
+   * docs/cost.md's model per 1,000 VMs a month: the per-VM part ($37.30), the fixed part
    * ($22.40) shared by the fleet, and the sweeper's Lambda time at the longest run measured.
    */
   costPer1000VmsUsd: number;
@@ -177,7 +177,7 @@ async function oneNamespace(
 
 /** docs/cost.md, "Per 1,000 VMs per month", with the sweeper's measured run time. */
 export function costPer1000Vms(vms: number, sweeperRunSeconds: number): number {
-  const perVm = 37.05; // per 1,000 VMs: connection minutes, messages, Lambda, DynamoDB (the address claim included), logs
+  const perVm = 37.3; // per 1,000 VMs: connection minutes, messages, Lambda, DynamoDB (the address claim included), logs
   const fixed = 22.4; // metrics, alarms, dashboard
   const sweeperGbSeconds = 43_200 * sweeperRunSeconds * (SWEEPER_MEMORY_MB / 1024);
   const sweeper = sweeperGbSeconds * 0.0000133334;
