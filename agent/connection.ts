@@ -77,6 +77,11 @@ export interface AgentLink {
    */
   close(reason?: string): Promise<void>;
   onClose(listener: (code: number, reason: string) => void): void;
+  /**
+   * Messages the registrar sends unasked (`{"action":"maintenance",...}`: an operator's
+   * cordon). Optional: a link that never gets any need not implement it.
+   */
+  onNotice?(listener: (notice: Reply) => void): void;
   readonly closed: boolean;
 }
 
@@ -108,6 +113,9 @@ const REPLY_ACTION: Record<string, RequestAction> = {
   sidecar: 'sidecar',
   pong: 'ping',
 };
+// What the registrar sends unasked (lib/protocol/maintenance-notice.ts); any other unasked
+// message matches no request and is dropped, which is how an older agent ignores these.
+const NOTICE_ACTIONS = new Set(['maintenance']);
 // A server that does not answer a close frame is not waited for longer than this.
 const CLOSE_GRACE_MS = 2_000;
 
@@ -164,6 +172,7 @@ export function openLink(
 function createLink(socket: WebSocket, options: LinkOptions): AgentLink {
   const pending = new Map<RequestAction, Pending>();
   const listeners: ((code: number, reason: string) => void)[] = [];
+  const noticeListeners: ((notice: Reply) => void)[] = [];
   let closed = false;
 
   const settle = (action: RequestAction, outcome: Reply | RequestError) => {
@@ -182,6 +191,10 @@ function createLink(socket: WebSocket, options: LinkOptions): AgentLink {
       reply = JSON.parse(String(data)) as Reply;
     } catch {
       return; // Not protocol v1; nothing to match it to.
+    }
+    if (reply.action !== undefined && NOTICE_ACTIONS.has(reply.action)) {
+      for (const listener of noticeListeners) listener(reply);
+      return;
     }
     const action = reply.action === undefined ? undefined : REPLY_ACTION[reply.action];
     if (reply.ok === false) {
@@ -253,6 +266,9 @@ function createLink(socket: WebSocket, options: LinkOptions): AgentLink {
     },
     onClose(listener) {
       listeners.push(listener);
+    },
+    onNotice(listener) {
+      noticeListeners.push(listener);
     },
   };
 }

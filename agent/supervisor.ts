@@ -19,6 +19,7 @@ import {
 } from './connection.ts';
 import { HealthReporter } from './health-reporter.ts';
 import type { Logger } from './logger.ts';
+import { MaintenanceNotices } from './maintenance-notices.ts';
 import { ProbeWatcher } from './probe-watcher.ts';
 import type { ProbeCheck } from './probes/probe-result.ts';
 import type { ProbeSettings } from './probes/probe-runner.ts';
@@ -80,6 +81,8 @@ export class Supervisor {
   readonly #o: SupervisorOptions;
   readonly #health: HealthReporter;
   readonly #probe: ProbeWatcher;
+  /** An operator's cordon, as the registrar tells it: logged once per change. */
+  readonly #maintenance: MaintenanceNotices;
   readonly #links = new Set<AgentLink>();
   #current: Current | undefined;
   /** An upgrade is under way (only the upgrade: describe and probing run after it). */
@@ -109,6 +112,7 @@ export class Supervisor {
 
   constructor(options: SupervisorOptions) {
     this.#o = options;
+    this.#maintenance = new MaintenanceNotices(options.logger);
     const emit = (event: AgentEvent) => this.#emit(event);
     this.#health = new HealthReporter({
       clock: options.clock,
@@ -258,6 +262,7 @@ export class Supervisor {
     this.#refusals = 0;
     this.#notRegistrarSaid = undefined;
     link.onClose((code, reason) => this.#onClosed(current, code, reason));
+    link.onNotice?.((notice) => this.#maintenance.apply(notice, current.id));
     if (link.closed) {
       // Closed between the upgrade and here: the listener above came too late to hear it.
       this.#onClosed(current, 1006, 'closed right after opening');
@@ -311,6 +316,7 @@ export class Supervisor {
         this.#entryName = name;
         this.#replacements = 0;
         this.#emit({ type: 'registered', name, linkId: current.id });
+        this.#maintenance.apply(reply.maintenance, current.id);
         this.#probe.apply((reply.probe as Probe | null | undefined) ?? null);
         return;
       } catch (error) {

@@ -94,6 +94,34 @@ export async function measureRequestCounts(): Promise<EventCost[]> {
         return record?.connection?.disconnectedAt !== undefined;
       });
     });
+    // Event history and cordon (issue 24): what they add, counted the same way.
+    let third: WebSocket | undefined;
+    await measure('connect (back after a disconnect: records Reconnected)', async () => {
+      third = await open(url, headers);
+    });
+    const counted = new DynamoDbRegistryStore(
+      createDocumentClient({ region: 'us-east-1', endpoint: proxy.endpoint }),
+      runtime.tableName,
+    );
+    await measure('cordon (registrar cordon, per entry)', async () => {
+      await counted.cordon(ref, 'bench', Date.now());
+    });
+    await measure('uncordon (per entry)', async () => {
+      await counted.uncordon(ref, Date.now());
+    });
+    await measure('drain (first)', async () => {
+      await exchange(third, { action: 'drain' });
+    });
+    await measure('disconnect (last connection, after a drain)', async () => {
+      await close(third);
+      await until(async () => (await store.getEntry(ref))?.connection?.connectedAt === undefined);
+    });
+    await measure('delete by the sweeper (with its history item)', async () => {
+      const record = await store.getEntry(ref);
+      if (!record || (await counted.deleteSwept(record)) !== 'deleted') {
+        throw new Error('the bench entry was not deleted');
+      }
+    });
     return costs;
   } finally {
     client.destroy();

@@ -23,6 +23,12 @@ const sections: Record<string, Section> = {
         ['event', 'reads', 'writes', 'requests'],
         rows.map((r) => [r.event, r.reads, r.writes, formatCounts(r.requests)]),
       );
+      // What the events add to the entry's item: every later write of it is billed by its size.
+      const { measureEventBytes } = await import('./event-bytes.ts');
+      table(
+        ['item', 'bytes', 'WRU per write'],
+        (await measureEventBytes()).map((r) => [r.what, r.bytes, r.writeUnits]),
+      );
     },
   },
   sidecar: {
@@ -280,6 +286,46 @@ const sections: Record<string, Section> = {
       }
     },
   },
+  migrations: {
+    title:
+      "Migrations on a 100,000-VM table: this release's, and a pass over every entry (DynamoDB Local)",
+    run: async () => {
+      const { measureMigrationCost } = await import('./migration-cost.ts');
+      const vms = Number(process.env.BENCH_MIGRATION_N ?? 100_000);
+      const backend =
+        process.env.BENCH_SCALE_BACKEND === 'dynalite' ? 'dynalite' : 'dynamodb-local';
+      const r = await measureMigrationCost(vms, {
+        backend,
+        log: (line) => console.log(`  ${line}`),
+      });
+      table(
+        ['migration', 'VMs', 'seconds', 'sweeper runs', 'requests', 'RRU', 'WRU', 'USD'],
+        [
+          [
+            r.release.completed.join(', ') || '(none)',
+            r.vms,
+            r.release.seconds.toFixed(1),
+            1,
+            formatCounts(r.release.requests),
+            '-',
+            '-',
+            '-',
+          ],
+          [
+            'every entry, one attribute',
+            r.vms,
+            r.perEntry.seconds.toFixed(0),
+            r.perEntry.slices,
+            formatCounts(r.perEntry.requests),
+            r.perEntry.rru.toFixed(0),
+            r.perEntry.wru.toFixed(0),
+            `${r.perEntry.dynamoUsd.toFixed(3)} + Lambda ${r.perEntry.lambdaUsd.toFixed(3)}`,
+          ],
+        ],
+      );
+      console.log(JSON.stringify({ migrations: r }));
+    },
+  },
   storm: {
     title:
       "Reconnect storm: every agent loses its connection at once, API Gateway admits 500 new connections/s (simulated clock, the agent's own backoff)",
@@ -438,6 +484,20 @@ const sections: Record<string, Section> = {
           x.writes,
           x.ms,
         ]),
+      );
+    },
+  },
+  dashboard: {
+    title: 'registrar dashboard: opening a namespace of 20,000 entries (dynalite, over HTTP)',
+    run: async () => {
+      const { measureDashboardList } = await import('./dashboard-list.ts');
+      const r = await measureDashboardList(Number(process.env.BENCH_DASHBOARD_ENTRIES ?? 20_000));
+      console.log(
+        `${r.entries} entries (copies of 20 written by the connect path) seeded in ${r.seedS.toFixed(0)} s; the cold read of the namespace: ${formatCounts(r.requests)}, ${r.itemsRead} items\n`,
+      );
+      table(
+        ['step', 'ms', 'response bytes', 'rows'],
+        r.steps.map((s) => [s.step, s.ms.toFixed(0), s.bytes, s.rows]),
       );
     },
   },

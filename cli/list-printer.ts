@@ -1,13 +1,14 @@
 import type { CliContext } from './commands/context.ts';
-import { executeJsonPath, jsonPathValues } from './jsonpath.ts';
-import { asList, columnWidths, formatRows, formatTable, toJson, toYaml } from './output.ts';
+import { jsonPathValues } from './jsonpath.ts';
+import { printsObjects, serializeObject } from './object-output.ts';
+import { asList, columnWidths, formatRows, formatTable } from './output.ts';
 import type { OutputFormatName, OutputSpec } from './output-option.ts';
 
 /**
  * The lists that are not WorkloadGroups or WorkloadEntries (tokens, policies, fail static's
  * cells) printed with the same `-o` formats and flags as `get`, so a habit learnt on one
  * command works on every one: a table (`--no-headers`), `wide`, `name`, `json`, `yaml`,
- * `jsonpath=`, `custom-columns=`.
+ * `jsonpath=`, `go-template=`, `custom-columns=`.
  */
 export interface ListShape<T> {
   /** `-o name`'s prefix: `token/<id>`. */
@@ -17,7 +18,7 @@ export interface ListShape<T> {
   /** Columns `-o wide` adds after the table's. */
   wideHeaders?: readonly string[];
   wideRow?(item: T): string[];
-  /** The object json, yaml, jsonpath and custom-columns read. */
+  /** The object json, yaml, jsonpath, go-template and custom-columns read. */
   view(item: T): Record<string, unknown>;
   name(item: T): string;
   /** Said on stderr when there is nothing to list, as kubectl's `No resources found`. */
@@ -31,6 +32,7 @@ export const LIST_FORMATS: readonly Exclude<OutputFormatName, 'table'>[] = [
   'json',
   'yaml',
   'jsonpath',
+  'go-template',
   'custom-columns',
 ];
 
@@ -41,10 +43,8 @@ export function printList<T>(
   output: OutputSpec,
   options: { noHeaders?: boolean } = {},
 ): void {
-  if (output.format === 'json' || output.format === 'yaml' || output.format === 'jsonpath') {
-    const list = asList(items.map((item) => shape.view(item)));
-    if (output.format === 'jsonpath') context.out(executeJsonPath(output.template, list));
-    else context.out(output.format === 'json' ? toJson(list) : toYaml(list));
+  if (printsObjects(output)) {
+    context.out(serializeObject(output, asList(items.map((item) => shape.view(item)))));
     return;
   }
   if (items.length === 0) {

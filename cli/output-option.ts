@@ -1,5 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { InvalidArgumentError, Option } from 'commander';
+import type { GoTemplate } from './go-template/template.ts';
+import { GO_TEMPLATE_EXAMPLE, GO_TEMPLATE_NAMES, parseGoTemplate } from './go-template-option.ts';
 import {
   JsonPathError,
   type JsonPathTemplate,
@@ -9,12 +11,15 @@ import {
 
 /**
  * `-o/--output` as kubectl spells it: `wide`, `name`, `json`, `yaml`, `jsonpath=TEMPLATE`,
- * `custom-columns=HEADER:EXPR,...` or `custom-columns-file=FILE` (also `-o=json`: see
- * `splitShortOptionValues` in main.ts). Without `-o`, a table.
+ * `custom-columns=HEADER:EXPR,...` or `custom-columns-file=FILE`, `go-template=TEMPLATE` or
+ * `go-template-file=FILE` (also `-o=json`: see `splitShortOptionValues` in main.ts). Without
+ * `-o`, a table.
  */
 export type OutputSpec =
-  | { format: 'table' | 'wide' | 'name' | 'json' | 'yaml' }
+  | { format: 'table' | 'wide' | 'name' }
+  | { format: 'json' | 'yaml' }
   | { format: 'jsonpath'; template: JsonPathTemplate }
+  | { format: 'go-template'; template: GoTemplate }
   | { format: 'custom-columns'; columns: CustomColumn[] };
 
 /** One column of `-o custom-columns`: its header and the expression of its cells. */
@@ -28,6 +33,7 @@ export type OutputFormatName = OutputSpec['format'];
 /** How each format is written in `-o`'s help and errors. */
 const SHOWN: Partial<Record<OutputFormatName, string>> = {
   jsonpath: 'jsonpath=TEMPLATE',
+  'go-template': 'go-template=TEMPLATE|go-template-file=FILE',
   'custom-columns': 'custom-columns=NAME:.metadata.name,...|custom-columns-file=FILE',
 };
 
@@ -36,6 +42,7 @@ export const TABLE: OutputSpec = { format: 'table' };
 /** What Tab offers for each format: the name, or the name and its '=' (a value follows). */
 const COMPLETED: Partial<Record<OutputFormatName, string[]>> = {
   jsonpath: ['jsonpath='],
+  'go-template': ['go-template=', 'go-template-file='],
   'custom-columns': ['custom-columns=', 'custom-columns-file='],
 };
 
@@ -44,14 +51,20 @@ export const COMPLETION_VALUES = Symbol('completion values');
 
 /** The `-o` option accepting `formats` (the table is the default, never named). */
 export function outputOption(formats: readonly Exclude<OutputFormatName, 'table'>[]): Option {
-  const shown = formats.map((format) => SHOWN[format] ?? format);
-  const option = new Option('-o, --output <format>', `output format: ${shown.join(', ')}`)
+  const option = new Option('-o, --output <format>', `output format: ${formatsShown(formats)}`)
     .argParser((text: string) => parseOutput(text, formats))
     .default(TABLE, 'a table');
-  return withCompletionValues(
-    option,
-    formats.flatMap((format) => COMPLETED[format] ?? [format]),
-  );
+  return withCompletionValues(option, completionValues(formats));
+}
+
+/** The formats as `-o`'s help and errors list them. */
+export function formatsShown(formats: readonly OutputFormatName[]): string {
+  return formats.map((format) => SHOWN[format] ?? format).join(', ');
+}
+
+/** What Tab offers after `-o` for these formats. */
+export function completionValues(formats: readonly OutputFormatName[]): string[] {
+  return formats.flatMap((format) => COMPLETED[format] ?? [format]);
 }
 
 /** Marks an option with the values shell completion offers for it. */
@@ -68,10 +81,25 @@ export function parseOutput(
   text: string,
   formats: readonly Exclude<OutputFormatName, 'table'>[],
 ): OutputSpec {
-  const allowed = () => formats.map((format) => SHOWN[format] ?? format).join(', ');
   const [name = '', ...rest] = text.split('=');
   if (name.startsWith('custom-columns') && formats.includes('custom-columns')) {
     return { format: 'custom-columns', columns: parseCustomColumns(name, rest.join('=')) };
+  }
+  const goTemplate = GO_TEMPLATE_NAMES[name];
+  if (goTemplate && formats.includes('go-template')) {
+    const value = rest.join('=');
+    if (value === '') {
+      throw new InvalidArgumentError(
+        goTemplate === 'file'
+          ? `${name} needs a file: -o ${name}=entries.tmpl`
+          : `${name} needs a template: -o ${name}=${GO_TEMPLATE_EXAMPLE}`,
+      );
+    }
+    const template =
+      goTemplate === 'file'
+        ? parseGoTemplate(readFormatFile(name, value), value)
+        : parseGoTemplate(value);
+    return { format: 'go-template', template };
   }
   if (name === 'jsonpath' && formats.includes('jsonpath')) {
     const template = rest.join('=');
@@ -88,7 +116,9 @@ export function parseOutput(
     }
   }
   const format = formats.find((candidate) => candidate === text && SHOWN[candidate] === undefined);
-  if (format === undefined) throw new InvalidArgumentError(`supported formats: ${allowed()}`);
+  if (format === undefined) {
+    throw new InvalidArgumentError(`supported formats: ${formatsShown(formats)}`);
+  }
   return { format } as OutputSpec;
 }
 
@@ -115,7 +145,12 @@ function parseCustomColumns(name: string, value: string): CustomColumn[] {
       return [column.slice(0, at), column.slice(at + 1)];
     });
   } else if (name === 'custom-columns-file') {
-    const lines = readColumnsFile(value)
+    if (value === '') {
+      throw new InvalidArgumentError(
+        'custom-columns-file needs a file: -o custom-columns-file=columns.txt',
+      );
+    }
+    const lines = readFormatFile(name, value)
       .split('\n')
       .map((line) => line.trim().split(/\s+/));
     const [headers = [], expressions = []] = lines.filter((words) => words.join('') !== '');
@@ -138,16 +173,13 @@ function parseCustomColumns(name: string, value: string): CustomColumn[] {
   });
 }
 
-function readColumnsFile(path: string): string {
-  if (path === '')
-    throw new InvalidArgumentError(
-      'custom-columns-file needs a file: -o custom-columns-file=columns.txt',
-    );
+/** The text of a file an `-o` format names (`custom-columns-file=`, `go-template-file=`). */
+function readFormatFile(format: string, path: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (error) {
     throw new InvalidArgumentError(
-      `cannot read custom-columns-file ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
+      `cannot read ${format} ${path}: ${(error as NodeJS.ErrnoException).code ?? String(error)}`,
     );
   }
 }

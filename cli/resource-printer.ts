@@ -1,15 +1,8 @@
 import type { CliContext } from './commands/context.ts';
 import { COLUMNS, QUALIFIED, type ResourceItem, type ResourceKind } from './commands/resources.ts';
-import { executeJsonPath, jsonPathValues } from './jsonpath.ts';
-import {
-  asList,
-  columnWidths,
-  formatLabels,
-  formatRows,
-  formatTable,
-  toJson,
-  toYaml,
-} from './output.ts';
+import { jsonPathValues } from './jsonpath.ts';
+import { printsObjects, serializeObject } from './object-output.ts';
+import { asList, columnWidths, formatLabels, formatRows, formatTable } from './output.ts';
 import type { OutputSpec } from './output-option.ts';
 import type { WatchEvent } from './watch.ts';
 
@@ -29,7 +22,7 @@ export interface PrintScope {
 
 /**
  * Prints a `get` result as kubectl does: one object when exactly one was named, else a v1
- * List for json/yaml/jsonpath; a table per resource type (blank line between) for table and
+ * List for json/yaml/jsonpath/go-template; a table per resource type (blank line between) for table and
  * wide; `TYPE/NAME` lines for name. Nothing found is said on stderr, so stdout stays empty.
  */
 export function printItems(
@@ -40,9 +33,9 @@ export function printItems(
   single: boolean,
 ): void {
   const { output } = scope;
-  if (output.format === 'json' || output.format === 'yaml' || output.format === 'jsonpath') {
+  if (printsObjects(output)) {
     const value = single ? items[0]?.object : asList(items.map((item) => item.object));
-    if (value !== undefined) context.out(serialize(output, value));
+    if (value !== undefined) context.out(serializeObject(output, value));
     return;
   }
   if (items.length === 0) {
@@ -106,22 +99,17 @@ export class WatchPrinter {
     }
     for (const event of events) {
       const object = event.item.object;
-      if (output.format === 'name') {
+      if (!printsObjects(output)) {
         const name = `${QUALIFIED[event.item.kind]}/${event.item.name}\n`;
         out(this.#events ? `${event.type} ${name}` : name);
         continue;
       }
       const value = this.#events ? { type: event.type, object } : object;
       if (output.format === 'yaml' && this.#printed > 0) out('---\n');
-      out(serialize(output, value));
+      out(serializeObject(output, value));
       this.#printed++;
     }
   }
-}
-
-function serialize(output: OutputSpec, value: unknown): string {
-  if (output.format === 'jsonpath') return executeJsonPath(output.template, value);
-  return output.format === 'yaml' ? toYaml(value) : toJson(value);
 }
 
 function isTabular(output: OutputSpec): boolean {

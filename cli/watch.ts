@@ -76,7 +76,8 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T | und
   });
 }
 
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
+/** Waits `ms`, or less when the signal aborts first (`get events -w` waits so too). */
+export function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve();
     const done = () => {

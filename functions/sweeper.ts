@@ -4,9 +4,16 @@ import middy from '@middy/core';
 import type { Context, ScheduledEvent } from 'aws-lambda';
 import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
 import { describeHoldReason, splitCell } from '../lib/domain/disruption.ts';
+import type { SchemaRecord } from '../lib/domain/table-schema.ts';
 import { logger, METRIC, metrics, recordByZone, recordCount } from '../lib/observability.ts';
 import { errorsLoggedAndRethrown } from '../lib/protocol/error-response.ts';
+import {
+  checkTable,
+  type MigrationDeps,
+  runMigrations,
+} from '../lib/registration/run-migrations.ts';
 import { runSweep, type SweepResult } from '../lib/registration/sweep.ts';
+import { RELEASE } from '../lib/release.ts';
 
 export interface SweeperSummary {
   deleted: number;
@@ -80,7 +87,14 @@ export function createSweeperHandler(
       return { ...EMPTY_SUMMARY, mode: 'skipped' };
     }
     try {
-      return await sweepOnce(context);
+      // A table written by a release this code cannot read (a rollback past a migration that
+      // did not keep older readers) is refused before anything is deleted: the invocation
+      // fails, naming both releases, and the sweeper's error alarm fires.
+      const tables = schemaDeps();
+      const record = tables ? await checkTable(tables) : undefined;
+      const summary = await sweepOnce(context);
+      if (tables) await migrateInSpareTime(tables, record, context);
+      return summary;
     } finally {
       // The next tick need not wait for this run's deadline. Best effort: the lease runs out.
       await deps.store.releaseSweepLease(holder).catch((error: unknown) => {
@@ -88,6 +102,41 @@ export function createSweeperHandler(
           reason: error instanceof Error ? error.message : String(error),
         });
       });
+    }
+  }
+
+  function schemaDeps(): Omit<MigrationDeps, 'outOfTime'> | undefined {
+    if (!deps.schema || !deps.migrations) return undefined;
+    return { schema: deps.schema, migrations: deps.migrations, release: RELEASE, now: deps.now };
+  }
+
+  /**
+   * After the sweep, with the time left: records that this release runs on the table and
+   * runs pending migrations a page at a time, resuming where the last run stopped. A failure
+   * fails the invocation (the sweeper's error alarm); the next run resumes.
+   */
+  async function migrateInSpareTime(
+    tables: Omit<MigrationDeps, 'outOfTime'>,
+    record: SchemaRecord | undefined,
+    context: Context,
+  ): Promise<void> {
+    const run = await runMigrations(
+      { ...tables, outOfTime: () => context.getRemainingTimeInMillis() < DEADLINE_MARGIN_MS },
+      record,
+    );
+    if (run.pages > 0 || run.pending.length > 0) {
+      logger.info(
+        run.pending.length > 0
+          ? 'migrations under way; the next run goes on'
+          : 'migrations finished',
+        {
+          schema: run.record.schema,
+          completed: run.completed,
+          pending: run.pending,
+          pages: run.pages,
+          ...(run.record.running ? { running: run.record.running } : {}),
+        },
+      );
     }
   }
 
@@ -153,6 +202,10 @@ export function createSweeperHandler(
       held: sum(result.held),
       slowed: sum(result.slowed),
     };
+    // One small put for registrar dashboard's chart of recent runs; it never fails the run.
+    await deps.sweepRuns?.record({ at: deps.now(), ...summary }).catch((error: unknown) => {
+      logger.warn('could not record the sweep run', { reason: String(error) });
+    });
     if (result.failed > 0) {
       // The rest of the run went on; failing the invocation makes the sweeper's Errors alarm
       // see a store that keeps refusing, and the next run retries what failed.

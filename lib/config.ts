@@ -1,8 +1,10 @@
 import * as z from 'zod';
 import { DEFAULTS, ENV } from './config-env.ts';
+import { type AgentSkewPolicy, agentSkewPolicy, parseMinorLine } from './domain/agent-skew.ts';
 import type { DisruptionPolicy } from './domain/disruption.ts';
 import { formatDuration, parseDuration } from './domain/duration.ts';
 import type { LivenessPolicy, SweepPolicy } from './domain/sweep-policy.ts';
+import { RELEASE } from './release.ts';
 
 /**
  * Configuration, read once from the environment at start. A bad value fails here, naming the
@@ -62,6 +64,12 @@ export interface Config {
    * certificates are bundled with the code.
    */
   instanceIdentityRegions: readonly string[];
+  /**
+   * Which agent versions `$connect` accepts (lib/domain/agent-skew.ts): by default this
+   * release's minor line and the two before it; `REGISTRAR_OLDEST_AGENT_VERSION` (`0.1`) moves
+   * the floor, down for a fleet that lags, up to turn away a release with a known fault.
+   */
+  agentSkew: AgentSkewPolicy;
 }
 
 /** The most liveness windows (index reads per shard) one sweep may make: see readConfig. */
@@ -194,6 +202,17 @@ const schema = z.object({
   [ENV.instanceIdentityCerts]: z.string().optional(),
   [ENV.namespaceSettingsCache]: positiveDuration.prefault(DEFAULTS.namespaceSettingsCache),
   [ENV.instanceIdentityRegions]: regionListOption.optional(),
+  [ENV.oldestAgentVersion]: z
+    .string()
+    .transform((text, ctx) => {
+      const line = parseMinorLine(text);
+      if (!line) {
+        ctx.addIssue({ code: 'custom', message: 'must be MAJOR.MINOR, such as 0.1' });
+        return z.NEVER;
+      }
+      return line;
+    })
+    .optional(),
 });
 
 /** Reads and validates the configuration; throws ConfigError naming the variable and value. */
@@ -268,6 +287,7 @@ export function readConfig(env: Record<string, string | undefined>): Readonly<Co
     instanceIdentityCerts: v[ENV.instanceIdentityCerts],
     namespaceSettingsCacheMs: v[ENV.namespaceSettingsCache],
     instanceIdentityRegions: Object.freeze(v[ENV.instanceIdentityRegions] ?? [v[ENV.region]]),
+    agentSkew: Object.freeze(agentSkewPolicy(RELEASE, v[ENV.oldestAgentVersion])),
   });
 }
 

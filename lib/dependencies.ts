@@ -5,18 +5,23 @@ import type { TerminatedInstances } from './auth/terminated-instances.ts';
 import { type Config, ConfigError, ENV, readConfig } from './config.ts';
 import type { EpochMillis } from './domain/model.ts';
 import { ManagementApiLiveness } from './gateway/management-api-liveness.ts';
+import { countFault, logger } from './observability.ts';
 import type { ConnectionLiveness } from './registration/liveness.ts';
 import { NamespaceLimits } from './registration/namespace-limits.ts';
+import type { Migration, SchemaStore } from './registration/run-migrations.ts';
 import { createDocumentClient } from './store/dynamodb-client.ts';
 import { DynamoDbConnectRate } from './store/dynamodb-connect-rate.ts';
+import { registryMigrations } from './store/dynamodb-migrations.ts';
 import { DynamoDbNamespaceSettings } from './store/dynamodb-namespace-settings.ts';
 import { DynamoDbNamespaceUsage } from './store/dynamodb-namespace-usage.ts';
 import { DynamoDbPolicyStore } from './store/dynamodb-policy-store.ts';
 import { DynamoDbRegistryStore } from './store/dynamodb-registry-store.ts';
+import { DynamoDbSchemaStore } from './store/dynamodb-schema-store.ts';
 import {
   DynamoDbSweepPolicyStore,
   type SweepPolicyStore,
 } from './store/dynamodb-sweep-policy-store.ts';
+import { DynamoDbSweepRuns, type SweepRunStore } from './store/dynamodb-sweep-runs.ts';
 import { RegistryTable } from './store/dynamodb-table.ts';
 import { DynamoDbTerminatedInstances } from './store/dynamodb-terminated-instances.ts';
 import { DynamoDbTokenStore } from './store/dynamodb-token-store.ts';
@@ -49,10 +54,18 @@ export interface Dependencies {
   liveness?: ConnectionLiveness;
   /** Where the effective sweep policy is recorded for every client to read. */
   sweepPolicy?: SweepPolicyStore;
+  /** Where the sweeper keeps a summary of its recent runs (registrar dashboard's chart). */
+  sweepRuns?: SweepRunStore;
   /** Each namespace's quotas, networks and address ranges, as $connect enforces them. */
   limits?: NamespaceLimits;
   /** The namespaces' settings as stored (the projector reads their address ranges). */
   namespaceSettings?: NamespaceSettingsStore;
+  /**
+   * The table's schema record and this code's migrations: the sweeper refuses a table this
+   * code cannot read and runs pending migrations in its spare time. Absent: neither.
+   */
+  schema?: SchemaStore;
+  migrations?: readonly Migration[];
   now: () => EpochMillis;
 }
 
@@ -72,7 +85,16 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
   const namespaceSettings = new DynamoDbNamespaceSettings(client, config.tableName);
   return {
     config,
-    store: new DynamoDbRegistryStore(client, config.tableName),
+    store: new DynamoDbRegistryStore(client, config.tableName, {
+      onHistoryLost: (ref, deletion, error) => {
+        logger.warn('the deletion of an entry was not recorded in its history', {
+          entry: `${ref.namespace}/${ref.name}`,
+          reason: deletion.reason,
+          cause: error instanceof Error ? error.message : String(error),
+        });
+        countFault('HistoryNotRecorded');
+      },
+    }),
     tokens: new DynamoDbTokenStore(client, config.tableName),
     policies: new DynamoDbPolicyStore(client, config.tableName),
     ...(config.authMode === 'iam'
@@ -84,6 +106,7 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
         }
       : {}),
     sweepPolicy: new DynamoDbSweepPolicyStore(client, config.tableName),
+    sweepRuns: new DynamoDbSweepRuns(client, config.tableName, config.sweep.sweepIntervalMs),
     namespaceSettings,
     limits: new NamespaceLimits({
       settings: namespaceSettings,
@@ -91,6 +114,8 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
       rate: new DynamoDbConnectRate(client, config.tableName),
       settingsCacheMs: config.namespaceSettingsCacheMs,
     }),
+    schema: new DynamoDbSchemaStore(client, config.tableName),
+    migrations: registryMigrations(client, config.tableName),
     ...(config.connectionsUrl === undefined
       ? {}
       : {

@@ -98,6 +98,21 @@ export function recordCount(name: MetricName, value: number): void {
  */
 export function countRefusal(reason: string): void {
   countByReason(METRIC.refused, reason);
+  for (const listener of refusalListeners) listener(reason);
+}
+
+const refusalListeners = new Set<(reason: string) => void>();
+
+/**
+ * Hears every refusal counted in this process, by reason: the local runtime keeps its own
+ * counts of them for `registrar dashboard` (on AWS the dashboard reads the `Refused` metric).
+ * Nothing is written on the refusal path. Returns the function that stops listening.
+ */
+export function onRefusal(listener: (reason: string) => void): () => void {
+  refusalListeners.add(listener);
+  return () => {
+    refusalListeners.delete(listener);
+  };
 }
 
 /** Counts a fault: by `Reason` (the error's name, e.g. `TimeoutError`) and in total. */

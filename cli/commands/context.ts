@@ -2,8 +2,10 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Command } from 'commander';
 import type { HeldEntryReader } from '../../lib/auth/revocation.ts';
 import type { TerminatedInstances } from '../../lib/auth/terminated-instances.ts';
+import type { Migration, SchemaStore } from '../../lib/registration/run-migrations.ts';
 import type { NamespaceUsageReader } from '../../lib/store/dynamodb-namespace-usage.ts';
 import type { SweepPolicyStore } from '../../lib/store/dynamodb-sweep-policy-store.ts';
+import type { CordonStore, EntryEventStore } from '../../lib/store/entry-event-store.ts';
 import type { NamespaceSettingsStore } from '../../lib/store/namespace-settings-store.ts';
 import type { CatalogStore, RegistryStore } from '../../lib/store/registry-store.ts';
 import type { TokenStore } from '../../lib/store/token-store.ts';
@@ -31,6 +33,8 @@ export interface Stores {
   tokens: TokenStore;
   /** The sweep policy the registrar recorded (its deployed or running configuration). */
   sweepPolicy: Pick<SweepPolicyStore, 'read'>;
+  /** Cordons and the entries' event history (deleted entries' too). */
+  maintenance: CordonStore & EntryEventStore;
   /** What the operator allows each namespace, and how many of its entries are connected. */
   namespaceSettings: NamespaceSettingsStore;
   namespaceUsage: NamespaceUsageReader;
@@ -41,6 +45,11 @@ export interface Stores {
 }
 
 export type CatalogLists = Pick<CatalogStore, 'listGroups' | 'listEntries'>;
+
+export interface TableSchema {
+  schema: SchemaStore;
+  migrations: readonly Migration[];
+}
 
 /** What every command gets: its streams, the clock, and the registry on demand. */
 export interface CliContext {
@@ -54,6 +63,8 @@ export interface CliContext {
    * registration store's writes and sweep queries (issue 17: the CLI's start-up).
    */
   catalogLists(command: Command): Promise<CatalogLists>;
+  /** The table's schema record and this release's migrations (`registrar migrate`). */
+  tableSchema(command: Command): Promise<TableSchema>;
   /** The registry connected to, once `stores` was called: error messages name it. */
   target(): Target | undefined;
   close(): void;
@@ -114,6 +125,18 @@ export function createContext(io: CliIo): CliContext {
       ]);
       return new DynamoDbCatalog(client, tableName);
     },
+    async tableSchema(command) {
+      const [{ client, tableName }, { DynamoDbSchemaStore }, { registryMigrations }] =
+        await Promise.all([
+          connect(command),
+          import('../../lib/store/dynamodb-schema-store.ts'),
+          import('../../lib/store/dynamodb-migrations.ts'),
+        ]);
+      return {
+        schema: new DynamoDbSchemaStore(client, tableName),
+        migrations: registryMigrations(client, tableName),
+      };
+    },
     target: () => target,
     close: () => {
       void connected?.then((c) => c.client.destroy()).catch(() => undefined);
@@ -166,6 +189,7 @@ async function openStores({ client, tableName }: Connection): Promise<Stores> {
     registry,
     tokens: new DynamoDbTokenStore(client, tableName),
     sweepPolicy: new DynamoDbSweepPolicyStore(client, tableName),
+    maintenance: registry,
     namespaceSettings: new DynamoDbNamespaceSettings(client, tableName),
     namespaceUsage: new DynamoDbNamespaceUsage(client, tableName),
     terminated: new DynamoDbTerminatedInstances(table),

@@ -330,7 +330,7 @@ async function deleteOne(
 ): Promise<boolean> {
   const { catalog } = stores;
   if (kind === 'WorkloadEntry') {
-    const removed = await catalog.removeEntry(ref);
+    const removed = await catalog.removeEntry(ref, { at: context.now() });
     if (!removed) return false;
     context.out(`${QUALIFIED[kind]} "${ref.name}" deleted\n`);
     const shown = `${QUALIFIED[kind]} "${ref.name}"`;
@@ -355,7 +355,10 @@ async function deleteOne(
   const holders: Holder[] = [];
   for (const record of owned) {
     const entryName = record.entry.metadata.name;
-    const removed = await catalog.removeEntry({ namespace: ref.namespace, name: entryName });
+    const removed = await catalog.removeEntry(
+      { namespace: ref.namespace, name: entryName },
+      { at: context.now(), cause: { kind: 'operator', cascade: ref.name } },
+    );
     if (removed) {
       context.out(`${QUALIFIED.WorkloadEntry} "${entryName}" deleted (owned by the group)\n`);
       const shown = `${QUALIFIED.WorkloadEntry} "${entryName}"`;

@@ -4,7 +4,7 @@ import { type EntryRecord, isAutoRegistered } from '../../lib/domain/entry-recor
 import type { ObjectRef, StringMap, VerifiedIdentity } from '../../lib/domain/model.ts';
 import type { RecordedSweepPolicy } from '../../lib/store/dynamodb-sweep-policy-store.ts';
 import type { StoredGroup } from '../../lib/store/registry-store.ts';
-import { formatEvents } from '../entry-events.ts';
+import { eventsOf, formatEvents } from '../entry-events.ts';
 import {
   type LabelSelector,
   matchesSelector,
@@ -15,6 +15,7 @@ import { formatAge, formatTable, formatTimestamp, parseTimestamp, toYaml } from 
 import { parseResourceArgs } from '../resource-args.ts';
 import { type CommandRegistration, ReportedFailure, type Stores, UsageError } from './context.ts';
 import {
+  agentVersionCell,
   connectedStatus,
   namespaceOf,
   namespaceOption,
@@ -71,8 +72,11 @@ As kubectl's describe, there is no -o: 'registrar get TYPE NAME -o yaml' prints 
               : await listedRefs(stores, kind, namespace, selector);
           for (const ref of refs) {
             const text = await describeOne(stores, kind, ref, context.now());
-            if (text === undefined) missing.push(notFound(kind, ref).message);
-            else texts.push(text);
+            if (text === undefined) {
+              const gone =
+                kind === 'WorkloadEntry' ? await deletedHint(stores, ref, context.now()) : '';
+              missing.push(`${notFound(kind, ref).message}${gone}`);
+            } else texts.push(text);
           }
         }
         context.out(texts.join('\n'));
@@ -87,6 +91,17 @@ As kubectl's describe, there is no -o: 'registrar get TYPE NAME -o yaml' prints 
       },
     );
 };
+
+/**
+ * An entry that is not there may have been deleted lately: say when and why (its history
+ * item's last event), and where the rest of its story is.
+ */
+async function deletedHint(stores: Stores, ref: ObjectRef, now: number): Promise<string> {
+  const deleted = await stores.maintenance.deletedEntries(ref.namespace, ref.name, now);
+  const last = deleted.at(-1)?.events.at(-1);
+  if (!last) return '';
+  return `; it was deleted ${formatAge(last.at, now)} ago (${last.reason}: ${last.message}): registrar get events -n ${ref.namespace} --for we/${ref.name}`;
+}
 
 /** Every object of a kind in the namespace (all: undefined) whose labels match, in order. */
 async function listedRefs(
@@ -126,9 +141,16 @@ async function describeOne(
     ? await registry.getGroup({ namespace: ref.namespace, name: record.autoRegistrationGroup })
     : undefined;
   const text = describeEntry(record, group, now);
-  // Only auto-registered entries are swept; say by which policy (the registrar's own).
-  const policy = record.autoRegistrationGroup ? describeSweepPolicy(await sweepPolicy.read()) : '';
-  return text + policy + formatEvents(record, now);
+  // Only auto-registered entries are swept; say by which policy (the registrar's own), and
+  // whether fail static holds the deletion of this one now.
+  if (!record.autoRegistrationGroup) return text + formatEvents(eventsOf(record, now), now);
+  const recorded = await sweepPolicy.read();
+  const held =
+    record.connection?.disconnectedAt === undefined
+      ? undefined
+      : { disruption: await registry.disruptionRecord(), gracePeriodMs: recorded?.gracePeriodMs };
+  const events = eventsOf(record, now, held);
+  return text + describeSweepPolicy(recorded) + formatEvents(events, now);
 }
 
 /** The registrar's recorded sweep policy, as the last line of an auto-registered entry. */
@@ -218,6 +240,15 @@ export function describeEntry(
             ]),
           ),
         );
+  if (record.cordon) {
+    const { name, namespace } = metadata;
+    text += fields([
+      [
+        'Maintenance',
+        `cordoned ${when(record.cordon.at, now)}: ${record.cordon.message} (out of traffic until: registrar uncordon we ${name} -n ${namespace})`,
+      ],
+    ]);
+  }
   text += 'Registration:\n';
   if (!isAutoRegistered(record)) {
     return `${text}  Hand-made (no istio.io/autoRegistrationGroup): never swept; delete it with 'registrar delete we'.\n`;
@@ -235,6 +266,7 @@ export function describeEntry(
         ['Live Connections', String(connection?.connectionIds.length ?? 0)],
         ['Controller', connection?.controller],
         ['Verified Identity', describeIdentity(record.identity)],
+        ['Agent Version', agentVersionCell(record)],
       ],
       '  ',
     )

@@ -1,5 +1,6 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { isLabelKey } from '../../lib/domain/validation.ts';
+import { countAgentVersions, isAgentSummary, printAgentSummary } from '../agent-summary.ts';
 import { positiveDurationOption } from '../duration-option.ts';
 import { Interrupted, interruption } from '../interrupt.ts';
 import {
@@ -49,7 +50,11 @@ interface GetOptions {
   labelColumns?: string[];
   headers: boolean;
   sortBy?: JsonPathTemplate;
+  for?: string;
 }
+
+/** `get events` (cli/commands/events.ts): the entries' event history, as kubectl's. */
+const EVENT_TYPES = new Set(['events', 'event', 'ev']);
 
 export const WATCH_INTERVAL = '2s';
 
@@ -61,7 +66,9 @@ export const registerGet: CommandRegistration = (program, context) => {
     .argument('[names...]', 'objects by name (or more TYPE/NAME)')
     .addOption(namespaceOption())
     .option('-A, --all-namespaces', 'list across all namespaces')
-    .addOption(outputOption(['wide', 'name', 'json', 'yaml', 'jsonpath', 'custom-columns']))
+    .addOption(
+      outputOption(['wide', 'name', 'json', 'yaml', 'jsonpath', 'go-template', 'custom-columns']),
+    )
     .addOption(new Option('-l, --selector <selector>', SELECTOR_HELP).argParser(parseLabelSelector))
     .option('--show-labels', "a LABELS column last: each object's labels")
     .addOption(
@@ -77,6 +84,7 @@ export const registerGet: CommandRegistration = (program, context) => {
         "sort the list by a field of the objects, such as '.spec.address' or '{.metadata.creationTimestamp}'",
       ).argParser(parseSortBy),
     )
+    .option('--for <type/name>', 'with events: only those of we/NAME (also deleted), or wg/NAME')
     .option('-w, --watch', 'after the list, print each change until interrupted (Ctrl-C)')
     .option('--watch-only', 'like --watch, without printing the current list first')
     .option('--output-watch-events', 'with --watch: an EVENT column, ADDED, MODIFIED or DELETED')
@@ -92,20 +100,36 @@ export const registerGet: CommandRegistration = (program, context) => {
       `
 Examples:
   registrar get we -n shop                            entries of one namespace
-  registrar get we -A -o wide                         every entry, with NETWORK LOCALITY IDENTITY
+  registrar get we -A -o wide                         every entry, with NETWORK LOCALITY IDENTITY AGENT
   registrar get we/web-10.0.0.12 -n shop -o yaml      one entry
   registrar get we -l 'app=web,tier!=canary'          entries whose labels match
   registrar get we -o jsonpath='{.items[*].spec.address}'
+  registrar get we -o go-template='{{range .items}}{{.metadata.name}} {{.spec.address}}{{"\\n"}}{{end}}'
   registrar get we -A --sort-by=.metadata.creationTimestamp --show-labels
   registrar get we -L app,version --no-headers         label values as columns, no header row
   registrar get we -o custom-columns=NAME:.metadata.name,ADDRESS:.spec.address,ZONE:.spec.locality
   registrar get we -n shop -w                         watch VMs come and go
+  registrar get events -n shop --for we/web-10.0.0.12 why a VM left the mesh (also once deleted)
+  registrar get events -A -w                          every entry's events as they happen
+  registrar get agents -A                             entries per namespace and agent version
 
 --watch reads the registry every --watch-interval (default ${WATCH_INTERVAL}: the registry has no
 change stream) and prints a row for each entry added or modified since the last read, and
 the last row of each one deleted (--output-watch-events says which). Ctrl-C stops it (exit 130).`,
     )
     .action(async (resource: string, names: string[], options: GetOptions, command: Command) => {
+      if (isAgentSummary(resource) && names.length === 0) {
+        const namespace = options.allNamespaces ? undefined : namespaceOf(options);
+        const records = await (await context.catalogLists(command)).listEntries(namespace);
+        const counts = countAgentVersions(records);
+        printAgentSummary(context, counts, namespace, options.output.format);
+        return;
+      }
+      if (EVENT_TYPES.has(resource.toLowerCase())) {
+        await listEvents(context, command, names, options);
+        return;
+      }
+      if (options.for !== undefined) throw new UsageError('--for goes with get events');
       const requests = parseResourceArgs('get', [resource, ...names]);
       const named = namesObjects(requests);
       const selector = options.selector ?? [];
@@ -175,6 +199,36 @@ the last row of each one deleted (--output-watch-events says which). Ctrl-C stop
       throw new Interrupted(stop.reason());
     });
 };
+
+async function listEvents(
+  context: Parameters<CommandRegistration>[1],
+  command: Command,
+  names: string[],
+  options: GetOptions,
+): Promise<void> {
+  if (names.length > 0) throw new UsageError('get events takes no names; use --for we/NAME');
+  if (
+    options.selector?.length ||
+    options.sortBy ||
+    options.showLabels ||
+    options.labelColumns?.length ||
+    options.outputWatchEvents
+  ) {
+    throw new UsageError(
+      'get events takes -n/-A, --for, -o, -w and --no-headers; not -l, -L, --sort-by, --show-labels or --output-watch-events',
+    );
+  }
+  const { getEvents } = await import('./events.ts');
+  await getEvents(context, command, {
+    namespace: options.allNamespaces ? undefined : namespaceOf(options),
+    output: options.output,
+    ...(options.for !== undefined ? { for: options.for } : {}),
+    watch: options.watch === true,
+    watchOnly: options.watchOnly === true,
+    watchInterval: options.watchInterval,
+    headers: options.headers,
+  });
+}
 
 /** `-L a,b -L c`: every key, in order, each a valid label key (kubectl's --label-columns). */
 function collectLabelKeys(text: string, previous: string[] | undefined): string[] {

@@ -56,6 +56,19 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./delete.ts')).registerDelete,
   },
   {
+    name: 'cordon',
+    term: 'cordon [options] <resource> [names...]',
+    description:
+      'take workloadentries (we) out of traffic (Healthy False, Maintenance) without disconnecting them, until uncordon',
+    load: async () => (await import('./cordon.ts')).registerCordon,
+  },
+  {
+    name: 'uncordon',
+    term: 'uncordon [options] <resource> [names...]',
+    description: 'put cordoned workloadentries (we) back into traffic',
+    load: async () => (await import('./cordon.ts')).registerUncordon,
+  },
+  {
     name: 'token',
     term: 'token',
     description: 'join tokens: what an agent presents to register a VM (token auth mode)',
@@ -81,11 +94,23 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./sweep.ts')).registerSweep,
   },
   {
+    name: 'migrate',
+    term: 'migrate',
+    description: "the table's schema: which migrations ran, which release wrote it; run the rest",
+    load: async () => (await import('./migrate.ts')).registerMigrate,
+  },
+  {
     name: 'ec2-event',
     term: 'ec2-event [options]',
     description:
       'deliver an EC2 instance state-change notification: removes the instance’s entries now (as the EventBridge rule does on AWS)',
     load: async () => (await import('./ec2-event.ts')).registerEc2Event,
+  },
+  {
+    name: 'dashboard',
+    term: 'dashboard [options]',
+    description: 'serve a read-only web view of the registry on this machine and open it',
+    load: async () => (await import('./dashboard.ts')).registerDashboard,
   },
   {
     name: 'export',

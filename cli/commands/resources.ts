@@ -3,6 +3,7 @@ import {
   type EntryRecord,
   isAutoRegistered,
   isConnected,
+  MAINTENANCE_REASON,
   renderWorkloadEntry,
 } from '../../lib/domain/entry-record.ts';
 import { NotFoundError } from '../../lib/domain/errors.ts';
@@ -95,8 +96,11 @@ export function renderEntry(record: EntryRecord): WorkloadEntry {
   return { ...entry, metadata };
 }
 
+/** `True`, `False`, or `False (Maintenance)` while an operator keeps it out of traffic. */
 export function healthyStatus(entry: WorkloadEntry): string {
   const condition = entry.status?.conditions?.find((c) => c.type === HEALTHY_CONDITION);
+  if (condition?.reason === MAINTENANCE_REASON)
+    return `${condition.status} (${MAINTENANCE_REASON})`;
   return condition?.status ?? '<none>';
 }
 
@@ -127,7 +131,7 @@ export interface ResourceItem {
 export const COLUMNS: Record<ResourceKind, { table: string[]; wide: string[] }> = {
   WorkloadEntry: {
     table: ['NAME', 'ADDRESS', 'CONNECTED', 'HEALTHY', 'GROUP', 'AGE'],
-    wide: ['NETWORK', 'LOCALITY', 'IDENTITY'],
+    wide: ['NETWORK', 'LOCALITY', 'IDENTITY', 'AGENT'],
   },
   WorkloadGroup: {
     table: ['NAME', 'GENERATION', 'AGE'],
@@ -135,7 +139,7 @@ export const COLUMNS: Record<ResourceKind, { table: string[]; wide: string[] }> 
   },
 };
 
-/** One entry: NAME ADDRESS CONNECTED HEALTHY GROUP AGE, wide: NETWORK LOCALITY IDENTITY. */
+/** One entry: NAME ADDRESS CONNECTED HEALTHY GROUP AGE, wide: NETWORK LOCALITY IDENTITY AGENT. */
 export function entryItem(record: EntryRecord): ResourceItem {
   const entry = renderEntry(record);
   const { metadata, spec } = entry;
@@ -157,10 +161,20 @@ export function entryItem(record: EntryRecord): ResourceItem {
         spec.network || '<none>',
         spec.locality || '<none>',
         record.identity?.principal ?? '<none>',
+        agentVersionCell(record),
       ],
     }),
-    fingerprint: JSON.stringify([entry, record.identity ?? null]),
+    fingerprint: JSON.stringify([entry, record.identity ?? null, record.agentVersion ?? null]),
   };
+}
+
+/**
+ * The agent version of the newest connect; `<unknown>` for an entry last connected through a
+ * registrar before 0.2 (it recorded none), `<none>` for a hand-made entry (no agent).
+ */
+export function agentVersionCell(record: EntryRecord): string {
+  if (record.agentVersion !== undefined) return record.agentVersion;
+  return isAutoRegistered(record) ? '<unknown>' : '<none>';
 }
 
 /** One group: NAME GENERATION AGE, wide: SERVICE-ACCOUNT NETWORK PROBE. */

@@ -9,11 +9,20 @@ import {
 } from '../../lib/domain/disruption.ts';
 import { formatDuration, parseDuration } from '../../lib/domain/duration.ts';
 import { runSweep } from '../../lib/registration/sweep.ts';
-import { executeJsonPath } from '../jsonpath.ts';
-import { toJson, toYaml } from '../output.ts';
-import { type OutputSpec, parseOutput, TABLE, withCompletionValues } from '../output-option.ts';
+import { printsObjects, serializeObject } from '../object-output.ts';
+import {
+  completionValues,
+  formatsShown,
+  type OutputSpec,
+  parseOutput,
+  TABLE,
+  withCompletionValues,
+} from '../output-option.ts';
 import type { CommandRegistration } from './context.ts';
 import { QUALIFIED } from './resources.ts';
+
+/** `sweep status -o`: the status as an object; without -o, as text. */
+const STATUS_FORMATS = ['json', 'yaml', 'jsonpath', 'go-template'] as const;
 
 interface SweepOptions {
   gracePeriod?: number;
@@ -151,13 +160,13 @@ export const registerSweep: CommandRegistration = (program, context) => {
     )
     .addOption(
       withCompletionValues(
-        new Option('-o, --output <format>', 'output format: json, yaml, jsonpath=TEMPLATE')
+        new Option('-o, --output <format>', `output format: ${formatsShown(STATUS_FORMATS)}`)
           // `text` is the default view's old name, still accepted.
           .argParser((text: string) =>
-            text === 'text' ? TABLE : parseOutput(text, ['json', 'yaml', 'jsonpath']),
+            text === 'text' ? TABLE : parseOutput(text, STATUS_FORMATS),
           )
           .default(TABLE, 'the status as text'),
-        ['json', 'yaml', 'jsonpath='],
+        completionValues(STATUS_FORMATS),
       ),
     )
     .action(async (options: { output: OutputSpec }, command: Command) => {
@@ -167,13 +176,11 @@ export const registerSweep: CommandRegistration = (program, context) => {
         registry.zoneCounts(),
       ]);
       const { output } = options;
-      if (output.format === 'table') {
+      if (!printsObjects(output)) {
         context.out(statusText(record, zones, context.now()));
         return;
       }
-      const status = statusJson(record, zones, context.now());
-      if (output.format === 'jsonpath') context.out(executeJsonPath(output.template, status));
-      else context.out(output.format === 'yaml' ? toYaml(status) : toJson(status));
+      context.out(serializeObject(output, statusJson(record, zones, context.now())));
     });
 
   registerRollbackIndex(sweep, context);
@@ -209,7 +216,7 @@ function heldSummary(
   return parts.join('; ');
 }
 
-function statusJson(record: DisruptionRecord | undefined, zones: ZoneCount[], now: number) {
+export function statusJson(record: DisruptionRecord | undefined, zones: ZoneCount[], now: number) {
   const holdUntil =
     record?.holdSince !== undefined && record.policy
       ? record.holdSince + record.policy.holdBoundMs

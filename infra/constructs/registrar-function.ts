@@ -23,6 +23,33 @@ export interface RegistrarFunctionProps {
   vpc?: IVpc;
   vpcSubnets?: SubnetSelection;
   securityGroups?: ISecurityGroup[];
+  /**
+   * Files copied into the function's code beside its bundle (name in the asset -> path on the
+   * synth machine), read at run time from `/var/task/<name>` (assetPath): data too large for
+   * Lambda's 4 KB of environment, such as an operator's certificates.
+   */
+  files?: Record<string, string>;
+}
+
+/** Where Lambda puts a function's code: a file of `files` is read from here. */
+export function assetPath(name: string): string {
+  return `/var/task/${name}`;
+}
+
+/** Bundling hooks that copy `files` into the asset after esbuild ran (local bundling). */
+function copyInto(files: Record<string, string>) {
+  return {
+    beforeBundling: () => [],
+    beforeInstall: () => [],
+    afterBundling: (_input: string, output: string) =>
+      Object.entries(files).map(
+        ([name, source]) => `cp ${shellQuote(source)} ${shellQuote(join(output, name))}`,
+      ),
+  };
+}
+
+function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
 }
 
 /**
@@ -88,6 +115,7 @@ export class RegistrarFunction extends Construct {
         banner: BUNDLE.banner,
         // Local esbuild from node_modules: nothing here can pull a Docker image.
         forceDockerBundling: false,
+        ...(props.files ? { commandHooks: copyInto(props.files) } : {}),
       },
     });
     Validations.of(this.function).acknowledge({

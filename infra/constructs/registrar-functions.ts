@@ -4,7 +4,7 @@ import { Construct } from 'constructs';
 import { ENV } from '../../lib/config.ts';
 import { formatDuration } from '../../lib/domain/duration.ts';
 import type { StackOptions } from '../stack-options.ts';
-import { RegistrarFunction } from './registrar-function.ts';
+import { assetPath, RegistrarFunction } from './registrar-function.ts';
 import type { RegistryTable } from './registry-table.ts';
 import { tableAccess } from './table-access.ts';
 
@@ -30,6 +30,9 @@ export function registrarEnvironment(
     [ENV.secondaryDeletesPerSecond]: String(options.secondaryDeletesPerSecond),
     [ENV.holdBound]: formatDuration(options.holdBoundMs),
     [ENV.ec2States]: options.ec2States.join(','),
+    ...(options.oldestAgentVersion === undefined
+      ? {}
+      : { [ENV.oldestAgentVersion]: options.oldestAgentVersion }),
   };
 }
 
@@ -46,15 +49,18 @@ export function attestationEnvironment(
   if (options.instanceAttestation === undefined) return {};
   return {
     [ENV.instanceAttestation]: options.instanceAttestation,
-    ...(options.instanceIdentityCertsPem === undefined
+    ...(options.instanceIdentityCertsFile === undefined
       ? {
           [ENV.instanceIdentityRegions]: [stackRegion, ...options.instanceIdentityRegions].join(
             ',',
           ),
         }
-      : { [ENV.instanceIdentityCerts]: options.instanceIdentityCertsPem }),
+      : { [ENV.instanceIdentityCerts]: assetPath(CERTIFICATES_FILE) }),
   };
 }
+
+/** The operator's instance identity certificates, in the connect function's code. */
+export const CERTIFICATES_FILE = 'instance-identity-certs.pem';
 
 /**
  * The functions behind the WebSocket routes. Each gets only the table access its route needs
@@ -84,11 +90,16 @@ export class RegistrarFunctions extends Construct {
         environment: { ...environment, ...extra },
       }).function;
 
-    this.connect = build(
-      'connect',
-      'Connect',
-      attestationEnvironment(props.options, Stack.of(this).region),
-    );
+    const certificates = props.options.instanceIdentityCertsFile;
+    this.connect = new RegistrarFunction(this, 'Connect', {
+      name: 'connect',
+      environment: {
+        ...environment,
+        ...attestationEnvironment(props.options, Stack.of(this).region),
+      },
+      // An operator's certificates travel in the code, not the 4 KB environment: any number.
+      ...(certificates ? { files: { [CERTIFICATES_FILE]: certificates } } : {}),
+    }).function;
     this.disconnect = build('disconnect', 'Disconnect');
     this.message = build('message', 'Message');
     const { authMode } = props.options;

@@ -47,11 +47,16 @@ const ZONE_COUNTERS = { actions: ['UpdateItem'], partitions: [PARTITIONS.zones] 
  * - message: reads and updates the entry (health); reads the connection record.
  * - sweeper: queries the sweep index and the namespace index (whose namespaces' departures it
  *   reads), reads/updates/deletes entries, forgets connection records, keeps its liveness
- *   mark and writes the effective sweep policy.
+ *   mark and writes the effective sweep policy; keeps the table's schema record (CONFIG) and
+ *   runs the migrations (lib/store/dynamodb-migrations.ts): the zone-wide counters of before
+ *   deleted (ZONE*: Query, DeleteItem). Never the TOKEN partition: only the authorizer reads
+ *   tokens.
  * - connect, disconnect, sweeper and ec2StateChange move the zone counters; the sweeper also
  *   reads them (one Query of the ZONE partition) and keeps its fail-static record.
  * - ec2StateChange: queries the instance index, deletes the entries it names; in IAM mode
  *   records a terminated instance (refused by connect for a day).
+ * - connect, sweeper and ec2StateChange keep a deleted entry's events: one PutItem of a history
+ *   item (`NS#<namespace>` / `EV#<name>#<time>`, in the entry's own partition).
  * - projector: reads entries (GetItem), lists a namespace's entries and groups (Query), the
  *   namespace index (Query) and the namespaces' settings (Query: their address ranges);
  *   nothing else: no token, allow rule, connection record or counter.
@@ -65,7 +70,7 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
       return {
         items: [
           {
-            actions: ['GetItem', 'UpdateItem', 'DeleteItem'],
+            actions: ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'],
             partitions: [PARTITIONS.namespaces],
           },
           { actions: ['Query', 'UpdateItem'], partitions: [PARTITIONS.zones] },
@@ -101,7 +106,7 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
         querySweepIndex: true,
         items: [
           {
-            actions: ['GetItem', 'UpdateItem', 'DeleteItem'],
+            actions: ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem'],
             partitions: [PARTITIONS.namespaces],
           },
           { actions: ['DeleteItem'], partitions: [PARTITIONS.connections] },
@@ -109,7 +114,7 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
             actions: ['GetItem', 'PutItem', 'UpdateItem'],
             partitions: [PARTITIONS.sweeper, PARTITIONS.config],
           },
-          { actions: ['Query', 'UpdateItem'], partitions: [PARTITIONS.zones] },
+          { actions: ['Query', 'UpdateItem', 'DeleteItem'], partitions: [PARTITIONS.zones] },
           // The namespaces whose departures it reads, each from its own index keys.
           { actions: ['Query'], partitions: [PARTITIONS.namespaceIndex] },
         ],
@@ -118,7 +123,7 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
       return {
         queryInstanceIndex: true,
         items: [
-          { actions: ['DeleteItem'], partitions: [PARTITIONS.namespaces] },
+          { actions: ['PutItem', 'DeleteItem'], partitions: [PARTITIONS.namespaces] },
           ZONE_COUNTERS,
           ...(iam
             ? [{ actions: ['UpdateItem'], partitions: [PARTITIONS.terminated] } as const]

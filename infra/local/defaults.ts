@@ -1,3 +1,5 @@
+import { DASHBOARD_DEFAULTS } from '../../dashboard/server/defaults.ts';
+
 /**
  * Defaults of the local runtime, apart from the runtime itself so that parsing `npm start`
  * options does not load the handlers (and Powertools) before main.ts has set their environment.
@@ -9,4 +11,6 @@ export const LOCAL_DEFAULTS = {
   tableName: 'workload-registrar',
   sweepIntervalMs: 60_000,
   projectionIntervalMs: 10_000,
+  /** `npm start --dashboard`: the port `registrar dashboard` uses. */
+  dashboardPort: DASHBOARD_DEFAULTS.port,
 } as const;

@@ -82,6 +82,9 @@ async function main(): Promise<number> {
       ...(runtime.projection
         ? [`  projection:       ${describeProjection(runtime.projection)}`]
         : []),
+      ...(runtime.dashboardUrl
+        ? [`  dashboard:        ${runtime.dashboardUrl} (read-only; as registrar dashboard)`]
+        : []),
       `  CLI target:       ${cliTarget}`,
       `  console:          ${describeConsole(command.console)}`,
       'Press Ctrl-C to stop.',

@@ -82,6 +82,8 @@ Options (a flag wins over its environment variable):
   --instance-attestation <m>  REGISTRAR_INSTANCE_ATTESTATION iam mode: required (default) or optional: whether a connect must
                                                             carry a document; iam mode needs one of these two flags
   --log-format <f>            REGISTRAR_LOG_FORMAT          human: one line per event (default); json: the functions' raw JSON lines
+  --dashboard                                               also serve registrar dashboard's read-only view on 127.0.0.1 (docs/operations.md)
+  --dashboard-port <n>        REGISTRAR_DASHBOARD_PORT      its port, 0 = any free (default ${LOCAL_DEFAULTS.dashboardPort}); the flag implies --dashboard
   Fail static (docs/operations.md):
   --disruption-threshold <s>  REGISTRAR_DISRUPTION_THRESHOLD share of a zone away abnormally that slows it (default 55%)
   --disruption-window <d>     REGISTRAR_DISRUPTION_WINDOW   no connect anywhere for this long, entries away: hold (default 5m)
@@ -124,6 +126,8 @@ export const LOCAL_OPTIONS = {
   'secondary-deletes-per-second': { type: 'string' },
   'hold-bound': { type: 'string' },
   'ec2-states': { type: 'string' },
+  dashboard: { type: 'boolean' },
+  'dashboard-port': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const satisfies ParseArgsConfig['options'];
 
@@ -161,6 +165,12 @@ export function parseLocalOptions(
     if (given) options[key] = parsePositiveDuration(given.value, given.source);
   }
   checkLivenessInterval(options, pick);
+  const dashboardPort = pick('dashboard-port', 'REGISTRAR_DASHBOARD_PORT');
+  if (values.dashboard || typeof values['dashboard-port'] === 'string') {
+    options.dashboardPort = dashboardPort
+      ? parsePort(dashboardPort.value, dashboardPort.source)
+      : LOCAL_DEFAULTS.dashboardPort;
+  }
   const dataDir = pick('data-dir', 'REGISTRAR_DATA_DIR');
   if (dataDir) options.dataDir = dataDir.value;
   if (values.memory) options.memory = true;

@@ -15,6 +15,7 @@ import type { Target } from '../../lib/projection/report.ts';
 import { pongReply } from '../../lib/protocol/replies.ts';
 import { createDynamoDbClient } from '../../lib/store/dynamodb-client.ts';
 import { ensureTable } from '../../lib/store/ensure-table.ts';
+import type { EntryEventStore } from '../../lib/store/entry-event-store.ts';
 import { LOCAL_DEFAULTS } from './defaults.ts';
 import type { RunningDynamo } from './dynalite-server.ts';
 import { startDynaliteThread } from './dynalite-thread.ts';
@@ -25,10 +26,13 @@ import {
   startGateway,
 } from './gateway.ts';
 import { lambdaContext } from './gateway-events.ts';
+import { startHistoryPruner } from './history-pruner.ts';
 import { inInvocationScope } from './invocation-scope.ts';
+import { startRefusalTally } from './refusal-tally.ts';
 import { claimRuntimeFiles } from './runtime-files.ts';
 import type { IamCallerCredentials } from './sigv4-verifier.ts';
 import { startSweepTimer } from './sweep-timer.ts';
+import { recordRelease } from './table-release.ts';
 
 export { LOCAL_DEFAULTS } from './defaults.ts';
 
@@ -105,6 +109,8 @@ export interface LocalRuntimeOptions {
    * (the functions' own default): `optional` accepts agents that send none.
    */
   instanceAttestation?: 'required' | 'optional';
+  /** Serve `registrar dashboard`'s read-only view on 127.0.0.1 at this port (0: any free one). */
+  dashboardPort?: number;
 }
 
 export interface LocalRuntime {
@@ -121,6 +127,8 @@ export interface LocalRuntime {
   localJsonPath?: string;
   /** Things worth telling the user at start (a stale lock taken over). */
   notices: readonly string[];
+  /** The dashboard's URL, with `dashboardPort`. */
+  dashboardUrl?: string;
   /** Where the registry is projected, when it is. */
   projection?: {
     files: readonly string[];
@@ -184,6 +192,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     const authorization = connectAuthorization(deps, options.iamCallers);
     const raw = createDynamoDbClient({ region, endpoint: dynamo.endpoint });
     await ensureTable(raw, tableName).finally(() => raw.destroy());
+    await recordRelease(deps);
     // Clients read this policy (and the auth mode beside it).
     await deps.sweepPolicy?.record(
       { ...deps.config.sweep, authMode: deps.config.authMode },
@@ -233,6 +242,20 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       logger.error('sweep failed', { error: String(error) }),
     );
     cleanup.unshift(() => timer.stop());
+    // dynalite has no TTL: expired history items of deleted entries go on the sweep's pace.
+    const history = deps.store as typeof deps.store & Partial<EntryEventStore>;
+    if (history.pruneExpiredHistory) {
+      const pruner = startHistoryPruner(
+        {
+          listNamespaces: () => history.listNamespaces(),
+          pruneExpiredHistory: history.pruneExpiredHistory.bind(history),
+        },
+        sweepIntervalMs,
+        deps.now,
+        (error) => logger.warn('pruning expired entry history failed', { error: String(error) }),
+      );
+      cleanup.unshift(() => pruner.stop());
+    }
 
     let projection: LocalRuntime['projection'];
     if (options.project || options.kubeconfig || options.kubeContext) {
@@ -290,6 +313,21 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       await rename(draft, localJson);
       // Before the store closes: a CLI must not find a registrar that no longer answers.
       cleanup.splice(cleanup.indexOf(closeStore), 0, () => removeIfOurs(localJson, runtime.url));
+      // Refusals by reason for `registrar dashboard`, beside local.json (CloudWatch's on AWS).
+      cleanup.unshift(await startRefusalTally(files.localJsonDir, deps.now));
+    }
+    let dashboardUrl: string | undefined;
+    if (options.dashboardPort !== undefined) {
+      const { startRuntimeDashboard } = await import('./runtime-dashboard.ts');
+      const dashboard = await startRuntimeDashboard({
+        deps,
+        store: { region, endpoint: dynamo.endpoint, tableName },
+        port: options.dashboardPort,
+        target: `table '${tableName}' at ${dynamo.endpoint} (this runtime's)`,
+        localJsonDir: options.writeLocalJson ? files.localJsonDir : undefined,
+      });
+      cleanup.unshift(() => dashboard.close());
+      dashboardUrl = dashboard.url;
     }
     const close = once(() => runAll(cleanup));
     // Without its store the runtime would accept agents it cannot register: it stops (its
@@ -304,6 +342,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       ...(options.writeLocalJson ? { localJsonPath: localJson } : {}),
       notices: files.notices,
       ...(projection ? { projection } : {}),
+      ...(dashboardUrl ? { dashboardUrl } : {}),
       storeFailed,
       sweepNow,
       close,

@@ -1,4 +1,5 @@
 import type { DepartureKind } from './disruption.ts';
+import type { EntryEvent } from './entry-events.ts';
 import {
   ANNOTATIONS,
   type Condition,
@@ -57,6 +58,11 @@ export interface EntryRecord {
   healthChecksEnabled?: boolean;
   /** The caller of the newest connect, from the authorizer. */
   identity?: VerifiedIdentity;
+  /**
+   * The agent version of the newest connect, as the agent said it (`0.1.x`: it sent none).
+   * Absent on entries last connected through a registrar before 0.2.
+   */
+  agentVersion?: string;
   /** `metadata.generation` of the group the entry was built from. */
   groupGeneration?: number;
   /** The EC2 instance the newest connect came from, from a trusted source (see instanceIdOf). */
@@ -68,7 +74,35 @@ export interface EntryRecord {
    * address is unique within a network): when, and by which entry's connect.
    */
   addressConflict?: AddressConflict;
+  /** Out of traffic by an operator's word (see CordonState). */
+  cordon?: CordonState;
+  /** When the last uncordon put it back (the `Healthy` transition time it shows then). */
+  uncordonedAt?: EpochMillis;
+  /** The events stored with the entry, oldest first (lib/domain/entry-events.ts). */
+  events?: EntryEvent[];
+  /**
+   * Since when this entry's events are recorded: absent on entries no release with event
+   * history has written yet. What happened before is derived from the state (entry-history.ts).
+   */
+  eventsSince?: EpochMillis;
 }
+
+/**
+ * An operator took the entry out of traffic (`registrar cordon`): `Healthy` shows False with
+ * reason Maintenance and the operator's message, whatever the agent reports, until uncordon.
+ * Kept apart from the agent's health so that neither overwrites the other: a health report
+ * never puts a cordoned entry back, and uncordon shows the probe's latest verdict at once.
+ */
+export interface CordonState {
+  at: EpochMillis;
+  message: string;
+}
+
+/** The `Healthy` condition's reason while an operator keeps the entry out of traffic. */
+export const MAINTENANCE_REASON = 'Maintenance';
+
+/** The longest operator's message: it becomes the Healthy condition's, as a probe's may be. */
+export const MAX_CORDON_MESSAGE = 1024;
 
 export interface AddressConflict {
   at: EpochMillis;
@@ -102,7 +136,7 @@ export function renderWorkloadEntry(record: EntryRecord): WorkloadEntry {
       annotations[ANNOTATIONS.disconnectedAt] = toRfc3339(connection.disconnectedAt);
     }
   }
-  const conditions = renderConditions(entry.status?.conditions ?? [], record.health);
+  const conditions = renderConditions(entry.status?.conditions ?? [], effectiveHealth(record));
   const metadata = { ...entry.metadata };
   if (Object.keys(annotations).length > 0) metadata.annotations = annotations;
   else delete metadata.annotations;
@@ -114,6 +148,35 @@ export function renderWorkloadEntry(record: EntryRecord): WorkloadEntry {
   };
   if (conditions.length > 0) rendered.status = { conditions };
   return rendered;
+}
+
+/**
+ * The `Healthy` state the mesh sees: the agent's, unless an operator cordoned the entry
+ * (False, Maintenance, the operator's message). After an uncordon the status the probe
+ * reports counts from the uncordon when it is newer than the probe's own transition.
+ */
+export function effectiveHealth(record: EntryRecord): HealthState | undefined {
+  const { health, cordon } = record;
+  if (cordon) {
+    const alreadyFalse = health?.status === 'False' && health.lastTransitionTime <= cordon.at;
+    return {
+      status: 'False',
+      reason: MAINTENANCE_REASON,
+      message: cordon.message,
+      lastProbeTime: health?.lastProbeTime ?? cordon.at,
+      lastTransitionTime: alreadyFalse ? health.lastTransitionTime : cordon.at,
+    };
+  }
+  const back = record.uncordonedAt;
+  if (
+    health &&
+    back !== undefined &&
+    health.status === 'True' &&
+    back > health.lastTransitionTime
+  ) {
+    return { ...health, lastTransitionTime: back };
+  }
+  return health;
 }
 
 function renderConditions(others: Condition[], health: HealthState | undefined): Condition[] {

@@ -23,19 +23,8 @@ export interface DisconnectOptions {
 export class ManagementApiDisconnect {
   readonly #client: ApiGatewayManagementApiClient;
 
-  constructor({ endpoint, region }: DisconnectOptions) {
-    this.#client = new ApiGatewayManagementApiClient({
-      region,
-      endpoint,
-      // An operator waits for the command: a few seconds, retries included, then it says so.
-      requestHandler: { connectionTimeout: 2_000, requestTimeout: 5_000 },
-      maxAttempts: 3,
-      // The local gateway (plain http) checks no signature; dummies keep the SDK from
-      // looking for credentials an operator's laptop may not have.
-      ...(endpoint.startsWith('http:')
-        ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
-        : {}),
-    });
+  constructor(options: DisconnectOptions) {
+    this.#client = operatorManagementClient(options);
   }
 
   async close(connectionId: string): Promise<DisconnectAnswer> {
@@ -53,4 +42,23 @@ export class ManagementApiDisconnect {
   destroy(): void {
     this.#client.destroy();
   }
+}
+
+/** The management API client of an operator's command (`delete`, `cordon`). */
+export function operatorManagementClient({
+  endpoint,
+  region,
+}: DisconnectOptions): ApiGatewayManagementApiClient {
+  return new ApiGatewayManagementApiClient({
+    region,
+    endpoint,
+    // An operator waits for the command: a few seconds, retries included, then it says so.
+    requestHandler: { connectionTimeout: 2_000, requestTimeout: 5_000 },
+    maxAttempts: 3,
+    // The local gateway (plain http) checks no signature; dummies keep the SDK from
+    // looking for credentials an operator's laptop may not have.
+    ...(endpoint.startsWith('http:')
+      ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
+      : {}),
+  });
 }

@@ -1,5 +1,5 @@
 import { isIP } from 'node:net';
-import type { EntryRecord } from '../domain/entry-record.ts';
+import { type EntryRecord, MAINTENANCE_REASON } from '../domain/entry-record.ts';
 import type { StringMap } from '../domain/model.ts';
 import type { AddressType, Endpoint, EndpointPort, ServiceObject } from './objects.ts';
 import { servingState } from './serving.ts';
@@ -64,8 +64,11 @@ export function desiredEndpointGroups(
       groups.set(key, group);
     }
     const state = servingState(record);
-    // publishNotReadyAddresses: the Service wants unready endpoints to receive traffic.
-    const ready = state.ready || service.spec.publishNotReadyAddresses === true;
+    // publishNotReadyAddresses: the Service wants unready endpoints to receive traffic; never
+    // one an operator cordoned (servingState's Maintenance).
+    const ready =
+      state.ready ||
+      (service.spec.publishNotReadyAddresses === true && state.reason !== MAINTENANCE_REASON);
     const endpoint: Endpoint = {
       addresses: [address],
       conditions: { ready, serving: state.ready, terminating: false },

@@ -2,6 +2,7 @@ import * as z from 'zod';
 import { canonicalAddress } from '../domain/address.ts';
 import { InvalidRequestError } from '../domain/errors.ts';
 import { type ConnectRequest, LOCALITY_LABEL, type StringMap } from '../domain/model.ts';
+import { parseReleaseVersion } from '../domain/release-version.ts';
 import {
   isDns1123Label,
   isDns1123Subdomain,
@@ -23,13 +24,15 @@ const RULES = {
   namespace: 'must be a DNS-1123 label (lower case letters, digits and -, at most 63 characters)',
   network: 'must be letters, digits, -, _ and ., at most 63 characters',
   locality: 'must be region[/zone[/subzone]], each part letters, digits, -, _ and .',
+  agentVersion: 'must be a semantic version such as 0.2.0 (at most 64 characters)',
 } as const;
 
 type Field = keyof typeof RULES | 'label' | 'ip';
 
 /**
  * Reads protocol v1's query string (`?group=&namespace=&ip=[&ip=][&network=][&locality=]
- * [&label=k=v]...`) into a validated ConnectRequest. Throws InvalidRequestError naming every
+ * [&label=k=v]...[&agentVersion=]`) into a validated ConnectRequest. Parameters it does not
+ * know are ignored: a newer agent's additions reach an older registrar harmlessly. Throws InvalidRequestError naming every
  * bad field with its value; nothing has been written at that point.
  */
 export function parseConnectRequest(
@@ -45,16 +48,18 @@ export function parseConnectRequest(
     // Istio drops an agent's `istio-locality` label instead of refusing the VM: locality comes
     // from the locality field. Dropped before validation, so its value cannot fail the connect.
     label: values('label').filter((label) => !label.startsWith(`${LOCALITY_LABEL}=`)),
+    agentVersion: values('agentVersion'),
   });
   if (!parsed.success) {
     const [first] = parsed.error.issues;
     const message = withUsageOnce(parsed.error.issues.map((issue) => issue.message));
     throw new InvalidRequestError(message, first ? String(first.path[0]) : undefined);
   }
-  const { group, namespace, ip, network, locality, label } = parsed.data;
+  const { group, namespace, ip, network, locality, label, agentVersion } = parsed.data;
   const request: ConnectRequest = { group, namespace, ips: ip, labels: label };
   if (network !== undefined) request.network = network;
   if (locality !== undefined) request.locality = locality;
+  if (agentVersion !== undefined) request.agentVersion = agentVersion;
   return request;
 }
 
@@ -202,4 +207,5 @@ const schema = z.object({
   network: optional('network', isNetworkName),
   locality: optional('locality', isLocality),
   label: labels,
+  agentVersion: optional('agentVersion', (value) => parseReleaseVersion(value) !== undefined),
 });

@@ -1,10 +1,13 @@
 import type { Probe, WorkloadEntry } from '../domain/model.ts';
+import type { MaintenanceNotice } from './maintenance-notice.ts';
 
 /** Replies of agent protocol v1; every reply but `pong` carries `ok`. */
 
 export interface HealthAck {
   action: 'health';
   ok: true;
+  /** Fields of the message this registrar did not read (a newer agent's): no effect. */
+  ignoredFields?: string[];
 }
 
 export interface DescribeReply {
@@ -19,6 +22,15 @@ export interface DescribeReply {
    * id neither in the upgrade nor in any frame of its own.
    */
   connectionId: string;
+  /**
+   * Additive: present when an operator cordoned the entry (or uncordoned it since), so an
+   * agent that reconnects learns it again (maintenance-notice.ts).
+   */
+  maintenance?: MaintenanceNotice;
+  /** The registrar's release, so an agent knows what it talks to (docs/agent.md). */
+  registrarVersion?: string;
+  /** Fields of the message this registrar did not read (a newer agent's): no effect. */
+  ignoredFields?: string[];
 }
 
 export interface PongReply {
@@ -40,8 +52,25 @@ export function describeReply(
   entry: WorkloadEntry,
   probe: Probe | undefined,
   connectionId: string,
+  maintenance?: MaintenanceNotice,
 ): DescribeReply {
-  return { action: 'describe', ok: true, entry, probe: probe ?? null, connectionId };
+  const reply: DescribeReply = {
+    action: 'describe',
+    ok: true,
+    entry,
+    probe: probe ?? null,
+    connectionId,
+  };
+  if (maintenance) reply.maintenance = maintenance;
+  return reply;
+}
+
+/** Names the ignored fields in a reply, when there are any (additive: older agents skip it). */
+export function withIgnoredFields<T extends HealthAck | DescribeReply>(
+  reply: T,
+  ignoredFields: readonly string[],
+): T {
+  return ignoredFields.length === 0 ? reply : { ...reply, ignoredFields: [...ignoredFields] };
 }
 
 export function pongReply(): PongReply {

@@ -58,7 +58,11 @@ export async function claimEntryAddress(
       }
       throw refusal(claim, result.holder, decision);
     }
-    if ((await store.deleteSwept(record)) === 'conflict') continue;
+    const replaced = {
+      at: claim.at,
+      cause: { kind: 'replaced', by: formatRef(claim.entry) },
+    } as const;
+    if ((await store.deleteSwept(record, replaced)) === 'conflict') continue;
     if (await store.takeAddress(claim, result.holder)) return { replaced: result.holder };
   }
   throw new Error(

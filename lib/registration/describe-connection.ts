@@ -2,6 +2,7 @@ import { renderWorkloadEntry } from '../domain/entry-record.ts';
 import { NotRegisteredError } from '../domain/errors.ts';
 import type { ObjectRef, Probe, WorkloadEntry } from '../domain/model.ts';
 import { formatRef } from '../domain/model.ts';
+import { type MaintenanceNotice, maintenanceOf } from '../protocol/maintenance-notice.ts';
 import type { RegistryStore } from '../store/registry-store.ts';
 import { holderOf } from './holder.ts';
 
@@ -10,6 +11,8 @@ export interface ConnectionDescription {
   entry: WorkloadEntry;
   /** The probe of the entry's group: the agent learns what to run from it. */
   probe: Probe | undefined;
+  /** The operator's cordon (or last uncordon): told again on every registration. */
+  maintenance?: MaintenanceNotice;
 }
 
 /**
@@ -34,5 +37,10 @@ export async function describeConnection(
   const group = groupName
     ? await store.getGroup({ namespace: holder.entry.namespace, name: groupName })
     : undefined;
-  return { entry: renderWorkloadEntry(record), probe: group?.group.spec.probe };
+  const maintenance = maintenanceOf(record);
+  return {
+    entry: renderWorkloadEntry(record),
+    probe: group?.group.spec.probe,
+    ...(maintenance ? { maintenance } : {}),
+  };
 }

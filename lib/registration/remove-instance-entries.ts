@@ -27,7 +27,7 @@ export async function removeInstanceEntries(
   const result: InstanceRemoval = { removed: [], kept: [], ignored: false };
   if (!states.includes(change.state)) return { ...result, ignored: true };
   for (const ref of await store.entriesOfInstance(change.instanceId)) {
-    const outcome = await store.removeInstanceEntry(ref, change.instanceId);
+    const outcome = await store.removeInstanceEntry(ref, change.instanceId, change.at);
     (outcome === 'deleted' ? result.removed : result.kept).push(ref);
   }
   return result;

@@ -1,4 +1,11 @@
-import { cellKey, isHeld, nextRecord, pacingOf, zoneOf } from '../domain/disruption.ts';
+import {
+  cellKey,
+  isHeld,
+  nextRecord,
+  type Pacing,
+  pacingOf,
+  zoneOf,
+} from '../domain/disruption.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import { inTurn } from '../domain/fair-turns.ts';
 import { isDueForSweep, sweepCutoffs } from '../domain/sweep-policy.ts';
@@ -105,51 +112,63 @@ export async function deleteDue(
         }
         turn += 1;
         result.candidatesRead += 1;
-        if (!mayDelete(record, guard)) continue;
+        const pacing = paced(record, guard);
+        if (pacing === undefined) continue;
         if (!result.dryRun && attempts > 0) await sleep(intervalMs);
         attempts += 1;
-        await remove(record, guard);
+        await remove(record, pacing);
       }
     }
   }
 
-  /** Whether the candidate is due and its cell's pace allows its deletion now. */
-  function mayDelete(record: EntryRecord, guard: FailStaticGuard | undefined): boolean {
-    if (!isDueForSweep(record, options.now, options.policy)) return false;
-    if (isDeliberate(record)) return true;
-    if (blind) return false;
-    if (!guard) return true;
+  /**
+   * Whether the candidate is due and its cell's pace allows its deletion now: how fail static
+   * paced it ('normal' for a clean departure or without fail static), undefined when not.
+   */
+  function paced(record: EntryRecord, guard: FailStaticGuard | undefined): Pacing | undefined {
+    if (!isDueForSweep(record, options.now, options.policy)) return undefined;
+    if (isDeliberate(record)) return 'normal';
+    if (blind) return undefined;
+    if (!guard) return 'normal';
     const { namespace } = record.entry.metadata;
     const zone = zoneOf(record.entry.spec.locality);
     const cell = cellKey(namespace, zone);
     const pacing = pacingOf(guard.state, namespace, zone, options.now);
     // Held: counted from its cells by the guard (a held namespace's departures are not read).
-    if (pacing === 'held') return false;
+    if (pacing === 'held') return undefined;
     if (pacing === 'slowed') {
       // A disrupted cell deletes at the secondary rate, carried from run to run as credit.
       if ((guard.credit[cell] ?? 0) < 1) {
         countIn(result.slowed, cell);
-        return false;
+        return undefined;
       }
       guard.credit[cell] = (guard.credit[cell] ?? 0) - 1;
     }
-    return true;
+    return pacing;
   }
 
-  async function remove(record: EntryRecord, guard: FailStaticGuard | undefined): Promise<void> {
+  async function remove(record: EntryRecord, pacing: Pacing): Promise<void> {
     if (result.dryRun) {
       result.deleted.push(swept(record));
       return;
     }
-    const outcome = await store.deleteSwept(record).catch((error: unknown) => {
+    const afterHold = guard?.state.mode === 'hold-expired' && !isDeliberate(record);
+    // Kept with the entry's history (why it left): how fail static paced it, if it did.
+    const note =
+      pacing === 'slowed'
+        ? 'fail static slowed it: its zone was disrupted'
+        : afterHold
+          ? 'fail static had held it; deleted once the hold outlived its bound'
+          : undefined;
+    const deletion = { at: options.now, ...(note ? { note } : {}) };
+    const outcome = await store.deleteSwept(record, deletion).catch((error: unknown) => {
       recordFailure(result, error);
       return 'failed' as const;
     });
     if (outcome === 'conflict') result.conflicts += 1;
     if (outcome !== 'deleted') return;
-    // An entry left the registry here: the one place a history of its removal belongs.
     result.deleted.push(swept(record));
-    if (guard?.state.mode === 'hold-expired' && !isDeliberate(record)) {
+    if (afterHold) {
       const { namespace } = record.entry.metadata;
       countIn(result.afterHoldBound, cellKey(namespace, zoneOf(record.entry.spec.locality)));
     }

@@ -1,4 +1,6 @@
 import { buildEntry } from '../domain/build-entry.ts';
+import { EVENT_MESSAGE_MAX, EVENTS_TRIM_AT } from '../domain/entry-events.ts';
+import { MAX_CORDON_MESSAGE } from '../domain/entry-record.ts';
 import { formatPath } from '../domain/field-path.ts';
 import type { ConnectRequest, WorkloadEntry, WorkloadGroup } from '../domain/model.ts';
 import {
@@ -55,6 +57,17 @@ const CONNECTION_STATE_BYTES = 16 * 1024;
 /** The most a connect adds to an entry built from a group: 64 KB (48,768 + 16,384 bytes). */
 export const CONNECT_RESERVE_BYTES = AGENT_LABELS_BYTES + CONNECTION_STATE_BYTES;
 
+// An event in the entry's list: `{t, r, m, w}` (names 4 bytes, map and element overhead 8,
+// time 9, reason up to 24, a message of EVENT_MESSAGE_MAX characters at 4 UTF-8 bytes each).
+const EVENT_BYTES = 8 + 4 + 9 + 24 + EVENT_MESSAGE_MAX * 4 + 1;
+/**
+ * What the registrar adds to any entry later, hand-made ones too: its events (the list is
+ * trimmed at EVENTS_TRIM_AT; 5 more for appends that race a trim) and an operator's cordon
+ * (its message, times and id): ~21 KB.
+ */
+export const HISTORY_RESERVE_BYTES =
+  (EVENTS_TRIM_AT + 5) * EVENT_BYTES + MAX_CORDON_MESSAGE * 4 + 256;
+
 // The longest address, network and locality an agent may give (the template's are counted
 // as they are when the agent gives none).
 const LONGEST_REQUEST: Omit<ConnectRequest, 'group' | 'namespace'> = {
@@ -85,13 +98,13 @@ export function groupSizeRefusal(group: WorkloadGroup): SizeRefusal | undefined 
     healthChecksEnabled: true,
     groupGeneration: LARGEST_COUNT,
   });
-  const entryTotal = itemSize(entryItem) + CONNECT_RESERVE_BYTES;
+  const entryTotal = itemSize(entryItem) + CONNECT_RESERVE_BYTES + HISTORY_RESERVE_BYTES;
   if (entryTotal <= MAX_ITEM_BYTES) return undefined;
   // Only what the group puts into its entries: its template and `spec.metadata`.
   const carried = { spec: { metadata: stored.spec.metadata, template: stored.spec.template } };
   return refusal(
     largestFields(carried, valueSize(carried)),
-    `: each WorkloadEntry of this group holds its template, its annotations and its labels twice (metadata.labels and spec.labels), and would be up to ${formatBytes(entryTotal)} with what a connecting agent adds (up to ${formatBytes(CONNECT_RESERVE_BYTES)}); a WorkloadEntry is stored as one DynamoDB item, which must stay under ${formatBytes(MAX_ITEM_BYTES)}`,
+    `: each WorkloadEntry of this group holds its template, its annotations and its labels twice (metadata.labels and spec.labels), and would be up to ${formatBytes(entryTotal)} with what a connecting agent and its event history add (up to ${formatBytes(CONNECT_RESERVE_BYTES + HISTORY_RESERVE_BYTES)}); a WorkloadEntry is stored as one DynamoDB item, which must stay under ${formatBytes(MAX_ITEM_BYTES)}`,
   );
 }
 
@@ -99,10 +112,14 @@ export function groupSizeRefusal(group: WorkloadGroup): SizeRefusal | undefined 
 export function entrySizeRefusal(entry: WorkloadEntry): SizeRefusal | undefined {
   const item = encodeEntry({ entry: withServerFields(entry), revision: LARGEST_COUNT });
   const total = itemSize(item) + WRITE_ID_BYTES;
-  if (total <= MAX_ITEM_BYTES) return undefined;
+  if (total + HISTORY_RESERVE_BYTES <= MAX_ITEM_BYTES) return undefined;
+  const room =
+    total <= MAX_ITEM_BYTES
+      ? ` with room for its events and a cordon (${formatBytes(HISTORY_RESERVE_BYTES)})`
+      : '';
   return refusal(
     largestFields(item.entry, total),
-    `(the whole WorkloadEntry ${formatBytes(total)}); a WorkloadEntry is stored as one DynamoDB item, which must stay under ${formatBytes(MAX_ITEM_BYTES)}`,
+    `(the whole WorkloadEntry ${formatBytes(total)}); a WorkloadEntry is stored as one DynamoDB item, which must stay under ${formatBytes(MAX_ITEM_BYTES)}${room}`,
   );
 }
 

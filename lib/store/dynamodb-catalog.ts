@@ -8,6 +8,7 @@ import {
   GetCommand,
   PutCommand,
 } from '@aws-sdk/lib-dynamodb';
+import { deletedEvent, EVENTS_KEPT, entryEvent } from '../domain/entry-events.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import { ConflictError, InvalidRequestError } from '../domain/errors.ts';
 import {
@@ -19,7 +20,9 @@ import {
 import { type Forgery, forgedEntryState, forgedGroupState } from '../domain/registrar-state.ts';
 import { entrySizeRefusal, groupSizeRefusal, type SizeRefusal } from './catalog-item-limits.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
+import { DynamoDbEntryHistory } from './dynamodb-entry-history.ts';
 import { DynamoDbNamespaceIndex } from './dynamodb-namespace-index.ts';
+import { encodeEvent } from './event-codec.ts';
 import {
   connectionKey,
   decodeEntry,
@@ -35,7 +38,7 @@ import {
   type Item,
   namespacePartition,
 } from './item-codec.ts';
-import type { NamespaceList, StoredGroup } from './registry-store.ts';
+import type { EntryDeletion, NamespaceList, StoredGroup } from './registry-store.ts';
 
 /** Optimistic-lock retries of an apply that raced another writer of the same object. */
 const APPLY_ATTEMPTS = 3;
@@ -58,11 +61,13 @@ export class DynamoDbCatalog {
   readonly #client: DynamoDBDocumentClient;
   readonly #table: string;
   readonly #namespaces: DynamoDbNamespaceIndex;
+  readonly #history: DynamoDbEntryHistory;
 
-  constructor(client: DynamoDBDocumentClient, tableName: string) {
+  constructor(client: DynamoDBDocumentClient, tableName: string, history?: DynamoDbEntryHistory) {
     this.#client = client;
     this.#table = tableName;
     this.#namespaces = new DynamoDbNamespaceIndex(client, tableName);
+    this.#history = history ?? new DynamoDbEntryHistory(client, tableName);
   }
 
   /** The namespace index as it is (no backfill): what the projector's full reconcile reads. */
@@ -148,7 +153,7 @@ export class DynamoDbCatalog {
       const wanted = normalized({ ...entry, metadata: { ...entry.metadata, uid } });
       if (existing && isDeepStrictEqual(normalized(existing.entry), wanted)) return 'unchanged';
       const revision = (existing?.revision ?? 0) + 1;
-      const item = encodeEntry({ entry: wanted, revision });
+      const item: Item = { ...encodeEntry({ entry: wanted, revision }), ...keptState(existing) };
       const written = existing
         ? await this.#put(item, 'revision = :revision', { ':revision': existing.revision })
         : await this.#put(item, 'attribute_not_exists(pk)', {});
@@ -164,8 +169,8 @@ export class DynamoDbCatalog {
   }
 
   /** Deletes the entry and the records of the connections it listed (they point at nothing). */
-  async deleteEntry(ref: ObjectRef): Promise<boolean> {
-    return (await this.removeEntry(ref)) !== undefined;
+  async deleteEntry(ref: ObjectRef, deletion?: EntryDeletion): Promise<boolean> {
+    return (await this.removeEntry(ref, deletion)) !== undefined;
   }
 
   /**
@@ -173,9 +178,16 @@ export class DynamoDbCatalog {
    * (`ALL_OLD`), so a connect that landed between an operator's read and this delete is among
    * them, and one that lands after it creates a fresh entry. Undefined when it was not there.
    */
-  async removeEntry(ref: ObjectRef): Promise<{ holders: string[] } | undefined> {
+  async removeEntry(
+    ref: ObjectRef,
+    deletion?: EntryDeletion,
+  ): Promise<{ holders: string[] } | undefined> {
     const old = await this.#delete(entryKey(ref));
     if (!old) return undefined;
+    // Its events outlive it, with who deleted it (dynamodb-entry-history.ts).
+    const at = deletion?.at ?? Date.now();
+    const cause = deletion?.cause ?? { kind: 'operator' };
+    await this.#history.recordDeletion(old, deletedEvent(at, cause, deletion?.note));
     const holders = [...((old as EntryItem).conns ?? [])];
     await this.deleteConnectionRecords(holders);
     return { holders };
@@ -270,6 +282,22 @@ export class DynamoDbCatalog {
     );
     return Attributes;
   }
+}
+
+/**
+ * What an apply of a hand-made entry keeps of the item it replaces: an operator's cordon, and
+ * the entry's events, with Updated added (the put rewrites the whole item).
+ */
+function keptState(existing: EntryItem | undefined): Partial<EntryItem> {
+  if (!existing) return {};
+  const kept: Partial<EntryItem> = {};
+  if (existing.cordon !== undefined) kept.cordon = existing.cordon;
+  if (existing.uncordonedAt !== undefined) kept.uncordonedAt = existing.uncordonedAt;
+  const at = Date.now();
+  const updated = encodeEvent(entryEvent('Updated', at, 'changed by registrar apply'));
+  kept.events = [...(existing.events ?? []), updated].slice(-EVENTS_KEPT);
+  kept.eventsSince = existing.eventsSince ?? at;
+  return kept;
 }
 
 /** A document that sets state only the registrar writes (system annotations, `Healthy`). */

@@ -1,21 +1,30 @@
 import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DepartureKind } from '../domain/disruption.ts';
+import {
+  addressInUseEvent,
+  connectionClosedEvent,
+  connectionsGoneEvent,
+  disconnectedEvent,
+  type EntryEvent,
+  reconnectedEvent,
+} from '../domain/entry-events.ts';
+import { legacyEvents } from '../domain/entry-history.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import { type EpochMillis, formatRef, type ObjectRef } from '../domain/model.ts';
 import type { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { isConditionFailed } from './dynamodb-client.ts';
 import type { DynamoDbConnectionRecords } from './dynamodb-connection-records.ts';
+import { DynamoDbEntryEvents, withEntryEvent } from './dynamodb-entry-events.ts';
 import {
   type CleanExitGuard,
   cleanExitUpdate,
   connectAsNewest,
   connectAsOlder,
-  drainUpdate,
-  healthUpdate,
   leaveAsLast,
   leaveAsOneOfMany,
   tombstone,
 } from './dynamodb-entry-writes.ts';
+import { drainUpdate, healthUpdate } from './dynamodb-health-writes.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import {
   decodeEntry,
@@ -53,6 +62,7 @@ export class DynamoDbEntryLifecycle {
   readonly #table: RegistryTable;
   readonly #counters: DynamoDbCellCounters;
   readonly #connections: DynamoDbConnectionRecords;
+  readonly #events: DynamoDbEntryEvents;
 
   constructor(
     table: RegistryTable,
@@ -62,6 +72,7 @@ export class DynamoDbEntryLifecycle {
     this.#table = table;
     this.#counters = counters;
     this.#connections = connections;
+    this.#events = new DynamoDbEntryEvents(table);
   }
 
   /** Consistent: groups are read-your-writes for operators (once `apply` returns, the next
@@ -99,6 +110,7 @@ export class DynamoDbEntryLifecycle {
       const newest = await this.#table.tryUpdate(connectAsNewest(this.#table.name, change));
       if (newest) {
         await this.#counters.countConnect(newest.Attributes, change);
+        await this.#recordReconnect(newest.Attributes, change);
         return newest.Attributes?.revision === undefined ? 'created' : 'reconnected';
       }
       if (await this.#table.tryUpdate(connectAsOlder(this.#table.name, change))) return 'joined';
@@ -112,6 +124,35 @@ export class DynamoDbEntryLifecycle {
       // Another connect or disconnect changed the entry between the two writes: again.
     }
     throw new Error(`connect to ${ref.namespace}/${ref.name} kept racing with other writes`);
+  }
+
+  /**
+   * A connect that brought a disconnected entry back records Reconnected (a rotation or a
+   * join records nothing: the entry was connected). A write of its own, but only on that
+   * transition (a VM back within the grace period). Guarded by the list's length the connect
+   * saw, so the SDK's retry of an applied append adds nothing. Best effort: the connect stands.
+   */
+  async #recordReconnect(old: Record<string, unknown> | undefined, change: ConnectChange) {
+    if (old?.revision === undefined || old.connectedAt !== undefined) return;
+    const list = old.events;
+    const length = Array.isArray(list) ? list.length : 0;
+    const event = reconnectedEvent(
+      change.connectedAt,
+      change.connectionId,
+      typeof old.disconnectedAt === 'number' ? old.disconnectedAt : undefined,
+    );
+    // An entry of a release without history: what its state said of its departure goes
+    // first, since this connect removed that state.
+    const before = legacyEvents(decodeEntry(old)).filter((e) => e.reason === 'Disconnected');
+    await this.#events
+      .append(change.entry.metadata, [...before, event], {
+        condition:
+          length === 0
+            ? 'attribute_not_exists(#evList) OR size(#evList) = :seen'
+            : 'size(#evList) = :seen',
+        values: { ':seen': length },
+      })
+      .catch(() => false);
   }
 
   /** Takes back an entry this connect created, while it is still of the same origin. */
@@ -142,11 +183,13 @@ export class DynamoDbEntryLifecycle {
     const departure = change.departure ?? 'abnormal';
     const { since } = change;
     const leaveLast = async (kind: DepartureKind, guard?: CleanExitGuard) => {
+      const event = disconnectedEvent(at, connectionId, kind, guard?.newer === 'clean');
       const output = await this.#table.tryUpdate(
-        leaveAsLast(table, entry, [connectionId], at, kind, guard),
+        leaveAsLast(table, entry, [connectionId], at, kind, guard, event),
       );
       if (!output) return undefined;
       await this.#counters.countLeave(output.Attributes, kind);
+      await this.#trim(entry, output.Attributes, 'old');
       return { outcome: 'disconnected' } as const;
     };
     const guarded = departure === 'abnormal' && since !== undefined;
@@ -157,9 +200,15 @@ export class DynamoDbEntryLifecycle {
     // clean. Tried last, so an abnormal close that leaves other holders costs no extra write.
     const lastAfterCleanExit = (): Promise<LeaveResult | undefined> =>
       guarded ? leaveLast('clean', { since, newer: 'clean' }) : Promise.resolve(undefined);
+    // A rotation's old connection leaving is routine (~12 a day per VM): no event. Any other
+    // holder that closes while the entry stays held is worth one (a VM restarted, a crash).
+    const closed = change.replaced ? undefined : connectionClosedEvent(at, connectionId, departure);
     const oneOfMany = async (): Promise<LeaveResult | undefined> => {
-      const output = await this.#table.tryUpdate(leaveAsOneOfMany(table, entry, [connectionId]));
+      const output = await this.#table.tryUpdate(
+        leaveAsOneOfMany(table, entry, [connectionId], closed),
+      );
       if (!output) return undefined;
+      if (closed) await this.#trim(entry, output.Attributes, 'new');
       // A clean close that leaves holders behind, other than a rotation's old connection
       // (the VM lives on in the newer one): mark it for the holders left over.
       if (departure === 'clean' && !change.replaced && since !== undefined) {
@@ -212,6 +261,7 @@ export class DynamoDbEntryLifecycle {
       const cleanExit = item?.cleanExitSince;
       const departure: DepartureKind =
         cleanExit !== undefined && newest <= cleanExit ? 'clean' : 'abnormal';
+      const event = connectionsGoneEvent(at, dropping, last, departure);
       const write = last
         ? leaveAsLast(
             this.#table.name,
@@ -220,11 +270,13 @@ export class DynamoDbEntryLifecycle {
             at,
             departure,
             departure === 'clean' ? { since: newest, newer: 'clean' } : undefined,
+            event,
           )
-        : leaveAsOneOfMany(this.#table.name, entry, dropping);
+        : leaveAsOneOfMany(this.#table.name, entry, dropping, event);
       const output = await this.#table.tryUpdate(write);
       if (output) {
         if (last) await this.#counters.countLeave(output.Attributes, departure);
+        await this.#trim(entry, output.Attributes, last ? 'old' : 'new');
         return last ? 'disconnected' : 'still-held';
       }
     }
@@ -236,16 +288,27 @@ export class DynamoDbEntryLifecycle {
    * superseded (the agent is fine) from a connection that holds nothing (it must reconnect).
    */
   async reportHealth(report: HealthReport): Promise<HealthOutcome> {
-    const output = await this.#table.tryUpdate(healthUpdate(this.#table.name, report));
+    if (await this.#table.tryUpdate(healthUpdate(this.#table.name, report, 'refresh'))) {
+      return 'refreshed';
+    }
+    const output = await this.#table.tryUpdate(
+      healthUpdate(this.#table.name, report, 'transition'),
+    );
     if (output) {
-      const status = report.healthy ? 'True' : 'False';
-      return output.Attributes?.healthStatus === status ? 'refreshed' : 'transitioned';
+      await this.#trim(report.entry, output.Attributes, 'old');
+      return 'transitioned';
     }
     const item = await this.#table.getEntryItem(report.entry);
     return item?.conns?.has(report.connectionId) ? 'superseded' : 'not-holder';
   }
 
   async drain(holder: HolderRef, at: EpochMillis): Promise<'draining' | 'not-holder'> {
+    const first = await this.#table.tryUpdate(drainUpdate(this.#table.name, holder, at, true));
+    if (first) {
+      await this.#trim(holder.entry, first.Attributes, 'old');
+      return 'draining';
+    }
+    // Draining already (a repeated drain), or not a holder.
     return (await this.#table.tryUpdate(drainUpdate(this.#table.name, holder, at)))
       ? 'draining'
       : 'not-holder';
@@ -253,15 +316,35 @@ export class DynamoDbEntryLifecycle {
 
   /** Records on the holder that another entry's claim of its address was refused. */
   async noteAddressConflict(holder: ObjectRef, claim: AddressClaim): Promise<void> {
-    await this.#table.tryUpdate({
-      TableName: this.#table.name,
-      Key: entryKey(holder),
-      UpdateExpression: 'SET addressConflict = :conflict',
-      ConditionExpression: 'attribute_exists(pk)',
-      ExpressionAttributeValues: {
-        ':conflict': { at: claim.at, claimant: formatRef(claim.entry) },
-      },
-    });
+    const claimant = formatRef(claim.entry);
+    const output = await this.#table.tryUpdate(
+      withEntryEvent(
+        {
+          TableName: this.#table.name,
+          Key: entryKey(holder),
+          UpdateExpression: 'SET addressConflict = :conflict',
+          ConditionExpression: 'attribute_exists(pk)',
+          ExpressionAttributeValues: { ':conflict': { at: claim.at, claimant } },
+          ReturnValues: 'UPDATED_OLD',
+        },
+        addressInUseEvent(claim.at, claimant),
+      ),
+    );
+    await this.#trim(holder, output?.Attributes, 'old');
+  }
+
+  /** Records an event on an existing entry, in a write of its own (see DynamoDbEntryEvents). */
+  recordEvent(ref: ObjectRef, event: EntryEvent): Promise<boolean> {
+    return this.#events.append(ref, event);
+  }
+
+  /** Trims the entry's events after a write that appended one; best effort. */
+  async #trim(
+    ref: ObjectRef,
+    attributes: Record<string, unknown> | undefined,
+    returned: 'old' | 'new',
+  ): Promise<void> {
+    await this.#events.trimAfter(ref, attributes, returned).catch(() => undefined);
   }
 }
 

@@ -14,7 +14,10 @@
  */
 import type { DeleteCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { DepartureKind } from '../domain/disruption.ts';
+import type { EntryEvent } from '../domain/entry-events.ts';
 import type { ObjectRef, VerifiedIdentity } from '../domain/model.ts';
+import { withEntryEvent } from './dynamodb-entry-events.ts';
+import { EVENTS_SINCE_ATTRIBUTE } from './event-codec.ts';
 import {
   departedSweepState,
   entryKey,
@@ -23,7 +26,7 @@ import {
   sweepShard,
   sweepState,
 } from './item-codec.ts';
-import type { ConnectChange, HealthReport, HolderRef } from './registry-store.ts';
+import type { ConnectChange } from './registry-store.ts';
 import { zonePartition } from './table-definition.ts';
 
 const NAMES = {
@@ -78,12 +81,17 @@ function joinable(change: ConnectChange): { condition: string; values: object } 
  *   back. The instance id is the newest connect's (removed when it names none), so an EC2
  *   event about an instance that no longer holds the entry cannot remove it.
  * - ALL_OLD returns the old item only when the entry existed: created vs reconnected, and
- *   whether it was connected before (the zone counters change only when it was not).
+ *   whether it was connected before (the zone counters change only when it was not; the
+ *   Reconnected event is written only then).
+ * - `eventsSince` marks, once, since when the entry's events are recorded: a new entry's
+ *   history starts at its creation, and an entry of an older release keeps what its state
+ *   says of the time before (lib/domain/entry-history.ts). A rotation records no event.
  */
 export function connectAsNewest(tableName: string, change: ConnectChange): UpdateCommandInput {
   const ref: ObjectRef = change.entry.metadata;
   const join = joinable(change);
   const instance = change.instanceId !== undefined;
+  const version = change.agentVersion !== undefined;
   return {
     TableName: tableName,
     Key: entryKey(ref),
@@ -96,7 +104,9 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
       '#identity = :identity, controller = :controller, connectedAt = :at',
       'newestConnectionId = :connection, sweepState = :sweepState, sweepAt = :at, #held = :at',
       '#by = :principal',
+      `${EVENTS_SINCE_ATTRIBUTE} = if_not_exists(${EVENTS_SINCE_ATTRIBUTE}, :at)`,
       ...(instance ? ['instanceId = :instanceId'] : []),
+      ...(version ? ['agentVersion = :agentVersion'] : []),
     ]
       .join(', ')
       .concat(
@@ -126,6 +136,7 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
       ':connections': new Set([change.connectionId]),
       ':one': 1,
       ...(instance ? { ':instanceId': change.instanceId } : {}),
+      ...(version ? { ':agentVersion': change.agentVersion } : {}),
     },
     ReturnValues: 'ALL_OLD',
   };
@@ -175,6 +186,7 @@ export function leaveAsLast(
   at: number,
   departure: DepartureKind = 'abnormal',
   cleanExit?: CleanExitGuard,
+  event?: EntryEvent,
 ): UpdateCommandInput {
   const values: Record<string, unknown> = {
     ':at': at,
@@ -193,18 +205,26 @@ export function leaveAsLast(
         ? ' AND (attribute_not_exists(cleanExitSince) OR cleanExitSince < :since)'
         : ' AND cleanExitSince >= :since';
   }
-  return {
-    TableName: tableName,
-    Key: entryKey(ref),
-    UpdateExpression:
-      'SET disconnectedAt = :at, departure = :departure, sweepState = :sweepState, sweepAt = :at' +
-      ` REMOVE connectedAt, newestConnectionId, cleanExitSince, ${holders.remove}` +
-      ' DELETE conns :connections ADD revision :one',
-    ConditionExpression: `size(conns) = :count AND ${holders.condition}${guard}`,
-    ExpressionAttributeNames: holders.names,
-    ExpressionAttributeValues: values,
-    ReturnValues: 'ALL_OLD',
-  };
+  return withOptionalEvent(
+    {
+      TableName: tableName,
+      Key: entryKey(ref),
+      UpdateExpression:
+        'SET disconnectedAt = :at, departure = :departure, sweepState = :sweepState, sweepAt = :at' +
+        ` REMOVE connectedAt, newestConnectionId, cleanExitSince, ${holders.remove}` +
+        ' DELETE conns :connections ADD revision :one',
+      ConditionExpression: `size(conns) = :count AND ${holders.condition}${guard}`,
+      ExpressionAttributeNames: holders.names,
+      ExpressionAttributeValues: values,
+      ReturnValues: 'ALL_OLD',
+    },
+    event,
+  );
+}
+
+/** The write, with the event appended when there is one (see withEntryEvent). */
+function withOptionalEvent(input: UpdateCommandInput, event: EntryEvent | undefined) {
+  return event ? withEntryEvent(input, event) : input;
 }
 
 /**
@@ -249,6 +269,7 @@ export function leaveAsOneOfMany(
   tableName: string,
   ref: ObjectRef,
   connectionIds: readonly string[],
+  event?: EntryEvent,
 ): UpdateCommandInput {
   const values: Record<string, unknown> = {
     ':connections': new Set(connectionIds),
@@ -256,15 +277,18 @@ export function leaveAsOneOfMany(
     ':one': 1,
   };
   const holders = leavingHolders(connectionIds, values);
-  return {
-    TableName: tableName,
-    Key: entryKey(ref),
-    UpdateExpression: `REMOVE ${holders.remove} DELETE conns :connections ADD revision :one`,
-    ConditionExpression: `size(conns) > :count AND ${holders.condition}`,
-    ExpressionAttributeNames: holders.names,
-    ExpressionAttributeValues: values,
-    ReturnValues: 'ALL_NEW',
-  };
+  return withOptionalEvent(
+    {
+      TableName: tableName,
+      Key: entryKey(ref),
+      UpdateExpression: `REMOVE ${holders.remove} DELETE conns :connections ADD revision :one`,
+      ConditionExpression: `size(conns) > :count AND ${holders.condition}`,
+      ExpressionAttributeNames: holders.names,
+      ExpressionAttributeValues: values,
+      ReturnValues: 'ALL_NEW',
+    },
+    event,
+  );
 }
 
 /** Each leaving connection must be a holder; its `held:` time and `by:` principal go with it. */
@@ -298,75 +322,6 @@ export function tombstone(
     UpdateExpression: 'ADD departed :connections',
     ConditionExpression: 'attribute_exists(autoRegistrationGroup) AND NOT contains(conns, :c)',
     ExpressionAttributeValues: { ':connections': new Set([connectionId]), ':c': connectionId },
-  };
-}
-
-/**
- * Health: set the `Healthy` condition without reading the entry first.
- * - `contains(conns, :connection)`: any connection that holds the entry reports for it (after
- *   a rotation or a reconnect, the surviving connection's reports count), and one that holds
- *   nothing controls nothing.
- * - `lastProbeTime < :at`: reports can arrive out of order (separate Lambda invocations); an
- *   older one never overwrites a newer one.
- * - `healthy<Status>Since = if_not_exists(...)` and REMOVE of the other status's one keep the
- *   transition time unchanged while the status stays, and reset it when the status changes.
- * - UPDATED_OLD returns the previous `healthStatus`: transitioned vs refreshed.
- */
-export function healthUpdate(tableName: string, report: HealthReport): UpdateCommandInput {
-  const since = report.healthy ? 'healthyTrueSince' : 'healthyFalseSince';
-  const other = report.healthy ? 'healthyFalseSince' : 'healthyTrueSince';
-  // The message describes a failure: it is kept only while unhealthy.
-  const message = !report.healthy && report.message !== undefined;
-  const values: Record<string, unknown> = {
-    ':status': report.healthy ? 'True' : 'False',
-    ':at': report.at,
-    ':connection': report.connectionId,
-    ':one': 1,
-  };
-  if (message) values[':message'] = report.message;
-  return {
-    TableName: tableName,
-    Key: entryKey(report.entry),
-    UpdateExpression:
-      `SET healthStatus = :status, lastProbeTime = :at, ${since} = if_not_exists(${since}, :at)` +
-      (message ? ', healthMessage = :message' : '') +
-      ` REMOVE ${other}${message ? '' : ', healthMessage'} ADD revision :one`,
-    // A draining entry stays Healthy False until a new connect: a report that races the
-    // drain (sent before it, processed after) must not put the VM back into the mesh.
-    ConditionExpression:
-      'contains(conns, :connection) AND (attribute_not_exists(lastProbeTime) OR lastProbeTime < :at)' +
-      ' AND attribute_not_exists(drainingSince)',
-    ExpressionAttributeValues: values,
-    ReturnValues: 'UPDATED_OLD',
-  };
-}
-
-/** The `Healthy` condition's message while the agent drains. */
-export const DRAINING_MESSAGE = 'the VM is shutting down (drain)';
-
-/**
- * Drain (`{"action":"drain"}` from a holder): `Healthy` turns False with reason Draining, so
- * the mesh stops sending new requests before the agent closes. Idempotent: the first drain's
- * time stays (`if_not_exists`), and so does the time the status turned False. The probe time
- * is set only when there was none (a drain never moves it backwards). Only a holder may drain;
- * a new connect cancels it (connectAsNewest removes `drainingSince`).
- */
-export function drainUpdate(tableName: string, holder: HolderRef, at: number): UpdateCommandInput {
-  return {
-    TableName: tableName,
-    Key: entryKey(holder.entry),
-    UpdateExpression:
-      'SET healthStatus = :false, healthMessage = :message, drainingSince = if_not_exists(drainingSince, :at),' +
-      ' lastProbeTime = if_not_exists(lastProbeTime, :at), healthyFalseSince = if_not_exists(healthyFalseSince, :at)' +
-      ' REMOVE healthyTrueSince ADD revision :one',
-    ConditionExpression: 'contains(conns, :connection)',
-    ExpressionAttributeValues: {
-      ':false': 'False',
-      ':message': DRAINING_MESSAGE,
-      ':at': at,
-      ':connection': holder.connectionId,
-      ':one': 1,
-    },
   };
 }
 

@@ -1,7 +1,9 @@
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
-import type { ObjectRef } from '../domain/model.ts';
+import { deletedEvent } from '../domain/entry-events.ts';
+import type { EpochMillis, ObjectRef } from '../domain/model.ts';
 import type { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
+import type { DynamoDbEntryHistory } from './dynamodb-entry-history.ts';
 import { instanceGoneDelete } from './dynamodb-entry-writes.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import { decodeEntry } from './item-codec.ts';
@@ -14,10 +16,12 @@ import { INSTANCE_INDEX } from './table-definition.ts';
 export class DynamoDbInstanceIndex {
   readonly #table: RegistryTable;
   readonly #counters: DynamoDbCellCounters;
+  readonly #history: DynamoDbEntryHistory;
 
-  constructor(table: RegistryTable, counters: DynamoDbCellCounters) {
+  constructor(table: RegistryTable, counters: DynamoDbCellCounters, history: DynamoDbEntryHistory) {
     this.#table = table;
     this.#counters = counters;
+    this.#history = history;
   }
 
   async entriesOfInstance(instanceId: string): Promise<ObjectRef[]> {
@@ -36,14 +40,25 @@ export class DynamoDbInstanceIndex {
     return refs;
   }
 
-  /** Deletes the entry only while its newest connect is still that instance's. */
-  async removeInstanceEntry(ref: ObjectRef, instanceId: string): Promise<'deleted' | 'kept'> {
+  /**
+   * Deletes the entry only while its newest connect is still that instance's, and keeps its
+   * events with why it went (a history item; `at`: when EC2 said so, else now).
+   */
+  async removeInstanceEntry(
+    ref: ObjectRef,
+    instanceId: string,
+    at?: EpochMillis,
+  ): Promise<'deleted' | 'kept'> {
     try {
       const output = await this.#table.client.send(
         new DeleteCommand(instanceGoneDelete(this.#table.name, ref, instanceId)),
       );
       if (output.Attributes) {
         await this.#counters.countRemoval(decodeEntry(output.Attributes), 'instance-gone');
+        await this.#history.recordDeletion(
+          output.Attributes,
+          deletedEvent(at ?? Date.now(), { kind: 'instance-gone', instanceId }),
+        );
       }
       return 'deleted';
     } catch (error) {

@@ -1,5 +1,6 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DisruptionRecord, ZoneCount } from '../domain/disruption.ts';
+import type { EntryEvent } from '../domain/entry-events.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { EpochMillis, ObjectRef, WorkloadEntry, WorkloadGroup } from '../domain/model.ts';
 import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
@@ -7,12 +8,24 @@ import { DynamoDbAddressClaims } from './dynamodb-address-claims.ts';
 import { DynamoDbCatalog } from './dynamodb-catalog.ts';
 import { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { DynamoDbConnectionRecords } from './dynamodb-connection-records.ts';
+import { DynamoDbCordon } from './dynamodb-cordon.ts';
 import { DynamoDbDepartureQueues } from './dynamodb-departure-queues.ts';
+import {
+  type DeletedEntryHistory,
+  DynamoDbEntryHistory,
+  type HistoryLost,
+} from './dynamodb-entry-history.ts';
 import { DynamoDbEntryLifecycle } from './dynamodb-entry-lifecycle.ts';
 import { DynamoDbInstanceIndex } from './dynamodb-instance-index.ts';
 import { DynamoDbSweepIndex } from './dynamodb-sweep-index.ts';
 import { DynamoDbSweeperState } from './dynamodb-sweeper-state.ts';
 import { RegistryTable } from './dynamodb-table.ts';
+import type {
+  CordonOutcome,
+  CordonStore,
+  EntryEventStore,
+  UncordonOutcome,
+} from './entry-event-store.ts';
 import type {
   AddressClaim,
   AwayCount,
@@ -23,6 +36,7 @@ import type {
   ConnectOutcome,
   DepartureKey,
   DisruptionStore,
+  EntryDeletion,
   HealthOutcome,
   HealthReport,
   HolderRef,
@@ -43,7 +57,13 @@ import type {
  * claims, connection records and the operators' catalog. This class only composes.
  */
 export class DynamoDbRegistryStore
-  implements RegistryStore, CatalogStore, DisruptionStore, InstanceStore
+  implements
+    RegistryStore,
+    CatalogStore,
+    DisruptionStore,
+    InstanceStore,
+    CordonStore,
+    EntryEventStore
 {
   readonly #entries: DynamoDbEntryLifecycle;
   readonly #connections: DynamoDbConnectionRecords;
@@ -54,18 +74,26 @@ export class DynamoDbRegistryStore
   readonly #instances: DynamoDbInstanceIndex;
   readonly #addresses: DynamoDbAddressClaims;
   readonly #catalog: DynamoDbCatalog;
+  readonly #history: DynamoDbEntryHistory;
+  readonly #cordons: DynamoDbCordon;
 
-  constructor(client: DynamoDBDocumentClient, tableName: string) {
+  constructor(
+    client: DynamoDBDocumentClient,
+    tableName: string,
+    options: { onHistoryLost?: HistoryLost } = {},
+  ) {
     const table = new RegistryTable(client, tableName);
+    this.#history = new DynamoDbEntryHistory(client, tableName, options.onHistoryLost);
     this.#counters = new DynamoDbCellCounters(table);
     this.#connections = new DynamoDbConnectionRecords(table);
     this.#entries = new DynamoDbEntryLifecycle(table, this.#counters, this.#connections);
-    this.#sweepIndex = new DynamoDbSweepIndex(table, this.#counters);
+    this.#sweepIndex = new DynamoDbSweepIndex(table, this.#counters, this.#history);
     this.#departures = new DynamoDbDepartureQueues(table, this.#counters);
     this.#sweeper = new DynamoDbSweeperState(table);
-    this.#instances = new DynamoDbInstanceIndex(table, this.#counters);
+    this.#instances = new DynamoDbInstanceIndex(table, this.#counters, this.#history);
     this.#addresses = new DynamoDbAddressClaims(client, tableName);
-    this.#catalog = new DynamoDbCatalog(client, tableName);
+    this.#catalog = new DynamoDbCatalog(client, tableName, this.#history);
+    this.#cordons = new DynamoDbCordon(table);
   }
 
   // Address claims
@@ -133,8 +161,8 @@ export class DynamoDbRegistryStore
   ): AsyncIterable<EntryRecord> {
     return this.#sweepIndex.connectedIn(windows, limit, onReadFailure);
   }
-  deleteSwept(record: EntryRecord): Promise<'deleted' | 'conflict'> {
-    return this.#sweepIndex.deleteSwept(record);
+  deleteSwept(record: EntryRecord, deletion?: EntryDeletion): Promise<'deleted' | 'conflict'> {
+    return this.#sweepIndex.deleteSwept(record, deletion);
   }
   sweepNamespaces(counted?: readonly ZoneCount[]): Promise<string[]> {
     return this.#departures.sweepNamespaces(counted);
@@ -189,8 +217,12 @@ export class DynamoDbRegistryStore
   entriesOfInstance(instanceId: string): Promise<ObjectRef[]> {
     return this.#instances.entriesOfInstance(instanceId);
   }
-  removeInstanceEntry(ref: ObjectRef, instanceId: string): Promise<'deleted' | 'kept'> {
-    return this.#instances.removeInstanceEntry(ref, instanceId);
+  removeInstanceEntry(
+    ref: ObjectRef,
+    instanceId: string,
+    at?: EpochMillis,
+  ): Promise<'deleted' | 'kept'> {
+    return this.#instances.removeInstanceEntry(ref, instanceId, at);
   }
 
   // The operators' catalog
@@ -212,10 +244,34 @@ export class DynamoDbRegistryStore
   listNamespaces(): Promise<NamespaceList> {
     return this.#catalog.listNamespaces();
   }
-  deleteEntry(ref: ObjectRef): Promise<boolean> {
-    return this.#catalog.deleteEntry(ref);
+  deleteEntry(ref: ObjectRef, deletion?: EntryDeletion): Promise<boolean> {
+    return this.#catalog.deleteEntry(ref, deletion);
   }
-  removeEntry(ref: ObjectRef): Promise<{ holders: string[] } | undefined> {
-    return this.#catalog.removeEntry(ref);
+  removeEntry(
+    ref: ObjectRef,
+    deletion?: EntryDeletion,
+  ): Promise<{ holders: string[] } | undefined> {
+    return this.#catalog.removeEntry(ref, deletion);
+  }
+
+  // Operators' maintenance and the entries' event history
+  cordon(ref: ObjectRef, message: string, at: EpochMillis): Promise<CordonOutcome> {
+    return this.#cordons.cordon(ref, message, at);
+  }
+  uncordon(ref: ObjectRef, at: EpochMillis): Promise<UncordonOutcome> {
+    return this.#cordons.uncordon(ref, at);
+  }
+  recordEvent(ref: ObjectRef, event: EntryEvent): Promise<boolean> {
+    return this.#entries.recordEvent(ref, event);
+  }
+  deletedEntries(
+    namespace: string,
+    name: string | undefined,
+    now: EpochMillis,
+  ): Promise<DeletedEntryHistory[]> {
+    return this.#history.list(namespace, name, now);
+  }
+  pruneExpiredHistory(namespaces: readonly string[], now: EpochMillis, limit: number) {
+    return this.#history.pruneExpired(namespaces, now, limit);
   }
 }

@@ -1,14 +1,16 @@
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
+import { type DeletionCause, deletedEvent } from '../domain/entry-events.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { EpochMillis } from '../domain/model.ts';
 import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
 import type { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import { isolated } from './dynamodb-departure-queues.ts';
+import type { DynamoDbEntryHistory } from './dynamodb-entry-history.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
-import { decodeEntry, entryKey, type Item, sweepState } from './item-codec.ts';
+import { decodeEntry, encodeEntry, entryKey, type Item, sweepState } from './item-codec.ts';
 import { mergeOrdered } from './merge-ordered.ts';
-import type { SweepIndexState } from './registry-store.ts';
+import type { EntryDeletion, SweepIndexState } from './registry-store.ts';
 import { SWEEP_INDEX, SWEEP_SHARDS } from './table-definition.ts';
 
 /**
@@ -20,10 +22,12 @@ import { SWEEP_INDEX, SWEEP_SHARDS } from './table-definition.ts';
 export class DynamoDbSweepIndex {
   readonly #table: RegistryTable;
   readonly #counters: DynamoDbCellCounters;
+  readonly #history: DynamoDbEntryHistory;
 
-  constructor(table: RegistryTable, counters: DynamoDbCellCounters) {
+  constructor(table: RegistryTable, counters: DynamoDbCellCounters, history: DynamoDbEntryHistory) {
     this.#table = table;
     this.#counters = counters;
+    this.#history = history;
   }
 
   /**
@@ -115,17 +119,27 @@ export class DynamoDbSweepIndex {
    * that landed after the read bumped it, and the entry stays. A condition that fails because
    * the entry is gone is the SDK retrying this delete after a lost response (or an operator
    * deleting it too): the entry is deleted either way.
+   *
+   * The deleted entry's events, and why it went, are kept in a history item (one more write;
+   * dynamodb-entry-history.ts). Without `deletion`, the sweeper's reason read from the record,
+   * at the time of the call.
    */
-  async deleteSwept(record: EntryRecord): Promise<'deleted' | 'conflict'> {
+  async deleteSwept(
+    record: EntryRecord,
+    deletion?: EntryDeletion,
+  ): Promise<'deleted' | 'conflict'> {
+    let old: Item | undefined;
     try {
-      await this.#table.client.send(
+      const output = await this.#table.client.send(
         new DeleteCommand({
           TableName: this.#table.name,
           Key: entryKey(record.entry.metadata),
           ConditionExpression: 'revision = :revision',
           ExpressionAttributeValues: { ':revision': record.revision },
+          ReturnValues: 'ALL_OLD',
         }),
       );
+      old = output.Attributes;
     } catch (error) {
       if (!isConditionFailed(error)) throw error;
       if (await this.#table.getEntryItem(record.entry.metadata)) return 'conflict';
@@ -133,6 +147,12 @@ export class DynamoDbSweepIndex {
     // Also when the entry was gone already (a retried delete, or an operator's delete, which
     // counts nothing): the counters follow the entries either way.
     await this.#counters.countRemoval(record, 'swept');
+    // The state the delete was conditional on, when the retried delete returned none.
+    const cause = deletion?.cause ?? sweptCause(record);
+    await this.#history.recordDeletion(
+      old ?? encodeEntry(record),
+      deletedEvent(deletion?.at ?? Date.now(), cause, deletion?.note),
+    );
     return 'deleted';
   }
 
@@ -168,4 +188,12 @@ async function* withDueTime(
   dueAfterMs: number,
 ): AsyncIterable<{ item: Item; dueAt: EpochMillis }> {
   for await (const item of items) yield { item, dueAt: Number(item.sweepAt) + dueAfterMs };
+}
+
+/** The sweeper's rule that made the entry due: stale while marked connected, else grace. */
+function sweptCause(record: EntryRecord): DeletionCause {
+  const connection = record.connection;
+  return connection?.connectedAt !== undefined
+    ? { kind: 'stale', connectedAt: connection.connectedAt }
+    : { kind: 'swept', departure: connection?.departure };
 }

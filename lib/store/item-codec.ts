@@ -3,7 +3,12 @@
  * Pure: the document client does the attribute-value marshalling; this decides the shape.
  * Times are epoch-millisecond numbers so that conditions can compare them.
  */
-import type { ConnectionState, EntryRecord, HealthState } from '../domain/entry-record.ts';
+import type {
+  ConnectionState,
+  CordonState,
+  EntryRecord,
+  HealthState,
+} from '../domain/entry-record.ts';
 import type {
   EpochMillis,
   ObjectRef,
@@ -11,6 +16,7 @@ import type {
   WorkloadEntry,
   WorkloadGroup,
 } from '../domain/model.ts';
+import { decodeEvents, encodeEvent, type StoredEvent } from './event-codec.ts';
 import type { ConnectionRecord, StoredGroup } from './registry-store.ts';
 import { SWEEP_SHARDS } from './table-definition.ts';
 import type { StoredToken } from './token-store.ts';
@@ -135,6 +141,8 @@ export type EntryItem = ItemKey & {
   healthChecksEnabled?: boolean;
   groupGeneration?: number;
   identity?: VerifiedIdentity;
+  /** The newest connect's agent version (EntryRecord.agentVersion). */
+  agentVersion?: string;
   controller?: string;
   connectedAt?: EpochMillis;
   disconnectedAt?: EpochMillis;
@@ -164,6 +172,12 @@ export type EntryItem = ItemKey & {
   healthyFalseSince?: EpochMillis;
   sweepState?: string;
   sweepAt?: EpochMillis;
+  /** An operator's cordon (`registrar cordon`; lib/store/dynamodb-cordon.ts). */
+  cordon?: CordonState & { id?: string };
+  uncordonedAt?: EpochMillis;
+  /** The entry's events, oldest first (lib/store/dynamodb-entry-events.ts). */
+  events?: StoredEvent[];
+  eventsSince?: EpochMillis;
 };
 
 export function encodeEntry(record: EntryRecord): EntryItem {
@@ -176,8 +190,13 @@ export function encodeEntry(record: EntryRecord): EntryItem {
     item.healthChecksEnabled = record.healthChecksEnabled;
   if (record.groupGeneration !== undefined) item.groupGeneration = record.groupGeneration;
   if (record.identity !== undefined) item.identity = record.identity;
+  if (record.agentVersion !== undefined) item.agentVersion = record.agentVersion;
   if (record.instanceId !== undefined) item.instanceId = record.instanceId;
   Object.assign(item, encodeConnection(record.connection), encodeHealth(record.health));
+  if (record.cordon !== undefined) item.cordon = record.cordon;
+  if (record.uncordonedAt !== undefined) item.uncordonedAt = record.uncordonedAt;
+  if (record.events !== undefined) item.events = record.events.map(encodeEvent);
+  if (record.eventsSince !== undefined) item.eventsSince = record.eventsSince;
   // Only auto-registered entries enter the sparse sweep index: hand-made ones are never swept.
   const connection = record.connection;
   if (record.autoRegistrationGroup !== undefined && connection !== undefined) {
@@ -231,8 +250,15 @@ export function decodeEntry(raw: Item): EntryRecord {
   if (item.healthChecksEnabled !== undefined) record.healthChecksEnabled = item.healthChecksEnabled;
   if (item.groupGeneration !== undefined) record.groupGeneration = item.groupGeneration;
   if (item.identity !== undefined) record.identity = item.identity;
+  if (item.agentVersion !== undefined) record.agentVersion = item.agentVersion;
   if (item.instanceId !== undefined) record.instanceId = item.instanceId;
   if (item.addressConflict !== undefined) record.addressConflict = item.addressConflict;
+  if (item.cordon !== undefined) {
+    record.cordon = { at: item.cordon.at, message: item.cordon.message };
+  }
+  if (item.uncordonedAt !== undefined) record.uncordonedAt = item.uncordonedAt;
+  if (item.events !== undefined) record.events = decodeEvents(item.events);
+  if (item.eventsSince !== undefined) record.eventsSince = item.eventsSince;
   if (item.controller !== undefined) {
     const connectionIds = [...(item.conns ?? [])].sort();
     const times = holderTimes(raw);

@@ -1,4 +1,5 @@
 import type { DepartureKind, DisruptionRecord, ZoneCount } from '../domain/disruption.ts';
+import type { DeletionCause } from '../domain/entry-events.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type {
   EpochMillis,
@@ -16,6 +17,15 @@ export interface StoredGroup {
   generation: number;
 }
 
+/** When and why an entry is deleted: kept with its events in a history item. */
+export interface EntryDeletion {
+  at: EpochMillis;
+  /** Absent: read from the entry (the sweeper's rule that made it due). */
+  cause?: DeletionCause;
+  /** Added to the event's message: how fail static paced it, say. */
+  note?: string;
+}
+
 /** One connect, as the connect rule decided it: the entry to create if none exists yet. */
 export interface ConnectChange {
   /** The entry built from the group template; used only when no entry exists yet. */
@@ -30,6 +40,11 @@ export interface ConnectChange {
   connectedAt: EpochMillis;
   controller: string;
   identity: VerifiedIdentity;
+  /**
+   * The agent's version as the connect says it (`0.1.x` for an agent that sends none),
+   * recorded beside the identity by the newest connect. The agent's word: shown, never trusted.
+   */
+  agentVersion?: string;
   /**
    * Whether this caller may create the entry (the group template's service account). When
    * not, it may still join an existing entry it may control (rule 6); otherwise 'forbidden'.
@@ -258,7 +273,7 @@ export interface RegistryStore extends DisruptionStore, InstanceStore, SweepLeas
    * Deletes a swept entry if it is still at the revision the sweeper read. A reconnect that
    * landed in between wins: 'conflict'. Safe to retry: an entry already gone is 'deleted'.
    */
-  deleteSwept(record: EntryRecord): Promise<'deleted' | 'conflict'>;
+  deleteSwept(record: EntryRecord, deletion?: EntryDeletion): Promise<'deleted' | 'conflict'>;
   /**
    * The holder says its VM is shutting down: Healthy False, reason Draining, until a new
    * connect. 'not-holder': the connection holds nothing (the agent reconnects or just leaves).
@@ -308,7 +323,11 @@ export interface InstanceStore {
   /** Entries whose newest connect named this instance (the sparse `instance` index). */
   entriesOfInstance(instanceId: string): Promise<ObjectRef[]>;
   /** Deletes the entry if it still names the instance; 'kept' when a newer connect replaced it. */
-  removeInstanceEntry(ref: ObjectRef, instanceId: string): Promise<'deleted' | 'kept'>;
+  removeInstanceEntry(
+    ref: ObjectRef,
+    instanceId: string,
+    at?: EpochMillis,
+  ): Promise<'deleted' | 'kept'>;
 }
 
 /** The namespaces that hold groups or entries, from the namespace index (never a Scan). */
@@ -338,5 +357,5 @@ export interface CatalogStore {
   listEntries(namespace?: string): Promise<EntryRecord[]>;
   deleteEntry(ref: ObjectRef): Promise<boolean>;
   /** Deletes an entry; the connections that held it when it went, undefined when it was not there. */
-  removeEntry(ref: ObjectRef): Promise<{ holders: string[] } | undefined>;
+  removeEntry(ref: ObjectRef, deletion?: EntryDeletion): Promise<{ holders: string[] } | undefined>;
 }

@@ -128,7 +128,13 @@ describe('functions', () => {
   it('connect may read, update and delete entries and read groups, in namespace partitions, claim addresses, and read and count its tenant limits', () => {
     expect(dynamoGrants(ROLES.connect)).toEqual([
       {
-        actions: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        // PutItem: the history item of an entry its address claim replaced.
+        actions: [
+          'dynamodb:DeleteItem',
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:UpdateItem',
+        ],
         partitions: ['NS#*'],
         resource: expect.stringMatching(TABLE),
       },
@@ -194,10 +200,16 @@ describe('functions', () => {
     ]);
   });
 
-  it('the sweeper may query the sweep index, delete entries and keep its own state', () => {
+  it('the sweeper may query the sweep index, delete entries, keep its own state and migrate', () => {
     expect(dynamoGrants(ROLES.sweeper)).toEqual([
       {
-        actions: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'],
+        // PutItem: a swept entry's history item.
+        actions: [
+          'dynamodb:DeleteItem',
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:UpdateItem',
+        ],
         partitions: ['NS#*'],
         resource: expect.stringMatching(TABLE),
       },
@@ -212,7 +224,7 @@ describe('functions', () => {
         resource: expect.stringMatching(TABLE),
       },
       {
-        actions: ['dynamodb:Query', 'dynamodb:UpdateItem'],
+        actions: ['dynamodb:DeleteItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
         partitions: ['ZONE*'],
         resource: expect.stringMatching(TABLE),
       },
@@ -230,10 +242,10 @@ describe('functions', () => {
     ]);
   });
 
-  it('the EC2 state-change function may only query the instance index (keys) and delete entries', () => {
+  it('the EC2 state-change function may only query the instance index (keys) and delete entries (keeping their history)', () => {
     expect(dynamoGrants(ROLES.ec2StateChange)).toEqual([
       {
-        actions: ['dynamodb:DeleteItem'],
+        actions: ['dynamodb:DeleteItem', 'dynamodb:PutItem'],
         partitions: ['NS#*'],
         resource: expect.stringMatching(TABLE),
       },
@@ -279,6 +291,22 @@ describe('functions', () => {
       },
     });
     expect(Object.keys(functions)).toHaveLength(6);
+  });
+
+  it("pass the operator's agent skew floor to the functions, and none by default", () => {
+    const floored = synthTemplate({ context: { oldestAgentVersion: '0.1' } });
+    const withFloor = floored.findResources('AWS::Lambda::Function', {
+      Properties: {
+        Environment: { Variables: Match.objectLike({ [ENV.oldestAgentVersion]: '0.1' }) },
+      },
+    });
+    expect(Object.keys(withFloor)).toHaveLength(6);
+    const functions = Object.values(template.findResources('AWS::Lambda::Function')) as {
+      Properties: { Environment?: { Variables?: Record<string, unknown> } };
+    }[];
+    expect(
+      functions.filter((f) => f.Properties.Environment?.Variables?.[ENV.oldestAgentVersion]),
+    ).toEqual([]);
   });
 
   it.each(Object.keys(ROLES) as (keyof typeof ROLES)[])(

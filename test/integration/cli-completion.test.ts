@@ -105,6 +105,8 @@ describe('registrar completion bash: what the registry holds', { timeout: 120_00
       'json',
       'yaml',
       'jsonpath=',
+      'go-template=',
+      'go-template-file=',
       'custom-columns=',
       'custom-columns-file=',
     ]);

@@ -122,7 +122,7 @@ describe('token list and policy list', () => {
   it('list every namespace with -A, and the default namespace without -n', async () => {
     const all = await registrar(['token', 'list', '-A', '-o', 'wide']);
     expect(all.stdout.split('\n')[0]).toMatch(
-      /^ID\s+NAMESPACE\s+SERVICE-ACCOUNT\s+EXPIRES\s+STATUS\s+CREATED\s+REVOKED$/,
+      /^ID\s+NAMESPACE\s+SERVICE-ACCOUNT\s+EXPIRES\s+STATUS\s+CREATED\s+REVOKED\s+NETWORKS$/,
     );
     expect(all.stdout).toMatch(/\sshop\s+web\s/);
     expect(all.stdout).toMatch(/\sblog\s+<any>\s/);

@@ -137,6 +137,8 @@ describe('connect', () => {
         newestConnectionId: 'c1',
       },
       revision: 1,
+      // Its history starts now: Registered is derived from its creation, never stored.
+      eventsSince: T0,
     });
     // Token mode: the connection carries its entry; no record is written.
     expect(await store.getConnection('c1')).toBeUndefined();
@@ -311,7 +313,8 @@ describe('connect', () => {
         'groupGeneration = if_not_exists(groupGeneration, :groupGeneration), ' +
         '#identity = :identity, controller = :controller, connectedAt = :at, ' +
         'newestConnectionId = :connection, sweepState = :sweepState, sweepAt = :at, #held = :at, ' +
-        '#by = :principal ' +
+        '#by = :principal, ' +
+        'eventsSince = if_not_exists(eventsSince, :at) ' +
         'REMOVE disconnectedAt, departure, drainingSince, instanceId ADD conns :connections, revision :one',
       ConditionExpression:
         'attribute_not_exists(pk) OR (attribute_exists(autoRegistrationGroup) ' +
@@ -471,11 +474,18 @@ describe('leave', () => {
     expect(requests.requests()[0]?.input).toEqual({
       TableName: dynamo.tableName,
       Key: { pk: `NS#${NS}`, sk: `WE#${name}` },
+      // The Disconnected event rides on the same write: no request of its own.
       UpdateExpression:
-        'SET disconnectedAt = :at, departure = :departure, sweepState = :sweepState, sweepAt = :at ' +
+        'SET #evList = list_append(if_not_exists(#evList, :evNone), :evNew), ' +
+        'eventsSince = if_not_exists(eventsSince, :evAt), ' +
+        'disconnectedAt = :at, departure = :departure, sweepState = :sweepState, sweepAt = :at ' +
         'REMOVE connectedAt, newestConnectionId, cleanExitSince, #h0, #b0 DELETE conns :connections ADD revision :one',
       ConditionExpression: 'size(conns) = :count AND contains(conns, :c0)',
-      ExpressionAttributeNames: { '#h0': 'held:pin-leave', '#b0': 'by:pin-leave' },
+      ExpressionAttributeNames: {
+        '#h0': 'held:pin-leave',
+        '#b0': 'by:pin-leave',
+        '#evList': 'events',
+      },
       ExpressionAttributeValues: {
         ':at': T0 + 5,
         ':departure': 'abnormal',
@@ -484,6 +494,16 @@ describe('leave', () => {
         ':count': 1,
         ':one': 1,
         ':c0': 'pin-leave',
+        ':evNone': [],
+        ':evNew': [
+          {
+            t: T0 + 5,
+            r: 'Disconnected',
+            m: 'the last connection pin-leave went away without a clean close (VM or network down); deleted after the grace period unless it reconnects',
+            w: true,
+          },
+        ],
+        ':evAt': T0 + 5,
       },
       ReturnValues: 'ALL_OLD',
     });
@@ -631,30 +651,67 @@ describe('health', () => {
     ]);
   });
 
-  it('sends one conditional update and reads nothing', async () => {
+  it('sends one conditional update for a report that keeps the status, and reads nothing', async () => {
+    const name = vm();
+    await store.connect(connectChange(name, 'pin-refresh', T0));
+    await health(name, 'pin-refresh', true, T0 + 1);
+    requests.reset();
+
+    expect(await health(name, 'pin-refresh', true, T0 + 2)).toBe('refreshed');
+
+    expect(requests.counts()).toEqual({ UpdateItem: 1 });
+    expect(requests.itemsRead()).toBe(0);
+    expect(requests.requests()[0]?.input).toEqual({
+      TableName: dynamo.tableName,
+      Key: { pk: `NS#${NS}`, sk: `WE#${name}` },
+      UpdateExpression:
+        'SET healthStatus = :status, lastProbeTime = :at, ' +
+        'healthyTrueSince = if_not_exists(healthyTrueSince, :at) ' +
+        'REMOVE healthyFalseSince, healthMessage ADD revision :one',
+      ConditionExpression:
+        'contains(conns, :connection) AND (attribute_not_exists(lastProbeTime) OR lastProbeTime < :at)' +
+        ' AND attribute_not_exists(drainingSince) AND healthStatus = :status',
+      ExpressionAttributeValues: {
+        ':status': 'True',
+        ':at': T0 + 2,
+        ':connection': 'pin-refresh',
+        ':one': 1,
+      },
+    });
+  });
+
+  it('records a transition with its event: the refresh write fails, the transition write lands', async () => {
     const name = vm();
     await store.connect(connectChange(name, 'pin-health', T0));
     requests.reset();
 
     await health(name, 'pin-health', false, T0 + 1, 'down');
 
-    expect(requests.counts()).toEqual({ UpdateItem: 1 });
-    expect(requests.requests()[0]?.input).toEqual({
+    expect(requests.counts()).toEqual({ UpdateItem: 2 });
+    expect(requests.itemsRead()).toBe(0);
+    expect(requests.requests()[1]?.input).toEqual({
       TableName: dynamo.tableName,
       Key: { pk: `NS#${NS}`, sk: `WE#${name}` },
       UpdateExpression:
-        'SET healthStatus = :status, lastProbeTime = :at, ' +
+        'SET #evList = list_append(if_not_exists(#evList, :evNone), :evNew), ' +
+        'eventsSince = if_not_exists(eventsSince, :evAt), ' +
+        'healthStatus = :status, lastProbeTime = :at, ' +
         'healthyFalseSince = if_not_exists(healthyFalseSince, :at), healthMessage = :message ' +
         'REMOVE healthyTrueSince ADD revision :one',
       ConditionExpression:
         'contains(conns, :connection) AND (attribute_not_exists(lastProbeTime) OR lastProbeTime < :at)' +
-        ' AND attribute_not_exists(drainingSince)',
+        ' AND attribute_not_exists(drainingSince)' +
+        ' AND (attribute_not_exists(healthStatus) OR healthStatus <> :status)',
+      ExpressionAttributeNames: { '#evList': 'events' },
       ExpressionAttributeValues: {
         ':status': 'False',
         ':at': T0 + 1,
         ':connection': 'pin-health',
         ':one': 1,
         ':message': 'down',
+        ':evNone': [],
+        ':evNew': [{ t: T0 + 1, r: 'Unhealthy', m: 'Healthy turned False: down', w: true }],
+        ':evAt': T0 + 1,
       },
       ReturnValues: 'UPDATED_OLD',
     });
@@ -836,6 +893,8 @@ describe('sweep index', () => {
       Key: { pk: `NS#${NS}`, sk: 'WE#lost-disconnect' },
       ConditionExpression: 'revision = :revision',
       ExpressionAttributeValues: { ':revision': 1 },
+      // The deleted item comes back: its events go into the entry's history item.
+      ReturnValues: 'ALL_OLD',
     });
     expect(await sweepStore.getEntry(ref('lost-disconnect'))).toBeUndefined();
   });

@@ -44,11 +44,30 @@ it('keeps every agent event within its DynamoDB request budget', async () => {
     Query: 8,
     UpdateItem: 3,
   });
-  expect(of('health (transition)').requests).toEqual({ UpdateItem: 1 });
+  // A report first tries the write that keeps the status (the common case: the agent repeats
+  // its state on every new connection); a transition is the second write, which records its
+  // event (the first one's condition failed).
+  expect(of('health (transition)').requests).toEqual({ UpdateItem: 2 });
   expect(of('health (same status)').requests).toEqual({ UpdateItem: 1 });
   expect(of('ping').requests).toEqual({});
   expect(of('disconnect (rotation: old connection closed as replaced)').requests).toEqual({
     UpdateItem: 1,
   });
   expect(of('disconnect (last connection)').requests).toEqual({ UpdateItem: 2 });
+  // Event history rides on these writes; it costs a request of its own only where no state
+  // write happens anyway: a VM back within its grace period (Reconnected), and a deletion
+  // (the history item that outlives the entry).
+  // The entry, its zone counter, the connect rate, and the Reconnected event.
+  expect(of('connect (back after a disconnect: records Reconnected)').requests).toEqual({
+    GetItem: 2,
+    PutItem: 1,
+    UpdateItem: 4,
+  });
+  expect(of('cordon (registrar cordon, per entry)').requests).toEqual({ UpdateItem: 1 });
+  expect(of('uncordon (per entry)').requests).toEqual({ UpdateItem: 1 });
+  expect(of('drain (first)').requests).toEqual({ UpdateItem: 1 });
+  expect(of('delete by the sweeper (with its history item)').requests).toMatchObject({
+    DeleteItem: 1,
+    PutItem: 1,
+  });
 }, 60_000);

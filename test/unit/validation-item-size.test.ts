@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { EVENTS_TRIM_AT } from '../../lib/domain/entry-events.ts';
 import type { WorkloadEntry, WorkloadGroup } from '../../lib/domain/model.ts';
 import { MAX_LABELS } from '../../lib/protocol/connect-request.ts';
 import { InvalidDocumentsError, parseIstioDocuments } from '../../lib/protocol/istio-documents.ts';
@@ -7,6 +8,7 @@ import {
   CONNECT_RESERVE_BYTES,
   entrySizeRefusal,
   groupSizeRefusal,
+  HISTORY_RESERVE_BYTES,
 } from '../../lib/store/catalog-item-limits.ts';
 import {
   formatBytes,
@@ -122,7 +124,7 @@ describe('groupSizeRefusal', () => {
     const refusal = groupSizeRefusal(large);
     expect(refusal?.field).toBe('spec.template.labels');
     expect(refusal?.message).toMatch(
-      /^spec\.template\.labels is \d+(\.\d)? KB: each WorkloadEntry of this group holds its template, its annotations and its labels twice \(metadata\.labels and spec\.labels\), and would be up to 4\d\d(\.\d)? KB with what a connecting agent adds \(up to 63\.7 KB\); a WorkloadEntry is stored as one DynamoDB item, which must stay under 400 KB: make it smaller$/,
+      /^spec\.template\.labels is \d+(\.\d)? KB: each WorkloadEntry of this group holds its template, its annotations and its labels twice \(metadata\.labels and spec\.labels\), and would be up to 4\d\d(\.\d)? KB with what a connecting agent and its event history add \(up to 84\.4 KB\); a WorkloadEntry is stored as one DynamoDB item, which must stay under 400 KB: make it smaller$/,
     );
   });
 
@@ -135,6 +137,18 @@ describe('groupSizeRefusal', () => {
 describe('entrySizeRefusal', () => {
   it('accepts an ordinary hand-made entry', () => {
     expect(entrySizeRefusal(entry({}))).toBeUndefined();
+  });
+
+  it('refuses a hand-made entry that fits but leaves no room for its events and a cordon', () => {
+    // ~390 KB of labels: under 400 KB, over it once a cordon and a full event list come.
+    const near = entry({ spec: { address: '10.0.0.5', labels: manyLabels(6150) } });
+    const refusal = entrySizeRefusal(near);
+    expect(refusal?.message).toMatch(
+      /^spec\.labels is \d+(\.\d)? KB \(the whole WorkloadEntry 3\d\d(\.\d)? KB\); a WorkloadEntry is stored as one DynamoDB item, which must stay under 400 KB with room for its events and a cordon \(20\.8 KB\): make it smaller$/,
+    );
+    expect(HISTORY_RESERVE_BYTES).toBe(
+      (EVENTS_TRIM_AT + 5) * (8 + 4 + 9 + 24 + 200 * 4 + 1) + 1024 * 4 + 256,
+    );
   });
 
   it('refuses a hand-made entry over 400 KB, naming its largest field', () => {

@@ -1,0 +1,61 @@
+import type { Banner as BannerData } from '../api-types.ts';
+import { clock } from './format.ts';
+
+/** Eureka's self-preservation banner, for fail static. */
+export function Banner({ banner }: { banner: BannerData }) {
+  return (
+    <div class={`banner banner-${banner.level}`} role="alert">
+      <strong>{banner.title}.</strong> {banner.detail}
+    </div>
+  );
+}
+
+export function Problem({ text }: { text: string }) {
+  return (
+    <p class="problem" role="status">
+      {text}
+    </p>
+  );
+}
+
+/** When the page fetched what it shows, and when what it shows was read from the registry. */
+export function Freshness({
+  fetchedAt,
+  readAt,
+  what = 'entries',
+}: {
+  fetchedAt: number | undefined;
+  readAt: number | null;
+  what?: string;
+}) {
+  return (
+    <p class="freshness">
+      Live · updated {clock(fetchedAt)}
+      {readAt !== null && (
+        <>
+          {' '}
+          · {what} read {clock(readAt)}
+        </>
+      )}
+    </p>
+  );
+}
+
+/** Column headers; `num` ones are right-aligned, as numbers read best. */
+export function HeaderRow({ columns }: { columns: readonly (string | [string, 'num'])[] }) {
+  return (
+    <tr>
+      {columns.map((column) =>
+        typeof column === 'string' ? (
+          <th scope="col" key={column}>
+            {column}
+          </th>
+        ) : (
+          <th scope="col" class="num" key={column[0]}>
+            {column[0]}
+          </th>
+        ),
+      )}
+    </tr>
+  );
+}
