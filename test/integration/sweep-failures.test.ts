@@ -97,6 +97,16 @@ async function leftCleanly(store: DynamoDbRegistryStore, namespace: string, coun
   }
 }
 
+/** A VM of NS that connected an hour ago and left abnormally ten minutes ago (due now). */
+async function departedTenMinutesAgo(store: DynamoDbRegistryStore, name: string) {
+  await store.connect(connectChange(name, `c-${name}`, NOW - 60 * MINUTE));
+  await store.leave({
+    connectionId: `c-${name}`,
+    entry: { namespace: NS, name },
+    at: NOW - 10 * MINUTE,
+  });
+}
+
 function options(overrides: Partial<SweepOptions> = {}): SweepOptions {
   return {
     now: NOW,
@@ -176,12 +186,7 @@ describe("a sweep run that cannot read one namespace's departures", () => {
 
   it('still finds the namespaces from the cell counters when the namespace index cannot be read', async () => {
     const store = await freshStore();
-    await store.connect(connectChange('gone', 'c-gone', NOW - 60 * MINUTE));
-    await store.leave({
-      connectionId: 'c-gone',
-      entry: { namespace: NS, name: 'gone' },
-      at: NOW - 10 * MINUTE,
-    });
+    await departedTenMinutesAgo(store, 'gone');
     const flaky = withFailing(store, 'sweepNamespaces', () => true);
 
     const result = await runSweep(flaky, {
@@ -255,12 +260,7 @@ describe('a sweep run with failing writes', () => {
 describe('a sweep run whose bookkeeping fails', () => {
   it('still deletes what is due when the liveness mark cannot be read, and checks liveness next run', async () => {
     const store = await freshStore();
-    await store.connect(connectChange('gone', 'c-gone', NOW - 60 * MINUTE));
-    await store.leave({
-      connectionId: 'c-gone',
-      entry: { namespace: NS, name: 'gone' },
-      at: NOW - 10 * MINUTE,
-    });
+    await departedTenMinutesAgo(store, 'gone');
     await store.connect(connectChange('lost', 'c-lost', NOW - 30 * MINUTE));
     await store.setLivenessMark(NOW - 31 * MINUTE);
     let markFails = true;
