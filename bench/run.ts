@@ -252,7 +252,7 @@ const sections: Record<string, Section> = {
   },
   scale: {
     title:
-      'Fleet scale: the real sweep, liveness and counter code against DynamoDB Local (simulated clock, management API stand-in at 25 ms)',
+      'Fleet scale: the deployed sweeper handler, the SDK management API client against an HTTP stand-in (25 ms), rotations through $connect/$disconnect, DynamoDB Local (simulated clock); one namespace, then the fair-sweeper case',
     run: async () => {
       const { measureScale } = await import('./scale.ts');
       const sizes = (process.env.BENCH_SCALE_N ?? '10000,100000').split(',').map(Number);
@@ -260,27 +260,66 @@ const sections: Record<string, Section> = {
         process.env.BENCH_SCALE_BACKEND === 'dynalite' ? 'dynalite' : 'dynamodb-local';
       for (const vms of sizes) {
         const r = await measureScale(vms, { backend, log: (line) => console.log(`  ${line}`) });
+        const cpu = (c: typeof r.cpu) =>
+          `${c.medianSeconds} / ${c.maxSeconds} s (main thread max ${c.mainThreadMaxSeconds} s); ${c.maxSecondsAtMemory} s at ${c.memoryMb} MB; ceiling ~${c.ceilingVms} VMs`;
         table(
           [
-            'VMs',
+            'VMs (one namespace)',
             'checked in 1st interval',
-            'worst crashed stay',
+            'worst stay: lost $disconnect / closed without frame',
             'longest run',
+            'sweeper CPU per run: median / max',
+            'queries / items read per run',
             'max WCU/s on one key',
-            'hottest key',
+            'hottest: entries / index / counters',
             'counters exact',
           ],
           [
             [
               vms,
               `${r.livenessCoveragePct}%`,
-              `${r.worstCrashedStayMinutes} min`,
+              `${r.worstCrashedStayMinutes} / ${r.worstClosedStayMinutes} min`,
               `${r.longestRunSeconds} s of ${r.sweeperTimeoutSeconds} s`,
-              r.maxPartitionWcuPerSecond,
-              r.hottestKey,
+              cpu(r.cpu),
+              `${r.queriesPerRun} / ${r.itemsReadPerRun}`,
+              `${r.maxPartitionWcuPerSecond} (${r.hottestKey})`,
+              `${r.hottestByKind.entries} / ${r.hottestByKind.index} / ${r.hottestByKind.counters}`,
               r.countersExact ? 'yes' : 'NO',
             ],
           ],
+        );
+        const f = r.fair;
+        if (f) {
+          console.log('');
+          table(
+            [
+              'VMs (fair case)',
+              'namespaces',
+              "evil's backlog: clean / abnormal (left after 13 runs)",
+              "shop's worst stay: lost / closed",
+              'checked in 1st interval',
+              'longest run',
+              'sweeper CPU per run: median / max',
+              'queries / items read per run',
+              'most namespaces with due work',
+            ],
+            [
+              [
+                f.N,
+                f.namespaces,
+                `${f.evilClean} (${f.evilCleanLeft}) / ${f.evilAbnormal} (${f.evilAbnormalLeft})`,
+                `${f.worstLostStayMinutes} / ${f.worstClosedStayMinutes} min`,
+                `${f.livenessCoveragePct}%`,
+                `${f.longestRunSeconds} s`,
+                cpu(f.cpu),
+                `${f.queriesPerRun} / ${f.itemsReadPerRun}`,
+                f.maxNamespacesWithDue,
+              ],
+            ],
+          );
+        }
+        console.log(
+          `load average (1 min) before / after: ${r.load.map((l) => l.toFixed(2)).join(' / ')}`,
         );
         console.log(JSON.stringify({ scale: r }));
       }

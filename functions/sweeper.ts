@@ -19,6 +19,8 @@ export interface SweeperSummary {
   deleted: number;
   conflicts: number;
   candidatesRead: number;
+  /** Namespaces with due candidates this run: each had an equal share of it. */
+  namespacesWithDue: number;
   livenessChecked: number;
   livenessUnknown: number;
   phantomsDropped: number;
@@ -38,6 +40,7 @@ const EMPTY_SUMMARY: SweeperSummary = {
   deleted: 0,
   conflicts: 0,
   candidatesRead: 0,
+  namespacesWithDue: 0,
   livenessChecked: 0,
   livenessUnknown: 0,
   phantomsDropped: 0,
@@ -189,6 +192,7 @@ export function createSweeperHandler(
       deleted: result.deleted.length,
       conflicts: result.conflicts,
       candidatesRead: result.candidatesRead,
+      namespacesWithDue: result.namespacesWithDue,
       livenessChecked: result.livenessChecked,
       livenessUnknown: result.livenessUnknown,
       phantomsDropped: result.phantomsDropped,

@@ -46,11 +46,12 @@ const ZONE_COUNTERS = { actions: ['UpdateItem'], partitions: [PARTITIONS.zones] 
  *   connection (no authorizer carries its entry).
  * - disconnect: reads and updates the entry; reads and forgets the connection record.
  * - message: reads and updates the entry (health); reads the connection record.
- * - sweeper: queries the sweep index, reads/updates/deletes entries, forgets connection
- *   records, keeps its liveness mark and writes the effective sweep policy; keeps the table's
- *   schema record (CONFIG) and runs the migrations (lib/store/dynamodb-migrations.ts): the
- *   zone-wide counters of before deleted (ZONE*: Query, DeleteItem). Never the TOKEN
- *   partition: only the authorizer reads tokens.
+ * - sweeper: queries the sweep index and the namespace index (whose namespaces' departures it
+ *   reads), reads/updates/deletes entries, forgets connection records, keeps its liveness
+ *   mark and writes the effective sweep policy; keeps the table's schema record (CONFIG) and
+ *   runs the migrations (lib/store/dynamodb-migrations.ts): the zone-wide counters of before
+ *   deleted (ZONE*: Query, DeleteItem). Never the TOKEN partition: only the authorizer reads
+ *   tokens.
  * - connect, disconnect, sweeper and ec2StateChange move the zone counters; the sweeper also
  *   reads them (one Query of the ZONE partition) and keeps its fail-static record.
  * - ec2StateChange: queries the instance index, deletes the entries it names; in IAM mode
@@ -122,6 +123,8 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
             partitions: [PARTITIONS.sweeper, PARTITIONS.config],
           },
           { actions: ['Query', 'UpdateItem', 'DeleteItem'], partitions: [PARTITIONS.zones] },
+          // The namespaces whose departures it reads, each from its own index keys.
+          { actions: ['Query'], partitions: [PARTITIONS.namespaceIndex] },
         ],
       };
     case 'ec2StateChange':

@@ -19,6 +19,7 @@ import type { ObjectRef, VerifiedIdentity } from '../domain/model.ts';
 import { withEntryEvent } from './dynamodb-entry-events.ts';
 import { EVENTS_SINCE_ATTRIBUTE } from './event-codec.ts';
 import {
+  departedSweepState,
   entryKey,
   heldAttribute,
   holderPrincipalAttribute,
@@ -179,7 +180,8 @@ export function connectAsOlder(tableName: string, change: ConnectChange): Update
  * it to the disconnected sweep shard keyed by the time. Condition: exactly these connections
  * are the holders. Used by `$disconnect` (one connection) and by a liveness check that found
  * every remaining holder gone. Tombstones stay: they live as long as the entry. How they left
- * is recorded (`departure`) and picks the sweep index state: `L#` (clean) or `D#` (abnormal).
+ * is recorded (`departure`) and picks the sweep index key: `L#<namespace>#` (clean) or
+ * `D#<namespace>#` (abnormal).
  * ALL_OLD returns the entry's locality, for its zone's counters.
  */
 export function leaveAsLast(
@@ -194,7 +196,7 @@ export function leaveAsLast(
   const values: Record<string, unknown> = {
     ':at': at,
     ':departure': departure,
-    ':sweepState': sweepState(departure === 'clean' ? 'L' : 'D', sweepShard(ref)),
+    ':sweepState': departedSweepState(departure === 'clean' ? 'L' : 'D', ref),
     ':connections': new Set(connectionIds),
     ':count': connectionIds.length,
     ':one': 1,

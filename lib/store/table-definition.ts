@@ -19,7 +19,9 @@
  *
  * The sweep index is sparse: only auto-registered entries carry `sweepState` and `sweepAt`.
  *   sweepState = "C#<shard>" with sweepAt = newest connectedAt    (stale after 1.5 x max age)
- *   sweepState = "D#<shard>" with sweepAt = disconnectedAt        (due after the grace period)
+ *   sweepState = "L#<namespace>#<shard>" (left cleanly) or "D#<namespace>#<shard>" (left
+ *     abnormally) with sweepAt = disconnectedAt                  (due after the grace period)
+ *   Release 0.1.0 wrote departures to "L#<shard>" / "D#<shard>": still read, no longer written.
  * Keying by the raw time (not "time due") keeps the index right when the grace period or the
  * maximum connection age is reconfigured. Shards spread index writes over partitions.
  */

@@ -229,6 +229,12 @@ describe('functions', () => {
         partitions: ['ZONE*'],
         resource: expect.stringMatching(TABLE),
       },
+      // The namespaces whose departures it reads, each from its own sweep index keys.
+      {
+        actions: ['dynamodb:Query'],
+        partitions: ['NAMESPACES'],
+        resource: expect.stringMatching(TABLE),
+      },
       {
         actions: ['dynamodb:Query'],
         partitions: undefined,
