@@ -10,6 +10,7 @@ import { createProbeCheck } from './probes/probe-runner.ts';
 import { refusalHint } from './refusal-hints.ts';
 import { redactSidecarToken, SidecarBootstrapper, type SidecarEvent } from './sidecar-bootstrap.ts';
 import { type AgentEvent, Supervisor } from './supervisor.ts';
+import { AGENT_VERSION } from './version.ts';
 
 export interface AgentDependencies {
   clock?: Clock;
@@ -48,6 +49,7 @@ export async function startAgent(
     labels: found.labels,
     ...(config.network ? { network: config.network } : {}),
     ...(found.locality ? { locality: found.locality } : {}),
+    agentVersion: AGENT_VERSION,
   });
   const evidence = deps.authenticator ? undefined : await loadIdentityEvidence(config, logger);
   const auth =

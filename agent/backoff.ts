@@ -48,5 +48,8 @@ export function rotationDelay(timing: AgentTiming, random: number): number {
   return Math.floor(timing.maxConnectionAgeMs * (0.75 + 0.15 * random));
 }
 
-/** Statuses that mean "this request will keep failing until someone changes something". */
-export const REFUSAL_STATUSES: ReadonlySet<number> = new Set([400, 401, 403, 404, 409]);
+/**
+ * Statuses that mean "this request will keep failing until someone changes something"; 426:
+ * this agent's version is outside the registrar's skew policy.
+ */
+export const REFUSAL_STATUSES: ReadonlySet<number> = new Set([400, 401, 403, 404, 409, 426]);

@@ -6,9 +6,15 @@ export interface ConnectParams {
   network?: string;
   locality?: string;
   labels: Record<string, string>;
+  /** The agent's release (agent/version.ts): the registrar records it and checks its skew. */
+  agentVersion?: string;
 }
 
-/** `<url>?group=..&namespace=..&ip=..[&ip=..][&network=..][&locality=..][&label=k=v]..` */
+/**
+ * `<url>?group=..&namespace=..&ip=..[&ip=..][&network=..][&locality=..][&label=k=v]..
+ * [&agentVersion=..]`. The version is last and short (a few dozen bytes of the IAM mode's
+ * presigned URL, which API Gateway caps at 4,096 characters): a registrar of 0.1 ignores it.
+ */
 export function buildConnectUrl(base: string, params: ConnectParams): string {
   const url = new URL(base);
   url.searchParams.set('group', params.group);
@@ -18,5 +24,6 @@ export function buildConnectUrl(base: string, params: ConnectParams): string {
   if (params.locality) url.searchParams.set('locality', params.locality);
   for (const [key, value] of Object.entries(params.labels))
     url.searchParams.append('label', `${key}=${value}`);
+  if (params.agentVersion) url.searchParams.set('agentVersion', params.agentVersion);
   return url.toString();
 }

@@ -1,4 +1,5 @@
 import type { AgentAuth } from './config.ts';
+import { AGENT_VERSION } from './version.ts';
 
 /**
  * What to do about each refusal. API Gateway answers an authorizer's denial with a bare
@@ -22,6 +23,9 @@ const COMMON: Record<number, string> = {
   400: 'fix the agent configuration named above',
   404: 'create the WorkloadGroup with registrar apply, or fix --group/--namespace',
   409: 'another connected VM may hold this address (check --ip and --network: an address is unique within a network), or an entry of this name was created by hand or belongs to another group; registrar describe we <name> -n <namespace> says which (do not delete an entry whose VM is connected: that cuts it off)',
+  // API Gateway forwards no body for a refused $connect: the agent names its own version, the
+  // registrar's log names both (docs/operations.md, version skew).
+  426: `this agent is registrar-agent ${AGENT_VERSION}, outside the versions the registrar accepts (its minor release and the two before it); install the agent of the registrar's release (docs/operations.md, version skew)`,
 };
 
 /**

@@ -19,7 +19,7 @@ export interface AgentTiming {
   ackTimeoutMs: number;
   backoffBaseMs: number;
   backoffCapMs: number;
-  /** After a refusal (400/401/403/404/409) retrying soon cannot help: wait longer. */
+  /** After a refusal (400/401/403/404/409/426) retrying soon cannot help: wait longer. */
   refusalBackoffMs: number;
   refusalBackoffCapMs: number;
   /**

@@ -25,13 +25,14 @@ export async function connectBenchVm(
   i: number,
   connectedAt: number,
   namespace = 'bench',
+  locality?: string,
 ): Promise<{ entry: ObjectRef; connectionId: string }> {
   const ip = benchIp(i);
   const connectionId = `c${i}`;
-  const group = { ...BENCH_GROUP, metadata: { ...BENCH_GROUP.metadata, namespace } };
+  const group = benchGroup(namespace);
   const built = buildRegistration(
     group,
-    { group: 'bench', namespace, ips: [ip], labels: {} },
+    { group: 'bench', namespace, ips: [ip], labels: {}, ...(locality ? { locality } : {}) },
     connectedAt,
   );
   await store.connect({
@@ -46,6 +47,11 @@ export async function connectBenchVm(
     identity: { principal: 'token:bench', namespace },
   });
   return { entry: built.entry.metadata, connectionId };
+}
+
+/** The benchmark's group `bench` in a namespace (apply it for `$connect` to find it). */
+export function benchGroup(namespace: string): WorkloadGroup {
+  return { ...BENCH_GROUP, metadata: { ...BENCH_GROUP.metadata, namespace } };
 }
 
 /** Runs `work(i)` for i in [0, count), `width` at a time. */

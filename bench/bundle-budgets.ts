@@ -18,5 +18,6 @@ export const BUNDLE_BUDGETS: Readonly<Record<FunctionName, number>> = Object.fre
   disconnect: 340 * KB,
   message: 320 * KB,
   sweeper: 360 * KB,
-  ec2StateChange: 350 * KB,
+  ec2StateChange: 320 * KB,
+  rollout: 360 * KB,
 });

@@ -121,6 +121,45 @@ const sections: Record<string, Section> = {
       );
     },
   },
+  rollout: {
+    title: 'Template rollout: a label change reaching 20,000 live entries (default pace 25%/10s)',
+    run: async () => {
+      const { measureRolloutCost } = await import('./rollout.ts');
+      const r = await measureRolloutCost(Number(process.env.BENCH_ROLLOUT_ENTRIES ?? 20_000));
+      table(
+        [
+          'entries',
+          'pace',
+          'writes/s',
+          'updated',
+          'conflicts',
+          'rollout s',
+          'runs',
+          'requests',
+          'UpdateItem / entry',
+          'other requests / entry',
+          'items read / entry',
+          'entry bytes',
+        ],
+        [
+          [
+            r.entries,
+            r.pace,
+            r.writesPerSecond,
+            r.updated,
+            r.conflicts,
+            r.rolloutSeconds.toFixed(1),
+            r.runs,
+            formatCounts(r.requests),
+            r.writesPerEntry.toFixed(3),
+            r.otherRequestsPerEntry.toFixed(3),
+            r.itemsReadPerEntry.toFixed(2),
+            r.entryBytes,
+          ],
+        ],
+      );
+    },
+  },
   load: {
     title: 'Local end-to-end: agents connecting at once through the local gateway',
     run: async () => {
@@ -258,7 +297,7 @@ const sections: Record<string, Section> = {
   },
   scale: {
     title:
-      'Fleet scale: the real sweep, liveness and counter code against DynamoDB Local (simulated clock, management API stand-in at 25 ms)',
+      'Fleet scale: the deployed sweeper handler, the SDK management API client against an HTTP stand-in (25 ms), rotations through $connect/$disconnect, DynamoDB Local (simulated clock); one namespace, then the fair-sweeper case',
     run: async () => {
       const { measureScale } = await import('./scale.ts');
       const sizes = (process.env.BENCH_SCALE_N ?? '10000,100000').split(',').map(Number);
@@ -266,30 +305,109 @@ const sections: Record<string, Section> = {
         process.env.BENCH_SCALE_BACKEND === 'dynalite' ? 'dynalite' : 'dynamodb-local';
       for (const vms of sizes) {
         const r = await measureScale(vms, { backend, log: (line) => console.log(`  ${line}`) });
+        const cpu = (c: typeof r.cpu) =>
+          `${c.medianSeconds} / ${c.maxSeconds} s (main thread max ${c.mainThreadMaxSeconds} s); ${c.maxSecondsAtMemory} s at ${c.memoryMb} MB; ceiling ~${c.ceilingVms} VMs`;
         table(
           [
-            'VMs',
+            'VMs (one namespace)',
             'checked in 1st interval',
-            'worst crashed stay',
+            'worst stay: lost $disconnect / closed without frame',
             'longest run',
+            'sweeper CPU per run: median / max',
+            'queries / items read per run',
             'max WCU/s on one key',
-            'hottest key',
+            'hottest: entries / index / counters',
             'counters exact',
           ],
           [
             [
               vms,
               `${r.livenessCoveragePct}%`,
-              `${r.worstCrashedStayMinutes} min`,
+              `${r.worstCrashedStayMinutes} / ${r.worstClosedStayMinutes} min`,
               `${r.longestRunSeconds} s of ${r.sweeperTimeoutSeconds} s`,
-              r.maxPartitionWcuPerSecond,
-              r.hottestKey,
+              cpu(r.cpu),
+              `${r.queriesPerRun} / ${r.itemsReadPerRun}`,
+              `${r.maxPartitionWcuPerSecond} (${r.hottestKey})`,
+              `${r.hottestByKind.entries} / ${r.hottestByKind.index} / ${r.hottestByKind.counters}`,
               r.countersExact ? 'yes' : 'NO',
             ],
           ],
         );
+        const f = r.fair;
+        if (f) {
+          console.log('');
+          table(
+            [
+              'VMs (fair case)',
+              'namespaces',
+              "evil's backlog: clean / abnormal (left after 13 runs)",
+              "shop's worst stay: lost / closed",
+              'checked in 1st interval',
+              'longest run',
+              'sweeper CPU per run: median / max',
+              'queries / items read per run',
+              'most namespaces with due work',
+            ],
+            [
+              [
+                f.N,
+                f.namespaces,
+                `${f.evilClean} (${f.evilCleanLeft}) / ${f.evilAbnormal} (${f.evilAbnormalLeft})`,
+                `${f.worstLostStayMinutes} / ${f.worstClosedStayMinutes} min`,
+                `${f.livenessCoveragePct}%`,
+                `${f.longestRunSeconds} s`,
+                cpu(f.cpu),
+                `${f.queriesPerRun} / ${f.itemsReadPerRun}`,
+                f.maxNamespacesWithDue,
+              ],
+            ],
+          );
+        }
+        console.log(
+          `load average (1 min) before / after: ${r.load.map((l) => l.toFixed(2)).join(' / ')}`,
+        );
         console.log(JSON.stringify({ scale: r }));
       }
+    },
+  },
+  migrations: {
+    title:
+      "Migrations on a 100,000-VM table: this release's, and a pass over every entry (DynamoDB Local)",
+    run: async () => {
+      const { measureMigrationCost } = await import('./migration-cost.ts');
+      const vms = Number(process.env.BENCH_MIGRATION_N ?? 100_000);
+      const backend =
+        process.env.BENCH_SCALE_BACKEND === 'dynalite' ? 'dynalite' : 'dynamodb-local';
+      const r = await measureMigrationCost(vms, {
+        backend,
+        log: (line) => console.log(`  ${line}`),
+      });
+      table(
+        ['migration', 'VMs', 'seconds', 'sweeper runs', 'requests', 'RRU', 'WRU', 'USD'],
+        [
+          [
+            r.release.completed.join(', ') || '(none)',
+            r.vms,
+            r.release.seconds.toFixed(1),
+            1,
+            formatCounts(r.release.requests),
+            '-',
+            '-',
+            '-',
+          ],
+          [
+            'every entry, one attribute',
+            r.vms,
+            r.perEntry.seconds.toFixed(0),
+            r.perEntry.slices,
+            formatCounts(r.perEntry.requests),
+            r.perEntry.rru.toFixed(0),
+            r.perEntry.wru.toFixed(0),
+            `${r.perEntry.dynamoUsd.toFixed(3)} + Lambda ${r.perEntry.lambdaUsd.toFixed(3)}`,
+          ],
+        ],
+      );
+      console.log(JSON.stringify({ migrations: r }));
     },
   },
   storm: {

@@ -44,6 +44,7 @@ export function createConnectHandler(
       {
         store: deps.store,
         controller: deps.config.controller,
+        agentSkew: deps.config.agentSkew,
         ...(deps.limits ? { limits: deps.limits } : {}),
       },
       // Server time only: API Gateway's connect time, never the agent's clock.

@@ -2,12 +2,17 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import { rememberGoneInstance } from '../lib/auth/terminated-instances.ts';
-import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
+import type { FunctionHandler } from '../lib/dependencies.ts';
 import { formatRef } from '../lib/domain/model.ts';
 import { logger, METRIC, metrics, recordCount } from '../lib/observability.ts';
 import { type Ec2StateChangeEvent, parseEc2StateChange } from '../lib/protocol/ec2-state-change.ts';
 import { errorsLoggedAndRethrown } from '../lib/protocol/error-response.ts';
 import { removeInstanceEntries } from '../lib/registration/remove-instance-entries.ts';
+import {
+  type Ec2StateChangeDependencies,
+  ec2StateChangeDependencies,
+} from '../lib/wiring/ec2-state-change.ts';
+import { lazyHandler } from '../lib/wiring/lazy-handler.ts';
 
 export interface Ec2StateChangeSummary {
   instanceId: string;
@@ -26,7 +31,7 @@ export interface Ec2StateChangeSummary {
  * remove.
  */
 export function createEc2StateChangeHandler(
-  deps: Dependencies,
+  deps: Ec2StateChangeDependencies,
 ): FunctionHandler<Ec2StateChangeEvent, Ec2StateChangeSummary> {
   async function onStateChange(event: Ec2StateChangeEvent): Promise<Ec2StateChangeSummary> {
     const change = parseEc2StateChange(event);
@@ -56,4 +61,4 @@ export function createEc2StateChangeHandler(
     .handler(onStateChange);
 }
 
-export const handler = lazyHandler(createEc2StateChangeHandler);
+export const handler = lazyHandler(createEc2StateChangeHandler, ec2StateChangeDependencies);

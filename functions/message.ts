@@ -5,16 +5,23 @@ import type { FunctionHandler } from '../lib/dependencies.ts';
 import type { EpochMillis, ObjectRef } from '../lib/domain/model.ts';
 import { formatRef } from '../lib/domain/model.ts';
 import { countMetric, logger, METRIC, metrics } from '../lib/observability.ts';
-import { type AgentMessage, parseAgentMessage } from '../lib/protocol/agent-messages.ts';
+import { type AgentMessage, readAgentMessage } from '../lib/protocol/agent-messages.ts';
 import { carriedEntry } from '../lib/protocol/carried-entry.ts';
 import { type DrainAck, drainAck } from '../lib/protocol/drain-message.ts';
 import { errorsToResponses } from '../lib/protocol/error-response.ts';
-import { type AgentReply, describeReply, healthAck, pongReply } from '../lib/protocol/replies.ts';
+import {
+  type AgentReply,
+  describeReply,
+  healthAck,
+  pongReply,
+  withIgnoredFields,
+} from '../lib/protocol/replies.ts';
 import { SidecarUnavailableError } from '../lib/protocol/sidecar-action.ts';
 import type { WebSocketMessageEvent, WebSocketResult } from '../lib/protocol/websocket-events.ts';
 import { describeConnection } from '../lib/registration/describe-connection.ts';
 import { drainWorkload } from '../lib/registration/drain-workload.ts';
 import { reportHealth } from '../lib/registration/report-health.ts';
+import { RELEASE } from '../lib/release.ts';
 import { lazyHandler } from '../lib/wiring/lazy-handler.ts';
 import { type MessageDependencies, messageDependencies } from '../lib/wiring/message.ts';
 
@@ -32,8 +39,8 @@ export function createMessageHandler(
     logger.appendKeys({ connectionId, routeKey });
     const connection = { connectionId, carried: carriedEntry(authorizer) };
     const receivedAt = requestTimeEpoch ?? deps.now();
-    const message = parseAgentMessage(event.body, event.isBase64Encoded);
-    const reply = await answer(deps, message, connection, receivedAt);
+    const { message, ignoredFields } = readAgentMessage(event.body, event.isBase64Encoded);
+    const reply = await answer(deps, message, connection, receivedAt, ignoredFields);
     return { statusCode: 200, body: JSON.stringify(reply) };
   }
 
@@ -50,6 +57,7 @@ async function answer(
   message: AgentMessage,
   connection: { connectionId: string; carried: ObjectRef | undefined },
   receivedAt: EpochMillis,
+  ignoredFields: readonly string[],
 ): Promise<AgentReply | DrainAck> {
   switch (message.action) {
     case 'drain': {
@@ -74,7 +82,7 @@ async function answer(
         // Powertools drops a `message` key from the extra fields: the reason travels as `reason`.
         ...(message.healthy || message.message === undefined ? {} : { reason: message.message }),
       });
-      return healthAck();
+      return withIgnoredFields(healthAck(), ignoredFields);
     }
     case 'describe': {
       const described = await describeConnection(
@@ -83,11 +91,17 @@ async function answer(
         connection.carried,
       );
       logger.appendKeys({ entry: formatRef(described.entry.metadata) });
-      return describeReply(
-        described.entry,
-        described.probe,
-        connection.connectionId,
-        described.maintenance,
+      return withIgnoredFields(
+        {
+          ...describeReply(
+            described.entry,
+            described.probe,
+            connection.connectionId,
+            described.maintenance,
+          ),
+          registrarVersion: RELEASE,
+        },
+        ignoredFields,
       );
     }
     case 'ping':

@@ -8,12 +8,23 @@ import type { Cidr } from '../lib/domain/cidr.ts';
 import { logger, metrics } from '../lib/observability.ts';
 import type { Cluster } from '../lib/projection/cluster.ts';
 import { connectCluster } from '../lib/projection/cluster-access.ts';
+import { describeDrift } from '../lib/projection/group-drift.ts';
+import {
+  type GroupSideDeps,
+  type GroupSideReport,
+  reconcileGroups,
+  recordGroupMetrics,
+} from '../lib/projection/group-side.ts';
+import { describeGroupSync } from '../lib/projection/group-sync.ts';
 import { recordProjectionMetrics } from '../lib/projection/projection-metrics.ts';
 import { type ProjectorDeps, type ReconcileScope, reconcile } from '../lib/projection/projector.ts';
 import { readProjectorConfig } from '../lib/projection/projector-config.ts';
 import type { Target } from '../lib/projection/report.ts';
 import { cachedSettingsListing } from '../lib/projection/settings-listing.ts';
 import { scopeOfStream } from '../lib/projection/stream-scope.ts';
+import { readRolloutConfig } from '../lib/rollout/rollout-config.ts';
+import { createDocumentClient } from '../lib/store/dynamodb-client.ts';
+import { DynamoDbRollouts } from '../lib/store/dynamodb-rollout.ts';
 
 export interface ProjectDependencies {
   store: ProjectorDeps['store'];
@@ -24,6 +35,11 @@ export interface ProjectDependencies {
   /** Called per invocation: on EKS each connection carries a freshly signed token. */
   connect: () => Promise<Cluster>;
   targets: readonly Target[];
+  /**
+   * The groups' side of scheduled runs: groups from the cluster are synced, the default mode
+   * checks the cluster's copies for drift. Absent: neither (tests of the entries' side).
+   */
+  groups?: GroupSideDeps;
 }
 
 export interface ProjectionSummary {
@@ -35,7 +51,15 @@ export interface ProjectionSummary {
   durationMs: number;
 }
 
-export type ProjectEvent = DynamoDBStreamEvent | ScheduledEvent | Record<string, never>;
+/**
+ * A stream batch, the full reconcile's schedule, or the group sync's own schedule (groups from
+ * the cluster: every minute, `{"groupSync": true}`), which syncs the groups and nothing else.
+ */
+export type ProjectEvent =
+  | DynamoDBStreamEvent
+  | ScheduledEvent
+  | { groupSync: true }
+  | Record<string, never>;
 
 export class ProjectionFailedError extends Error {}
 
@@ -50,6 +74,19 @@ export function createProjectHandler(
   deps: ProjectDependencies,
 ): FunctionHandler<ProjectEvent, ProjectionSummary> {
   async function onEvent(event: ProjectEvent): Promise<ProjectionSummary> {
+    if ('groupSync' in event) {
+      const started = Date.now();
+      if (!deps.groups) throw new Error('the projector has no group side configured');
+      await groupSide(deps.groups, await deps.connect());
+      return {
+        scope: 'all',
+        changes: 0,
+        conflicts: 0,
+        problems: 0,
+        errors: 0,
+        durationMs: Date.now() - started,
+      };
+    }
     const scope: ReconcileScope =
       'Records' in event ? scopeOfStream(event.Records) : { kind: 'all' };
     const covered = scope.kind === 'all' ? 'all' : scope.namespaces.map((n) => n.namespace);
@@ -57,6 +94,8 @@ export function createProjectHandler(
       return { scope: [], changes: 0, conflicts: 0, problems: 0, errors: 0, durationMs: 0 };
     }
     const cluster = await deps.connect();
+    // Groups first: a group the sync creates is projected by this very run.
+    if (scope.kind === 'all' && deps.groups) await groupSide(deps.groups, cluster);
     const report = await reconcile(
       { store: deps.store, cluster, ...(deps.settings ? { settings: deps.settings } : {}) },
       { targets: deps.targets, clusterRanges: deps.clusterRanges ?? [] },
@@ -101,6 +140,17 @@ export function createProjectHandler(
     .handler(onEvent);
 }
 
+/** Syncs the groups or checks them for drift, and says what it did; a failure fails the run. */
+async function groupSide(deps: GroupSideDeps, cluster: Cluster): Promise<GroupSideReport> {
+  const report = await reconcileGroups(deps, cluster);
+  recordGroupMetrics(metrics, report);
+  if (report.sync) {
+    for (const change of describeGroupSync(report.sync)) logger.info('group synced', { change });
+  }
+  for (const line of describeDrift(report.drift ?? [])) logger.warn('group drift', { drift: line });
+  return report;
+}
+
 /**
  * A problem or error as log keys. Powertools keeps `message` for the log line's own text and
  * drops a `message` key passed in the extra object, so the reason travels as `reason`.
@@ -119,8 +169,13 @@ export function projectDependenciesFromEnv(
   const config = readConfig(env);
   const projector = readProjectorConfig(env);
   const deps = dependenciesFromEnv(env);
+  const store = deps.store;
+  const client = createDocumentClient({
+    region: config.region,
+    ...(config.dynamoDbEndpoint === undefined ? {} : { endpoint: config.dynamoDbEndpoint }),
+  });
   return {
-    store: deps.store,
+    store,
     ...(deps.namespaceSettings
       ? {
           settings: cachedSettingsListing(deps.namespaceSettings, config.namespaceSettingsCacheMs),
@@ -129,6 +184,12 @@ export function projectDependenciesFromEnv(
     clusterRanges: projector.clusterRanges,
     connect: () => connectCluster(projector, config.region),
     targets: projector.targets,
+    groups: {
+      source: readRolloutConfig(env).groupSource,
+      registry: store,
+      rollouts: new DynamoDbRollouts(client, config.tableName),
+      now: () => Date.now(),
+    },
   };
 }
 

@@ -2,16 +2,27 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context, ScheduledEvent } from 'aws-lambda';
-import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
+import type { FunctionHandler } from '../lib/dependencies.ts';
 import { describeHoldReason, splitCell } from '../lib/domain/disruption.ts';
+import type { SchemaRecord } from '../lib/domain/table-schema.ts';
 import { logger, METRIC, metrics, recordByZone, recordCount } from '../lib/observability.ts';
 import { errorsLoggedAndRethrown } from '../lib/protocol/error-response.ts';
+import {
+  checkTable,
+  type MigrationDeps,
+  runMigrations,
+} from '../lib/registration/run-migrations.ts';
 import { runSweep, type SweepResult } from '../lib/registration/sweep.ts';
+import { RELEASE } from '../lib/release.ts';
+import { lazyHandler } from '../lib/wiring/lazy-handler.ts';
+import { type SweeperDependencies, sweeperDependencies } from '../lib/wiring/sweeper.ts';
 
 export interface SweeperSummary {
   deleted: number;
   conflicts: number;
   candidatesRead: number;
+  /** Namespaces with due candidates this run: each had an equal share of it. */
+  namespacesWithDue: number;
   livenessChecked: number;
   livenessUnknown: number;
   phantomsDropped: number;
@@ -31,6 +42,7 @@ const EMPTY_SUMMARY: SweeperSummary = {
   deleted: 0,
   conflicts: 0,
   candidatesRead: 0,
+  namespacesWithDue: 0,
   livenessChecked: 0,
   livenessUnknown: 0,
   phantomsDropped: 0,
@@ -54,7 +66,7 @@ export const DEADLINE_MARGIN_MS = 5_000;
  * where this one stopped. Each run stops before its deadline, whatever is still due.
  */
 export function createSweeperHandler(
-  deps: Dependencies,
+  deps: SweeperDependencies,
 ): FunctionHandler<ScheduledEvent | Record<string, never>, SweeperSummary> {
   async function onSchedule(
     _event: ScheduledEvent | Record<string, never>,
@@ -77,7 +89,14 @@ export function createSweeperHandler(
       return { ...EMPTY_SUMMARY, mode: 'skipped' };
     }
     try {
-      return await sweepOnce(context);
+      // A table written by a release this code cannot read (a rollback past a migration that
+      // did not keep older readers) is refused before anything is deleted: the invocation
+      // fails, naming both releases, and the sweeper's error alarm fires.
+      const tables = schemaDeps();
+      const record = tables ? await checkTable(tables) : undefined;
+      const summary = await sweepOnce(context);
+      if (tables) await migrateInSpareTime(tables, record, context);
+      return summary;
     } finally {
       // The next tick need not wait for this run's deadline. Best effort: the lease runs out.
       await deps.store.releaseSweepLease(holder).catch((error: unknown) => {
@@ -85,6 +104,41 @@ export function createSweeperHandler(
           reason: error instanceof Error ? error.message : String(error),
         });
       });
+    }
+  }
+
+  function schemaDeps(): Omit<MigrationDeps, 'outOfTime'> | undefined {
+    if (!deps.schema || !deps.migrations) return undefined;
+    return { schema: deps.schema, migrations: deps.migrations, release: RELEASE, now: deps.now };
+  }
+
+  /**
+   * After the sweep, with the time left: records that this release runs on the table and
+   * runs pending migrations a page at a time, resuming where the last run stopped. A failure
+   * fails the invocation (the sweeper's error alarm); the next run resumes.
+   */
+  async function migrateInSpareTime(
+    tables: Omit<MigrationDeps, 'outOfTime'>,
+    record: SchemaRecord | undefined,
+    context: Context,
+  ): Promise<void> {
+    const run = await runMigrations(
+      { ...tables, outOfTime: () => context.getRemainingTimeInMillis() < DEADLINE_MARGIN_MS },
+      record,
+    );
+    if (run.pages > 0 || run.pending.length > 0) {
+      logger.info(
+        run.pending.length > 0
+          ? 'migrations under way; the next run goes on'
+          : 'migrations finished',
+        {
+          schema: run.record.schema,
+          completed: run.completed,
+          pending: run.pending,
+          pages: run.pages,
+          ...(run.record.running ? { running: run.record.running } : {}),
+        },
+      );
     }
   }
 
@@ -140,6 +194,7 @@ export function createSweeperHandler(
       deleted: result.deleted.length,
       conflicts: result.conflicts,
       candidatesRead: result.candidatesRead,
+      namespacesWithDue: result.namespacesWithDue,
       livenessChecked: result.livenessChecked,
       livenessUnknown: result.livenessUnknown,
       phantomsDropped: result.phantomsDropped,
@@ -228,4 +283,4 @@ function sum(counts: Record<string, number>): number {
   return Object.values(counts).reduce((total, value) => total + value, 0);
 }
 
-export const handler = lazyHandler(createSweeperHandler);
+export const handler = lazyHandler(createSweeperHandler, sweeperDependencies);

@@ -3,6 +3,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { MESH_OPTION_KEYS } from './constructs/mesh-identity.ts';
 import { PROJECTOR_OPTION_KEYS } from './constructs/projector.ts';
 import { unknownContextKeys, unknownKeysMessage } from './context-keys.ts';
+import { GROUP_SOURCE_OPTION_KEYS } from './group-source-option.ts';
 import { RegistrarStack } from './registrar-stack.ts';
 import { OPTION_KEYS, StackOptionsError } from './stack-options.ts';
 
@@ -18,6 +19,7 @@ try {
     ...OPTION_KEYS,
     ...Object.values(PROJECTOR_OPTION_KEYS),
     ...Object.keys(MESH_OPTION_KEYS),
+    ...Object.values(GROUP_SOURCE_OPTION_KEYS),
     'stackName',
   ];
   const unknown = unknownContextKeys(app.node.getAllContext(), known);

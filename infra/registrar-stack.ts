@@ -3,13 +3,19 @@ import type { Construct } from 'constructs';
 import { ENV } from '../lib/config.ts';
 import { ApiGatewayLogsRole } from './constructs/api-gateway-logs-role.ts';
 import { InstanceStateRule } from './constructs/instance-state-rule.ts';
-import { MeshIdentity, resolveMeshOptions } from './constructs/mesh-identity.ts';
+import {
+  MeshIdentity,
+  refuseMeshOptionsWithoutCluster,
+  resolveMeshOptions,
+} from './constructs/mesh-identity.ts';
 import { Monitoring } from './constructs/monitoring.ts';
 import { Projector, resolveProjectorOptions } from './constructs/projector.ts';
 import { RegistrarFunctions } from './constructs/registrar-functions.ts';
 import { RegistryTable } from './constructs/registry-table.ts';
+import { RolloutSchedule } from './constructs/rollout-schedule.ts';
 import { SweeperSchedule } from './constructs/sweeper-schedule.ts';
 import { RegistrarWebSocketApi } from './constructs/websocket-api.ts';
+import { resolveGroupSource } from './group-source-option.ts';
 import { resolveStackOptions, type StackOptionsInput } from './stack-options.ts';
 
 export interface RegistrarStackProps extends StackProps {
@@ -23,11 +29,21 @@ export class RegistrarStack extends Stack {
     super(scope, id, props);
     const options = resolveStackOptions(this.node, props.options);
     // Every option is validated before anything is built: a bad one fails in a line, at once.
+    // The Kubernetes projection is opt-in: -c projectorClusterName=... (docs/kubernetes.md).
     const projector = resolveProjectorOptions(this.node);
+    const groups = resolveGroupSource(this.node, projector !== undefined);
+    const mesh = projector
+      ? resolveMeshOptions(this.node)
+      : refuseMeshOptionsWithoutCluster(this.node);
 
     const registry = new RegistryTable(this, 'Registry');
     const functions = new RegistrarFunctions(this, 'Functions', { registry, options });
     const sweep = new SweeperSchedule(this, 'Sweep', { registry, options });
+    const rollout = new RolloutSchedule(this, 'Rollout', {
+      registry,
+      options,
+      groupSource: groups.source,
+    });
     const instances = new InstanceStateRule(this, 'InstanceState', { registry, options });
     const websocket = new RegistrarWebSocketApi(this, 'WebSocket', {
       options,
@@ -39,18 +55,23 @@ export class RegistrarStack extends Stack {
     // Liveness checks (GET @connections/{id}): disconnect asks about the entry's other holders,
     // the sweeper about every holder once per liveness interval. Message only reads the URL
     // (configuration is read the same way everywhere) and gets no grant.
-    for (const fn of [functions.disconnect, functions.message, sweep.sweeper]) {
+    for (const fn of [functions.disconnect, functions.message, sweep.sweeper, rollout.function]) {
       fn.addEnvironment(ENV.connectionsUrl, websocket.connectionsUrl);
     }
     websocket.grantConnectionLookups(functions.disconnect);
     websocket.grantConnectionLookups(sweep.sweeper);
+    websocket.grantConnectionClosing(rollout.function);
     if (options.apiGatewayLogsRole) {
       // Access logging fails to deploy until the account names a logs role.
       const logsRole = new ApiGatewayLogsRole(this, 'ApiGatewayLogs');
       websocket.stage.node.addDependency(logsRole.account);
     }
     const monitoring = new Monitoring(this, 'Monitoring', {
-      functions: [...functions.all, { name: 'ec2StateChange', fn: instances.function }],
+      functions: [
+        ...functions.all,
+        { name: 'ec2StateChange', fn: instances.function },
+        { name: 'rollout', fn: rollout.function },
+      ],
       sweeper: sweep.sweeper,
       sweepRateMinutes: options.sweepRateMinutes,
       api: websocket.api,
@@ -58,12 +79,13 @@ export class RegistrarStack extends Stack {
       alarmEmail: options.alarmEmail,
       instanceEventDeadLetters: instances.deadLetters,
     });
-    // The Kubernetes projection is opt-in: -c projectorClusterName=... (docs/kubernetes.md).
     if (projector) {
       new Projector(this, 'Projector', {
         table: registry.table,
         ...projector,
         alarmTopic: monitoring.topic,
+        groupSource: groups.source,
+        groupSyncMinutes: groups.syncMinutes,
       });
       // The sidecar bootstrap mints in the projector's cluster, from a function of its own.
       new MeshIdentity(this, 'MeshIdentity', {
@@ -71,7 +93,7 @@ export class RegistrarStack extends Stack {
         api: websocket.api,
         cluster: projector,
         options,
-        mesh: resolveMeshOptions(this.node),
+        mesh: mesh ?? {},
         alarmTopic: monitoring.topic,
       });
     }

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import type { Node } from 'constructs';
 import * as z from 'zod';
 import { KNOWN_REGIONS } from '../lib/auth/aws-instance-identity-certs.ts';
@@ -10,6 +11,7 @@ import {
   regionListOption,
   shareOption,
 } from '../lib/config-schemas.ts';
+import { parseMinorLine } from '../lib/domain/agent-skew.ts';
 import { formatDuration, parseDuration } from '../lib/domain/duration.ts';
 
 /**
@@ -89,6 +91,11 @@ export interface StackOptionsInput {
    * throttle (infra/constructs/websocket-api.ts, routeThrottle).
    */
   fleetSize?: string | number;
+  /**
+   * The oldest agent release line `$connect` accepts (`0.1`): default this release's minor line
+   * and the two before it (docs/operations.md, "Version skew").
+   */
+  oldestAgentVersion?: string;
 }
 
 /** The validated options. */
@@ -100,8 +107,12 @@ export interface StackOptions {
   authMode: 'token' | 'iam';
   /** Set in IAM mode only. */
   instanceAttestation: 'required' | 'optional' | undefined;
-  /** The PEM text of `instanceIdentityCerts`, checked; undefined: the shipped certificates. */
-  instanceIdentityCertsPem: string | undefined;
+  /**
+   * The checked PEM file of `instanceIdentityCerts`, as an absolute path: copied into the
+   * connect function's code (any number of certificates; the 4 KB environment only names it).
+   * Undefined: the shipped certificates.
+   */
+  instanceIdentityCertsFile: string | undefined;
   /** IAM mode: the Regions trusted besides the stack's own (each one with a pinned certificate). */
   instanceIdentityRegions: readonly string[];
   alarmEmail: string | undefined;
@@ -114,6 +125,8 @@ export interface StackOptions {
   holdBoundMs: number;
   ec2States: readonly string[];
   fleetSize: number;
+  /** `MAJOR.MINOR`, or undefined: the skew policy's default. */
+  oldestAgentVersion: string | undefined;
 }
 
 /** The context keys, one per option, as they are typed on the command line. */
@@ -136,6 +149,7 @@ export const OPTION_KEYS = [
   'holdBound',
   'ec2States',
   'fleetSize',
+  'oldestAgentVersion',
 ] as const satisfies readonly (keyof StackOptionsInput)[];
 
 export class StackOptionsError extends Error {}
@@ -209,6 +223,12 @@ const schema = z.object({
     .min(1, { message: 'must be at least 1' })
     .max(1_000_000, { message: 'must be at most 1,000,000 (one region, one stage)' })
     .default(10_000),
+  oldestAgentVersion: z
+    .string()
+    .refine((text) => parseMinorLine(text) !== undefined, {
+      message: 'must be MAJOR.MINOR, such as 0.1',
+    })
+    .optional(),
 });
 
 /**
@@ -276,8 +296,8 @@ export function resolveStackOptions(
     // Required by default: without the document an allowed role may register any address in
     // its namespace, including another VM's (README "IAM mode").
     instanceAttestation: v.authMode === 'iam' ? (v.instanceAttestation ?? 'required') : undefined,
-    instanceIdentityCertsPem:
-      v.instanceIdentityCerts === undefined ? undefined : certificatesPem(v.instanceIdentityCerts),
+    instanceIdentityCertsFile:
+      v.instanceIdentityCerts === undefined ? undefined : certificatesFile(v.instanceIdentityCerts),
     instanceIdentityRegions: Object.freeze(v.instanceIdentityRegions ?? []),
     alarmEmail: v.alarmEmail,
     stageName: v.stageName,
@@ -290,31 +310,19 @@ export function resolveStackOptions(
     holdBoundMs: v.holdBound,
     ec2States: Object.freeze(v.ec2States),
     fleetSize: v.fleetSize,
+    oldestAgentVersion: v.oldestAgentVersion,
   });
 }
 
-// Lambda allows 4 KB of environment variables per function, names and values together; the
-// other variables take about 1 KB. Two RSA-1024 certificates (about 1.2 KB each) fit.
-const MAX_CERTIFICATES_PEM = 2_800;
-
-/** The certificates of the file, re-encoded one after another; checked, and small enough. */
-function certificatesPem(path: string): string {
-  const fail = (problem: string) =>
-    new StackOptionsError(
+/** The certificates file, checked (every PEM block a certificate, at least one), absolute. */
+function certificatesFile(path: string): string {
+  try {
+    loadTrustedCertificates(path, 'instanceIdentityCerts');
+  } catch (error) {
+    const problem = (error as Error).message.replace(/^instanceIdentityCerts '[^']*': /, '');
+    throw new StackOptionsError(
       `invalid stack option instanceIdentityCerts (value '${path}'): ${problem}; set it with cdk deploy -c <option>=<value>`,
     );
-  let pem: string;
-  try {
-    pem = loadTrustedCertificates(path, 'instanceIdentityCerts')
-      .map((certificate) => certificate.toString().trim())
-      .join('\n');
-  } catch (error) {
-    throw fail((error as Error).message.replace(/^instanceIdentityCerts '[^']*': /, ''));
   }
-  if (pem.length > MAX_CERTIFICATES_PEM) {
-    throw fail(
-      `holds ${pem.length} characters of PEM; at most ${MAX_CERTIFICATES_PEM} fit in the connect function's 4 KB environment (two RSA-1024 certificates): trust only the regions your VMs run in`,
-    );
-  }
-  return pem;
+  return resolve(path);
 }

@@ -1,3 +1,4 @@
+import { type MinorLine, parseMinorLine } from './domain/agent-skew.ts';
 import { parseDuration } from './domain/duration.ts';
 
 /**
@@ -91,6 +92,10 @@ export function oneOf<const T extends string>(words: readonly T[], message?: str
           message ?? `Invalid option: expected one of ${words.map((w) => `"${w}"`).join('|')}`,
         );
 }
+
+/** A release line, `MAJOR.MINOR` (the oldest agent release accepted). */
+export const minorLine: Check<MinorLine> = (text) =>
+  parseMinorLine(text) ?? new Invalid('must be MAJOR.MINOR, such as 0.1');
 
 /** Any text (the value is already known to be set and non-empty). */
 export const anyText: Check<string> = (text) => text;

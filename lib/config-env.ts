@@ -26,6 +26,7 @@ export const ENV = {
   instanceIdentityCerts: 'REGISTRAR_INSTANCE_IDENTITY_CERTS',
   namespaceSettingsCache: 'REGISTRAR_NAMESPACE_SETTINGS_CACHE',
   instanceIdentityRegions: 'REGISTRAR_INSTANCE_IDENTITY_REGIONS',
+  oldestAgentVersion: 'REGISTRAR_OLDEST_AGENT_VERSION',
 } as const;
 
 export const DEFAULTS = {

@@ -1,8 +1,10 @@
 import * as check from './config-checks.ts';
 import { DEFAULTS, ENV } from './config-env.ts';
+import { type AgentSkewPolicy, agentSkewPolicy } from './domain/agent-skew.ts';
 import type { DisruptionPolicy } from './domain/disruption.ts';
 import { formatDuration, parseDuration } from './domain/duration.ts';
 import type { LivenessPolicy, SweepPolicy } from './domain/sweep-policy.ts';
+import { RELEASE } from './release.ts';
 
 /**
  * Configuration, read once from the environment at start. A bad value fails here, naming the
@@ -62,6 +64,12 @@ export interface Config {
    * certificates are bundled with the code.
    */
   instanceIdentityRegions: readonly string[];
+  /**
+   * Which agent versions `$connect` accepts (lib/domain/agent-skew.ts): by default this
+   * release's minor line and the two before it; `REGISTRAR_OLDEST_AGENT_VERSION` (`0.1`) moves
+   * the floor, down for a fleet that lags, up to turn away a release with a known fault.
+   */
+  agentSkew: AgentSkewPolicy;
 }
 
 /** The most liveness windows (index reads per shard) one sweep may make: see readConfig. */
@@ -158,6 +166,7 @@ const FIELDS = {
     prefault: DEFAULTS.namespaceSettingsCache,
   },
   instanceIdentityRegions: { variable: ENV.instanceIdentityRegions, check: check.regionList },
+  oldestAgentVersion: { variable: ENV.oldestAgentVersion, check: check.minorLine },
 } as const;
 
 type Fields = typeof FIELDS;
@@ -267,6 +276,7 @@ export function readConfig(env: Record<string, string | undefined>): Readonly<Co
     instanceIdentityCerts: v.instanceIdentityCerts,
     namespaceSettingsCacheMs: v.namespaceSettingsCache,
     instanceIdentityRegions: Object.freeze(v.instanceIdentityRegions ?? [v.region]),
+    agentSkew: Object.freeze(agentSkewPolicy(RELEASE, v.oldestAgentVersion)),
   });
 }
 

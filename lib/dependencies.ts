@@ -5,19 +5,16 @@ import type { Config } from './config.ts';
 import type { EpochMillis } from './domain/model.ts';
 import type { ConnectionLiveness } from './registration/liveness.ts';
 import type { NamespaceLimits } from './registration/namespace-limits.ts';
-import {
-  DynamoDbSweepPolicyStore,
-  type SweepPolicyStore,
-} from './store/dynamodb-sweep-policy-store.ts';
-import { DynamoDbSweepRuns, type SweepRunStore } from './store/dynamodb-sweep-runs.ts';
+import type { Migration, SchemaStore } from './registration/run-migrations.ts';
+import type { SweepPolicyStore } from './store/dynamodb-sweep-policy-store.ts';
+import type { SweepRunStore } from './store/dynamodb-sweep-runs.ts';
 import { DynamoDbTokenStore } from './store/dynamodb-token-store.ts';
 import type { NamespaceSettingsStore } from './store/namespace-settings-store.ts';
 import type { PolicyReader } from './store/policy-store.ts';
 import type { CatalogStore, RegistryStore } from './store/registry-store.ts';
 import type { TokenStore } from './store/token-store.ts';
 import { connectDependencies } from './wiring/connect.ts';
-import { livenessOf } from './wiring/disconnect.ts';
-import { lazyHandler as lazyHandlerOf } from './wiring/lazy-handler.ts';
+import { sweeperDependencies } from './wiring/sweeper.ts';
 import { tableWiring } from './wiring/table.ts';
 
 /**
@@ -50,6 +47,12 @@ export interface Dependencies {
   limits?: NamespaceLimits;
   /** The namespaces' settings as stored (the projector reads their address ranges). */
   namespaceSettings?: NamespaceSettingsStore;
+  /**
+   * The table's schema record and this code's migrations: the sweeper refuses a table this
+   * code cannot read and runs pending migrations in its spare time. Absent: neither.
+   */
+  schema?: SchemaStore;
+  migrations?: readonly Migration[];
   now: () => EpochMillis;
 }
 
@@ -68,20 +71,9 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
   const table = tableWiring(env);
   const { config, client } = table;
   return {
+    ...sweeperDependencies(env, table),
+    // The connect part last: its store is the one every route shares.
     ...connectDependencies(env, table),
     tokens: new DynamoDbTokenStore(client, config.tableName),
-    sweepPolicy: new DynamoDbSweepPolicyStore(client, config.tableName),
-    sweepRuns: new DynamoDbSweepRuns(client, config.tableName, config.sweep.sweepIntervalMs),
-    ...livenessOf(config),
   };
-}
-
-/**
- * The Lambda entry point of a function that takes every dependency (the sweeper, the EC2
- * state-change rule): lib/wiring/lazy-handler.ts with the full wiring.
- */
-export function lazyHandler<TEvent, TResult>(
-  create: (deps: Dependencies) => FunctionHandler<TEvent, TResult>,
-): FunctionHandler<TEvent, TResult> {
-  return lazyHandlerOf(create, dependenciesFromEnv);
 }

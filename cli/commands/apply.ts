@@ -9,6 +9,7 @@ import {
 } from '../../lib/protocol/istio-documents.ts';
 import { type ApplyOutcome, appliedEntry, appliedGroup } from '../apply-preview.ts';
 import { dryRunOption } from '../dry-run-option.ts';
+import { checkPaceAnnotations, groupChangeRefusals, identityWarnings } from '../group-rules.ts';
 import { readInputs } from '../input-files.ts';
 import type { CliIo, CommandRegistration, Stores } from './context.ts';
 import { namespaceOption, QUALIFIED } from './resources.ts';
@@ -49,12 +50,17 @@ export const registerApply: CommandRegistration = (program, context) => {
         return;
       }
       const stores = await context.stores(command);
+      const groups = documents.flatMap((d) =>
+        d.kind === 'WorkloadGroup' ? [d.group.metadata] : [],
+      );
+      const refusals = await groupChangeRefusals(stores, groups, 'apply');
+      if (refusals.length > 0) throw new InvalidDocumentsError(refusals);
       await prepareEntries(stores, documents, context.now());
       for (const document of documents) {
         const line =
           options.dryRun === 'server'
             ? `${nameOf(document)} ${VERB[await previewOne(stores, document)]} (server dry run)`
-            : await applyOne(stores, document);
+            : await applyOne(stores, document, (text) => context.io.stderr.write(`${text}\n`));
         context.out(`${line}\n`);
       }
     });
@@ -79,6 +85,7 @@ export async function readAll(
     }
   }
   if (problems.length > 0) throw new InvalidDocumentsError(problems);
+  checkPaceAnnotations(documents);
   return documents;
 }
 
@@ -118,9 +125,16 @@ function autoRegisteredConflict(
   );
 }
 
-async function applyOne(stores: Stores, document: IstioDocument): Promise<string> {
+async function applyOne(
+  stores: Stores,
+  document: IstioDocument,
+  warn: (line: string) => void,
+): Promise<string> {
   if (document.kind === 'WorkloadGroup') {
+    const before = await stores.registry.getGroup(document.group.metadata);
     const { outcome } = await stores.catalog.applyGroup(document.group);
+    if (outcome === 'updated')
+      for (const line of identityWarnings(before?.group, document.group)) warn(line);
     return `${QUALIFIED.WorkloadGroup}/${document.group.metadata.name} ${VERB[outcome]}`;
   }
   const outcome = await stores.catalog.applyEntry(document.entry);

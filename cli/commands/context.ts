@@ -2,6 +2,9 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Command } from 'commander';
 import type { HeldEntryReader } from '../../lib/auth/revocation.ts';
 import type { TerminatedInstances } from '../../lib/auth/terminated-instances.ts';
+import type { Migration, SchemaStore } from '../../lib/registration/run-migrations.ts';
+import type { RolloutStore } from '../../lib/rollout/rollout-store.ts';
+import type { DynamoDbGroupSource } from '../../lib/store/dynamodb-group-source.ts';
 import type { NamespaceUsageReader } from '../../lib/store/dynamodb-namespace-usage.ts';
 import type { SweepPolicyStore } from '../../lib/store/dynamodb-sweep-policy-store.ts';
 import type { CordonStore, EntryEventStore } from '../../lib/store/entry-event-store.ts';
@@ -32,6 +35,10 @@ export interface Stores {
   tokens: TokenStore;
   /** The sweep policy the registrar recorded (its deployed or running configuration). */
   sweepPolicy: Pick<SweepPolicyStore, 'read'>;
+  /** Template rollouts (`registrar rollout`, `get wg`'s UP-TO-DATE). */
+  rollouts: RolloutStore;
+  /** Where the registrar takes its groups from (apply and delete of a group refuse if the cluster). */
+  groupSource: Pick<DynamoDbGroupSource, 'read'>;
   /** Cordons and the entries' event history (deleted entries' too). */
   maintenance: CordonStore & EntryEventStore;
   /** What the operator allows each namespace, and how many of its entries are connected. */
@@ -45,6 +52,11 @@ export interface Stores {
 
 export type CatalogLists = Pick<CatalogStore, 'listGroups' | 'listEntries'>;
 
+export interface TableSchema {
+  schema: SchemaStore;
+  migrations: readonly Migration[];
+}
+
 /** What every command gets: its streams, the clock, and the registry on demand. */
 export interface CliContext {
   io: CliIo;
@@ -57,6 +69,8 @@ export interface CliContext {
    * registration store's writes and sweep queries (issue 17: the CLI's start-up).
    */
   catalogLists(command: Command): Promise<CatalogLists>;
+  /** The table's schema record and this release's migrations (`registrar migrate`). */
+  tableSchema(command: Command): Promise<TableSchema>;
   /** The registry connected to, once `stores` was called: error messages name it. */
   target(): Target | undefined;
   close(): void;
@@ -117,6 +131,18 @@ export function createContext(io: CliIo): CliContext {
       ]);
       return new DynamoDbCatalog(client, tableName);
     },
+    async tableSchema(command) {
+      const [{ client, tableName }, { DynamoDbSchemaStore }, { registryMigrations }] =
+        await Promise.all([
+          connect(command),
+          import('../../lib/store/dynamodb-schema-store.ts'),
+          import('../../lib/store/dynamodb-migrations.ts'),
+        ]);
+      return {
+        schema: new DynamoDbSchemaStore(client, tableName),
+        migrations: registryMigrations(client, tableName),
+      };
+    },
     target: () => target,
     close: () => {
       void connected?.then((c) => c.client.destroy()).catch(() => undefined);
@@ -147,6 +173,8 @@ async function openStores({ client, tableName }: Connection): Promise<Stores> {
     { DynamoDbRegistryStore },
     { DynamoDbTokenStore },
     { DynamoDbSweepPolicyStore },
+    { DynamoDbRollouts },
+    { DynamoDbGroupSource },
     { DynamoDbNamespaceSettings },
     { DynamoDbNamespaceUsage },
     { DynamoDbTerminatedInstances },
@@ -156,6 +184,8 @@ async function openStores({ client, tableName }: Connection): Promise<Stores> {
     import('../../lib/store/dynamodb-registry-store.ts'),
     import('../../lib/store/dynamodb-token-store.ts'),
     import('../../lib/store/dynamodb-sweep-policy-store.ts'),
+    import('../../lib/store/dynamodb-rollout.ts'),
+    import('../../lib/store/dynamodb-group-source.ts'),
     import('../../lib/store/dynamodb-namespace-settings.ts'),
     import('../../lib/store/dynamodb-namespace-usage.ts'),
     import('../../lib/store/dynamodb-terminated-instances.ts'),
@@ -169,6 +199,8 @@ async function openStores({ client, tableName }: Connection): Promise<Stores> {
     registry,
     tokens: new DynamoDbTokenStore(client, tableName),
     sweepPolicy: new DynamoDbSweepPolicyStore(client, tableName),
+    rollouts: new DynamoDbRollouts(client, tableName),
+    groupSource: new DynamoDbGroupSource(client, tableName),
     maintenance: registry,
     namespaceSettings: new DynamoDbNamespaceSettings(client, tableName),
     namespaceUsage: new DynamoDbNamespaceUsage(client, tableName),

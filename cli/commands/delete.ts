@@ -3,6 +3,7 @@ import { ENV } from '../../lib/config.ts';
 import type { ObjectRef } from '../../lib/domain/model.ts';
 import { readDocuments } from '../../lib/protocol/istio-document-reader.ts';
 import { DEFAULT_NAMESPACE, showValue } from '../../lib/protocol/istio-documents.ts';
+import { removeGroupEntries } from '../../lib/registration/remove-group-entries.ts';
 import {
   closeHolders,
   count,
@@ -11,6 +12,7 @@ import {
   managementEndpointOption,
 } from '../close-holders.ts';
 import { type DryRunMode, dryRunOption } from '../dry-run-option.ts';
+import { groupChangeRefusals } from '../group-rules.ts';
 import { type InputFile, readInputs } from '../input-files.ts';
 import {
   type LabelSelector,
@@ -122,6 +124,14 @@ group is applied again. The connections are closed through API Gateway's managem
           options,
         );
         const stores = await context.stores(command);
+        const groups = targets.filter((t) => t.kind === 'WorkloadGroup').map((t) => t.ref);
+        const refusals = await groupChangeRefusals(stores, groups, 'delete');
+        if (refusals.length > 0) {
+          context.io.stderr.write(
+            `${refusals.map((r) => `error: ${r}\n`).join('')}nothing was deleted\n`,
+          );
+          throw new ReportedFailure();
+        }
         if (options.dryRun !== 'none') {
           await previewDeletes(context, stores, targets, options);
           return;
@@ -349,22 +359,13 @@ async function deleteOne(
   if (!(await catalog.deleteGroup(ref))) return false;
   context.out(`${QUALIFIED[kind]} "${ref.name}" deleted\n`);
   if (cascade === 'orphan') return true;
-  const owned = (await catalog.listEntries(ref.namespace)).filter(
-    (record) => record.autoRegistrationGroup === ref.name,
-  );
   const holders: Holder[] = [];
-  for (const record of owned) {
-    const entryName = record.entry.metadata.name;
-    const removed = await catalog.removeEntry(
-      { namespace: ref.namespace, name: entryName },
-      { at: context.now(), cause: { kind: 'operator', cascade: ref.name } },
-    );
-    if (removed) {
-      context.out(`${QUALIFIED.WorkloadEntry} "${entryName}" deleted (owned by the group)\n`);
-      const shown = `${QUALIFIED.WorkloadEntry} "${entryName}"`;
-      for (const connectionId of removed.holders) holders.push({ entry: shown, connectionId });
-    }
-  }
+  const deletion = { at: context.now(), cause: { kind: 'operator', cascade: ref.name } } as const;
+  await removeGroupEntries(catalog, ref, deletion, (removed) => {
+    context.out(`${QUALIFIED.WorkloadEntry} "${removed.name}" deleted (owned by the group)\n`);
+    const shown = `${QUALIFIED.WorkloadEntry} "${removed.name}"`;
+    for (const connectionId of removed.holders) holders.push({ entry: shown, connectionId });
+  });
   // Closed once every entry is gone: the agents reconnect, are refused (404) while the group
   // is missing, and keep retrying (every 10-20 s) until it is applied again.
   const { closed } = await closeHolders(holders, closing.endpoint, closing.region, closing.warn);

@@ -15,6 +15,7 @@ import { formatAge, formatTable, formatTimestamp, parseTimestamp, toYaml } from 
 import { parseResourceArgs } from '../resource-args.ts';
 import { type CommandRegistration, ReportedFailure, type Stores, UsageError } from './context.ts';
 import {
+  agentVersionCell,
   connectedStatus,
   namespaceOf,
   namespaceOption,
@@ -265,6 +266,7 @@ export function describeEntry(
         ['Live Connections', String(connection?.connectionIds.length ?? 0)],
         ['Controller', connection?.controller],
         ['Verified Identity', describeIdentity(record.identity)],
+        ['Agent Version', agentVersionCell(record)],
       ],
       '  ',
     )

@@ -1,5 +1,6 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { isLabelKey } from '../../lib/domain/validation.ts';
+import { countAgentVersions, isAgentSummary, printAgentSummary } from '../agent-summary.ts';
 import { positiveDurationOption } from '../duration-option.ts';
 import { Interrupted, interruption } from '../interrupt.ts';
 import {
@@ -99,7 +100,7 @@ export const registerGet: CommandRegistration = (program, context) => {
       `
 Examples:
   registrar get we -n shop                            entries of one namespace
-  registrar get we -A -o wide                         every entry, with NETWORK LOCALITY IDENTITY
+  registrar get we -A -o wide                         every entry, with NETWORK LOCALITY IDENTITY AGENT
   registrar get we/web-10.0.0.12 -n shop -o yaml      one entry
   registrar get we -l 'app=web,tier!=canary'          entries whose labels match
   registrar get we -o jsonpath='{.items[*].spec.address}'
@@ -110,12 +111,20 @@ Examples:
   registrar get we -n shop -w                         watch VMs come and go
   registrar get events -n shop --for we/web-10.0.0.12 why a VM left the mesh (also once deleted)
   registrar get events -A -w                          every entry's events as they happen
+  registrar get agents -A                             entries per namespace and agent version
 
 --watch reads the registry every --watch-interval (default ${WATCH_INTERVAL}: the registry has no
 change stream) and prints a row for each entry added or modified since the last read, and
 the last row of each one deleted (--output-watch-events says which). Ctrl-C stops it (exit 130).`,
     )
     .action(async (resource: string, names: string[], options: GetOptions, command: Command) => {
+      if (isAgentSummary(resource) && names.length === 0) {
+        const namespace = options.allNamespaces ? undefined : namespaceOf(options);
+        const records = await (await context.catalogLists(command)).listEntries(namespace);
+        const counts = countAgentVersions(records);
+        printAgentSummary(context, counts, namespace, options.output.format);
+        return;
+      }
       if (EVENT_TYPES.has(resource.toLowerCase())) {
         await listEvents(context, command, names, options);
         return;
@@ -289,17 +298,24 @@ async function readItems(
         const ref = { namespace: ns, name };
         const found =
           kind === 'WorkloadGroup'
-            ? await stores.registry.getGroup(ref).then((g) => g && groupItem(g))
+            ? await stores.registry
+                .getGroup(ref)
+                .then(async (g) => g && groupItem(g, await stores.catalog.listEntries(ns)))
             : await stores.catalog.getEntry(ref).then((e) => e && entryItem(e));
         if (found) items.push(found);
         else missing.push(notFound(kind, ref).message);
       }
       continue;
     }
-    const listed =
-      kind === 'WorkloadGroup'
-        ? (await lists.listGroups(namespace)).map(groupItem)
-        : (await lists.listEntries(namespace)).map(entryItem);
+    let listed: ResourceItem[];
+    if (kind === 'WorkloadGroup') {
+      // ENTRIES and UP-TO-DATE: the namespace's entries, one more Query (per namespace with -A).
+      const [groups, entries] = await Promise.all([
+        lists.listGroups(namespace),
+        lists.listEntries(namespace),
+      ]);
+      listed = groups.map((group) => groupItem(group, entries));
+    } else listed = (await lists.listEntries(namespace)).map(entryItem);
     items.push(
       ...listed
         .filter((item) => matchesSelector(selector, item.object.metadata.labels))

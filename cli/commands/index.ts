@@ -56,6 +56,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./delete.ts')).registerDelete,
   },
   {
+    name: 'rollout',
+    term: 'rollout',
+    description: "a group's template rollout to its live entries: status, pause, resume",
+    load: async () => (await import('./rollout.ts')).registerRollout,
+  },
+  {
     name: 'cordon',
     term: 'cordon [options] <resource> [names...]',
     description:
@@ -92,6 +98,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     term: 'sweep [options]',
     description: 'run one sweep now: delete auto-registered entries that are disconnected or stale',
     load: async () => (await import('./sweep.ts')).registerSweep,
+  },
+  {
+    name: 'migrate',
+    term: 'migrate',
+    description: "the table's schema: which migrations ran, which release wrote it; run the rest",
+    load: async () => (await import('./migrate.ts')).registerMigrate,
   },
   {
     name: 'ec2-event',

@@ -1,6 +1,7 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
+import type { Cluster } from '../../lib/projection/cluster.ts';
 import type { ReconcileScope } from '../../lib/projection/projector.ts';
-import type { CommandRegistration } from './context.ts';
+import type { CommandRegistration, Stores } from './context.ts';
 
 interface ProjectOptions {
   kubeconfig?: string;
@@ -63,7 +64,16 @@ export const registerProject: CommandRegistration = (program, context) => {
         options.clusterRanges !== undefined ? '--cluster-ranges' : 'REGISTRAR_CLUSTER_RANGES',
       );
       const cluster = createKubernetesCluster(config);
-      const { catalog, namespaceSettings } = await context.stores(command);
+      const stores = await context.stores(command);
+      const { catalog, namespaceSettings } = stores;
+      // The groups first: from the cluster they are synced (as the projector's schedule does),
+      // from the registry the cluster's copies are checked for drift.
+      const groupLines = await projectGroups(
+        stores,
+        cluster,
+        options.dryRun ?? false,
+        context.now(),
+      );
       const scope: ReconcileScope = options.namespace
         ? { kind: 'namespaces', namespaces: [{ namespace: options.namespace }] }
         : { kind: 'all' };
@@ -76,12 +86,33 @@ export const registerProject: CommandRegistration = (program, context) => {
         },
         scope,
       );
+      context.out(groupLines.map((line) => `${line}\n`).join(''));
       context.out(describeReport(report));
       if (report.errors.length > 0) {
         throw new Error(`${report.errors.length} error(s) while projecting; see above`);
       }
     });
 };
+
+async function projectGroups(
+  stores: Stores,
+  cluster: Cluster,
+  dryRun: boolean,
+  now: number,
+): Promise<string[]> {
+  const [{ syncGroups, describeGroupSync }, { checkGroupDrift, describeDrift }] = await Promise.all(
+    [import('../../lib/projection/group-sync.ts'), import('../../lib/projection/group-drift.ts')],
+  );
+  const source = (await stores.groupSource.read())?.source;
+  if (source?.kind === 'cluster') {
+    const report = await syncGroups(
+      { cluster, registry: stores.catalog, rollouts: stores.rollouts },
+      { ...(source.selector ? { selector: source.selector } : {}), dryRun, now },
+    );
+    return describeGroupSync(report);
+  }
+  return describeDrift(await checkGroupDrift(stores.catalog, cluster));
+}
 
 function checkTargets(text: string): string {
   const names = text.split(',').map((name) => name.trim());

@@ -14,6 +14,7 @@ import {
   type WorkloadEntry,
   type WorkloadGroup,
 } from '../../lib/domain/model.ts';
+import { isOnCurrentTemplate } from '../../lib/domain/template-rollout.ts';
 import { isDns1123Label } from '../../lib/domain/validation.ts';
 import type { StoredGroup } from '../../lib/store/registry-store.ts';
 import { formatAge, parseTimestamp } from '../output.ts';
@@ -131,15 +132,15 @@ export interface ResourceItem {
 export const COLUMNS: Record<ResourceKind, { table: string[]; wide: string[] }> = {
   WorkloadEntry: {
     table: ['NAME', 'ADDRESS', 'CONNECTED', 'HEALTHY', 'GROUP', 'AGE'],
-    wide: ['NETWORK', 'LOCALITY', 'IDENTITY'],
+    wide: ['NETWORK', 'LOCALITY', 'IDENTITY', 'AGENT'],
   },
   WorkloadGroup: {
-    table: ['NAME', 'GENERATION', 'AGE'],
+    table: ['NAME', 'GENERATION', 'ENTRIES', 'UP-TO-DATE', 'AGE'],
     wide: ['SERVICE-ACCOUNT', 'NETWORK', 'PROBE'],
   },
 };
 
-/** One entry: NAME ADDRESS CONNECTED HEALTHY GROUP AGE, wide: NETWORK LOCALITY IDENTITY. */
+/** One entry: NAME ADDRESS CONNECTED HEALTHY GROUP AGE, wide: NETWORK LOCALITY IDENTITY AGENT. */
 export function entryItem(record: EntryRecord): ResourceItem {
   const entry = renderEntry(record);
   const { metadata, spec } = entry;
@@ -161,15 +162,38 @@ export function entryItem(record: EntryRecord): ResourceItem {
         spec.network || '<none>',
         spec.locality || '<none>',
         record.identity?.principal ?? '<none>',
+        agentVersionCell(record),
       ],
     }),
-    fingerprint: JSON.stringify([entry, record.identity ?? null]),
+    fingerprint: JSON.stringify([entry, record.identity ?? null, record.agentVersion ?? null]),
   };
 }
 
-/** One group: NAME GENERATION AGE, wide: SERVICE-ACCOUNT NETWORK PROBE. */
-export function groupItem(stored: StoredGroup): ResourceItem {
+/**
+ * The agent version of the newest connect; `<unknown>` for an entry last connected through a
+ * registrar before 0.2 (it recorded none), `<none>` for a hand-made entry (no agent).
+ */
+export function agentVersionCell(record: EntryRecord): string {
+  if (record.agentVersion !== undefined) return record.agentVersion;
+  return isAutoRegistered(record) ? '<unknown>' : '<none>';
+}
+
+/**
+ * One group: NAME GENERATION ENTRIES UP-TO-DATE AGE, wide: SERVICE-ACCOUNT NETWORK PROBE.
+ * ENTRIES counts the entries it auto-registered, UP-TO-DATE those on its current template (as
+ * a Deployment's UP-TO-DATE): fewer while a rollout runs, or when entries keep a service
+ * account or network the template no longer gives (a rollout never changes identity).
+ */
+export function groupItem(stored: StoredGroup, entries: readonly EntryRecord[] = []): ResourceItem {
   const group = renderGroup(stored);
+  const own = entries.filter(
+    (record) =>
+      record.autoRegistrationGroup === stored.group.metadata.name &&
+      record.entry.metadata.namespace === stored.group.metadata.namespace,
+  );
+  const upToDate = own.filter((record) =>
+    isOnCurrentTemplate(record, stored.group, stored.generation),
+  ).length;
   const { metadata, spec } = group;
   return {
     kind: 'WorkloadGroup',
@@ -177,14 +201,20 @@ export function groupItem(stored: StoredGroup): ResourceItem {
     name: metadata.name,
     object: group,
     cells: (now) => ({
-      table: [metadata.name, String(metadata.generation ?? ''), ageOf(metadata, now)],
+      table: [
+        metadata.name,
+        String(metadata.generation ?? ''),
+        String(own.length),
+        String(upToDate),
+        ageOf(metadata, now),
+      ],
       wide: [
         spec.template.serviceAccount || '<none>',
         spec.template.network || '<none>',
         probeKind(spec.probe),
       ],
     }),
-    fingerprint: JSON.stringify(group),
+    fingerprint: JSON.stringify([group, own.length, upToDate]),
   };
 }
 

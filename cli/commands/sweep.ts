@@ -182,7 +182,26 @@ export const registerSweep: CommandRegistration = (program, context) => {
       }
       context.out(serializeObject(output, statusJson(record, zones, context.now())));
     });
+
+  registerRollbackIndex(sweep, context);
 };
+
+/**
+ * `registrar sweep rollback-index`: after rolling the registrar back to release 0.1.0, moves
+ * the departures this release keyed per namespace back to where 0.1.0's sweeper reads them.
+ */
+function registerRollbackIndex(sweep: Command, context: Parameters<CommandRegistration>[1]) {
+  sweep
+    .command('rollback-index')
+    .description(
+      "after a rollback to release 0.1.0: move departed entries back to the sweep index keys 0.1.0's sweeper reads (idempotent; run again if cut short)",
+    )
+    .action(async (_options: unknown, command: Command) => {
+      const { registry } = await context.stores(command);
+      const { moved } = await registry.moveDeparturesToSharedKeys();
+      context.out(`${moved} departed entries moved to the keys release 0.1.0 sweeps\n`);
+    });
+}
 
 function heldSummary(
   held: Record<string, number>,

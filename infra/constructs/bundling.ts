@@ -17,6 +17,7 @@ export const FUNCTION_ENTRIES = {
   message: 'functions/message.ts',
   sweeper: 'functions/sweeper.ts',
   ec2StateChange: 'functions/ec2-state-change.ts',
+  rollout: 'functions/rollout.ts',
 } as const;
 
 export type FunctionName = keyof typeof FUNCTION_ENTRIES;

@@ -12,7 +12,7 @@ import { MESH_ENV, readMeshSettings } from '../../lib/mesh-identity/mesh-setting
 import { PROJECTOR_ENV } from '../../lib/projection/projector-config.ts';
 import { SIDECAR_ACTION } from '../../lib/protocol/sidecar-message.ts';
 import { PARTITIONS } from '../../lib/store/table-definition.ts';
-import type { StackOptions } from '../stack-options.ts';
+import { type StackOptions, StackOptionsError } from '../stack-options.ts';
 import type { ProjectorOptions } from './projector.ts';
 import { RegistrarFunction } from './registrar-function.ts';
 import { type PartitionAccess, partitionStatements } from './table-access.ts';
@@ -124,6 +124,21 @@ export const MESH_OPTION_KEYS = {
  * The mesh settings from context, validated at synth (the same rules the function applies at
  * start), so a bad value fails before anything is deployed, naming the option.
  */
+/**
+ * The mesh options configure the sidecar bootstrap, which mints in the projector's cluster: set
+ * without the projector they would be ignored, so the synth refuses them, naming the first.
+ */
+export function refuseMeshOptionsWithoutCluster(node: Construct['node']): undefined {
+  for (const option of Object.keys(MESH_OPTION_KEYS)) {
+    const value = node.tryGetContext(option);
+    if (value === undefined || value === '') continue;
+    throw new StackOptionsError(
+      `invalid mesh option ${option} (value '${String(value)}'): applies only with the projector, which the sidecar bootstrap mints in; set projectorClusterName, projectorEndpoint and projectorCertificateAuthority (docs/kubernetes.md)`,
+    );
+  }
+  return undefined;
+}
+
 export function resolveMeshOptions(node: Construct['node']): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [option, variable] of Object.entries(MESH_OPTION_KEYS)) {
@@ -138,7 +153,7 @@ export function resolveMeshOptions(node: Construct['node']): Record<string, stri
     for (const [option, variable] of Object.entries(MESH_OPTION_KEYS)) {
       message = message.replaceAll(variable, option);
     }
-    throw new Error(message);
+    throw new StackOptionsError(message);
   }
   return env;
 }

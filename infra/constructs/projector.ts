@@ -3,9 +3,9 @@ import { Alarm, ComparisonOperator, Metric, TreatMissingData } from 'aws-cdk-lib
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
 import type { ISecurityGroup, IVpc, SubnetSelection } from 'aws-cdk-lib/aws-ec2';
-import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { Rule, RuleTargetInput, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
-import type { Role } from 'aws-cdk-lib/aws-iam';
+import { PolicyStatement, type Role } from 'aws-cdk-lib/aws-iam';
 import { FilterCriteria, FilterRule, StartingPosition } from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -21,6 +21,10 @@ import {
   parseTargets,
 } from '../../lib/projection/projector-config.ts';
 import type { Target } from '../../lib/projection/report.ts';
+import type { GroupSource } from '../../lib/rollout/group-source.ts';
+import { ROLLOUT_ENV } from '../../lib/rollout/rollout-config.ts';
+import { GROUP_ITEM_ATTRIBUTES } from '../../lib/store/item-codec.ts';
+import { PARTITIONS } from '../../lib/store/table-definition.ts';
 import { StackOptionsError } from '../stack-options.ts';
 import { RegistrarFunction } from './registrar-function.ts';
 import { partitionStatements, tableAccess } from './table-access.ts';
@@ -43,6 +47,14 @@ export interface ProjectorProps {
   scheduleMinutes?: number;
   /** Alarms notify this topic when given. */
   alarmTopic?: ITopic;
+  /**
+   * Where WorkloadGroups come from. `cluster`: the projector syncs them from the cluster every
+   * `groupSyncMinutes` and may write group items (only those). Default: the registry (the
+   * scheduled run then reports cluster copies that drift).
+   */
+  groupSource?: GroupSource;
+  /** Groups from the cluster: how often they are listed. Default 1 (EventBridge's smallest). */
+  groupSyncMinutes?: number;
   /** For a cluster with a private endpoint only: the VPC the function runs in. */
   vpc?: IVpc;
   vpcSubnets?: SubnetSelection;
@@ -89,6 +101,10 @@ export class Projector extends Construct {
         [PROJECTOR_ENV.clusterName]: props.clusterName,
         [PROJECTOR_ENV.endpoint]: props.endpoint,
         [PROJECTOR_ENV.certificateAuthority]: props.certificateAuthority,
+        [ROLLOUT_ENV.groupSource]: props.groupSource?.kind ?? 'registry',
+        ...(props.groupSource?.kind === 'cluster' && props.groupSource.selector
+          ? { [ROLLOUT_ENV.groupSelector]: props.groupSource.selector }
+          : {}),
         ...(props.clusterRanges ? { [PROJECTOR_ENV.clusterRanges]: props.clusterRanges } : {}),
       },
     });
@@ -104,6 +120,7 @@ export class Projector extends Construct {
       role.addToPrincipalPolicy(statement);
     }
     acknowledgeStreamListing(role);
+    if (props.groupSource?.kind === 'cluster') this.#syncGroups(props, role);
 
     this.deadLetterQueue = new Queue(this, 'DeadLetters', {
       retentionPeriod: Duration.days(14),
@@ -181,6 +198,45 @@ export class Projector extends Construct {
       },
       props.alarmTopic,
     );
+  }
+
+  /**
+   * Groups from the cluster: a schedule of its own (`{"groupSync": true}`: the sync alone, a
+   * list of the cluster's WorkloadGroups and a Query per namespace), and writes of group items
+   * only: PutItem whose attributes are a group item's (`dynamodb:Attributes`), in the
+   * namespaces' partitions, and the namespace index. No DeleteItem: a group deleted in the
+   * cluster is removed, with its entries, by the rollout function.
+   */
+  #syncGroups(props: ProjectorProps, role: Role): void {
+    role.addToPrincipalPolicy(
+      new PolicyStatement({
+        actions: ['dynamodb:PutItem'],
+        resources: [props.table.tableArn],
+        conditions: {
+          'ForAllValues:StringLike': { 'dynamodb:LeadingKeys': [PARTITIONS.namespaces] },
+          'ForAllValues:StringEquals': { 'dynamodb:Attributes': [...GROUP_ITEM_ATTRIBUTES] },
+          StringEqualsIfExists: { 'dynamodb:ReturnValues': ['NONE'] },
+        },
+      }),
+    );
+    for (const statement of partitionStatements(props.table.tableArn, [
+      { actions: ['PutItem'], partitions: [PARTITIONS.namespaceIndex] },
+      { actions: ['Query', 'UpdateItem'], partitions: [PARTITIONS.rollouts] },
+    ])) {
+      role.addToPrincipalPolicy(statement);
+    }
+    const minutes = props.groupSyncMinutes ?? 1;
+    new Rule(this, 'GroupSync', {
+      description:
+        "workload-registrar: sync the registry's groups from the cluster's WorkloadGroups",
+      schedule: Schedule.rate(Duration.minutes(minutes)),
+      targets: [
+        new LambdaFunction(this.function, {
+          event: RuleTargetInput.fromObject({ groupSync: true }),
+          retryAttempts: 0,
+        }),
+      ],
+    });
   }
 
   private alarm(

@@ -36,6 +36,33 @@ export interface RegistrarFunctionProps {
    * with the shipped certificates); default none: no other function verifies a document.
    */
   certificateRegions?: readonly string[];
+  /**
+   * Files copied into the function's code beside its bundle (name in the asset -> path on the
+   * synth machine), read at run time from `/var/task/<name>` (assetPath): data too large for
+   * Lambda's 4 KB of environment, such as an operator's certificates.
+   */
+  files?: Record<string, string>;
+}
+
+/** Where Lambda puts a function's code: a file of `files` is read from here. */
+export function assetPath(name: string): string {
+  return `/var/task/${name}`;
+}
+
+/** Bundling hooks that copy `files` into the asset after esbuild ran (local bundling). */
+function copyInto(files: Record<string, string>) {
+  return {
+    beforeBundling: () => [],
+    beforeInstall: () => [],
+    afterBundling: (_input: string, output: string) =>
+      Object.entries(files).map(
+        ([name, source]) => `cp ${shellQuote(source)} ${shellQuote(join(output, name))}`,
+      ),
+  };
+}
+
+function shellQuote(text: string): string {
+  return `'${text.replaceAll("'", "'\\''")}'`;
 }
 
 /**
@@ -107,6 +134,7 @@ export class RegistrarFunction extends Construct {
         ...(props.name in FUNCTION_ENTRIES && props.entry === undefined
           ? { esbuildArgs: { '--alias': aliasArgs(FUNCTION_ALIASES) } }
           : {}),
+        ...(props.files ? { commandHooks: copyInto(props.files) } : {}),
       },
     });
     Validations.of(this.function).acknowledge({

@@ -5,7 +5,7 @@ import { KNOWN_REGIONS } from '../../lib/auth/aws-instance-identity-certs.ts';
 import { ENV } from '../../lib/config.ts';
 import { formatDuration } from '../../lib/domain/duration.ts';
 import type { StackOptions } from '../stack-options.ts';
-import { RegistrarFunction } from './registrar-function.ts';
+import { assetPath, RegistrarFunction } from './registrar-function.ts';
 import type { RegistryTable } from './registry-table.ts';
 import { tableAccess } from './table-access.ts';
 
@@ -31,6 +31,9 @@ export function registrarEnvironment(
     [ENV.secondaryDeletesPerSecond]: String(options.secondaryDeletesPerSecond),
     [ENV.holdBound]: formatDuration(options.holdBoundMs),
     [ENV.ec2States]: options.ec2States.join(','),
+    ...(options.oldestAgentVersion === undefined
+      ? {}
+      : { [ENV.oldestAgentVersion]: options.oldestAgentVersion }),
   };
 }
 
@@ -47,15 +50,18 @@ export function attestationEnvironment(
   if (options.instanceAttestation === undefined) return {};
   return {
     [ENV.instanceAttestation]: options.instanceAttestation,
-    ...(options.instanceIdentityCertsPem === undefined
+    ...(options.instanceIdentityCertsFile === undefined
       ? {
           [ENV.instanceIdentityRegions]: [stackRegion, ...options.instanceIdentityRegions].join(
             ',',
           ),
         }
-      : { [ENV.instanceIdentityCerts]: options.instanceIdentityCertsPem }),
+      : { [ENV.instanceIdentityCerts]: assetPath(CERTIFICATES_FILE) }),
   };
 }
+
+/** The operator's instance identity certificates, in the connect function's code. */
+export const CERTIFICATES_FILE = 'instance-identity-certs.pem';
 
 /**
  * The Regions whose shipped certificates `$connect`'s code carries: those attestation trusts
@@ -64,7 +70,10 @@ export function attestationEnvironment(
  * every pinned Region's, as the function then learns its Region from AWS_REGION.
  */
 export function certificateRegions(options: StackOptions, stackRegion: string): readonly string[] {
-  if (options.instanceAttestation === undefined || options.instanceIdentityCertsPem !== undefined) {
+  if (
+    options.instanceAttestation === undefined ||
+    options.instanceIdentityCertsFile !== undefined
+  ) {
     return [];
   }
   if (Token.isUnresolved(stackRegion)) return KNOWN_REGIONS;
@@ -100,10 +109,13 @@ export class RegistrarFunctions extends Construct {
       }).function;
 
     const stackRegion = Stack.of(this).region;
+    const certificates = props.options.instanceIdentityCertsFile;
     this.connect = new RegistrarFunction(this, 'Connect', {
       name: 'connect',
       environment: { ...environment, ...attestationEnvironment(props.options, stackRegion) },
       certificateRegions: certificateRegions(props.options, stackRegion),
+      // An operator's certificates travel in the code, not the 4 KB environment: any number.
+      ...(certificates ? { files: { [CERTIFICATES_FILE]: certificates } } : {}),
     }).function;
     this.disconnect = build('disconnect', 'Disconnect');
     this.message = build('message', 'Message');

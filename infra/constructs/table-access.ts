@@ -26,7 +26,8 @@ export type AccessingFunction =
   | 'message'
   | 'sweeper'
   | 'ec2StateChange'
-  | 'projector';
+  | 'projector'
+  | 'rollout';
 
 /** The zone counters (fail static): moved by every write that connects or removes an entry. */
 const ZONE_COUNTERS = { actions: ['UpdateItem'], partitions: [PARTITIONS.zones] } as const;
@@ -45,8 +46,12 @@ const ZONE_COUNTERS = { actions: ['UpdateItem'], partitions: [PARTITIONS.zones] 
  *   connection (no authorizer carries its entry).
  * - disconnect: reads and updates the entry; reads and forgets the connection record.
  * - message: reads and updates the entry (health); reads the connection record.
- * - sweeper: queries the sweep index, reads/updates/deletes entries, forgets connection
- *   records, keeps its liveness mark and writes the effective sweep policy.
+ * - sweeper: queries the sweep index and the namespace index (whose namespaces' departures it
+ *   reads), reads/updates/deletes entries, forgets connection records, keeps its liveness
+ *   mark and writes the effective sweep policy; keeps the table's schema record (CONFIG) and
+ *   runs the migrations (lib/store/dynamodb-migrations.ts): the zone-wide counters of before
+ *   deleted (ZONE*: Query, DeleteItem). Never the TOKEN partition: only the authorizer reads
+ *   tokens.
  * - connect, disconnect, sweeper and ec2StateChange move the zone counters; the sweeper also
  *   reads them (one Query of the ZONE partition) and keeps its fail-static record.
  * - ec2StateChange: queries the instance index, deletes the entries it names; in IAM mode
@@ -56,6 +61,13 @@ const ZONE_COUNTERS = { actions: ['UpdateItem'], partitions: [PARTITIONS.zones] 
  * - projector: reads entries (GetItem), lists a namespace's entries and groups (Query), the
  *   namespace index (Query) and the namespaces' settings (Query: their address ranges);
  *   nothing else: no token, allow rule, connection record or counter.
+ *   With groups from the cluster, the projector construct adds the group sync's: writes of
+ *   group items only (by attribute) and the namespace index, and asking the rollout function
+ *   for removals (ROLLOUT: Query, UpdateItem).
+ * - rollout: lists the groups (the namespace index and a Query per namespace), reads and
+ *   updates entries (one conditional UpdateItem each), keeps its records and lease (ROLLOUT),
+ *   records where groups come from (CONFIG); for a group deleted in the cluster, deletes the
+ *   group and its entries and their connection records, as `delete wg` does.
  */
 export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'): TableAccess {
   const iam = authMode === 'iam';
@@ -110,7 +122,9 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
             actions: ['GetItem', 'PutItem', 'UpdateItem'],
             partitions: [PARTITIONS.sweeper, PARTITIONS.config],
           },
-          { actions: ['Query', 'UpdateItem'], partitions: [PARTITIONS.zones] },
+          { actions: ['Query', 'UpdateItem', 'DeleteItem'], partitions: [PARTITIONS.zones] },
+          // The namespaces whose departures it reads, each from its own index keys.
+          { actions: ['Query'], partitions: [PARTITIONS.namespaceIndex] },
         ],
       };
     case 'ec2StateChange':
@@ -132,6 +146,23 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
             partitions: [PARTITIONS.namespaces, PARTITIONS.namespaceIndex],
           },
           { actions: ['Query'], partitions: [PARTITIONS.namespaceSettings] },
+        ],
+      };
+    case 'rollout':
+      return {
+        items: [
+          {
+            // PutItem: a removed entry's history item (its events outlive it, EV#...).
+            actions: ['GetItem', 'Query', 'UpdateItem', 'DeleteItem', 'PutItem'],
+            partitions: [PARTITIONS.namespaces],
+          },
+          { actions: ['Query'], partitions: [PARTITIONS.namespaceIndex] },
+          {
+            actions: ['GetItem', 'PutItem', 'UpdateItem', 'DeleteItem', 'Query'],
+            partitions: [PARTITIONS.rollouts],
+          },
+          { actions: ['GetItem', 'PutItem'], partitions: [PARTITIONS.config] },
+          { actions: ['DeleteItem'], partitions: [PARTITIONS.connections] },
         ],
       };
   }

@@ -136,6 +136,27 @@ export class RegistrarWebSocketApi extends Construct {
    * `WebSocketStage.grantManagementApiAccess` would also allow.
    */
   grantConnectionLookups(grantee: IGrantable): void {
+    this.#grantConnections(
+      grantee,
+      'GET',
+      'Connection ids are chosen by API Gateway at connect time; the grant names this API, this stage and the GET method (a liveness lookup), never POST or DELETE.',
+    );
+  }
+
+  /**
+   * Lets a function close connections (`DELETE @connections/{id}`), and nothing else: the
+   * rollout function closes those of the entries a group deleted in the cluster took along,
+   * so their agents notice at once (as `registrar delete wg` does).
+   */
+  grantConnectionClosing(grantee: IGrantable): void {
+    this.#grantConnections(
+      grantee,
+      'DELETE',
+      'Connection ids are chosen by API Gateway at connect time; the grant names this API, this stage and the DELETE method (closing the connections of removed entries), never POST.',
+    );
+  }
+
+  #grantConnections(grantee: IGrantable, method: 'GET' | 'DELETE', reason: string): void {
     const stack = Stack.of(this);
     grantee.grantPrincipal.addToPrincipalPolicy(
       new PolicyStatement({
@@ -144,7 +165,7 @@ export class RegistrarWebSocketApi extends Construct {
           stack.formatArn({
             service: 'execute-api',
             resource: this.api.apiId,
-            resourceName: `${this.stage.stageName}/GET/@connections/*`,
+            resourceName: `${this.stage.stageName}/${method}/@connections/*`,
           }),
         ],
       }),
@@ -154,12 +175,11 @@ export class RegistrarWebSocketApi extends Construct {
     const shown = (value: string, pseudo: string) =>
       Token.isUnresolved(value) ? `<${pseudo}>` : value;
     const api = stack.getLogicalId(this.api.node.defaultChild as CfnElement);
-    const arn = `arn:${shown(stack.partition, 'AWS::Partition')}:execute-api:${shown(stack.region, 'AWS::Region')}:${shown(stack.account, 'AWS::AccountId')}:<${api}>/${this.stage.stageName}/GET/@connections/*`;
+    const arn = `arn:${shown(stack.partition, 'AWS::Partition')}:execute-api:${shown(stack.region, 'AWS::Region')}:${shown(stack.account, 'AWS::AccountId')}:<${api}>/${this.stage.stageName}/${method}/@connections/*`;
     if (Construct.isConstruct(grantee.grantPrincipal)) {
       Validations.of(grantee.grantPrincipal).acknowledge({
         id: `AwsSolutions-IAM5[Resource::${arn}]`,
-        reason:
-          'Connection ids are chosen by API Gateway at connect time; the grant names this API, this stage and the GET method (a liveness lookup), never POST or DELETE.',
+        reason,
       });
     }
   }

@@ -185,6 +185,20 @@ function renderEvent(
       );
     case 'entry not projected':
       return warn(`not projected: ${record.kind} ${record.entry}: ${record.reason}`);
+    case 'template rolled out':
+      return info(
+        `rolled out the template of ${record.group} to ${record.entries} more entr${record.entries === 1 ? 'y' : 'ies'}`,
+      );
+    case 'rollout complete':
+      return info(
+        `rollout of ${record.group} complete: its entries are on generation ${record.generation}`,
+      );
+    case 'group synced':
+      return info(String(record.change));
+    case 'group removed: it was deleted in the cluster':
+      return info(
+        `removed WorkloadGroup ${record.group} and its ${record.entries} entr${record.entries === 1 ? 'y' : 'ies'}: deleted in the cluster`,
+      );
     case 'endpoint refused':
       return warn(`refused endpoint: ${record.entry}: ${record.reason}`);
     case 'gateway: closing connection':

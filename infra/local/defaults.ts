@@ -11,6 +11,8 @@ export const LOCAL_DEFAULTS = {
   tableName: 'workload-registrar',
   sweepIntervalMs: 60_000,
   projectionIntervalMs: 10_000,
+  // The rollout function's EventBridge schedule is 1 minute; locally template changes show sooner.
+  rolloutIntervalMs: 10_000,
   /** `npm start --dashboard`: the port `registrar dashboard` uses. */
   dashboardPort: DASHBOARD_DEFAULTS.port,
 } as const;

@@ -82,6 +82,11 @@ async function main(): Promise<number> {
       ...(runtime.projection
         ? [`  projection:       ${describeProjection(runtime.projection)}`]
         : []),
+      ...(command.options.groupSource?.kind === 'cluster'
+        ? [
+            `  groups:           from the cluster${command.options.groupSource.selector ? ` (labelled ${command.options.groupSource.selector})` : ''}, watched; registrar apply of a group refuses`,
+          ]
+        : []),
       ...(runtime.dashboardUrl
         ? [`  dashboard:        ${runtime.dashboardUrl} (read-only; as registrar dashboard)`]
         : []),

@@ -12,6 +12,12 @@ import {
 } from '../../lib/config.ts';
 import { formatDuration, parseDuration } from '../../lib/domain/duration.ts';
 import { parseClusterRanges, parseTargets } from '../../lib/projection/projector-config.ts';
+import type { GroupSource } from '../../lib/rollout/group-source.ts';
+import {
+  ROLLOUT_ENV,
+  type RolloutConfig,
+  readRolloutConfig,
+} from '../../lib/rollout/rollout-config.ts';
 import { type ConsoleSettings, parseConsoleLevel } from './console-log.ts';
 import { LOCAL_DEFAULTS } from './defaults.ts';
 import type { LocalRuntimeOptions } from './runtime.ts';
@@ -35,6 +41,7 @@ const DURATIONS = {
   'projection-interval': { env: 'REGISTRAR_PROJECTION_INTERVAL', key: 'projectionIntervalMs' },
   'liveness-interval': { env: 'REGISTRAR_LIVENESS_INTERVAL', key: 'livenessIntervalMs' },
   'connect-settle': { env: 'REGISTRAR_CONNECT_SETTLE', key: 'connectSettleMs' },
+  'rollout-interval': { env: 'REGISTRAR_ROLLOUT_INTERVAL', key: 'rolloutIntervalMs' },
 } as const;
 
 /**
@@ -81,6 +88,10 @@ Options (a flag wins over its environment variable):
                                                             certificates of this PEM file (default: AWS's)
   --instance-attestation <m>  REGISTRAR_INSTANCE_ATTESTATION iam mode: required (default) or optional: whether a connect must
                                                             carry a document; iam mode needs one of these two flags
+  --group-source <s>          REGISTRAR_GROUP_SOURCE        where WorkloadGroups come from: registry (registrar apply, default) or
+                                                            cluster (synced from the projection's cluster; needs --project)
+  --group-selector <sel>      REGISTRAR_GROUP_SELECTOR      with --group-source cluster: only WorkloadGroups with these labels
+  --rollout-interval <d>      REGISTRAR_ROLLOUT_INTERVAL    how often template changes are rolled out to live entries (default 10s)
   --log-format <f>            REGISTRAR_LOG_FORMAT          human: one line per event (default); json: the functions' raw JSON lines
   --dashboard                                               also serve registrar dashboard's read-only view on 127.0.0.1 (docs/operations.md)
   --dashboard-port <n>        REGISTRAR_DASHBOARD_PORT      its port, 0 = any free (default ${LOCAL_DEFAULTS.dashboardPort}); the flag implies --dashboard
@@ -121,6 +132,9 @@ export const LOCAL_OPTIONS = {
   'instance-identity-certs': { type: 'string' },
   'instance-attestation': { type: 'string' },
   'log-format': { type: 'string' },
+  'group-source': { type: 'string' },
+  'group-selector': { type: 'string' },
+  'rollout-interval': { type: 'string' },
   'disruption-threshold': { type: 'string' },
   'disruption-window': { type: 'string' },
   'secondary-deletes-per-second': { type: 'string' },
@@ -189,6 +203,8 @@ export function parseLocalOptions(
       );
     }
   }
+  const groupSource = groupSourceOption(pick, options);
+  if (groupSource) options.groupSource = groupSource;
   const clusterRanges = pick('cluster-ranges', 'REGISTRAR_CLUSTER_RANGES');
   if (clusterRanges) {
     try {
@@ -260,6 +276,41 @@ export function parseLocalOptions(
   if (attestation) options.instanceAttestation = attestation.mode;
   if (options.authMode === 'iam' && !certs && !attestation) throw new OptionsError(IAM_NEEDS_TRUST);
   return { kind: 'run', options, console: consoleSettings(pick, env) };
+}
+
+/**
+ * --group-source and --group-selector, checked as the functions read them; groups from the
+ * cluster need the projection's cluster.
+ */
+function groupSourceOption(
+  pick: (flag: string, variable: string) => { value: string; source: string } | undefined,
+  options: LocalRuntimeOptions,
+): GroupSource | undefined {
+  const source = pick('group-source', ROLLOUT_ENV.groupSource);
+  const selector = pick('group-selector', ROLLOUT_ENV.groupSelector);
+  if (!source && !selector) return undefined;
+  let config: RolloutConfig;
+  try {
+    config = readRolloutConfig({
+      ...(source ? { [ROLLOUT_ENV.groupSource]: source.value } : {}),
+      ...(selector ? { [ROLLOUT_ENV.groupSelector]: selector.value } : {}),
+    });
+  } catch (error) {
+    const message = (error as Error).message.replace(/^invalid configuration: /, '');
+    const named = message
+      .replace(ROLLOUT_ENV.groupSource, source?.source ?? '--group-source')
+      .replace(ROLLOUT_ENV.groupSelector, selector?.source ?? '--group-selector');
+    throw new OptionsError(`invalid ${named}`);
+  }
+  if (
+    config.groupSource.kind === 'cluster' &&
+    !(options.project || options.kubeconfig || options.kubeContext)
+  ) {
+    throw new OptionsError(
+      `${source?.source ?? '--group-source'} cluster needs a cluster to sync from: add --project (the kubeconfig kubectl uses), --kubeconfig PATH or --context NAME`,
+    );
+  }
+  return config.groupSource;
 }
 
 /**

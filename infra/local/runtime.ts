@@ -5,14 +5,17 @@ import { createAuthorizeHandler } from '../../functions/authorize.ts';
 import { createConnectHandler } from '../../functions/connect.ts';
 import { createDisconnectHandler } from '../../functions/disconnect.ts';
 import { createMessageHandler } from '../../functions/message.ts';
+import type { RolloutSummary } from '../../functions/rollout.ts';
 import { createSweeperHandler, type SweeperSummary } from '../../functions/sweeper.ts';
 import { type Config, DEFAULTS, ENV } from '../../lib/config.ts';
 import { type Dependencies, dependenciesFromEnv } from '../../lib/dependencies.ts';
 import type { Cidr } from '../../lib/domain/cidr.ts';
 import { ManagementApiLiveness } from '../../lib/gateway/management-api-liveness.ts';
 import { logger } from '../../lib/observability.ts';
+import type { GroupSyncReport } from '../../lib/projection/group-sync.ts';
 import type { Target } from '../../lib/projection/report.ts';
 import { pongReply } from '../../lib/protocol/replies.ts';
+import type { GroupSource } from '../../lib/rollout/group-source.ts';
 import { createDynamoDbClient } from '../../lib/store/dynamodb-client.ts';
 import { ensureTable } from '../../lib/store/ensure-table.ts';
 import type { EntryEventStore } from '../../lib/store/entry-event-store.ts';
@@ -29,9 +32,11 @@ import { lambdaContext } from './gateway-events.ts';
 import { startHistoryPruner } from './history-pruner.ts';
 import { inInvocationScope } from './invocation-scope.ts';
 import { startRefusalTally } from './refusal-tally.ts';
+import { groupSourceEnv, startRolloutServices } from './rollout-services.ts';
 import { claimRuntimeFiles } from './runtime-files.ts';
 import type { IamCallerCredentials } from './sigv4-verifier.ts';
 import { startSweepTimer } from './sweep-timer.ts';
+import { recordRelease } from './table-release.ts';
 
 export { LOCAL_DEFAULTS } from './defaults.ts';
 
@@ -90,6 +95,10 @@ export interface LocalRuntimeOptions {
   clusterRanges?: readonly Cidr[];
   /** More function configuration, by variable (REGISTRAR_GROUP_CACHE_TTL, ...). */
   functionEnv?: Record<string, string>;
+  /** How often the rollout function runs (template changes reach live entries). Default 10 s. */
+  rolloutIntervalMs?: number;
+  /** `cluster`: groups are synced from the projection's cluster (rollout-services.ts). */
+  groupSource?: GroupSource;
   /**
    * How $connect is authorized, as the stack's `authMode`: `token` (default) runs the join-token
    * authorizer; `iam` has no authorizer: the gateway verifies the SigV4-presigned upgrade
@@ -143,6 +152,10 @@ export interface LocalRuntime {
   storeFailed?: Promise<Error>;
   /** Runs the sweeper now (as the EventBridge schedule would). */
   sweepNow(): Promise<SweeperSummary>;
+  /** Runs the rollout function now. (Optional only for a runtime described from another process.) */
+  rolloutNow?(): Promise<RolloutSummary>;
+  /** Groups from the cluster: syncs them now. */
+  groupSyncNow?(): Promise<GroupSyncReport>;
   /** Stops the sweeper, closes every connection (each gets $disconnect), then the store. */
   close(): Promise<void>;
 }
@@ -191,6 +204,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     const authorization = connectAuthorization(deps, options.iamCallers);
     const raw = createDynamoDbClient({ region, endpoint: dynamo.endpoint });
     await ensureTable(raw, tableName).finally(() => raw.destroy());
+    await recordRelease(deps);
     // Clients read this policy (and the auth mode beside it).
     await deps.sweepPolicy?.record(
       { ...deps.config.sweep, authMode: deps.config.authMode },
@@ -256,6 +270,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     }
 
     let projection: LocalRuntime['projection'];
+    let projectionConfig: import('@kubernetes/client-node').KubeConfig | undefined;
     if (options.project || options.kubeconfig || options.kubeContext) {
       // Loaded only when asked for: the Kubernetes client is large and most runs do not need it.
       const { resolveKubeConfig } = await import('../../lib/projection/kubeconfig.ts');
@@ -292,7 +307,21 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
         onError: (error) => status.failed(error),
       });
       cleanup.unshift(() => projector.stop());
+      projectionConfig = target.config;
     }
+    const rollouts = await startRolloutServices({
+      env: functionEnv(options, dynamo.endpoint, tableName, region),
+      dynamoDbEndpoint: dynamo.endpoint,
+      tableName,
+      region,
+      catalog: deps.store,
+      managementUrl: () => managementUrl ?? 'http://127.0.0.1:1',
+      rolloutIntervalMs: options.rolloutIntervalMs ?? LOCAL_DEFAULTS.rolloutIntervalMs,
+      ...(projectionConfig ? { kubeConfig: projectionConfig } : {}),
+      syncIntervalMs: options.projectionIntervalMs ?? LOCAL_DEFAULTS.projectionIntervalMs,
+      now: deps.now,
+    });
+    cleanup.unshift(() => rollouts.stop());
 
     const runtime = {
       url: gateway.url,
@@ -343,6 +372,8 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       ...(dashboardUrl ? { dashboardUrl } : {}),
       storeFailed,
       sweepNow,
+      rolloutNow: rollouts.rolloutNow,
+      ...(rollouts.groupSyncNow ? { groupSyncNow: rollouts.groupSyncNow } : {}),
       close,
     };
   } catch (error) {
@@ -388,6 +419,7 @@ function functionEnv(
 ): Record<string, string> {
   const env: Record<string, string> = {
     ...options.functionEnv,
+    ...groupSourceEnv(options.groupSource),
     [ENV.tableName]: tableName,
     [ENV.dynamoDbEndpoint]: endpoint,
     [ENV.region]: region,

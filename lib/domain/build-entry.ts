@@ -11,6 +11,7 @@ import {
   type WorkloadEntrySpec,
   type WorkloadGroup,
 } from './model.ts';
+import { type AgentGiven, agentGivenOf } from './template-rollout.ts';
 
 /** The part of a connect (`ConnectChange` in lib/store/registry-store.ts) the group decides. */
 export interface BuiltEntry {
@@ -19,6 +20,8 @@ export interface BuiltEntry {
   autoRegistrationGroup: string;
   /** The group has a probe: the entry gets `proxy.istio.io/health-checks-enabled: "true"`. */
   healthChecksEnabled: boolean;
+  /** The agent's labels and locality, kept so a template rollout lets them win again. */
+  agentGiven: AgentGiven;
 }
 
 export function buildRegistration(
@@ -30,6 +33,7 @@ export function buildRegistration(
     entry: buildEntry(group, request, createdAt),
     autoRegistrationGroup: group.metadata.name,
     healthChecksEnabled: group.spec.probe !== undefined,
+    agentGiven: agentGivenOf(request),
   };
 }
 

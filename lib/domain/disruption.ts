@@ -206,6 +206,16 @@ export const MIN_EXPECTED_CONNECTS = 5;
 export const MIN_AWAY_TO_HOLD = 3;
 
 /**
+ * A cell slows down only with at least this many entries away, for the same reason: one or two
+ * crashed VMs are those VMs' own trouble, whatever share of a small cell they are. It matters
+ * most when the sweeper could not record the cell's population before its VMs left (its
+ * state writes failed, or it had not run yet): the one abnormal leaver of ten that left at
+ * once is then 1 of 1, and slowing it would keep a departed VM in the mesh ten seconds per
+ * deletion instead of a grace period.
+ */
+export const MIN_AWAY_TO_SLOW = 3;
+
+/**
  * Decides the mode of this run from the cells' counters and the previous run's record.
  *
  * Deleting an away entry lowers its cell's share, so a share alone would let a slowed cell
@@ -299,7 +309,8 @@ function zoneStatus(
   const cell = cellKey(count.namespace, count.zone);
   const total = Math.max(connected + away, peak);
   const share = total === 0 ? 0 : away / total;
-  const disrupted = share > input.policy.threshold || (sticky.has(cell) && away > 0);
+  const disrupted =
+    (share > input.policy.threshold && away >= MIN_AWAY_TO_SLOW) || (sticky.has(cell) && away > 0);
   const status: ZoneStatus = { ...count, connected, away, cell, share, disrupted };
   if (disrupted) {
     const since = input.previous?.slowedSince?.[cell] ?? input.now;

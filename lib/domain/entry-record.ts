@@ -10,6 +10,7 @@ import {
   type VerifiedIdentity,
   type WorkloadEntry,
 } from './model.ts';
+import type { AgentGiven } from './template-rollout.ts';
 
 /**
  * Connection state of an auto-registered entry. It is kept apart from the Istio object because
@@ -58,8 +59,18 @@ export interface EntryRecord {
   healthChecksEnabled?: boolean;
   /** The caller of the newest connect, from the authorizer. */
   identity?: VerifiedIdentity;
-  /** `metadata.generation` of the group the entry was built from. */
+  /**
+   * The agent version of the newest connect, as the agent said it (`0.1.x`: it sent none).
+   * Absent on entries last connected through a registrar before 0.2.
+   */
+  agentVersion?: string;
+  /** `metadata.generation` of the group the entry was built from (or rolled out to). */
   groupGeneration?: number;
+  /**
+   * What the agent gave (labels, locality), so a template rollout lets them win again. Absent
+   * on entries of releases before rollouts until their next connect records it.
+   */
+  agentGiven?: AgentGiven;
   /** The EC2 instance the newest connect came from, from a trusted source (see instanceIdOf). */
   instanceId?: string;
   /** Bumped by every write; the sweeper's delete is conditional on the revision it read. */

@@ -110,3 +110,17 @@ export class NotAllowedError extends RegistrarError {
     super(message, 403, code);
   }
 }
+
+/**
+ * 426 Upgrade Required: the agent's version is outside the registrar's skew policy
+ * (lib/domain/agent-skew.ts). The message names both versions. The status alone says it
+ * where API Gateway forwards no body (a refused `$connect` on AWS): `HTTP 426 Upgrade
+ * Required`, which every agent logs.
+ */
+export class UnsupportedAgentVersionError extends RegistrarError {
+  static readonly CODE = 'UnsupportedAgentVersion';
+
+  constructor(message: string) {
+    super(message, 426, UnsupportedAgentVersionError.CODE);
+  }
+}

@@ -139,6 +139,11 @@ export interface ConnectRequest {
   network?: string;
   locality?: string;
   labels: StringMap;
+  /**
+   * The agent's release, as it says (`agentVersion=`, from 0.2 on): recorded on the entry and
+   * checked against the skew policy. Absent: a 0.1 agent.
+   */
+  agentVersion?: string;
 }
 
 /** Timestamps are epoch milliseconds in the domain; rendering turns them into RFC 3339. */

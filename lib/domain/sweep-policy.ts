@@ -70,6 +70,19 @@ export function isDueForSweep(record: EntryRecord, now: EpochMillis, policy: Swe
   return false;
 }
 
+/**
+ * When the entry becomes due (the first time isDueForSweep holds): its disconnect plus the
+ * grace period, or, still marked connected, just after 1.5 x the maximum age. The fair
+ * sweeper orders each namespace's candidates, and the namespaces, by it.
+ */
+export function sweepDueAt(record: EntryRecord, policy: SweepPolicy): EpochMillis {
+  const connection = record.connection;
+  if (connection?.connectedAt !== undefined) {
+    return connection.connectedAt + staleAfterMs(policy) + 1;
+  }
+  return (connection?.disconnectedAt ?? Number.POSITIVE_INFINITY) + policy.gracePeriodMs;
+}
+
 /** Why an entry is due, for logs and the CLI's `sweep` output. */
 export function sweepReason(record: EntryRecord): 'disconnected' | 'stale' {
   return record.connection?.connectedAt !== undefined ? 'stale' : 'disconnected';

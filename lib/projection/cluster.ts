@@ -19,7 +19,37 @@ export interface Cluster {
   replaceStatus(kind: Kind, object: KubeObject): Promise<WriteResult>;
   /** DELETE with uid and resourceVersion preconditions, so a changed object is not deleted. */
   delete(kind: Kind, object: KubeObject): Promise<'deleted' | 'conflict' | 'gone'>;
+  /**
+   * Watches a kind in every namespace (or one): each event as it comes, until the stream ends
+   * (`done`: undefined when the server closed it, else why; 410 Gone is `WatchExpiredError`).
+   * Only the long-lived local runtime watches; a Lambda lists on its schedule.
+   */
+  watch?(
+    kind: Kind,
+    options: WatchOptions,
+    onEvent: (event: WatchEvent) => void,
+  ): Promise<ClusterWatch>;
 }
+
+export interface WatchOptions extends ListOptions {
+  /** Resume after this version; absent: start with an ADDED event per existing object. */
+  resourceVersion?: string;
+  /** The server ends the watch after this long (a new one resumes from the last event). */
+  timeoutSeconds?: number;
+}
+
+export interface WatchEvent {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';
+  object: KubeObject;
+}
+
+export interface ClusterWatch {
+  done: Promise<Error | undefined>;
+  stop(): void;
+}
+
+/** The version a watch resumed from is no longer kept (410): list again, watch from now. */
+export class WatchExpiredError extends Error {}
 
 export interface ListOptions {
   namespace?: string;

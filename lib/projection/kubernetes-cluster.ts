@@ -9,13 +9,18 @@ import {
   type SecurityAuthentication,
   ServerConfiguration,
   type V1EndpointSlice,
+  Watch,
 } from '@kubernetes/client-node';
 import type { ObjectRef } from '../domain/model.ts';
 import {
   type Cluster,
   ClusterError,
+  type ClusterWatch,
   KindNotInstalledError,
   type ListOptions,
+  type WatchEvent,
+  WatchExpiredError,
+  type WatchOptions,
   type WriteResult,
 } from './cluster.ts';
 import { apiVersionOf, KINDS, type Kind } from './kinds.ts';
@@ -65,6 +70,7 @@ export function createKubernetesCluster(config: KubeConfig): Cluster {
   }
 
   return {
+    watch,
     async list(kind, options = {}) {
       const items: KubeObject[] = [];
       let cont: string | undefined;
@@ -163,6 +169,44 @@ export function createKubernetesCluster(config: KubeConfig): Cluster {
       }
     },
   };
+
+  async function watch(
+    kind: Kind,
+    options: WatchOptions,
+    onEvent: (event: WatchEvent) => void,
+  ): Promise<ClusterWatch> {
+    const { group, version, plural } = KINDS[kind];
+    const base = group === '' ? `/api/${version}` : `/apis/${group}/${version}`;
+    const path = `${base}${options.namespace ? `/namespaces/${options.namespace}` : ''}/${plural}`;
+    let finish: (error: Error | undefined) => void = () => {};
+    const done = new Promise<Error | undefined>((resolve) => {
+      finish = resolve;
+    });
+    let expired = false;
+    const controller = await new Watch(config).watch(
+      path,
+      {
+        labelSelector: options.labelSelector,
+        resourceVersion: options.resourceVersion,
+        timeoutSeconds: options.timeoutSeconds,
+        allowWatchBookmarks: true,
+      },
+      (type, object) => {
+        if (type === 'ERROR') {
+          // A Status in the stream: 410 Expired/Gone means the version is too old.
+          expired = (object as { code?: number } | undefined)?.code === 410;
+          return;
+        }
+        onEvent({ type: type as WatchEvent['type'], object: plain(kind, object) });
+      },
+      (error: unknown) => {
+        if (expired) finish(new WatchExpiredError(`watch ${kind}: the version is no longer kept`));
+        else if (error) finish(toClusterError(error, `watch ${kind}`));
+        else finish(undefined);
+      },
+    );
+    return { done, stop: () => controller.abort() };
+  }
 
   function read(kind: Kind, ref: ObjectRef): Promise<unknown> {
     const { namespace, name } = ref;

@@ -101,11 +101,33 @@ const CHECKS: Record<AgentMessage['action'], (json: Record<string, unknown>) => 
 };
 const ACTIONS = Object.keys(CHECKS).join(', ');
 
+/** The fields each action reads; any other is ignored and named in the reply. */
+const KNOWN_FIELDS: Record<AgentMessage['action'], readonly string[]> = {
+  health: ['action', 'healthy', 'message'],
+  describe: ['action'],
+  ping: ['action'],
+  drain: ['action'],
+  sidecar: ['action'],
+};
+
 /** Parses one message body; throws InvalidMessageError with a code for each kind of mistake. */
 export function parseAgentMessage(
   body: string | null | undefined,
   isBase64Encoded = false,
 ): AgentMessage {
+  return readAgentMessage(body, isBase64Encoded).message;
+}
+
+/**
+ * A message and the fields of it the registrar did not read. The protocol only grows: a newer
+ * agent may send a field this registrar does not know, which is then ignored and named in the
+ * reply (`ignoredFields`), so the agent knows it had no effect. (`drain` refuses one instead:
+ * a drain's meaning must not change behind the agent's back.)
+ */
+export function readAgentMessage(
+  body: string | null | undefined,
+  isBase64Encoded = false,
+): { message: AgentMessage; ignoredFields: string[] } {
   const text = isBase64Encoded ? Buffer.from(body ?? '', 'base64').toString('utf8') : (body ?? '');
   const bytes = Buffer.byteLength(text, 'utf8');
   if (bytes > MAX_MESSAGE_BYTES) {
@@ -131,7 +153,12 @@ export function parseAgentMessage(
       MESSAGE_ERROR_CODES.invalid,
     );
   }
-  return checked.message;
+  const known = KNOWN_FIELDS[action as AgentMessage['action']];
+  const ignoredFields = Object.keys(json as object)
+    .filter((field) => !known.includes(field))
+    .map((field) => field.slice(0, 64))
+    .slice(0, 16);
+  return { message: checked.message, ignoredFields };
 }
 
 function parseJson(text: string): unknown {

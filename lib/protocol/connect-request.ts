@@ -1,6 +1,7 @@
 import { canonicalAddress } from '../domain/address.ts';
 import { InvalidRequestError } from '../domain/errors.ts';
 import { type ConnectRequest, LOCALITY_LABEL, type StringMap } from '../domain/model.ts';
+import { parseReleaseVersion } from '../domain/release-version.ts';
 import {
   isDns1123Label,
   isDns1123Subdomain,
@@ -22,13 +23,15 @@ const RULES = {
   namespace: 'must be a DNS-1123 label (lower case letters, digits and -, at most 63 characters)',
   network: 'must be letters, digits, -, _ and ., at most 63 characters',
   locality: 'must be region[/zone[/subzone]], each part letters, digits, -, _ and .',
+  agentVersion: 'must be a semantic version such as 0.2.0 (at most 64 characters)',
 } as const;
 
 type Field = keyof typeof RULES | 'label' | 'ip';
 
 /**
  * Reads protocol v1's query string (`?group=&namespace=&ip=[&ip=][&network=][&locality=]
- * [&label=k=v]...`) into a validated ConnectRequest. Throws InvalidRequestError naming every
+ * [&label=k=v]...[&agentVersion=]`) into a validated ConnectRequest. Parameters it does not
+ * know are ignored: a newer agent's additions reach an older registrar harmlessly. Throws InvalidRequestError naming every
  * bad field with its value; nothing has been written at that point.
  */
 export function parseConnectRequest(
@@ -49,6 +52,12 @@ export function parseConnectRequest(
     values('label').filter((value) => !value.startsWith(`${LOCALITY_LABEL}=`)),
     report('label'),
   );
+  const agentVersion = once(
+    'agentVersion',
+    (value) => parseReleaseVersion(value) !== undefined,
+    values('agentVersion'),
+    report('agentVersion'),
+  );
   const [first] = problems;
   if (first) {
     const message = withUsageOnce(problems.map((problem) => problem.message));
@@ -57,6 +66,7 @@ export function parseConnectRequest(
   const request: ConnectRequest = { group, namespace, ips: ip, labels: label };
   if (network !== undefined) request.network = network;
   if (locality !== undefined) request.locality = locality;
+  if (agentVersion !== undefined) request.agentVersion = agentVersion;
   return request;
 }
 

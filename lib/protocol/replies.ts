@@ -6,6 +6,8 @@ import type { MaintenanceNotice } from './maintenance-notice.ts';
 export interface HealthAck {
   action: 'health';
   ok: true;
+  /** Fields of the message this registrar did not read (a newer agent's): no effect. */
+  ignoredFields?: string[];
 }
 
 export interface DescribeReply {
@@ -25,6 +27,10 @@ export interface DescribeReply {
    * agent that reconnects learns it again (maintenance-notice.ts).
    */
   maintenance?: MaintenanceNotice;
+  /** The registrar's release, so an agent knows what it talks to (docs/agent.md). */
+  registrarVersion?: string;
+  /** Fields of the message this registrar did not read (a newer agent's): no effect. */
+  ignoredFields?: string[];
 }
 
 export interface PongReply {
@@ -57,6 +63,14 @@ export function describeReply(
   };
   if (maintenance) reply.maintenance = maintenance;
   return reply;
+}
+
+/** Names the ignored fields in a reply, when there are any (additive: older agents skip it). */
+export function withIgnoredFields<T extends HealthAck | DescribeReply>(
+  reply: T,
+  ignoredFields: readonly string[],
+): T {
+  return ignoredFields.length === 0 ? reply : { ...reply, ignoredFields: [...ignoredFields] };
 }
 
 export function pongReply(): PongReply {

@@ -1,3 +1,4 @@
+import { type AgentSkewPolicy, agentSkewRefusal, UNVERSIONED_AGENT } from '../domain/agent-skew.ts';
 import { buildRegistration } from '../domain/build-entry.ts';
 import { entryOrigin } from '../domain/entry-name.ts';
 import {
@@ -5,6 +6,7 @@ import {
   ForbiddenError,
   InvalidRequestError,
   NotFoundError,
+  UnsupportedAgentVersionError,
 } from '../domain/errors.ts';
 import {
   type ConnectRequest,
@@ -38,6 +40,8 @@ export interface RegisterWorkloadDeps {
   store: Pick<RegistryStore, 'getGroup' | 'connect' | 'withdrawCreated'> & AddressClaimStore;
   /** The `istio.io/workloadController` value. */
   controller: string;
+  /** Which agent versions are accepted; absent, every one (callers other than `$connect`). */
+  agentSkew?: AgentSkewPolicy;
   /** What the operator allows each namespace (quotas, networks, ranges); absent, no limits. */
   limits?: NamespaceLimits;
 }
@@ -59,6 +63,9 @@ export async function registerWorkload(
 ): Promise<RegisterWorkloadResult> {
   const { request, identity } = input;
   checkNamespace(identity, request.namespace);
+  // Before any read: an agent outside the skew policy is told so, naming both versions.
+  const skew = deps.agentSkew && agentSkewRefusal(request.agentVersion, deps.agentSkew);
+  if (skew) throw new UnsupportedAgentVersionError(skew);
   const groupRef = { namespace: request.namespace, name: request.group };
   // Read every time, consistently: once `apply` or `delete wg` returns, connects see it.
   const stored = await deps.store.getGroup(groupRef);
@@ -98,6 +105,7 @@ export async function registerWorkload(
     controller: deps.controller,
     // The credential's networks were checked above; the entry records who connected.
     identity: withoutGrants(identity),
+    agentVersion: request.agentVersion ?? UNVERSIONED_AGENT,
     // Rule 6: who may control an existing entry depends on that entry, not on the template:
     // a caller the template refuses may still hold an entry built from an older template.
     mayCreate: templateRefusal === undefined,

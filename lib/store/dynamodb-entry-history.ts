@@ -51,13 +51,19 @@ export function historyKey(ref: ObjectRef, at: EpochMillis): { pk: string; sk: s
 }
 
 /** Deletions are recorded, listed and (locally) pruned here; see the file comment. */
+/** Told when a deletion's history item could not be written (the composition root logs it). */
+export type HistoryLost = (ref: ObjectRef, deletion: EntryEvent, error: unknown) => void;
+
 export class DynamoDbEntryHistory {
   readonly #client: DynamoDBDocumentClient;
   readonly #table: string;
 
-  constructor(client: DynamoDBDocumentClient, tableName: string) {
+  readonly #onLost: HistoryLost | undefined;
+
+  constructor(client: DynamoDBDocumentClient, tableName: string, onLost?: HistoryLost) {
     this.#client = client;
     this.#table = tableName;
+    this.#onLost = onLost;
   }
 
   /**
@@ -82,7 +88,9 @@ export class DynamoDbEntryHistory {
     try {
       await this.#client.send(new PutCommand({ TableName: this.#table, Item: item }));
       return true;
-    } catch {
+    } catch (error) {
+      // The deletion stands; "why did it leave" loses its answer, so it is said and counted.
+      this.#onLost?.(ref, deletion, error);
       return false;
     }
   }

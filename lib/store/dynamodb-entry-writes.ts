@@ -19,6 +19,7 @@ import type { ObjectRef, VerifiedIdentity } from '../domain/model.ts';
 import { withEntryEvent } from './dynamodb-entry-events.ts';
 import { EVENTS_SINCE_ATTRIBUTE } from './event-codec.ts';
 import {
+  departedSweepState,
   entryKey,
   heldAttribute,
   holderPrincipalAttribute,
@@ -70,6 +71,8 @@ function joinable(change: ConnectChange): { condition: string; values: object } 
  * Connect as the newest connect: create the entry from the template (when the caller may),
  * or add this connection to its holders and record it as the newest connect.
  * - Template fields use `if_not_exists`: a reconnect never rewrites spec, labels or status.
+ *   So does `agentGiven` (the agent's labels and locality, which a template rollout lets win):
+ *   an entry of a release before rollouts gets it from its first connect after the upgrade.
  * - `ADD conns`: every accepted connect holds the entry (rule 8); during a make-before-break
  *   rotation the old connection stays listed until its own `$disconnect`.
  * - `connectedAt <= :at`: only the newest connect sets the connect time (and the sweep index
@@ -90,6 +93,8 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
   const ref: ObjectRef = change.entry.metadata;
   const join = joinable(change);
   const instance = change.instanceId !== undefined;
+  const given = change.agentGiven !== undefined;
+  const version = change.agentVersion !== undefined;
   return {
     TableName: tableName,
     Key: entryKey(ref),
@@ -99,11 +104,13 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
       'origin = if_not_exists(origin, :origin)',
       'healthChecksEnabled = if_not_exists(healthChecksEnabled, :healthChecksEnabled)',
       'groupGeneration = if_not_exists(groupGeneration, :groupGeneration)',
+      ...(given ? ['agentGiven = if_not_exists(agentGiven, :agentGiven)'] : []),
       '#identity = :identity, controller = :controller, connectedAt = :at',
       'newestConnectionId = :connection, sweepState = :sweepState, sweepAt = :at, #held = :at',
       '#by = :principal',
       `${EVENTS_SINCE_ATTRIBUTE} = if_not_exists(${EVENTS_SINCE_ATTRIBUTE}, :at)`,
       ...(instance ? ['instanceId = :instanceId'] : []),
+      ...(version ? ['agentVersion = :agentVersion'] : []),
     ]
       .join(', ')
       .concat(
@@ -133,6 +140,8 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
       ':connections': new Set([change.connectionId]),
       ':one': 1,
       ...(instance ? { ':instanceId': change.instanceId } : {}),
+      ...(given ? { ':agentGiven': change.agentGiven } : {}),
+      ...(version ? { ':agentVersion': change.agentVersion } : {}),
     },
     ReturnValues: 'ALL_OLD',
   };
@@ -171,7 +180,8 @@ export function connectAsOlder(tableName: string, change: ConnectChange): Update
  * it to the disconnected sweep shard keyed by the time. Condition: exactly these connections
  * are the holders. Used by `$disconnect` (one connection) and by a liveness check that found
  * every remaining holder gone. Tombstones stay: they live as long as the entry. How they left
- * is recorded (`departure`) and picks the sweep index state: `L#` (clean) or `D#` (abnormal).
+ * is recorded (`departure`) and picks the sweep index key: `L#<namespace>#` (clean) or
+ * `D#<namespace>#` (abnormal).
  * ALL_OLD returns the entry's locality, for its zone's counters.
  */
 export function leaveAsLast(
@@ -186,7 +196,7 @@ export function leaveAsLast(
   const values: Record<string, unknown> = {
     ':at': at,
     ':departure': departure,
-    ':sweepState': sweepState(departure === 'clean' ? 'L' : 'D', sweepShard(ref)),
+    ':sweepState': departedSweepState(departure === 'clean' ? 'L' : 'D', ref),
     ':connections': new Set(connectionIds),
     ':count': connectionIds.length,
     ':one': 1,

@@ -9,7 +9,12 @@ import { DynamoDbCatalog } from './dynamodb-catalog.ts';
 import { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { DynamoDbConnectionRecords } from './dynamodb-connection-records.ts';
 import { DynamoDbCordon } from './dynamodb-cordon.ts';
-import { type DeletedEntryHistory, DynamoDbEntryHistory } from './dynamodb-entry-history.ts';
+import { DynamoDbDepartureQueues } from './dynamodb-departure-queues.ts';
+import {
+  type DeletedEntryHistory,
+  DynamoDbEntryHistory,
+  type HistoryLost,
+} from './dynamodb-entry-history.ts';
 import { DynamoDbEntryLifecycle } from './dynamodb-entry-lifecycle.ts';
 import { DynamoDbInstanceIndex } from './dynamodb-instance-index.ts';
 import { DynamoDbSweepIndex } from './dynamodb-sweep-index.ts';
@@ -23,11 +28,13 @@ import type {
 } from './entry-event-store.ts';
 import type {
   AddressClaim,
+  AwayCount,
   CatalogStore,
   ClaimResult,
   ConnectChange,
   ConnectionRecord,
   ConnectOutcome,
+  DepartureKey,
   DisruptionStore,
   EntryDeletion,
   HealthOutcome,
@@ -61,6 +68,7 @@ export class DynamoDbRegistryStore
   readonly #entries: DynamoDbEntryLifecycle;
   readonly #connections: DynamoDbConnectionRecords;
   readonly #sweepIndex: DynamoDbSweepIndex;
+  readonly #departures: DynamoDbDepartureQueues;
   readonly #sweeper: DynamoDbSweeperState;
   readonly #counters: DynamoDbCellCounters;
   readonly #instances: DynamoDbInstanceIndex;
@@ -69,13 +77,18 @@ export class DynamoDbRegistryStore
   readonly #history: DynamoDbEntryHistory;
   readonly #cordons: DynamoDbCordon;
 
-  constructor(client: DynamoDBDocumentClient, tableName: string) {
+  constructor(
+    client: DynamoDBDocumentClient,
+    tableName: string,
+    options: { onHistoryLost?: HistoryLost } = {},
+  ) {
     const table = new RegistryTable(client, tableName);
-    this.#history = new DynamoDbEntryHistory(client, tableName);
+    this.#history = new DynamoDbEntryHistory(client, tableName, options.onHistoryLost);
     this.#counters = new DynamoDbCellCounters(table);
     this.#connections = new DynamoDbConnectionRecords(table);
     this.#entries = new DynamoDbEntryLifecycle(table, this.#counters, this.#connections);
     this.#sweepIndex = new DynamoDbSweepIndex(table, this.#counters, this.#history);
+    this.#departures = new DynamoDbDepartureQueues(table, this.#counters);
     this.#sweeper = new DynamoDbSweeperState(table);
     this.#instances = new DynamoDbInstanceIndex(table, this.#counters, this.#history);
     this.#addresses = new DynamoDbAddressClaims(client, tableName);
@@ -132,7 +145,7 @@ export class DynamoDbRegistryStore
     return this.#connections.forget(connectionId);
   }
 
-  // The sweep index
+  // The sweep index: the keys every namespace shares, and each namespace's departures
   sweepCandidates(
     cutoffs: SweepCutoffs,
     limit: number,
@@ -151,8 +164,22 @@ export class DynamoDbRegistryStore
   deleteSwept(record: EntryRecord, deletion?: EntryDeletion): Promise<'deleted' | 'conflict'> {
     return this.#sweepIndex.deleteSwept(record, deletion);
   }
-  awayByZone(limit: number): Promise<Record<string, number> | undefined> {
-    return this.#sweepIndex.awayByZone(limit);
+  sweepNamespaces(counted?: readonly ZoneCount[]): Promise<string[]> {
+    return this.#departures.sweepNamespaces(counted);
+  }
+  departuresOf(
+    namespace: string,
+    kind: DepartureKey,
+    disconnectedAtOrBefore: EpochMillis,
+    onReadFailure?: (error: unknown) => void,
+  ): AsyncIterable<EntryRecord> {
+    return this.#departures.departuresOf(namespace, kind, disconnectedAtOrBefore, onReadFailure);
+  }
+  moveDeparturesToSharedKeys(limit?: number): Promise<{ moved: number; more: boolean }> {
+    return this.#departures.moveToSharedKeys(limit);
+  }
+  awayByZone(limit: number, namespaces?: readonly string[]): Promise<AwayCount | undefined> {
+    return this.#departures.awayByZone(limit, namespaces);
   }
   newestConnectAt(): Promise<EpochMillis | undefined> {
     return this.#sweepIndex.newestConnectAt();

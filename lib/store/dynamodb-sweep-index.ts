@@ -1,11 +1,11 @@
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
-import { cellKey, zoneOf } from '../domain/disruption.ts';
 import { type DeletionCause, deletedEvent } from '../domain/entry-events.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { EpochMillis } from '../domain/model.ts';
 import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
 import type { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
+import { isolated } from './dynamodb-departure-queues.ts';
 import type { DynamoDbEntryHistory } from './dynamodb-entry-history.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import { decodeEntry, encodeEntry, entryKey, type Item, sweepState } from './item-codec.ts';
@@ -14,8 +14,10 @@ import type { EntryDeletion, SweepIndexState } from './registry-store.ts';
 import { SWEEP_INDEX, SWEEP_SHARDS } from './table-definition.ts';
 
 /**
- * The sparse sweep index (`sweepState` = `C|D|L#<shard>`, `sweepAt`): the sweeper's reads of
- * entries that are due, never the table, and its conditional delete.
+ * The sparse sweep index's keys shared by every namespace (`sweepState` = `C#<shard>`, and
+ * 0.1.0's `D#<shard>` and `L#<shard>`; `sweepAt`): the liveness checks' and the stale rule's
+ * reads, the departures an earlier release wrote, and the sweeper's conditional delete. Each
+ * namespace's own departures are read by DynamoDbDepartureQueues.
  */
 export class DynamoDbSweepIndex {
   readonly #table: RegistryTable;
@@ -29,10 +31,11 @@ export class DynamoDbSweepIndex {
   }
 
   /**
-   * Queries the sparse sweep index, shard by shard: disconnected entries with
-   * `sweepAt <= disconnectedAtOrBefore`, connected ones with `sweepAt < connectedBefore`. It
-   * reads only entries that are due, never the table. The index is eventually consistent: the
-   * sweeper re-checks each record and its delete is conditional on the revision read.
+   * Queries the index keys shared by every namespace, shard by shard: 0.1.0's departures
+   * (`L#`, `D#`) with `sweepAt <= disconnectedAtOrBefore`, connected entries (`C#`) with
+   * `sweepAt < connectedBefore` (stale). It reads only entries that are due, never the table.
+   * The index is eventually consistent: the sweeper re-checks each record and its delete is
+   * conditional on the revision read.
    */
   async *sweepCandidates(
     cutoffs: SweepCutoffs,
@@ -153,36 +156,6 @@ export class DynamoDbSweepIndex {
     return 'deleted';
   }
 
-  /** Abnormally departed entries per cell, or undefined when there are more than `limit`. */
-  async awayByZone(limit: number): Promise<Record<string, number> | undefined> {
-    const away: Record<string, number> = {};
-    let seen = 0;
-    for (let shard = 0; shard < SWEEP_SHARDS; shard++) {
-      const items = queryItems(
-        this.#table.client,
-        {
-          TableName: this.#table.name,
-          IndexName: SWEEP_INDEX.name,
-          KeyConditionExpression: 'sweepState = :state',
-          ExpressionAttributeValues: { ':state': sweepState('D', shard) },
-          ProjectionExpression: 'pk, #entry.spec.locality',
-          ExpressionAttributeNames: { '#entry': 'entry' },
-        },
-        limit - seen + 1,
-      );
-      for await (const item of items) {
-        seen += 1;
-        if (seen > limit) return undefined;
-        const locality = (item.entry as { spec?: { locality?: string } } | undefined)?.spec
-          ?.locality;
-        const pk = String(item.pk);
-        const cell = cellKey(pk.slice(pk.indexOf('#') + 1), zoneOf(locality));
-        away[cell] = (away[cell] ?? 0) + 1;
-      }
-    }
-    return away;
-  }
-
   /** One item from the newest end of each connected shard: O(shards), never O(entries). */
   async newestConnectAt(): Promise<EpochMillis | undefined> {
     let newest: EpochMillis | undefined;
@@ -206,19 +179,6 @@ export class DynamoDbSweepIndex {
       }
     }
     return newest;
-  }
-}
-
-/** The items of one shard's query; a failed read ends it, told to `onReadFailure` if given. */
-async function* isolated<T>(
-  items: AsyncIterable<T>,
-  onReadFailure: ((error: unknown) => void) | undefined,
-): AsyncIterable<T> {
-  try {
-    yield* items;
-  } catch (error) {
-    if (!onReadFailure) throw error;
-    onReadFailure(error);
   }
 }
 

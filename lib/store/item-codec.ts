@@ -16,6 +16,7 @@ import type {
   WorkloadEntry,
   WorkloadGroup,
 } from '../domain/model.ts';
+import type { AgentGiven } from '../domain/template-rollout.ts';
 import { decodeEvents, encodeEvent, type StoredEvent } from './event-codec.ts';
 import type { ConnectionRecord, StoredGroup } from './registry-store.ts';
 import { SWEEP_SHARDS } from './table-definition.ts';
@@ -104,12 +105,31 @@ export function sweepShard(ref: ObjectRef): number {
 }
 
 /**
- * `C#<shard>` while connected (sweepAt = connectedAt); once disconnected (sweepAt =
- * disconnectedAt) `D#<shard>` after an abnormal departure, `L#<shard>` after a clean one, so
- * the sweeper reads deliberate departures apart and never behind a held backlog.
+ * The sweep index keys shared by every namespace: `C#<shard>` while connected (sweepAt =
+ * connectedAt), read in due order by the liveness checks and the stale rule. `L#<shard>` and
+ * `D#<shard>` are where release 0.1.0 put departures: still read (and swept) until none is
+ * left, never written any more (see departedSweepState).
  */
 export function sweepState(state: 'C' | 'D' | 'L', shard: number): string {
   return `${state}#${shard}`;
+}
+
+/**
+ * The sweep index key of a departed entry (sweepAt = disconnectedAt): `L#<namespace>#<shard>`
+ * after a clean departure, `D#<namespace>#<shard>` after an abnormal one. Per namespace, so the
+ * sweeper reads each namespace's due departures apart and no namespace's backlog, however
+ * large, is read before another's (the fair sweeper, lib/registration/sweep-deletions.ts);
+ * clean apart from abnormal, so a clean departure is never behind a held or slowed backlog of
+ * its own namespace. Four shards per namespace: 100,000 VMs of one namespace leaving within a
+ * minute write ~420/s to each key. '#' is in no namespace (a DNS-1123 label), so a key never
+ * reads as another namespace's, nor as 0.1.0's `L#<shard>`.
+ */
+export function departedSweepState(kind: 'D' | 'L', ref: ObjectRef): string {
+  return namespaceSweepState(kind, ref.namespace, sweepShard(ref));
+}
+
+export function namespaceSweepState(kind: 'D' | 'L', namespace: string, shard: number): string {
+  return `${kind}#${namespace}#${shard}`;
 }
 
 /** An entry item as stored. Connection and health state are top-level so updates can set them. */
@@ -121,7 +141,11 @@ export type EntryItem = ItemKey & {
   origin?: string;
   healthChecksEnabled?: boolean;
   groupGeneration?: number;
+  /** The agent's labels and locality (template rollouts let them win); set on first connect. */
+  agentGiven?: AgentGiven;
   identity?: VerifiedIdentity;
+  /** The newest connect's agent version (EntryRecord.agentVersion). */
+  agentVersion?: string;
   controller?: string;
   connectedAt?: EpochMillis;
   disconnectedAt?: EpochMillis;
@@ -168,7 +192,9 @@ export function encodeEntry(record: EntryRecord): EntryItem {
   if (record.healthChecksEnabled !== undefined)
     item.healthChecksEnabled = record.healthChecksEnabled;
   if (record.groupGeneration !== undefined) item.groupGeneration = record.groupGeneration;
+  if (record.agentGiven !== undefined) item.agentGiven = record.agentGiven;
   if (record.identity !== undefined) item.identity = record.identity;
+  if (record.agentVersion !== undefined) item.agentVersion = record.agentVersion;
   if (record.instanceId !== undefined) item.instanceId = record.instanceId;
   Object.assign(item, encodeConnection(record.connection), encodeHealth(record.health));
   if (record.cordon !== undefined) item.cordon = record.cordon;
@@ -183,7 +209,7 @@ export function encodeEntry(record: EntryRecord): EntryItem {
       item.sweepState = sweepState('C', shard);
       item.sweepAt = connection.connectedAt;
     } else if (connection.disconnectedAt !== undefined) {
-      item.sweepState = sweepState(connection.departure === 'clean' ? 'L' : 'D', shard);
+      item.sweepState = departedSweepState(connection.departure === 'clean' ? 'L' : 'D', ref);
       item.sweepAt = connection.disconnectedAt;
     }
   }
@@ -227,7 +253,9 @@ export function decodeEntry(raw: Item): EntryRecord {
   }
   if (item.healthChecksEnabled !== undefined) record.healthChecksEnabled = item.healthChecksEnabled;
   if (item.groupGeneration !== undefined) record.groupGeneration = item.groupGeneration;
+  if (item.agentGiven !== undefined) record.agentGiven = item.agentGiven;
   if (item.identity !== undefined) record.identity = item.identity;
+  if (item.agentVersion !== undefined) record.agentVersion = item.agentVersion;
   if (item.instanceId !== undefined) record.instanceId = item.instanceId;
   if (item.addressConflict !== undefined) record.addressConflict = item.addressConflict;
   if (item.cordon !== undefined) {
@@ -281,6 +309,21 @@ export type GroupItem = ItemKey & {
   generation: number;
   revision: number;
 };
+
+/**
+ * Every attribute a group item has as the catalog writes it (`writeId`: the put's own id, see
+ * DynamoDbCatalog). The group sync's IAM grant allows writes of these attributes only
+ * (`dynamodb:Attributes`), so the projector cannot write an entry's state; a test keeps this
+ * list and encodeGroup in step.
+ */
+export const GROUP_ITEM_ATTRIBUTES = [
+  'pk',
+  'sk',
+  'group',
+  'generation',
+  'revision',
+  'writeId',
+] as const;
 
 export function encodeGroup(stored: StoredGroup, revision: number): GroupItem {
   const group: WorkloadGroup = {

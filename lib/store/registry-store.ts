@@ -9,6 +9,7 @@ import type {
   WorkloadGroup,
 } from '../domain/model.ts';
 import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
+import type { AgentGiven } from '../domain/template-rollout.ts';
 
 /** A WorkloadGroup as stored: the Istio object, with `metadata.uid` and `metadata.generation`. */
 export interface StoredGroup {
@@ -35,11 +36,22 @@ export interface ConnectChange {
   origin: string;
   healthChecksEnabled: boolean;
   groupGeneration: number;
+  /**
+   * What the agent gave (labels, locality): recorded when the entry has none yet (its first
+   * connect, or the first connect of this release to an older entry), never changed after, so
+   * a template rollout rebuilds the entry with the agent's values winning as at registration.
+   */
+  agentGiven?: AgentGiven;
   connectionId: string;
   /** Server time of the connect (API Gateway's `connectedAt`). */
   connectedAt: EpochMillis;
   controller: string;
   identity: VerifiedIdentity;
+  /**
+   * The agent's version as the connect says it (`0.1.x` for an agent that sends none),
+   * recorded beside the identity by the newest connect. The agent's word: shown, never trusted.
+   */
+  agentVersion?: string;
   /**
    * Whether this caller may create the entry (the group template's service account). When
    * not, it may still join an existing entry it may control (rule 6); otherwise 'forbidden'.
@@ -216,9 +228,10 @@ export interface RegistryStore extends DisruptionStore, InstanceStore, SweepLeas
   forgetConnection(connectionId: string): Promise<void>;
   getEntry(ref: ObjectRef): Promise<EntryRecord | undefined>;
   /**
-   * Entries that may be due, read from the sparse sweep index (never a table scan), in the
-   * order of `states`: `L` left cleanly, `D` left abnormally, `C` still marked connected
-   * (stale). Default all three, clean departures first.
+   * Entries that may be due, read from the sweep index keys every namespace shares (never a
+   * table scan), in the order of `states`: `L` left cleanly and `D` left abnormally as release
+   * 0.1.0 keyed them (read until none is left), `C` still marked connected (stale). Default
+   * all three. Each namespace's own departures: departuresOf.
    *
    * With `onReadFailure`, a read that fails (after the SDK's retries) skips the rest of its
    * index shard and the others are still read: one throttled page does not hide every other
@@ -230,6 +243,30 @@ export interface RegistryStore extends DisruptionStore, InstanceStore, SweepLeas
     states?: readonly SweepIndexState[],
     onReadFailure?: (error: unknown) => void,
   ): AsyncIterable<EntryRecord>;
+  /**
+   * The namespaces whose departures the sweeper reads: the namespace index (one Query) and the
+   * namespaces of the fail-static cell counters (read unless given: the sweeper's fail-static
+   * guard reads them anyway).
+   */
+  sweepNamespaces(counted?: readonly ZoneCount[]): Promise<string[]>;
+  /**
+   * One namespace's departures of one kind (`L` left cleanly, `D` left abnormally)
+   * disconnected at or before the cutoff, oldest first, read a page at a time from its own
+   * sweep index keys: another namespace's backlog is never read before them. With
+   * `onReadFailure`, a shard whose read fails ends there and the others are still read.
+   */
+  departuresOf(
+    namespace: string,
+    kind: DepartureKey,
+    disconnectedAtOrBefore: EpochMillis,
+    onReadFailure?: (error: unknown) => void,
+  ): AsyncIterable<EntryRecord>;
+  /**
+   * A rollback to release 0.1.0: moves every namespace's departures back to the shared keys
+   * 0.1.0's sweeper reads (`L#<shard>`, `D#<shard>`). Idempotent and resumable; at most `limit`
+   * moves, `more` when some may be left.
+   */
+  moveDeparturesToSharedKeys(limit?: number): Promise<{ moved: number; more: boolean }>;
   /** Connected entries whose newest connect falls in one of the windows (liveness checks). */
   connectedIn(
     windows: readonly LivenessWindow[],
@@ -254,17 +291,29 @@ export interface RegistryStore extends DisruptionStore, InstanceStore, SweepLeas
 /** The sweep index's states: connected (C), left abnormally (D), left cleanly (L). */
 export type SweepIndexState = 'C' | 'D' | 'L';
 
+/** How a departed entry is keyed in the sweep index: left cleanly (L) or abnormally (D). */
+export type DepartureKey = 'D' | 'L';
+
+/** The entries away after an abnormal departure, counted from the sweep index. */
+export interface AwayCount {
+  /** By cell (`<namespace>#<zone>`), for the namespaces counted. */
+  byCell: Record<string, number>;
+  /** The namespaces whose keys were counted in full: only their cells are known. */
+  namespaces: ReadonlySet<string>;
+}
+
 /** What the sweeper's fail-static guard reads and keeps (lib/domain/disruption.ts). */
 export interface DisruptionStore {
   /** One counter item per zone: one query of one partition, O(zones). */
   zoneCounts(): Promise<ZoneCount[]>;
   /**
-   * The entries away after an abnormal departure, counted by zone from the sweep index itself
-   * (its `D` shards: reads proportional to those entries, never the table); undefined when
-   * there are more than `limit`. The counters can drift (a write that failed for good after
-   * its entry's); this cannot.
+   * The entries away after an abnormal departure, counted by cell from the sweep index itself
+   * (its `D` keys: reads proportional to those entries, never the table): 0.1.0's shared keys
+   * and the given namespaces' own, at most `limit` items in all; a namespace that would take
+   * the count past it is left uncounted, and undefined when the shared keys alone hold more.
+   * The counters can drift (a write that failed for good after its entry's); this cannot.
    */
-  awayByZone?(limit: number): Promise<Record<string, number> | undefined>;
+  awayByZone?(limit: number, namespaces?: readonly string[]): Promise<AwayCount | undefined>;
   /** The newest connect anywhere, from the head of each connected shard of the sweep index. */
   newestConnectAt(): Promise<EpochMillis | undefined>;
   disruptionRecord(): Promise<DisruptionRecord | undefined>;

@@ -15,10 +15,13 @@
  *   NSCONFIG        / <namespace>      what the operator allows a namespace (quotas, networks,
  *                                      address ranges; lib/store/dynamodb-namespace-settings.ts)
  *   RATE#<ns>#<shard> / W#<start>      connects of a namespace in one window (expires by TTL)
+ *   ROLLOUT         / <ns>/<group>     a group's template rollout (progress, pause, removal)
  *
  * The sweep index is sparse: only auto-registered entries carry `sweepState` and `sweepAt`.
  *   sweepState = "C#<shard>" with sweepAt = newest connectedAt    (stale after 1.5 x max age)
- *   sweepState = "D#<shard>" with sweepAt = disconnectedAt        (due after the grace period)
+ *   sweepState = "L#<namespace>#<shard>" (left cleanly) or "D#<namespace>#<shard>" (left
+ *     abnormally) with sweepAt = disconnectedAt                  (due after the grace period)
+ *   Release 0.1.0 wrote departures to "L#<shard>" / "D#<shard>": still read, no longer written.
  * Keying by the raw time (not "time due") keeps the index right when the grace period or the
  * maximum connection age is reconfigured. Shards spread index writes over partitions.
  */
@@ -52,8 +55,13 @@ export const PARTITIONS = {
   terminated: 'TERMINATED#*',
   /** The sweeper's own state (how far its liveness checks have covered). */
   sweeper: 'SWEEPER',
-  /** The effective registrar configuration every client reads (the sweep policy). */
+  /** The effective registrar configuration every client reads (the sweep policy, group source). */
   config: 'CONFIG',
+  /**
+   * Template rollouts (lib/store/dynamodb-rollout-records.ts): `ROLLOUT / <namespace>/<name>`
+   * per group, and the runs' lease `ROLLOUT / #lease`.
+   */
+  rollouts: 'ROLLOUT',
   /**
    * Cell counters (fail static; architecture.md): `ZONE#<shard>` / `<namespace>#<zone>`.
    */

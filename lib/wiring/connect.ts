@@ -7,10 +7,10 @@ import { DynamoDbConnectRate } from '../store/dynamodb-connect-rate.ts';
 import { DynamoDbNamespaceSettings } from '../store/dynamodb-namespace-settings.ts';
 import { DynamoDbNamespaceUsage } from '../store/dynamodb-namespace-usage.ts';
 import { DynamoDbPolicyStore } from '../store/dynamodb-policy-store.ts';
-import { DynamoDbRegistryStore } from '../store/dynamodb-registry-store.ts';
 import { RegistryTable } from '../store/dynamodb-table.ts';
 import { DynamoDbTerminatedInstances } from '../store/dynamodb-terminated-instances.ts';
-import { now, type TableWiring, tableWiring } from './table.ts';
+import { registryStore } from './registry-store.ts';
+import { now, tableWiring } from './table.ts';
 
 /** `$connect`: the registry, IAM mode's policies and attestation, the namespace limits. */
 export type ConnectDependencies = Pick<
@@ -33,7 +33,7 @@ export function connectDependencies(
   const namespaceSettings = new DynamoDbNamespaceSettings(client, config.tableName);
   return {
     config,
-    store: new DynamoDbRegistryStore(client, config.tableName),
+    store: registryStore(client, config.tableName),
     policies: new DynamoDbPolicyStore(client, config.tableName),
     ...(config.authMode === 'iam'
       ? {

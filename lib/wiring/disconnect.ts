@@ -1,7 +1,7 @@
 import type { Config } from '../config.ts';
 import type { Dependencies } from '../dependencies.ts';
 import { ManagementApiLiveness } from '../gateway/management-api-liveness.ts';
-import { DynamoDbRegistryStore } from '../store/dynamodb-registry-store.ts';
+import { registryStore } from './registry-store.ts';
 import { now, tableWiring } from './table.ts';
 
 /** `$disconnect`: the registry, and API Gateway's word on the entry's other holders. */
@@ -13,7 +13,7 @@ export function disconnectDependencies(
   const { config, client } = tableWiring(env);
   return {
     config,
-    store: new DynamoDbRegistryStore(client, config.tableName),
+    store: registryStore(client, config.tableName),
     ...livenessOf(config),
     now,
   };

@@ -1,5 +1,5 @@
 import type { Dependencies } from '../dependencies.ts';
-import { DynamoDbRegistryStore } from '../store/dynamodb-registry-store.ts';
+import { registryStore } from './registry-store.ts';
 import { now, tableWiring } from './table.ts';
 
 /** Agent messages (health, describe, drain): the registry only. */
@@ -7,5 +7,5 @@ export type MessageDependencies = Pick<Dependencies, 'store' | 'now'>;
 
 export function messageDependencies(env: Record<string, string | undefined>): MessageDependencies {
   const { config, client } = tableWiring(env);
-  return { store: new DynamoDbRegistryStore(client, config.tableName), now };
+  return { store: registryStore(client, config.tableName), now };
 }

@@ -160,6 +160,8 @@ const SCENARIOS: Record<string, AlarmScenarios> = {
   MonitoringEc2StateChangeErrors: lambdaErrors,
   MonitoringEc2StateChangeThrottles: lambdaErrors,
   MonitoringSweeperErrors: lambdaErrors,
+  MonitoringRolloutErrors: lambdaErrors,
+  MonitoringRolloutThrottles: lambdaErrors,
   MonitoringSweeperMissedRuns: {
     fires: [
       { why: 'every tick throttled (no invocations: missing data)', periods: [undefined] },

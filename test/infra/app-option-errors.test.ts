@@ -37,6 +37,14 @@ describe('cdk synth with a bad option', () => {
       { projectorClusterName: 'prod', projectorEndpoint: 'http://x' },
       "workload-registrar: invalid projector option projectorEndpoint (value 'http://x'): must be the cluster's https:// endpoint; projectorCertificateAuthority: must be the base64 certificateAuthority.data of the cluster",
     ],
+    [
+      { groupSource: 'git' },
+      "workload-registrar: invalid stack option groupSource (value 'git'): must be 'registry' or 'cluster'; set it with cdk deploy -c groupSource=<value>",
+    ],
+    [
+      { meshTokenLifetime: '30m' },
+      "workload-registrar: invalid mesh option meshTokenLifetime (value '30m'): applies only with the projector, which the sidecar bootstrap mints in; set projectorClusterName, projectorEndpoint and projectorCertificateAuthority (docs/kubernetes.md)",
+    ],
   ])('prints the message alone for %j and exits 1', (context, message) => {
     const result = synth(context);
     expect(result.status).toBe(1);

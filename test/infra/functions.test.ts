@@ -11,6 +11,7 @@ const ROLES = {
   message: 'Functions/Message/Role',
   sweeper: 'Sweep/Sweeper/Role',
   ec2StateChange: 'InstanceState/Function/Role',
+  rollout: 'Rollout/Function/Role',
 };
 
 const ZONES = {
@@ -50,7 +51,7 @@ describe('functions', () => {
     const functions = template.findResources('AWS::Lambda::Function', {
       Properties: { Runtime: 'nodejs22.x', Architectures: ['arm64'], Handler: 'index.handler' },
     });
-    expect(Object.keys(functions)).toHaveLength(6);
+    expect(Object.keys(functions)).toHaveLength(7);
   });
 
   it('get the table name, the sweep policy, the auth mode and the Powertools settings', () => {
@@ -90,11 +91,11 @@ describe('functions', () => {
         },
       },
     });
-    expect(Object.keys(functions)).toHaveLength(6);
+    expect(Object.keys(functions)).toHaveLength(7);
   });
 
   it('log to their own log group with a retention', () => {
-    template.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 30 }, 6);
+    template.resourcePropertiesCountIs('AWS::Logs::LogGroup', { RetentionInDays: 30 }, 7);
     template.hasResourceProperties('AWS::Lambda::Function', {
       LoggingConfig: { LogFormat: 'JSON', LogGroup: { Ref: Match.stringLikeRegexp('Logs') } },
     });
@@ -200,7 +201,7 @@ describe('functions', () => {
     ]);
   });
 
-  it('the sweeper may query the sweep index, delete entries and keep its own state', () => {
+  it('the sweeper may query the sweep index, delete entries, keep its own state and migrate', () => {
     expect(dynamoGrants(ROLES.sweeper)).toEqual([
       {
         // PutItem: a swept entry's history item.
@@ -224,8 +225,14 @@ describe('functions', () => {
         resource: expect.stringMatching(TABLE),
       },
       {
-        actions: ['dynamodb:Query', 'dynamodb:UpdateItem'],
+        actions: ['dynamodb:DeleteItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
         partitions: ['ZONE*'],
+        resource: expect.stringMatching(TABLE),
+      },
+      // The namespaces whose departures it reads, each from its own sweep index keys.
+      {
+        actions: ['dynamodb:Query'],
+        partitions: ['NAMESPACES'],
         resource: expect.stringMatching(TABLE),
       },
       {
@@ -234,6 +241,64 @@ describe('functions', () => {
         resource: expect.stringMatching(/RegistryTable[0-9A-F]+","Arn"\]},"\/index\/sweep"/),
       },
     ]);
+  });
+
+  it('the rollout function reads and updates entries, keeps its records, and deletes only for group removals', () => {
+    expect(dynamoGrants(ROLES.rollout)).toEqual([
+      {
+        actions: [
+          'dynamodb:DeleteItem',
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:Query',
+          'dynamodb:UpdateItem',
+        ],
+        partitions: ['NS#*'],
+        resource: expect.stringMatching(TABLE),
+      },
+      {
+        actions: ['dynamodb:Query'],
+        partitions: ['NAMESPACES'],
+        resource: expect.stringMatching(TABLE),
+      },
+      {
+        actions: [
+          'dynamodb:DeleteItem',
+          'dynamodb:GetItem',
+          'dynamodb:PutItem',
+          'dynamodb:Query',
+          'dynamodb:UpdateItem',
+        ],
+        partitions: ['ROLLOUT'],
+        resource: expect.stringMatching(TABLE),
+      },
+      {
+        actions: ['dynamodb:GetItem', 'dynamodb:PutItem'],
+        partitions: ['CONFIG'],
+        resource: expect.stringMatching(TABLE),
+      },
+      {
+        actions: ['dynamodb:DeleteItem'],
+        partitions: ['CONN#*'],
+        resource: expect.stringMatching(TABLE),
+      },
+    ]);
+  });
+
+  it('run the rollout function every minute, and let it close connections (DELETE) but never send', () => {
+    template.hasResourceProperties('AWS::Events::Rule', {
+      ScheduleExpression: 'rate(1 minute)',
+      Targets: [
+        Match.objectLike({
+          Arn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^RolloutFunction'), 'Arn'] },
+        }),
+      ],
+    });
+    const api = statementsOfRole(template, ROLES.rollout).filter((s) =>
+      actionsOf([s]).includes('execute-api:ManageConnections'),
+    );
+    expect(JSON.stringify(api.map((s) => s.Resource))).toMatch(/\/DELETE\/@connections\/\*/);
+    expect(JSON.stringify(api.map((s) => s.Resource))).not.toMatch(/POST/);
   });
 
   it('the EC2 state-change function may only query the instance index (keys) and delete entries (keeping their history)', () => {
@@ -284,7 +349,23 @@ describe('functions', () => {
         },
       },
     });
-    expect(Object.keys(functions)).toHaveLength(6);
+    expect(Object.keys(functions)).toHaveLength(7);
+  });
+
+  it("pass the operator's agent skew floor to the functions, and none by default", () => {
+    const floored = synthTemplate({ context: { oldestAgentVersion: '0.1' } });
+    const withFloor = floored.findResources('AWS::Lambda::Function', {
+      Properties: {
+        Environment: { Variables: Match.objectLike({ [ENV.oldestAgentVersion]: '0.1' }) },
+      },
+    });
+    expect(Object.keys(withFloor)).toHaveLength(7);
+    const functions = Object.values(template.findResources('AWS::Lambda::Function')) as {
+      Properties: { Environment?: { Variables?: Record<string, unknown> } };
+    }[];
+    expect(
+      functions.filter((f) => f.Properties.Environment?.Variables?.[ENV.oldestAgentVersion]),
+    ).toEqual([]);
   });
 
   it.each(Object.keys(ROLES) as (keyof typeof ROLES)[])(
@@ -346,7 +427,7 @@ describe('functions', () => {
     }
   });
 
-  it('tell disconnect, message and the sweeper where the management endpoint is', () => {
+  it('tell disconnect, message, the sweeper and the rollout function where the management endpoint is', () => {
     const withUrl = template.findResources('AWS::Lambda::Function', {
       Properties: {
         Environment: {
@@ -364,6 +445,7 @@ describe('functions', () => {
     expect(Object.keys(withUrl).sort()).toEqual([
       expect.stringMatching(/^FunctionsDisconnect/),
       expect.stringMatching(/^FunctionsMessage/),
+      expect.stringMatching(/^RolloutFunction/),
       expect.stringMatching(/^SweepSweeper/),
     ]);
   });
@@ -377,6 +459,6 @@ describe('functions', () => {
         },
       },
     });
-    expect(Object.keys(functions)).toHaveLength(6);
+    expect(Object.keys(functions)).toHaveLength(7);
   });
 });

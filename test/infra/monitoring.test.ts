@@ -222,9 +222,9 @@ describe('alarms and dashboard', () => {
 
   it('sends every alarm, and its recovery, to the alarm topic', () => {
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
-    // faults + refusal spike + 6 functions' errors + 5 functions' throttles (not the
+    // faults + refusal spike + 7 functions' errors + 6 functions' throttles (not the
     // sweeper's) + missed sweeps + $connect + EC2 dead letters + sweep falling behind + held
-    expect(alarms.length).toBe(1 + 1 + 6 + 5 + 1 + 1 + 1 + 1 + 1);
+    expect(alarms.length).toBe(1 + 1 + 7 + 6 + 1 + 1 + 1 + 1 + 1);
     for (const alarm of alarms) {
       expect(alarm.Properties.AlarmActions).toEqual([expect.objectContaining(TOPIC_SHAPE)]);
       expect(alarm.Properties.OKActions).toEqual([expect.objectContaining(TOPIC_SHAPE)]);

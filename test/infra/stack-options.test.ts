@@ -19,6 +19,7 @@ describe('stack options', () => {
     ['fleetSize', '0', /fleetSize \(value '0'\): must be at least 1/],
     ['fleetSize', '2.5', /fleetSize \(value '2.5'\): must be a whole number of VMs/],
     ['fleetSize', '2000000', /fleetSize \(value '2000000'\): must be at most 1,000,000/],
+    ['oldestAgentVersion', '0.1.0', /oldestAgentVersion \(value '0.1.0'\): must be MAJOR.MINOR/],
   ])('refuses %s=%s at synth, naming the option and the value', (key, value, message) => {
     expect(() => createStack({ context: { [key]: value } })).toThrow(message);
   });

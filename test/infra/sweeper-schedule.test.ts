@@ -44,7 +44,8 @@ describe('sweeper schedule', () => {
   it('ends a run before the next tick, with deletes sized to fit: 50/s x 40 s', () => {
     const sweeper = sweeperFunction(template);
     expect(sweeper.Timeout).toBe(50);
-    expect(sweeper.MemorySize).toBe(512);
+    // One vCPU (1,769 MB): the run's CPU at 100,000 VMs, sized by `npm run bench -- scale`.
+    expect(sweeper.MemorySize).toBe(1_769);
     expect(sweeper.Environment.Variables[ENV.sweepMaxDeletes]).toBe('2000');
   });
 

@@ -63,6 +63,7 @@ beforeAll(async () => {
   if (parsed.kind !== 'run') throw new Error('expected runtime options');
   bed = await startAgentTestbed({
     ...parsed.options,
+    port: 0,
     functionEnv: { REGISTRAR_GROUP_CACHE_TTL: '0s', REGISTRAR_NAMESPACE_SETTINGS_CACHE: '1ms' },
   });
   for (const namespace of ['prod', 'evil']) {

@@ -54,8 +54,14 @@ async function registrar(args: string[], stdin = '') {
 }
 
 /** An entry as a VM's connect leaves it: network and locality from the agent, its identity. */
-async function registerVm(name: string, address: string, labels: Record<string, string>) {
+async function registerVm(
+  name: string,
+  address: string,
+  labels: Record<string, string>,
+  agentVersion?: string,
+) {
   const outcome = await store.connect({
+    ...(agentVersion === undefined ? {} : { agentVersion }),
     entry: {
       apiVersion: 'networking.istio.io/v1',
       kind: 'WorkloadEntry',
@@ -81,7 +87,7 @@ beforeAll(async () => {
   store = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName);
   dir = await mkdtemp(join(tmpdir(), 'registrar-kubectl-'));
   expect((await registrar(['apply', '-f', '-'], GROUP_AND_ENTRY)).code).toBe(0);
-  await registerVm('web-10.0.0.12', '10.0.0.12', { app: 'web', tier: 'front' });
+  await registerVm('web-10.0.0.12', '10.0.0.12', { app: 'web', tier: 'front' }, '0.2.0');
   await registerVm('web-10.0.0.13', '10.0.0.13', { app: 'web', tier: 'canary' });
 });
 
@@ -100,22 +106,46 @@ describe('get columns', () => {
     expect(run.stdout).toMatch(/^db-1\s+10\.0\.0\.5\s+<none>\s+<none>\s+<none>\s+0s$/m);
   });
 
-  it('adds NETWORK LOCALITY IDENTITY with -o wide', async () => {
+  it('adds NETWORK LOCALITY IDENTITY AGENT with -o wide', async () => {
     const run = await registrar(['get', 'we', '-n', 'shop', '-o', 'wide']);
     expect(run.stdout.split('\n')[0]).toMatch(
-      /^NAME\s+ADDRESS\s+CONNECTED\s+HEALTHY\s+GROUP\s+AGE\s+NETWORK\s+LOCALITY\s+IDENTITY$/,
+      /^NAME\s+ADDRESS\s+CONNECTED\s+HEALTHY\s+GROUP\s+AGE\s+NETWORK\s+LOCALITY\s+IDENTITY\s+AGENT$/,
     );
     expect(run.stdout).toMatch(
-      /^web-10\.0\.0\.12\s+10\.0\.0\.12\s+True\s+<none>\s+web\s+0s\s+vpc-1\s+eu-west-1\/eu-west-1a\s+token:abc123$/m,
+      /^web-10\.0\.0\.12\s+10\.0\.0\.12\s+True\s+<none>\s+web\s+0s\s+vpc-1\s+eu-west-1\/eu-west-1a\s+token:abc123\s+0\.2\.0$/m,
     );
-    expect(run.stdout).toMatch(/^db-1\s+.*\s+<none>\s+<none>\s+<none>$/m);
+    // Connected through a registrar that recorded no version: unknown, not made up.
+    expect(run.stdout).toMatch(/^web-10\.0\.0\.13\s+.*\s+token:abc123\s+<unknown>$/m);
+    expect(run.stdout).toMatch(/^db-1\s+.*\s+<none>\s+<none>\s+<none>\s+<none>$/m);
   });
 
+  it('counts the entries of each namespace by agent version with get agents', async () => {
+    const table = await registrar(['get', 'agents', '-n', 'shop']);
+    expect(table).toEqual({
+      code: 0,
+      stdout:
+        'AGENT       ENTRIES   CONNECTED\n' +
+        '0.2.0       1         1\n' +
+        '<unknown>   1         1\n',
+      stderr: '',
+    });
+    const all = await registrar(['get', 'agents', '-A', '-o', 'json']);
+    expect(JSON.parse(all.stdout)).toEqual({
+      items: [
+        { namespace: 'shop', agentVersion: '0.2.0', entries: 1, connected: 1 },
+        { namespace: 'shop', agentVersion: '<unknown>', entries: 1, connected: 1 },
+      ],
+    });
+    const none = await registrar(['get', 'agents', '-n', 'empty']);
+    expect(none).toEqual({ code: 0, stdout: '', stderr: 'No agents found in empty namespace.\n' });
+  });
+
+  // Its two entries were written without the template's service account: not UP-TO-DATE.
   it('shows a group with -o wide: its service account, network and probe', async () => {
     const run = await registrar(['get', 'wg', '-n', 'shop', '-o', 'wide']);
     expect(run.stdout).toBe(
-      'NAME   GENERATION   AGE   SERVICE-ACCOUNT   NETWORK   PROBE\n' +
-        'web    1            0s    web               vpc-1     httpGet\n',
+      'NAME   GENERATION   ENTRIES   UP-TO-DATE   AGE   SERVICE-ACCOUNT   NETWORK   PROBE\n' +
+        'web    1            2         0            0s    web               vpc-1     httpGet\n',
     );
   });
 });
@@ -226,7 +256,7 @@ describe('TYPE/NAME', () => {
     expect(run.code).toBe(0);
     const [groups, entries] = run.stdout.split('\n\n');
     expect(groups).toMatch(
-      /^NAME\s+GENERATION\s+AGE\nworkloadgroup\.networking\.istio\.io\/web\s+1\s+0s$/,
+      /^NAME\s+GENERATION\s+ENTRIES\s+UP-TO-DATE\s+AGE\nworkloadgroup\.networking\.istio\.io\/web\s+1\s+2\s+0\s+0s$/,
     );
     expect(entries).toMatch(
       /^NAME\s+ADDRESS\s.*\nworkloadentry\.networking\.istio\.io\/db-1\s+10\.0\.0\.5\s/,

@@ -1,4 +1,4 @@
-import { GetCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { entryOrigin } from '../../lib/domain/entry-name.ts';
 import { type EntryRecord, renderWorkloadEntry } from '../../lib/domain/entry-record.ts';
@@ -378,7 +378,8 @@ describe('leave', () => {
       holderSince: {},
     });
     const item = await rawItem(name);
-    expect(item?.sweepState).toBe(`D#${sweepShard(ref(name))}`);
+    // Its namespace's own key: the fair sweeper reads each namespace's departures apart.
+    expect(item?.sweepState).toBe(`D#${NS}#${sweepShard(ref(name))}`);
     expect(item?.sweepAt).toBe(T0 + 60_000);
     expect(item?.[`held:${name}-a`]).toBeUndefined();
     expect(item?.[`by:${name}-a`]).toBeUndefined();
@@ -403,9 +404,9 @@ describe('leave', () => {
       departure: 'abnormal',
     });
 
-    expect((await rawItem(clean))?.sweepState).toBe(`L#${sweepShard(ref(clean))}`);
+    expect((await rawItem(clean))?.sweepState).toBe(`L#${NS}#${sweepShard(ref(clean))}`);
     expect((await entryOf(clean))?.connection?.departure).toBe('clean');
-    expect((await rawItem(abnormal))?.sweepState).toBe(`D#${sweepShard(ref(abnormal))}`);
+    expect((await rawItem(abnormal))?.sweepState).toBe(`D#${NS}#${sweepShard(ref(abnormal))}`);
     expect((await entryOf(abnormal))?.connection?.departure).toBe('abnormal');
   });
 
@@ -488,7 +489,7 @@ describe('leave', () => {
       ExpressionAttributeValues: {
         ':at': T0 + 5,
         ':departure': 'abnormal',
-        ':sweepState': `D#${sweepShard(ref(name))}`,
+        ':sweepState': `D#${NS}#${sweepShard(ref(name))}`,
         ':connections': new Set(['pin-leave']),
         ':count': 1,
         ':one': 1,
@@ -742,11 +743,19 @@ describe('sweep index', () => {
     return names.sort();
   }
 
+  async function departures(namespace: string, kind: 'D' | 'L', cutoff: number) {
+    const names: string[] = [];
+    for await (const record of sweepStore.departuresOf(namespace, kind, cutoff)) {
+      names.push(record.entry.metadata.name);
+    }
+    return names;
+  }
+
   function leaveOwn(name: string, connectionId: string, at: number) {
     return sweepStore.leave({ connectionId, entry: ref(name), at });
   }
 
-  it('finds disconnected entries at the cutoff and connected ones strictly before it, with Query only', async () => {
+  it('finds disconnected entries at the cutoff in their namespace, and connected ones strictly before it, with Query only', async () => {
     await sweepStore.connect(connectChange('gone-at-cutoff', 'g1', T0));
     await leaveOwn('gone-at-cutoff', 'g1', T0 + 100);
     await sweepStore.connect(connectChange('gone-after-cutoff', 'g2', T0));
@@ -756,14 +765,76 @@ describe('sweep index', () => {
     await sweepStore.applyEntry({ ...template('hand-made'), spec: { address: '10.1.1.1' } });
     counter.reset();
 
-    const names = await collect({ disconnectedAtOrBefore: T0 + 100, connectedBefore: T0 + 100 });
+    const shared = await collect({ disconnectedAtOrBefore: T0 + 100, connectedBefore: T0 + 100 });
+    const departed = await departures(NS, 'D', T0 + 100);
 
-    expect(names).toEqual(['connected-before', 'gone-at-cutoff']);
-    // 3 states (left cleanly, left abnormally, connected) x 4 shards, every one a Query on
-    // the index; the 3 other entries are not read.
-    expect(counter.counts()).toEqual({ Query: 12 });
+    // The keys every namespace shares hold the stale entry; the namespace's own departures
+    // key holds the one gone at the cutoff.
+    expect(shared).toEqual(['connected-before']);
+    expect(departed).toEqual(['gone-at-cutoff']);
+    // 3 shared states (0.1.0's clean and abnormal departures, connected) x 4 shards, and the
+    // namespace's 4 shards, every one a Query on the index; the 3 other entries are not read.
+    expect(counter.counts()).toEqual({ Query: 12 + 4 });
     expect(counter.itemsRead()).toBe(2);
     expect(counter.requests().every((request) => request.input.IndexName === 'sweep')).toBe(true);
+  });
+
+  it("reads one namespace's departures only: another namespace's older backlog is not read", async () => {
+    const other = { namespace: 'backlog' };
+    for (let i = 0; i < 5; i++) {
+      const name = `old-${i}`;
+      await sweepStore.connect({
+        ...connectChange(name, `b${i}`, T0 - 50_000),
+        entry: { ...template(name), metadata: { name, namespace: other.namespace } },
+      });
+      await sweepStore.leave({
+        connectionId: `b${i}`,
+        entry: { namespace: other.namespace, name },
+        at: T0 - 40_000,
+        departure: 'clean',
+      });
+    }
+    await sweepStore.connect(connectChange('left-cleanly', 'lc', T0));
+    await sweepStore.leave({
+      connectionId: 'lc',
+      entry: ref('left-cleanly'),
+      at: T0 + 1,
+      departure: 'clean',
+    });
+    counter.reset();
+
+    expect(await departures(NS, 'L', T0 + 1)).toEqual(['left-cleanly']);
+    expect(counter.itemsRead()).toBe(1);
+    expect(await departures(other.namespace, 'L', T0 + 1)).toHaveLength(5);
+    expect(await departures(other.namespace, 'D', T0 + 1)).toEqual([]);
+  });
+
+  it('finds departures that release 0.1.0 keyed in the shared L#/D# keys', async () => {
+    // As 0.1.0 wrote them: the item of a departed entry with `L#<shard>` / `D#<shard>`.
+    for (const [name, kind] of [
+      ['old-clean', 'L'],
+      ['old-abnormal', 'D'],
+    ] as const) {
+      await sweepStore.connect(connectChange(name, `${name}-c`, T0 - 10_000));
+      await own.client.send(
+        new UpdateCommand({
+          TableName: own.tableName,
+          Key: entryKey(ref(name)),
+          UpdateExpression:
+            'SET disconnectedAt = :at, departure = :departure, sweepState = :state, sweepAt = :at REMOVE connectedAt, conns',
+          ExpressionAttributeValues: {
+            ':at': T0 - 5_000,
+            ':departure': kind === 'L' ? 'clean' : 'abnormal',
+            ':state': `${kind}#${sweepShard(ref(name))}`,
+          },
+        }),
+      );
+    }
+
+    const found = await collect({ disconnectedAtOrBefore: T0 - 5_000, connectedBefore: 0 });
+
+    expect(found).toEqual(expect.arrayContaining(['old-abnormal', 'old-clean']));
+    expect(await departures(NS, 'L', T0)).not.toContain('old-clean');
   });
 
   it('stops reading at the limit', async () => {
@@ -799,10 +870,7 @@ describe('sweep index', () => {
     await sweepStore.connect(connectChange('comes-back', 'r1', T0));
     await leaveOwn('comes-back', 'r1', T0 + 10);
     let read: EntryRecord | undefined;
-    for await (const record of sweepStore.sweepCandidates(
-      { disconnectedAtOrBefore: T0 + 10, connectedBefore: 0 },
-      100,
-    )) {
+    for await (const record of sweepStore.departuresOf(NS, 'D', T0 + 10)) {
       if (record.entry.metadata.name === 'comes-back') read = record;
     }
     await sweepStore.connect(connectChange('comes-back', 'r2', T0 + 20));

@@ -19,6 +19,8 @@ import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 const NS = 'shop';
 const T0 = Date.UTC(2026, 2, 1, 12, 0, 0);
 const MINUTE = 60_000;
+/** Deletions whose history item was not written, as the store told its composition root. */
+const lost: string[] = [];
 
 let dynamo: TestDynamo;
 let store: DynamoDbRegistryStore;
@@ -31,7 +33,9 @@ let count = 0;
 
 beforeAll(async () => {
   dynamo = await startTestDynamo();
-  store = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName);
+  store = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName, {
+    onHistoryLost: (ref, deletion) => lost.push(`${ref.namespace}/${ref.name}: ${deletion.reason}`),
+  });
   requests = countRequests(dynamo.client);
   // Above the SDK's retries: a failure here is final (every attempt failed).
   dynamo.client.middlewareStack.add(
@@ -279,6 +283,9 @@ describe('the history of a deleted entry', () => {
     failBefore = undefined;
     expect(await store.getEntry(ref)).toBeUndefined();
     expect(await store.deletedEntries(NS, ref.name, T0 + MINUTE)).toEqual([]);
+    // Not silent: the function logs it and counts a HistoryNotRecorded fault.
+    expect(lost).toHaveLength(1);
+    expect(lost[0]?.startsWith(`${ref.namespace}/${ref.name}: `)).toBe(true);
   });
 });
 

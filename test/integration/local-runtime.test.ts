@@ -236,7 +236,10 @@ describe('local storage', () => {
     async () => {
       const dataDir = mkdtempSync(join(tmpdir(), 'registrar-runtime-'));
       try {
-        const first = await harness({ memory: false, dataDir, writeLocalJson: true });
+        // A grace period longer than any restart: the second runtime's first sweep (at start)
+        // must find the entry, not delete it (800 ms passed while a busy machine restarted).
+        const keep = { gracePeriodMs: 10 * 60_000 };
+        const first = await harness({ memory: false, dataDir, writeLocalJson: true, ...keep });
         const local = JSON.parse(readFileSync(join(dataDir, 'local.json'), 'utf8'));
         expect(local).toEqual({
           url: first.runtime.url,
@@ -254,6 +257,7 @@ describe('local storage', () => {
           memory: false,
           dataDir,
           tableName: first.runtime.tableName,
+          ...keep,
         });
         const record = await second.store.getEntry(entryRef('10.0.1.1'));
         // Closing the runtime gave the connection its $disconnect before the store stopped.

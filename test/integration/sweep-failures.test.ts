@@ -5,6 +5,7 @@ import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.t
 import { connectChange as storeConnect } from '../fixtures/connect-change.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { startFaultProxy } from '../fixtures/fault-proxy.ts';
+import { DEFAULT_FAIL_STATIC } from '../fixtures/sweep-policies.ts';
 
 /**
  * A sweep run whose store fails some writes (after the SDK's own retries): each failure is
@@ -44,7 +45,12 @@ const throttled = () =>
 
 /** The store, with `method` throttled whenever `fails` says so (after the SDK's retries). */
 function withFailing<
-  K extends 'deleteSwept' | 'dropHolders' | 'livenessMark' | 'saveDisruptionRecord',
+  K extends
+    | 'deleteSwept'
+    | 'dropHolders'
+    | 'livenessMark'
+    | 'saveDisruptionRecord'
+    | 'sweepNamespaces',
 >(
   store: DynamoDbRegistryStore,
   method: K,
@@ -58,6 +64,46 @@ function withFailing<
       return (...args: Parameters<NonNullable<SweepStore[K]>>) =>
         fails(...args) ? Promise.reject(throttled()) : value.apply(target, args);
     },
+  });
+}
+
+/** A fresh registry whose store reads and writes through a proxy that can fail requests. */
+async function behindFaultProxy(prefix: string, seed: number) {
+  const proxy = await startFaultProxy(dynamo.endpoint, seed);
+  const { tableName } = await freshRegistry(dynamo.endpoint, prefix);
+  const raw = createDynamoDbClient({ region: 'us-east-1', endpoint: proxy.endpoint });
+  const store = new DynamoDbRegistryStore(documentClientFor(raw), tableName);
+  const close = async () => {
+    raw.destroy();
+    await proxy.close();
+  };
+  return { proxy, store, close };
+}
+
+/** `count` VMs of the namespace that left cleanly ten minutes ago (due now). */
+async function leftCleanly(store: DynamoDbRegistryStore, namespace: string, count: number) {
+  for (let i = 0; i < count; i += 1) {
+    const name = `vm-${i}`;
+    const connectionId = `${namespace}-${i}`;
+    await store.connect(
+      storeConnect({ name, namespace, connectionId, connectedAt: NOW - 60 * MINUTE }),
+    );
+    await store.leave({
+      connectionId,
+      entry: { namespace, name },
+      at: NOW - 10 * MINUTE,
+      departure: 'clean',
+    });
+  }
+}
+
+/** A VM of NS that connected an hour ago and left abnormally ten minutes ago (due now). */
+async function departedTenMinutesAgo(store: DynamoDbRegistryStore, name: string) {
+  await store.connect(connectChange(name, `c-${name}`, NOW - 60 * MINUTE));
+  await store.leave({
+    connectionId: `c-${name}`,
+    entry: { namespace: NS, name },
+    at: NOW - 10 * MINUTE,
   });
 }
 
@@ -76,25 +122,14 @@ describe('a sweep run with failing reads', () => {
   it('still deletes what the other index shards hold when one shard cannot be read', async () => {
     // The store reads through a proxy that throttles every Query of one index shard (the
     // SDK's retries included): a throttled partition of the sweep index.
-    const proxy = await startFaultProxy(dynamo.endpoint, 3);
+    const { proxy, store, close } = await behindFaultProxy('sweep-reads', 3);
     try {
-      const { tableName } = await freshRegistry(dynamo.endpoint, 'sweep-reads');
-      const raw = createDynamoDbClient({ region: 'us-east-1', endpoint: proxy.endpoint });
-      const store = new DynamoDbRegistryStore(documentClientFor(raw), tableName);
-      for (let i = 0; i < 12; i += 1) {
-        await store.connect(connectChange(`vm-${i}`, `c-${i}`, NOW - 60 * MINUTE));
-        await store.leave({
-          connectionId: `c-${i}`,
-          entry: { namespace: NS, name: `vm-${i}` },
-          at: NOW - 10 * MINUTE,
-          departure: 'clean',
-        });
-      }
+      await leftCleanly(store, NS, 12);
       proxy.plan = {
         rate: 1,
         when: 'before',
         kind: 'throttle',
-        match: (operation, body) => operation === 'Query' && body.includes('"L#1"'),
+        match: (operation, body) => operation === 'Query' && body.includes(`"L#${NS}#1"`),
       };
 
       const first = await runSweep(store, options());
@@ -111,11 +146,57 @@ describe('a sweep run with failing reads', () => {
       expect(second.failed).toBe(0);
       expect(second.deleted).toHaveLength(left.length);
       expect(await store.listEntries(NS)).toEqual([]);
-      raw.destroy();
     } finally {
-      await proxy.close();
+      await close();
     }
   }, 60_000);
+});
+
+describe("a sweep run that cannot read one namespace's departures", () => {
+  it('sweeps every other namespace, and that one on the next run', async () => {
+    const { proxy, store, close } = await behindFaultProxy('sweep-namespace-reads', 5);
+    try {
+      await leftCleanly(store, 'a', 3);
+      await leftCleanly(store, 'b', 3);
+      // Every read of namespace a's clean departures is throttled, the SDK's retries included.
+      proxy.plan = {
+        rate: 1,
+        when: 'before',
+        kind: 'throttle',
+        match: (operation, body) => operation === 'Query' && body.includes('"L#a#'),
+      };
+
+      const first = await runSweep(store, options());
+      expect(first.deleted.map((entry) => `${entry.namespace}/${entry.name}`).sort()).toEqual([
+        'b/vm-0',
+        'b/vm-1',
+        'b/vm-2',
+      ]);
+      expect(first.failed).toBeGreaterThan(0);
+      expect(first.firstFailure).toMatch(/Rate of requests/);
+
+      proxy.plan = { rate: 0, when: 'before', kind: 'internal' };
+      const second = await runSweep(store, options({ now: NOW + MINUTE }));
+      expect(second.failed).toBe(0);
+      expect(second.deleted.map((entry) => entry.namespace)).toEqual(['a', 'a', 'a']);
+    } finally {
+      await close();
+    }
+  }, 60_000);
+
+  it('still finds the namespaces from the cell counters when the namespace index cannot be read', async () => {
+    const store = await freshStore();
+    await departedTenMinutesAgo(store, 'gone');
+    const flaky = withFailing(store, 'sweepNamespaces', () => true);
+
+    const result = await runSweep(flaky, {
+      ...options(),
+      failStatic: DEFAULT_FAIL_STATIC,
+    });
+
+    expect(result.deleted.map((entry) => entry.name)).toEqual(['gone']);
+    expect(result.failed).toBe(1);
+  });
 });
 
 describe('a sweep run with failing writes', () => {
@@ -179,12 +260,7 @@ describe('a sweep run with failing writes', () => {
 describe('a sweep run whose bookkeeping fails', () => {
   it('still deletes what is due when the liveness mark cannot be read, and checks liveness next run', async () => {
     const store = await freshStore();
-    await store.connect(connectChange('gone', 'c-gone', NOW - 60 * MINUTE));
-    await store.leave({
-      connectionId: 'c-gone',
-      entry: { namespace: NS, name: 'gone' },
-      at: NOW - 10 * MINUTE,
-    });
+    await departedTenMinutesAgo(store, 'gone');
     await store.connect(connectChange('lost', 'c-lost', NOW - 30 * MINUTE));
     await store.setLivenessMark(NOW - 31 * MINUTE);
     let markFails = true;

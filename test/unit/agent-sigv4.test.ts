@@ -79,6 +79,21 @@ describe('IAM mode signing', () => {
     expect(await verify(signed.host, `${signed.pathname}${signed.search}`, 'eu-west-1')).toBe(true);
   });
 
+  it("carries the agent's version, and stays under API Gateway's 4,096-character URL limit", async () => {
+    // An instance profile's session token is ~1,000-1,300 characters; 1,400 leaves a margin.
+    const credentials = { ...CREDENTIALS, sessionToken: 'T'.repeat(1_400) };
+    const base = 'wss://abcdefghij.execute-api.ap-southeast-2.amazonaws.com/production';
+    const presign = (url: string) =>
+      presignConnectUrl(url, { region: 'ap-southeast-2', credentials, now: NOW });
+    const without = await presign(buildConnectUrl(base, PARAMS));
+    const withVersion = await presign(
+      buildConnectUrl(base, { ...PARAMS, agentVersion: '0.2.0-dev' }),
+    );
+    expect(new URL(withVersion).searchParams.get('agentVersion')).toBe('0.2.0-dev');
+    expect(withVersion.length - without.length).toBe('&agentVersion=0.2.0-dev'.length);
+    expect(withVersion.length).toBeLessThan(4_096);
+  });
+
   it('a signature does not verify once a parameter is changed', async () => {
     const url = buildConnectUrl('wss://abc123.execute-api.eu-west-1.amazonaws.com/prod', PARAMS);
     const signed = new URL(

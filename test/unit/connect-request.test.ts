@@ -155,4 +155,35 @@ describe('parseConnectRequest', () => {
     const error = refusal({ ...GOOD, group: 'X'.repeat(5000) });
     expect(error.message.length).toBeLessThan(300);
   });
+
+  it("reads the agent's version", () => {
+    expect(
+      parseConnectRequest({ queryStringParameters: { ...GOOD, agentVersion: '0.2.0-dev' } }),
+    ).toMatchObject({ agentVersion: '0.2.0-dev' });
+  });
+
+  it('leaves the version out when the agent sends none (a 0.1 agent)', () => {
+    expect(parseConnectRequest({ queryStringParameters: GOOD })).not.toHaveProperty('agentVersion');
+  });
+
+  it('names agentVersion and its value when it is not a semantic version', () => {
+    const error = refusal({ ...GOOD, agentVersion: 'latest' });
+    expect(error.field).toBe('agentVersion');
+    expect(error.message).toBe(
+      "invalid agentVersion 'latest': must be a semantic version such as 0.2.0 (at most 64 characters)",
+    );
+  });
+
+  it('ignores parameters it does not know: a newer agent adds them, an older registrar skips them', () => {
+    expect(
+      parseConnectRequest({
+        queryStringParameters: { ...GOOD, futureField: 'x' },
+        multiValueQueryStringParameters: { ...multi(GOOD), futureField: ['x', 'y'] },
+      }),
+    ).toEqual({ group: 'web', namespace: 'shop', ips: ['10.0.0.7'], labels: {} });
+  });
 });
+
+function multi(query: Record<string, string>): Record<string, string[]> {
+  return Object.fromEntries(Object.entries(query).map(([key, value]) => [key, [value]]));
+}

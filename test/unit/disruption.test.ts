@@ -173,10 +173,32 @@ describe('evaluateDisruption', () => {
     expect(evaluate([{ namespace: NS, zone: 'a', connected: 0, away: 1 }]).mode).toBe('normal');
     expect(evaluate([{ namespace: NS, zone: 'a', connected: 0, away: 2 }]).mode).toBe('normal');
     expect(evaluate([{ namespace: NS, zone: 'a', connected: 0, away: 3 }]).mode).toBe('held');
-    // The zone itself still counts as disrupted: its deletions slow down.
+    // Nor do they slow their cell down: two crashed VMs are their own trouble.
     expect(
       pacingOf(evaluate([{ namespace: NS, zone: 'a', connected: 0, away: 2 }]), NS, 'a', NOW),
-    ).toBe('slowed');
+    ).toBe('normal');
+    expect(
+      pacingOf(evaluate([{ namespace: NS, zone: 'a', connected: 0, away: 3 }]), NS, 'a', NOW),
+    ).not.toBe('normal');
+  });
+
+  it('does not slow the one abnormal leaver of a fleet whose population was never recorded', () => {
+    // The sweeper's state writes failed while ten VMs were connected (no peak recorded); nine
+    // left cleanly and were deleted, one left abnormally: it is 1 of 1, and yet its own
+    // trouble, deleted at the normal pace after its grace period.
+    const state = evaluate([{ namespace: NS, zone: '-', connected: 0, away: 1 }], {
+      previous: undefined,
+    });
+    expect(state.zones[0]?.disrupted).toBe(false);
+    expect(pacingOf(state, NS, '-', NOW)).toBe('normal');
+    // A cell already disrupted with three away stays slowed while one of them is left.
+    const slowed = evaluate([{ namespace: NS, zone: '-', connected: 0, away: 3 }]);
+    const record = nextRecord(slowed, {}, NOW);
+    const thinned = evaluate([{ namespace: NS, zone: '-', connected: 0, away: 1 }], {
+      previous: record,
+      now: NOW + 10_000,
+    });
+    expect(thinned.zones[0]?.disrupted).toBe(true);
   });
 
   it('does not hold a quiet fleet with nobody away', () => {

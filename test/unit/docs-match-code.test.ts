@@ -9,6 +9,7 @@ import { createContext } from '../../cli/commands/context.ts';
 import { buildProgram } from '../../cli/main.ts';
 import { MESH_OPTION_KEYS } from '../../infra/constructs/mesh-identity.ts';
 import { PROJECTOR_OPTION_KEYS } from '../../infra/constructs/projector.ts';
+import { GROUP_SOURCE_OPTION_KEYS } from '../../infra/group-source-option.ts';
 import { LOCAL_OPTIONS } from '../../infra/local/options.ts';
 import { OPTION_KEYS } from '../../infra/stack-options.ts';
 
@@ -217,7 +218,11 @@ describe('every option table lists what the code accepts', () => {
   it("deploy.md's stack options are the stack's", () => {
     const documented = tableColumn(page('docs/deploy.md'), /^\| option\s+\| default/);
     expect([...documented].sort()).toEqual([...OPTION_KEYS, 'stackName'].sort());
-    const others = [...Object.values(PROJECTOR_OPTION_KEYS), ...Object.keys(MESH_OPTION_KEYS)];
+    const others = [
+      ...Object.values(PROJECTOR_OPTION_KEYS),
+      ...Object.keys(MESH_OPTION_KEYS),
+      ...Object.values(GROUP_SOURCE_OPTION_KEYS),
+    ];
     const docs = page('docs/deploy.md') + page('docs/kubernetes.md');
     expect(others.filter((key) => !docs.includes(key))).toEqual([]);
   });

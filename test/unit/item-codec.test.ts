@@ -84,7 +84,8 @@ describe('entries', () => {
       revision: 2,
     });
 
-    expect(item.sweepState).toBe(`D#${sweepShard(ref)}`);
+    // In its namespace's own departures: `D#<namespace>#<shard>`.
+    expect(item.sweepState).toBe(`D#${ref.namespace}#${sweepShard(ref)}`);
     expect(item.sweepAt).toBe(5_000);
     expect('conns' in item).toBe(false);
   });

@@ -1,0 +1,98 @@
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { createSweeperHandler, type SweeperSummary } from '../functions/sweeper.ts';
+import { MB_PER_VCPU } from '../infra/constructs/sweeper-sizing.ts';
+import { lambdaContext } from '../infra/local/gateway-events.ts';
+import { ENV, readConfig } from '../lib/config.ts';
+import type { Dependencies } from '../lib/dependencies.ts';
+import type { EpochMillis } from '../lib/domain/model.ts';
+import { ManagementApiLiveness } from '../lib/gateway/management-api-liveness.ts';
+import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
+import { DynamoDbSweepPolicyStore } from '../lib/store/dynamodb-sweep-policy-store.ts';
+import { DynamoDbTokenStore } from '../lib/store/dynamodb-token-store.ts';
+
+/** What one sweeper invocation took: its outcome, its wall time and its CPU. */
+export interface SweeperRun {
+  summary: SweeperSummary | undefined;
+  /** The invocation failed (SweepIncompleteError names how many operations failed). */
+  error?: string;
+  wallMs: number;
+  /** CPU of this process during the invocation, every thread (what Lambda's sandbox uses). */
+  cpuMs: number;
+  /** CPU of the main thread alone (the handler's JavaScript). */
+  mainThreadCpuMs: number;
+}
+
+export interface SweeperRunner {
+  /** One scheduled invocation at simulated time `now`, with a Lambda deadline of `timeoutS`. */
+  run(now: EpochMillis): Promise<SweeperRun>;
+}
+
+/**
+ * The deployed sweeper: `functions/sweeper.ts`'s handler, wired as lib/dependencies.ts wires it
+ * on Lambda (the DynamoDB adapter, the management API's SDK client over HTTP to `connectionsUrl`)
+ * with the configuration the stack deploys, and a simulated clock. The bench's other work (the
+ * stand-in, DynamoDB Local) runs in other processes, so this process's CPU during a run is the
+ * sweeper's.
+ */
+export function sweeperRunner(options: {
+  client: DynamoDBDocumentClient;
+  tableName: string;
+  connectionsUrl: string;
+  timeoutS: number;
+  env?: Record<string, string>;
+}): SweeperRunner {
+  let now: EpochMillis = 0;
+  const config = readConfig({
+    [ENV.tableName]: options.tableName,
+    [ENV.connectionsUrl]: options.connectionsUrl,
+    ...options.env,
+  });
+  const deps: Dependencies = {
+    config,
+    store: new DynamoDbRegistryStore(options.client, options.tableName),
+    tokens: new DynamoDbTokenStore(options.client, options.tableName),
+    sweepPolicy: new DynamoDbSweepPolicyStore(options.client, options.tableName),
+    liveness: new ManagementApiLiveness({
+      endpoint: options.connectionsUrl,
+      region: config.region,
+      local: true,
+    }),
+    now: () => now,
+  };
+  const handler = createSweeperHandler(deps);
+  return {
+    run: async (at) => {
+      now = at;
+      const context = lambdaContext('registrar-sweeper', config.region, options.timeoutS * 1000);
+      const cpu = process.cpuUsage();
+      const thread = process.threadCpuUsage();
+      const began = performance.now();
+      let summary: SweeperSummary | undefined;
+      let error: string | undefined;
+      try {
+        summary = await handler({}, context);
+      } catch (failure) {
+        error = failure instanceof Error ? failure.message : String(failure);
+      }
+      const wallMs = performance.now() - began;
+      const used = process.cpuUsage(cpu);
+      const usedThread = process.threadCpuUsage(thread);
+      return {
+        summary,
+        ...(error === undefined ? {} : { error }),
+        wallMs,
+        cpuMs: (used.user + used.system) / 1000,
+        mainThreadCpuMs: (usedThread.user + usedThread.system) / 1000,
+      };
+    },
+  };
+}
+
+/**
+ * The time a run's CPU takes on Lambda at `memoryMb`: Lambda gives CPU in proportion to memory
+ * (1,769 MB = one vCPU), so CPU-bound work stretches by 1,769 / memory. Assumes one Lambda vCPU
+ * does the work of one core of the machine measured.
+ */
+export function cpuSecondsAt(cpuMs: number, memoryMb: number): number {
+  return cpuMs / 1000 / Math.min(1, memoryMb / MB_PER_VCPU);
+}

@@ -1,0 +1,37 @@
+import type { ObjectRef } from '../domain/model.ts';
+import type { CatalogStore, EntryDeletion } from '../store/registry-store.ts';
+
+/** An entry taken along with its group, and the connections that held it when it went. */
+export interface RemovedEntry {
+  name: string;
+  holders: string[];
+}
+
+/**
+ * The cascade of a group's deletion (`registrar delete wg`, and a group deleted in the cluster
+ * when groups come from there), as Kubernetes garbage-collects dependents through their
+ * ownerReference: every entry the group auto-registered is deleted, hand-made ones are kept.
+ * Each entry's history item names the cascade (`deletion`). Each entry's holders are read from the deleted item itself, so a connect that landed after
+ * the listing is among them. The caller closes them once every entry is gone (never before: an
+ * agent that reconnected early would join an entry about to be deleted).
+ */
+export async function removeGroupEntries(
+  catalog: Pick<CatalogStore, 'listEntries' | 'removeEntry'>,
+  group: ObjectRef,
+  deletion: EntryDeletion,
+  onRemoved?: (entry: RemovedEntry) => void,
+): Promise<RemovedEntry[]> {
+  const owned = (await catalog.listEntries(group.namespace)).filter(
+    (record) => record.autoRegistrationGroup === group.name,
+  );
+  const removed: RemovedEntry[] = [];
+  for (const record of owned) {
+    const name = record.entry.metadata.name;
+    const gone = await catalog.removeEntry({ namespace: group.namespace, name }, deletion);
+    if (!gone) continue;
+    const entry = { name, holders: gone.holders };
+    removed.push(entry);
+    onRemoved?.(entry);
+  }
+  return removed;
+}

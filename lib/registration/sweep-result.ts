@@ -1,0 +1,83 @@
+import type { DisruptionState, SweepMode } from '../domain/disruption.ts';
+import type { EntryRecord } from '../domain/entry-record.ts';
+import { sweepReason } from '../domain/sweep-policy.ts';
+
+export interface SweptEntry {
+  namespace: string;
+  name: string;
+  reason: 'disconnected' | 'stale';
+}
+
+/** What one sweeper run did: its deletion lane and its liveness lane fill it side by side. */
+export interface SweepResult {
+  /** Deleted (or, in a dry run, due and would be deleted). */
+  deleted: SweptEntry[];
+  /** Deletes that lost to a write landing after the read (a reconnect): the entry stays. */
+  conflicts: number;
+  /** Candidates the deletion lane took from the namespaces' queues (due or not, held or not). */
+  candidatesRead: number;
+  /** Namespaces that had due candidates this run (each got a fair share of the run). */
+  namespacesWithDue: number;
+  /** Connected entries whose holders were checked with API Gateway. */
+  livenessChecked: number;
+  /** Holders API Gateway said were gone, dropped (in a dry run: found). */
+  phantomsDropped: number;
+  /** Entries marked disconnected because every holder was gone. */
+  livenessDisconnected: number;
+  /** Holders API Gateway could not answer for (throttled, denied, unreachable): not dropped. */
+  livenessUnknown: number;
+  /** Why the first unknown answer was unknown, for the log line. */
+  firstUnknown?: string;
+  /** The run stopped at its deadline with work left. */
+  stoppedEarly: boolean;
+  /**
+   * Deletes, reads and liveness checks that failed (a store or API Gateway error the SDK's
+   * retries did not get past). Each is isolated: the run goes on with the next entry, and the
+   * next run tries the failed ones again. One throttled delete must not stop every other.
+   */
+  failed: number;
+  /** The first failure's message, for the log line. */
+  firstFailure?: string;
+  dryRun: boolean;
+  /** With failStatic: the disruption this run saw, and the mode of the run before. */
+  disruption?: DisruptionState & { previousMode: SweepMode | undefined };
+  /** Deletions held back, by cell (`<namespace>#<zone>`: the cell's entries away abnormally). */
+  held: Record<string, number>;
+  /** Due deletions deferred by a disrupted cell's secondary rate, by cell. */
+  slowed: Record<string, number>;
+  /** Deletions of abnormally departed entries made after a hold outlived its bound, by cell. */
+  afterHoldBound: Record<string, number>;
+}
+
+export function emptyResult(dryRun: boolean): SweepResult {
+  return {
+    deleted: [],
+    conflicts: 0,
+    candidatesRead: 0,
+    namespacesWithDue: 0,
+    livenessChecked: 0,
+    phantomsDropped: 0,
+    livenessDisconnected: 0,
+    livenessUnknown: 0,
+    stoppedEarly: false,
+    failed: 0,
+    dryRun,
+    held: {},
+    slowed: {},
+    afterHoldBound: {},
+  };
+}
+
+export function recordFailure(result: SweepResult, error: unknown): void {
+  result.failed += 1;
+  result.firstFailure ??= error instanceof Error ? error.message : String(error);
+}
+
+export function countIn(counts: Record<string, number>, key: string, by = 1): void {
+  counts[key] = (counts[key] ?? 0) + by;
+}
+
+export function swept(record: EntryRecord): SweptEntry {
+  const { namespace, name } = record.entry.metadata;
+  return { namespace, name, reason: sweepReason(record) };
+}

@@ -1,0 +1,47 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { EpochMillis } from '../domain/model.ts';
+import { closeConnections } from '../gateway/close-connections.ts';
+import { type RolloutConfig, readRolloutConfig } from '../rollout/rollout-config.ts';
+import type { RolloutStore } from '../rollout/rollout-store.ts';
+import type { RolloutRunDeps } from '../rollout/run-rollouts.ts';
+import { DynamoDbGroupSource } from '../store/dynamodb-group-source.ts';
+import { DynamoDbRollouts } from '../store/dynamodb-rollout.ts';
+import type { CatalogStore } from '../store/registry-store.ts';
+import { registryStore } from './registry-store.ts';
+import { now, tableWiring } from './table.ts';
+
+/** The rollout function's world: rollouts, the group catalog, the management API, time. */
+export interface RolloutDependencies {
+  rollouts: RolloutStore;
+  catalog: Pick<CatalogStore, 'listNamespaces' | 'listGroups' | 'listEntries'>;
+  groupSource: Pick<DynamoDbGroupSource, 'record'>;
+  /** API Gateway's management API; absent, removed entries' agents notice at their next rotation. */
+  closeConnections?: (ids: readonly string[]) => Promise<{ closed: number; failed: number }>;
+  config: RolloutConfig;
+  now(): EpochMillis;
+  sleep(ms: number): Promise<void>;
+  /** Ends a run early (the local runtime stopping). */
+  signal?: AbortSignal;
+  /** Each entry the rollout changed (its TemplateUpdated event is written with it). */
+  onEntryRolledOut?: RolloutRunDeps['onEntryRolledOut'];
+}
+
+/** The Lambda wiring: the registry table, the management API for removals, real time. */
+export function rolloutDependencies(env: Record<string, string | undefined>): RolloutDependencies {
+  const { config, client } = tableWiring(env);
+  const connectionsUrl = config.connectionsUrl;
+  return {
+    rollouts: new DynamoDbRollouts(client, config.tableName),
+    catalog: registryStore(client, config.tableName),
+    groupSource: new DynamoDbGroupSource(client, config.tableName),
+    ...(connectionsUrl === undefined
+      ? {}
+      : {
+          closeConnections: (ids) =>
+            closeConnections(ids, { endpoint: connectionsUrl, region: config.region }),
+        }),
+    config: readRolloutConfig(env),
+    now,
+    sleep: (ms) => sleep(ms),
+  };
+}
