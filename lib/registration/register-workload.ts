@@ -21,6 +21,7 @@ import { reservedLabelProblems } from '../domain/reserved-labels.ts';
 import { isTokenPrincipal } from '../protocol/identity.ts';
 import type { ConnectChange, ConnectOutcome, RegistryStore } from '../store/registry-store.ts';
 import { type AddressClaimStore, claimEntryAddress } from './address-claim.ts';
+import { type MonotonicClock, monotonicNow, withinGroupReadWindow } from './group-read-window.ts';
 import { instanceIdOf } from './instance-identity.ts';
 import type { NamespaceLimits } from './namespace-limits.ts';
 import { enforceTenantLimits } from './tenant-limit-checks.ts';
@@ -44,6 +45,8 @@ export interface RegisterWorkloadDeps {
   agentSkew?: AgentSkewPolicy;
   /** What the operator allows each namespace (quotas, networks, ranges); absent, no limits. */
   limits?: NamespaceLimits;
+  /** Times the group read to the entry write (group-read-window.ts); default performance.now. */
+  clock?: MonotonicClock;
 }
 
 export interface RegisterWorkloadResult {
@@ -67,6 +70,8 @@ export async function registerWorkload(
   const skew = deps.agentSkew && agentSkewRefusal(request.agentVersion, deps.agentSkew);
   if (skew) throw new UnsupportedAgentVersionError(skew);
   const groupRef = { namespace: request.namespace, name: request.group };
+  const clock = deps.clock ?? monotonicNow;
+  const readStartedAt = clock();
   // Read every time, consistently: once `apply` or `delete wg` returns, connects see it.
   const stored = await deps.store.getGroup(groupRef);
   if (!stored) throw new NotFoundError(`cannot find WorkloadGroup ${formatRef(groupRef)}`);
@@ -126,7 +131,11 @@ export async function registerWorkload(
       });
   const outcome = await deps.store.connect(change);
   refuse(outcome, entry, templateRefusal);
-  if (outcome === 'created') await ensureGroupStillExists(deps, stored.group, change);
+  // A new entry written within the window is in the listing of any cascade of a deletion its
+  // group read missed; a slower one reads the group again (group-read-window.ts).
+  if (outcome === 'created' && !withinGroupReadWindow(readStartedAt, clock)) {
+    await ensureGroupStillExists(deps, stored.group, change);
+  }
   return {
     outcome: outcome as RegisterWorkloadResult['outcome'],
     entry,
@@ -170,10 +179,10 @@ function refuse(
 /**
  * `delete wg` deletes the group, then the entries it auto-registered. A connect that read the
  * group before the delete and created its entry after the cascade listed the entries would
- * leave an entry owned by a deleted group. Reading the group again after creating closes that
- * gap: either the cascade saw the entry, or this read sees the group gone (or replaced by a
- * new one with another uid) and takes the entry back. Only on 'created', so a reconnect costs
- * no extra read.
+ * leave an entry owned by a deleted group. For a connect slower than the cascade's wait
+ * (group-read-window.ts), reading the group again after creating closes that gap: either the
+ * cascade saw the entry, or this read sees the group gone (or replaced by a new one with
+ * another uid) and takes the entry back. Only on 'created', so a reconnect costs no extra read.
  */
 async function ensureGroupStillExists(
   deps: RegisterWorkloadDeps,

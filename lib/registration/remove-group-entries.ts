@@ -1,5 +1,6 @@
 import type { ObjectRef } from '../domain/model.ts';
 import type { CatalogStore, EntryDeletion } from '../store/registry-store.ts';
+import { type MonotonicClock, monotonicNow, waitOutGroupReads } from './group-read-window.ts';
 
 /** An entry taken along with its group, and the connections that held it when it went. */
 export interface RemovedEntry {
@@ -14,13 +15,24 @@ export interface RemovedEntry {
  * Each entry's history item names the cascade (`deletion`). Each entry's holders are read from the deleted item itself, so a connect that landed after
  * the listing is among them. The caller closes them once every entry is gone (never before: an
  * agent that reconnected early would join an entry about to be deleted).
+ *
+ * Called once the group's deletion answered; lists the entries no sooner than
+ * GROUP_READ_WINDOW_MS after that, so a connect that read the group before its deletion and
+ * created its entry within the window is in the listing (group-read-window.ts).
  */
 export async function removeGroupEntries(
   catalog: Pick<CatalogStore, 'listEntries' | 'removeEntry'>,
   group: ObjectRef,
   deletion: EntryDeletion,
   onRemoved?: (entry: RemovedEntry) => void,
+  timing: {
+    deletedAt?: number;
+    clock?: MonotonicClock;
+    wait?: (ms: number) => Promise<unknown>;
+  } = {},
 ): Promise<RemovedEntry[]> {
+  const clock = timing.clock ?? monotonicNow;
+  await waitOutGroupReads(timing.deletedAt ?? clock(), clock, timing.wait);
   const owned = (await catalog.listEntries(group.namespace)).filter(
     (record) => record.autoRegistrationGroup === group.name,
   );
