@@ -69,7 +69,7 @@ export function parseJoinToken(text: string): ParsedJoinToken | undefined {
  * a caller guessing ids sees "unknown" either way. Messages never contain the presented text.
  */
 export async function verifyJoinToken(
-  tokens: TokenStore,
+  tokens: Pick<TokenStore, 'getToken'>,
   presented: string,
   now: EpochMillis,
 ): Promise<StoredToken> {

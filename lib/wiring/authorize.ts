@@ -1,13 +1,30 @@
-import type { Dependencies } from '../dependencies.ts';
-import { DynamoDbTokenStore } from '../store/dynamodb-token-store.ts';
-import { now, tableWiring } from './table.ts';
+import { readConfig } from '../config.ts';
+import { credentialsFromEnvironment } from '../lambda-credentials.ts';
+import { DynamoDbHttpReader } from '../store/dynamodb-http-reader.ts';
+import { HttpTokenReader } from '../store/http-token-reader.ts';
+import type { TokenStore } from '../store/token-store.ts';
 
-/** The token authorizer: the join tokens, nothing else. */
-export type AuthorizeDependencies = Pick<Dependencies, 'tokens' | 'now'>;
+/** The token authorizer: one token read per connect, nothing else. */
+export interface AuthorizeDependencies {
+  tokens: Pick<TokenStore, 'getToken'>;
+  now: () => number;
+}
 
+/**
+ * No SDK client: the authorizer's one GetItem goes through a signed HTTP request
+ * (lib/store/dynamodb-http-reader.ts), which keeps its bundle small (issue 27). With an
+ * endpoint (dynalite, DynamoDB Local) the credentials are dummies, as the SDK client's are.
+ */
 export function authorizeDependencies(
   env: Record<string, string | undefined>,
 ): AuthorizeDependencies {
-  const { config, client } = tableWiring(env);
-  return { tokens: new DynamoDbTokenStore(client, config.tableName), now };
+  const config = readConfig(env);
+  const local = config.dynamoDbEndpoint !== undefined;
+  const reader = new DynamoDbHttpReader({
+    region: config.region,
+    ...(local ? { endpoint: config.dynamoDbEndpoint } : {}),
+    credentials: async () =>
+      local ? { accessKeyId: 'local', secretAccessKey: 'local' } : credentialsFromEnvironment(env),
+  });
+  return { tokens: new HttpTokenReader(reader, config.tableName), now: () => Date.now() };
 }
