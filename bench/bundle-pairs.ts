@@ -125,6 +125,41 @@ export async function measureBundlePairs(
   }
 }
 
+/**
+ * Each WebSocket function's bundle in `builtDir` (`<name>/index.mjs`), imported by a fresh
+ * process as Lambda does and invoked with `events` events against a fresh dynalite: whether
+ * every invocation answered as on its common path. What test/infra/bundle-invoke.test.ts
+ * holds: a bundle that imports but fails when it runs (a module left out or substituted) is
+ * caught before it is deployed.
+ */
+export async function invokeBuiltBundles(
+  builtDir: string,
+  events = 2,
+): Promise<Record<string, Omit<BundleSide, 'commit' | 'bytes'>>> {
+  const dir = await mkdtemp(join(tmpdir(), 'bundle-invoke-'));
+  const dynamo = await startDynalite();
+  try {
+    const raw = createDynamoDbClient({ region: API.region, endpoint: dynamo.endpoint });
+    await ensureTable(raw, TABLE).finally(() => raw.destroy());
+    const env = functionEnv(dynamo.endpoint);
+    const seeded = await seed(env);
+    const results: Record<string, Omit<BundleSide, 'commit' | 'bytes'>> = {};
+    for (const name of WEBSOCKET_FUNCTIONS) {
+      const all = await eventsFor(name, seeded, 'smoke');
+      const eventsFile = join(dir, `${name}.json`);
+      await writeFile(
+        eventsFile,
+        JSON.stringify({ functionName: `registrar-${name}`, events: all.slice(0, events) }),
+      );
+      results[name] = await invoke(join(builtDir, name, 'index.mjs'), eventsFile, env);
+    }
+    return results;
+  } finally {
+    await dynamo.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
 /** A tree's own bench/bundle-size.ts builds its bundles, with that tree's settings. */
 function buildBundles(tree: string, outdir: string): void {
   // The tree's own list of functions: a function new at the head has no base.
