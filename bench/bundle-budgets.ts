@@ -15,10 +15,10 @@ import type { FunctionName } from '../infra/constructs/bundling.ts';
 const KB = 1024;
 export const BUNDLE_BUDGETS: Readonly<Record<FunctionName, number>> = Object.freeze({
   authorize: 80 * KB,
-  connect: 350 * KB,
-  disconnect: 340 * KB,
-  message: 320 * KB,
-  sweeper: 360 * KB,
-  ec2StateChange: 320 * KB,
-  rollout: 360 * KB,
+  connect: 330 * KB,
+  disconnect: 320 * KB,
+  message: 290 * KB,
+  sweeper: 340 * KB,
+  ec2StateChange: 290 * KB,
+  rollout: 330 * KB,
 });

@@ -57,10 +57,14 @@ export const BUNDLE = {
  * Module substitutions of the registrar's own functions (FUNCTION_ENTRIES), which run with
  * Lambda's environment credentials and nothing else: the SDK's default credential chain
  * (SSO, STS, INI files, IMDS, ECS; ~90 KB with its nested clients) becomes a provider that
- * reads the environment (lib/lambda-credentials.ts).
+ * reads the environment (lib/lambda-credentials.ts). The SDK's event streams and DynamoDB's
+ * endpoint discovery, which no call of theirs uses, are left out (lib/lambda-no-*.ts).
+ * test/infra/bundle-invoke.test.ts invokes the bundles built with them.
  */
 export const FUNCTION_ALIASES: Readonly<Record<string, string>> = Object.freeze({
   '@aws-sdk/credential-provider-node': join(REPO_ROOT, 'lib/lambda-credentials.ts'),
+  '@smithy/core/event-streams': join(REPO_ROOT, 'lib/lambda-no-event-streams.ts'),
+  '@aws-sdk/middleware-endpoint-discovery': join(REPO_ROOT, 'lib/lambda-no-endpoint-discovery.ts'),
 });
 
 /** The esbuild `--alias` values of FUNCTION_ALIASES, as NodejsFunction's esbuildArgs take them. */
