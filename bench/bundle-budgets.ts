@@ -16,9 +16,9 @@ const KB = 1024;
 export const BUNDLE_BUDGETS: Readonly<Record<FunctionName, number>> = Object.freeze({
   authorize: 80 * KB,
   connect: 330 * KB,
-  disconnect: 320 * KB,
+  disconnect: 290 * KB,
   message: 290 * KB,
-  sweeper: 340 * KB,
+  sweeper: 310 * KB,
   ec2StateChange: 290 * KB,
   rollout: 330 * KB,
 });

@@ -1,57 +1,78 @@
-import {
-  ApiGatewayManagementApiClient,
-  GetConnectionCommand,
-  GoneException,
-} from '@aws-sdk/client-apigatewaymanagementapi';
+import { SignedHttpClient } from '../aws/signed-http.ts';
+import { credentialsFromEnvironment } from '../lambda-credentials.ts';
 import type { ConnectionLiveness, LivenessAnswer } from '../registration/liveness.ts';
 
 export interface ManagementApiOptions {
   /** `https://{api-id}.execute-api.{region}.amazonaws.com/{stage}`, or the local gateway's URL. */
   endpoint: string | (() => string);
   region: string;
-  /** Local gateways need no signature; dummies keep the SDK from looking for credentials. */
+  /** Local gateways need no signature: dummy credentials. Else the function's (Lambda's). */
   local?: boolean;
 }
 
 /**
- * The liveness check over API Gateway's management API: `GetConnection` answers 200 for a
- * connection that is open and GoneException (410) for one that is not. The SDK retries
- * throttling and 5xx itself; what still fails is 'unknown'.
+ * The liveness check over API Gateway's management API: `GET @connections/{id}`
+ * (GetConnection) answers 200 for a connection that is open and 410 (GoneException) for one
+ * that is not. A signed request without the SDK client (lib/aws/signed-http.ts; issue 27: the
+ * client was ~25 KB of the `$disconnect` and sweeper bundles); only the deployed functions
+ * and the local runtime check liveness, so the credentials are Lambda's or dummies. Throttling
+ * and 5xx are tried once more; what still fails is 'unknown', named.
  */
 export class ManagementApiLiveness implements ConnectionLiveness {
-  readonly #options: ManagementApiOptions;
-  #client: ApiGatewayManagementApiClient | undefined;
+  readonly #http: SignedHttpClient;
 
   constructor(options: ManagementApiOptions) {
-    this.#options = options;
+    const { endpoint, region, local } = options;
+    this.#http = new SignedHttpClient({
+      // Read at each check: the local runtime knows its gateway's port only once it listens.
+      endpoint,
+      region,
+      service: 'execute-api',
+      credentials: async () =>
+        local ? { accessKeyId: 'local', secretAccessKey: 'local' } : credentialsFromEnvironment(),
+      // A check must end well inside the sweeper's deadline margin (5 s), retries included:
+      // an unanswered one is unknown, and the next interval asks again.
+      attempts: 2,
+      timeoutMs: 1_500,
+      retryable: (answer) => answer.status === 429,
+    });
   }
 
   async check(connectionId: string): Promise<LivenessAnswer> {
     try {
-      await this.#connect().send(new GetConnectionCommand({ ConnectionId: connectionId }));
-      return 'alive';
+      const answer = await this.#http.send('GET', connectionPath(connectionId));
+      if (answer.status === 200) return 'alive';
+      if (answer.status === 410) return 'gone';
+      // AccessDenied, throttling past the retries: named, so the sweeper's log and metric say
+      // why checks are not landing.
+      return { unknown: describeRefusal(answer) };
     } catch (error) {
-      if (error instanceof GoneException) return 'gone';
-      // AccessDenied, throttling past the retries, a timeout: named, so the sweeper's log and
-      // metric say why checks are not landing.
       const name = error instanceof Error ? error.name : 'Error';
       const message = error instanceof Error ? error.message : String(error);
       return { unknown: `${name}: ${message}` };
     }
   }
+}
 
-  /** Built on first use: the local runtime knows its gateway's port only once it listens. */
-  #connect(): ApiGatewayManagementApiClient {
-    const { endpoint, region, local } = this.#options;
-    this.#client ??= new ApiGatewayManagementApiClient({
-      region,
-      endpoint: typeof endpoint === 'string' ? endpoint : endpoint(),
-      // A check must end well inside the sweeper's deadline margin (5 s), retries included:
-      // an unanswered one is unknown, and the next interval asks again.
-      requestHandler: { connectionTimeout: 1_000, requestTimeout: 1_500 },
-      maxAttempts: 2,
-      ...(local ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
-    });
-    return this.#client;
+/** `@connections/{id}` below the stage, the id escaped as the SDK escapes a path label. */
+export function connectionPath(connectionId: string): string {
+  return `/@connections/${encodeURIComponent(connectionId)}`;
+}
+
+/** `ForbiddenException: Forbidden`, from API Gateway's error header and body. */
+function describeRefusal(answer: {
+  status: number;
+  text: string;
+  headers: Record<string, string | string[] | undefined>;
+}): string {
+  const header = answer.headers['x-amzn-errortype'];
+  const type = (Array.isArray(header) ? header[0] : header)?.split(':')[0];
+  let message = answer.text.slice(0, 200);
+  try {
+    const json = JSON.parse(answer.text) as { message?: unknown; Message?: unknown };
+    message = String(json.message ?? json.Message ?? message);
+  } catch {
+    // Not JSON: the text as it came.
   }
+  return `${type || `HTTP ${answer.status}`}: ${message}`;
 }

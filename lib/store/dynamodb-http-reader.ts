@@ -1,9 +1,5 @@
-import { createHash, createHmac } from 'node:crypto';
-import { Agent as HttpAgent, request as httpRequest } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { HttpRequest } from '@smithy/protocol-http';
-import { SignatureV4 } from '@smithy/signature-v4';
+import type { HttpRequest } from '@smithy/protocol-http';
+import { SignedHttpClient } from '../aws/signed-http.ts';
 
 /**
  * One DynamoDB operation, GetItem, as a signed HTTP POST: what the token authorizer needs
@@ -37,7 +33,6 @@ export class DynamoDbHttpError extends Error {
   }
 }
 
-const ATTEMPTS = 3;
 const RETRIED_TYPES = new Set([
   'ThrottlingException',
   'ProvisionedThroughputExceededException',
@@ -47,25 +42,17 @@ const RETRIED_TYPES = new Set([
 ]);
 
 export class DynamoDbHttpReader {
-  readonly #url: URL;
-  readonly #signer: SignatureV4;
-  readonly #agent: HttpAgent;
-  readonly #now: () => Date;
+  readonly #http: SignedHttpClient;
 
   constructor(options: HttpReaderOptions) {
-    this.#url = new URL(options.endpoint ?? `https://dynamodb.${options.region}.amazonaws.com/`);
-    this.#signer = new SignatureV4({
-      credentials: options.credentials,
+    this.#http = new SignedHttpClient({
+      endpoint: options.endpoint ?? `https://dynamodb.${options.region}.amazonaws.com/`,
       region: options.region,
       service: 'dynamodb',
-      sha256: NodeSha256,
+      credentials: options.credentials,
+      ...(options.now ? { now: options.now } : {}),
+      retryable: (answer) => RETRIED_TYPES.has(errorType(answer.text)),
     });
-    // Kept alive: the warm invocations reuse the connection, as the SDK's handler does.
-    this.#agent =
-      this.#url.protocol === 'http:'
-        ? new HttpAgent({ keepAlive: true })
-        : new HttpsAgent({ keepAlive: true });
-    this.#now = options.now ?? (() => new Date());
   }
 
   /** The item under `key` (string key attributes), read consistently or not. */
@@ -84,82 +71,30 @@ export class DynamoDbHttpReader {
   }
 
   /** The signed request for `operation` with `body`, as it goes on the wire. */
-  async signed(operation: string, body: string): Promise<HttpRequest> {
-    const request = new HttpRequest({
-      method: 'POST',
-      protocol: this.#url.protocol,
-      hostname: this.#url.hostname,
-      ...(this.#url.port ? { port: Number(this.#url.port) } : {}),
-      path: this.#url.pathname || '/',
-      headers: {
-        host: this.#url.host,
-        'content-type': 'application/x-amz-json-1.0',
-        'x-amz-target': `DynamoDB_20120810.${operation}`,
-        'content-length': String(Buffer.byteLength(body)),
-      },
-      body,
-    });
-    return (await this.#signer.sign(request, { signingDate: this.#now() })) as HttpRequest;
+  signed(operation: string, body: string): Promise<HttpRequest> {
+    return this.#http.sign('POST', '/', headersOf(operation), body);
   }
 
   async #send(operation: string, body: string): Promise<unknown> {
-    for (let attempt = 1; ; attempt++) {
-      try {
-        const request = await this.signed(operation, body);
-        const { status, text } = await this.#post(request);
-        const json = text === '' ? {} : (JSON.parse(text) as Record<string, unknown>);
-        if (status < 300) return json;
-        const type = String(json.__type ?? `HTTP ${status}`)
-          .split('#')
-          .pop() as string;
-        const message = String(json.message ?? json.Message ?? '');
-        throw new DynamoDbHttpError(type, message, status);
-      } catch (error) {
-        if (attempt >= ATTEMPTS || !retryable(error)) throw error;
-        // Full jitter, as the SDK's standard retry strategy: up to 100 ms, 200 ms.
-        await sleep(Math.random() * 100 * 2 ** (attempt - 1));
-      }
-    }
-  }
-
-  #post(request: HttpRequest): Promise<{ status: number; text: string }> {
-    const send = request.protocol === 'http:' ? httpRequest : httpsRequest;
-    return new Promise((resolve, reject) => {
-      const outgoing = send(
-        {
-          method: request.method,
-          hostname: request.hostname,
-          ...(request.port ? { port: request.port } : {}),
-          path: request.path,
-          headers: request.headers,
-          agent: this.#agent,
-          timeout: 5_000,
-        },
-        (response) => {
-          const chunks: Buffer[] = [];
-          response.on('data', (chunk: Buffer) => chunks.push(chunk));
-          response.on('end', () =>
-            resolve({
-              status: response.statusCode ?? 0,
-              text: Buffer.concat(chunks).toString('utf8'),
-            }),
-          );
-          response.on('error', reject);
-        },
-      );
-      outgoing.on('timeout', () => outgoing.destroy(new Error('DynamoDB did not answer in 5 s')));
-      outgoing.on('error', reject);
-      outgoing.end(request.body as string);
-    });
+    const { status, text } = await this.#http.send('POST', '/', headersOf(operation), body);
+    const json = text === '' ? {} : (JSON.parse(text) as Record<string, unknown>);
+    if (status < 300) return json;
+    const message = String(json.message ?? json.Message ?? '');
+    throw new DynamoDbHttpError(errorType(text) || `HTTP ${status}`, message, status);
   }
 }
 
-function retryable(error: unknown): boolean {
-  if (error instanceof DynamoDbHttpError) {
-    return error.status >= 500 || RETRIED_TYPES.has(error.type);
-  }
-  // A network error or a timeout: the request may not have reached DynamoDB; a read is safe.
-  return error instanceof Error && !(error instanceof SyntaxError);
+function headersOf(operation: string): Record<string, string> {
+  return {
+    'content-type': 'application/x-amz-json-1.0',
+    'x-amz-target': `DynamoDB_20120810.${operation}`,
+  };
+}
+
+/** `com.amazonaws.dynamodb.v20120810#ThrottlingException` -> `ThrottlingException`. */
+function errorType(text: string): string {
+  const match = /"__type"\s*:\s*"([^"]*)"/.exec(text);
+  return match?.[1]?.split('#').pop() ?? '';
 }
 
 /** DynamoDB's JSON attribute values, as GetItem answers them. */
@@ -189,26 +124,4 @@ export function unmarshall(value: AttributeValue): unknown {
   if ('NS' in value) return new Set(value.NS.map(Number));
   if ('B' in value) return Buffer.from(value.B, 'base64');
   return new Set(value.BS.map((b) => Buffer.from(b, 'base64')));
-}
-
-/** The signer's hash, from node:crypto (the SDK's Node build uses the same). */
-class NodeSha256 {
-  readonly #hash: ReturnType<typeof createHash> | ReturnType<typeof createHmac>;
-  constructor(secret?: Bytes) {
-    this.#hash = secret === undefined ? createHash('sha256') : createHmac('sha256', bytes(secret));
-  }
-  update(data: Bytes): void {
-    this.#hash.update(bytes(data));
-  }
-  async digest(): Promise<Uint8Array> {
-    return new Uint8Array(this.#hash.digest());
-  }
-}
-
-type Bytes = string | ArrayBuffer | ArrayBufferView;
-
-function bytes(data: Bytes): string | Uint8Array {
-  if (typeof data === 'string') return data;
-  if (data instanceof ArrayBuffer) return new Uint8Array(data);
-  return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
 }

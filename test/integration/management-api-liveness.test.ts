@@ -1,0 +1,167 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Readable } from 'node:stream';
+import {
+  ApiGatewayManagementApiClient,
+  GetConnectionCommand,
+} from '@aws-sdk/client-apigatewaymanagementapi';
+import { HttpResponse } from '@smithy/protocol-http';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { handleManagementRequest } from '../../infra/local/management-api.ts';
+import { SignedHttpClient } from '../../lib/aws/signed-http.ts';
+import {
+  connectionPath,
+  ManagementApiLiveness,
+} from '../../lib/gateway/management-api-liveness.ts';
+
+/**
+ * The liveness check without the SDK client (lib/gateway/management-api-liveness.ts): against
+ * the local gateway's own management API handler (what the local runtime serves, with a stage
+ * prefix as on AWS), against a stand-in answering as API Gateway refuses, and its request
+ * beside the SDK client's GetConnection for the same connection.
+ */
+let server: Server;
+let base: string;
+const open = new Set(['abc123=', 'def456=']);
+let refusals: { status: number; body: string; type: string }[] = [];
+let requests: string[] = [];
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    requests.push(`${req.method} ${req.url}`);
+    const refusal = refusals.shift();
+    if (refusal) {
+      res.writeHead(refusal.status, { 'x-amzn-ErrorType': `${refusal.type}:http://internal` });
+      res.end(refusal.body);
+      return;
+    }
+    handleManagementRequest(
+      {
+        describe: (id) =>
+          open.has(id)
+            ? { connectedAt: 0, lastActiveAt: 0, sourceIp: '10.0.0.1', userAgent: undefined }
+            : undefined,
+        post: () => false,
+        remove: () => false,
+      },
+      req,
+      res,
+    );
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+});
+
+describe('the liveness check over @connections', () => {
+  it('says alive for an open connection and gone for a closed one, under the stage path', async () => {
+    requests = [];
+    const liveness = new ManagementApiLiveness({
+      endpoint: `${base}/prod`,
+      region: 'us-east-1',
+      local: true,
+    });
+    expect(await liveness.check('abc123=')).toBe('alive');
+    expect(await liveness.check('zzz999=')).toBe('gone');
+    expect(requests).toEqual([
+      'GET /prod/@connections/abc123%3D',
+      'GET /prod/@connections/zzz999%3D',
+    ]);
+  });
+
+  it('names a refusal, retries a throttle once, and says unknown when nothing answers', async () => {
+    const liveness = new ManagementApiLiveness({
+      endpoint: base,
+      region: 'us-east-1',
+      local: true,
+    });
+    refusals = [
+      { status: 403, type: 'AccessDeniedException', body: '{"message":"not authorized"}' },
+    ];
+    expect(await liveness.check('abc123=')).toEqual({
+      unknown: 'AccessDeniedException: not authorized',
+    });
+    requests = [];
+    refusals = [{ status: 429, type: 'TooManyRequestsException', body: '{"message":"slow"}' }];
+    expect(await liveness.check('abc123=')).toBe('alive');
+    expect(requests).toHaveLength(2);
+    const nowhere = new ManagementApiLiveness({
+      endpoint: 'http://127.0.0.1:1',
+      region: 'us-east-1',
+      local: true,
+    });
+    expect(await nowhere.check('abc123=')).toMatchObject({
+      unknown: expect.stringMatching(/ECONNREFUSED/),
+    });
+  });
+
+  it("reads the endpoint at each check (the local runtime's port is known once it listens)", async () => {
+    let url = 'http://127.0.0.1:1';
+    const liveness = new ManagementApiLiveness({
+      endpoint: () => url,
+      region: 'us-east-1',
+      local: true,
+    });
+    expect(await liveness.check('abc123=')).toMatchObject({ unknown: expect.any(String) });
+    url = base;
+    expect(await liveness.check('abc123=')).toBe('alive');
+  });
+});
+
+describe('the request on the wire', () => {
+  it("is the SDK client's GetConnection: method, path, host, date and signing scope", async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    vi.setSystemTime(new Date('2026-11-25T12:00:00Z'));
+    try {
+      const credentials = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' };
+      const endpoint = 'https://abc.execute-api.eu-west-1.amazonaws.com/prod';
+      let sent: { headers: Record<string, string>; method: string; path: string } | undefined;
+      const client = new ApiGatewayManagementApiClient({
+        region: 'eu-west-1',
+        endpoint,
+        credentials,
+        // Stops at the wire: the request the SDK would send, answered as an open connection.
+        requestHandler: {
+          handle: async (request: {
+            headers: Record<string, string>;
+            method: string;
+            path: string;
+          }) => {
+            sent = request;
+            return {
+              response: new HttpResponse({
+                statusCode: 200,
+                headers: {},
+                body: Readable.from([Buffer.from('{}')]),
+              }),
+            };
+          },
+        } as never,
+      });
+      await client.send(new GetConnectionCommand({ ConnectionId: 'abc123=' }));
+      const ours = await new SignedHttpClient({
+        endpoint,
+        region: 'eu-west-1',
+        service: 'execute-api',
+        credentials: async () => credentials,
+      }).sign('GET', connectionPath('abc123='));
+      const theirs = sent as NonNullable<typeof sent>;
+      const header = (headers: Record<string, string>, name: string) =>
+        Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1];
+      expect(ours.method).toBe(theirs.method);
+      expect(ours.path).toBe(theirs.path);
+      for (const name of ['host', 'x-amz-date']) {
+        expect([name, header(ours.headers, name)]).toEqual([name, header(theirs.headers, name)]);
+      }
+      const scope = (headers: Record<string, string>) =>
+        /Credential=([^,]+)/.exec(header(headers, 'authorization') ?? '')?.[1];
+      expect(scope(ours.headers)).toBe('AKIDEXAMPLE/20261125/eu-west-1/execute-api/aws4_request');
+      expect(scope(ours.headers)).toBe(scope(theirs.headers));
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
