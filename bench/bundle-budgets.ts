@@ -20,5 +20,5 @@ export const BUNDLE_BUDGETS: Readonly<Record<FunctionName, number>> = Object.fre
   message: 290 * KB,
   sweeper: 310 * KB,
   ec2StateChange: 290 * KB,
-  rollout: 330 * KB,
+  rollout: 310 * KB,
 });

@@ -106,6 +106,12 @@ export class SignedHttpClient {
     }
   }
 
+  /** Closes the kept-alive connections (a client made for one batch of calls). */
+  destroy(): void {
+    this.#agent?.agent.destroy();
+    this.#agent = undefined;
+  }
+
   #url(): URL {
     const { endpoint } = this.#options;
     return new URL(typeof endpoint === 'string' ? endpoint : endpoint());

@@ -9,6 +9,7 @@ import { HttpResponse } from '@smithy/protocol-http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { handleManagementRequest } from '../../infra/local/management-api.ts';
 import { SignedHttpClient } from '../../lib/aws/signed-http.ts';
+import { closeConnections } from '../../lib/gateway/close-connections.ts';
 import {
   connectionPath,
   ManagementApiLiveness,
@@ -42,7 +43,7 @@ beforeAll(async () => {
             ? { connectedAt: 0, lastActiveAt: 0, sourceIp: '10.0.0.1', userAgent: undefined }
             : undefined,
         post: () => false,
-        remove: () => false,
+        remove: (id) => open.delete(id),
       },
       req,
       res,
@@ -108,6 +109,29 @@ describe('the liveness check over @connections', () => {
     expect(await liveness.check('abc123=')).toMatchObject({ unknown: expect.any(String) });
     url = base;
     expect(await liveness.check('abc123=')).toBe('alive');
+  });
+});
+
+describe('closing connections (the rollout function, DELETE @connections)', () => {
+  it('counts a closed and an already gone connection as closed, and a refusal as failed', async () => {
+    open.add('close-me=');
+    requests = [];
+    const options = { endpoint: `${base}/prod`, region: 'us-east-1' };
+    expect(await closeConnections(['close-me=', 'never-open='], options)).toEqual({
+      closed: 2,
+      failed: 0,
+    });
+    expect(open.has('close-me=')).toBe(false);
+    expect(requests.sort()).toEqual([
+      'DELETE /prod/@connections/close-me%3D',
+      'DELETE /prod/@connections/never-open%3D',
+    ]);
+    refusals = [{ status: 403, type: 'AccessDeniedException', body: '{"message":"no"}' }];
+    expect(await closeConnections(['abc123='], options)).toEqual({ closed: 0, failed: 1 });
+    expect(open.has('abc123=')).toBe(true);
+    expect(
+      await closeConnections(['abc123='], { endpoint: 'http://127.0.0.1:1', region: 'us-east-1' }),
+    ).toEqual({ closed: 0, failed: 1 });
   });
 });
 
