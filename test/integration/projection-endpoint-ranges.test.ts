@@ -155,6 +155,57 @@ describe('the projector never writes an endpoint in the cluster’s own ranges',
   });
 });
 
+describe("a group's address ranges, narrowed after its VMs registered", () => {
+  it('takes their endpoints out of every target, keeps the ones inside, and names them in registrar project', async () => {
+    await register('10.0.0.8');
+    await register('10.60.0.1');
+    await eventually(() => sliceAddresses().includes('10.60.0.1') || undefined, 10_000);
+    await eventually(() => api.object('WorkloadEntry', 'shop', 'web-10.60.0.1'), 10_000);
+
+    // The operator narrows the group (as `registrar apply` of the annotated group does).
+    const narrowed = (ranges: string | undefined) =>
+      bed.registry.applyGroup({
+        apiVersion: 'networking.istio.io/v1',
+        kind: 'WorkloadGroup',
+        metadata: {
+          name: 'web',
+          namespace: 'shop',
+          ...(ranges ? { annotations: { 'workload-registrar/address-ranges': ranges } } : {}),
+        },
+        spec: { metadata: { labels: { app: 'web' } }, template: { ports: { http: 8080 } } },
+      });
+    await narrowed('10.0.0.0/24');
+    try {
+      await eventually(
+        () =>
+          (!sliceAddresses().includes('10.60.0.1') &&
+            api.object('WorkloadEntry', 'shop', 'web-10.60.0.1') === undefined) ||
+          undefined,
+        10_000,
+      );
+      expect(sliceAddresses()).toContain('10.0.0.8');
+      expect(api.object('WorkloadEntry', 'shop', 'web-10.0.0.8')).toBeDefined();
+
+      const run = await bed.cli([
+        'project',
+        '--kubeconfig',
+        kubeconfig,
+        '--targets',
+        'istio,endpointslices',
+        '--cluster-ranges',
+        `${SERVICE_RANGE},${POD_RANGE}`,
+      ]);
+      expect(run.stdout).toContain(
+        'refused shop/web-10.60.0.1: address 10.60.0.1 is outside the address ranges of WorkloadGroup shop/web (10.0.0.0/24)',
+      );
+    } finally {
+      await narrowed(undefined);
+    }
+    // Widened again: the endpoint comes back (its VM never left).
+    await eventually(() => sliceAddresses().includes('10.60.0.1') || undefined, 10_000);
+  });
+});
+
 describe('--cluster-ranges', () => {
   it('refuses a value that is not a list of CIDRs, naming the option and the item', () => {
     expect(() => parseLocalOptions(['--cluster-ranges', '10.96.0.0/12,10.244.0.1/16'], {})).toThrow(
