@@ -9,6 +9,7 @@ import {
 } from '../../lib/domain/disruption.ts';
 import { formatDuration, parseDuration } from '../../lib/domain/duration.ts';
 import { runSweep } from '../../lib/registration/sweep.ts';
+import type { DeparturesInGrace } from '../../lib/store/registry-store.ts';
 import { printsObjects, serializeObject } from '../object-output.ts';
 import {
   completionValues,
@@ -136,6 +137,10 @@ export const registerSweep: CommandRegistration = (program, context) => {
             }
           : {}),
       });
+      const waiting = await registry.departuresInGrace(
+        context.now() - policy.gracePeriodMs,
+        IN_GRACE_COUNT_LIMIT,
+      );
       const verb = result.dryRun ? 'would be deleted' : 'deleted';
       for (const entry of result.deleted) {
         context.out(
@@ -147,6 +152,7 @@ export const registerSweep: CommandRegistration = (program, context) => {
         `${result.candidatesRead} candidates read`,
         result.conflicts > 0 ? `${result.conflicts} kept: reconnected after they were read` : '',
         heldSummary(result.held, result.slowed, result.disruption?.mode),
+        inGraceSummary(waiting, policy.gracePeriodMs, context.now()),
         `grace period ${formatDuration(policy.gracePeriodMs)}, max connection age ${formatDuration(policy.maxConnectionAgeMs)} (${source})`,
       ];
       // The summary goes to stderr so stdout lists only entries, one per line.
@@ -186,6 +192,29 @@ export const registerSweep: CommandRegistration = (program, context) => {
   registerRollbackIndex(sweep, context);
 };
 
+/** How many departed entries `registrar sweep` counts within their grace, at most. */
+const IN_GRACE_COUNT_LIMIT = 10_000;
+
+/**
+ * "2 departed entries within their grace period, the first due in 4m10s": why a sweep left
+ * entries that are disconnected, so "0 deleted" is not read as "nothing left".
+ */
+export function inGraceSummary(
+  waiting: DeparturesInGrace,
+  gracePeriodMs: number,
+  now: number,
+): string {
+  if (waiting.count === 0) return '';
+  const count = `${waiting.count}${waiting.more ? '+' : ''}`;
+  const noun = waiting.count === 1 && !waiting.more ? 'departed entry' : 'departed entries';
+  const their = waiting.count === 1 && !waiting.more ? 'its' : 'their';
+  const first =
+    waiting.firstDisconnectedAt === undefined
+      ? ''
+      : `, the first due in ${formatDuration(Math.max(1000, Math.ceil((waiting.firstDisconnectedAt + gracePeriodMs - now) / 1000) * 1000))}`;
+  return `${count} ${noun} within ${their} grace period${first}`;
+}
+
 /**
  * `registrar sweep rollback-index`: after rolling the registrar back to release 0.1.0, moves
  * the departures this release keyed per namespace back to where 0.1.0's sweeper reads them.
@@ -199,7 +228,9 @@ function registerRollbackIndex(sweep: Command, context: Parameters<CommandRegist
     .action(async (_options: unknown, command: Command) => {
       const { registry } = await context.stores(command);
       const { moved } = await registry.moveDeparturesToSharedKeys();
-      context.out(`${moved} departed entries moved to the keys release 0.1.0 sweeps\n`);
+      context.out(
+        `${moved} departed ${moved === 1 ? 'entry' : 'entries'} moved to the keys release 0.1.0 sweeps\n`,
+      );
     });
 }
 

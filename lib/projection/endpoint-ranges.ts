@@ -2,6 +2,8 @@ import { canonicalAddress } from '../domain/address.ts';
 import { type Cidr, rangeHolding, storedCidrs } from '../domain/cidr.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { NamespaceSettings } from '../domain/namespace-settings.ts';
+import { addressBounds } from '../domain/tenant-limits.ts';
+import type { StoredGroup } from '../store/registry-store.ts';
 
 /**
  * Which addresses the projector may write into the cluster (DESIGN: trusted data decides; the
@@ -36,6 +38,32 @@ export function endpointRanges(
   return { cluster, namespaces };
 }
 
+/** A group's own ranges (its annotation). */
+export interface GroupRanges {
+  ref: string;
+  ranges: readonly Cidr[];
+}
+
+/**
+ * The ranges of the groups that set them (the `workload-registrar/address-ranges`
+ * annotation), by `<namespace>/<name>`: `$connect` holds a new entry to them, and the
+ * projector to the group as it is now, so narrowing a group's ranges takes out of the cluster
+ * the entries registered before that are outside them.
+ */
+export function groupRanges(groups: readonly StoredGroup[]): Map<string, GroupRanges> {
+  const byGroup = new Map<string, GroupRanges>();
+  for (const { group } of groups) {
+    // An annotation that does not parse (`apply` refuses one; only a table written otherwise
+    // holds one) narrows nothing here: `$connect` refuses the group's new VMs and names the
+    // problem, but an operator's typo must not take the group's live VMs out of the mesh.
+    const bounds = addressBounds(undefined, group);
+    if (bounds.group) {
+      byGroup.set(`${group.metadata.namespace}/${group.metadata.name}`, bounds.group);
+    }
+  }
+  return byGroup;
+}
+
 /**
  * The entries the projector may write, and the ones it refuses with why. The address is judged
  * in its canonical spelling (lib/domain/address.ts), so no spelling of a refused address gets
@@ -45,13 +73,20 @@ export function endpointRanges(
 export function filterEndpoints(
   records: readonly EntryRecord[],
   ranges: EndpointRanges,
+  groups: ReadonlyMap<string, GroupRanges> = new Map(),
 ): { allowed: EntryRecord[]; refused: RefusedEndpoint[] } {
   const allowed: EntryRecord[] = [];
   const refused: RefusedEndpoint[] = [];
   for (const record of records) {
     const { namespace, name } = record.entry.metadata;
     const address = record.entry.spec.address ?? '';
-    const problem = addressProblem(address, ranges.cluster, ranges.namespaces.get(namespace));
+    const group =
+      record.autoRegistrationGroup === undefined
+        ? undefined
+        : groups.get(`${namespace}/${record.autoRegistrationGroup}`);
+    const problem =
+      addressProblem(address, ranges.cluster, ranges.namespaces.get(namespace)) ??
+      groupProblem(address, group);
     if (problem === undefined) allowed.push(record);
     else refused.push({ namespace, name, address, message: `address ${address} ${problem}` });
   }
@@ -79,6 +114,14 @@ function addressProblem(
     return `is outside its namespace's address ranges (${list(namespace)})`;
   }
   return undefined;
+}
+
+/** Outside its group's ranges (an address already judged by the cluster and namespace). */
+function groupProblem(text: string, group: GroupRanges | undefined): string | undefined {
+  if (group === undefined) return undefined;
+  const check = canonicalAddress(text);
+  if (check.ok && rangeHolding(group.ranges, check.address)) return undefined;
+  return `is outside the address ranges of WorkloadGroup ${group.ref} (${list(group.ranges)})`;
 }
 
 function list(ranges: readonly Cidr[]): string {

@@ -8,7 +8,12 @@ import type { DesiredState } from './desired.ts';
 import { desiredWorkloadEntries } from './desired-istio.ts';
 import { desiredExternalWorkloads } from './desired-linkerd.ts';
 import { diff } from './diff.ts';
-import { type EndpointRanges, endpointRanges, filterEndpoints } from './endpoint-ranges.ts';
+import {
+  type EndpointRanges,
+  endpointRanges,
+  filterEndpoints,
+  groupRanges,
+} from './endpoint-ranges.ts';
 import { KINDS, MANAGED_BY_LABEL, MANAGED_SELECTOR, MANAGER } from './kinds.ts';
 import type { KubeObject } from './objects.ts';
 import { readRegistry } from './registry-read.ts';
@@ -78,8 +83,8 @@ export async function reconcile(
     return report;
   }
   const refused = new Set<string>();
-  const allowed = (records: EntryRecord[]): EntryRecord[] => {
-    const filtered = filterEndpoints(records, ranges);
+  const allowed = (records: EntryRecord[], groups: readonly StoredGroup[]): EntryRecord[] => {
+    const filtered = filterEndpoints(records, ranges, groupRanges(groups));
     for (const endpoint of filtered.refused) {
       const key = `${endpoint.namespace}/${endpoint.name}`;
       if (refused.has(key)) continue;
@@ -107,8 +112,8 @@ export async function reconcile(
         report.namespaces = snapshot.coverage;
       } else {
         entries = needsAll ? await deps.store.listEntries(unit.namespace) : [];
-        if (options.targets.includes('linkerd'))
-          groups = await deps.store.listGroups(unit.namespace);
+        // Every target holds the entries to their groups' address ranges (one Query).
+        groups = await deps.store.listGroups(unit.namespace);
       }
       if (changed !== undefined && unit.namespace !== undefined) {
         const namespace = unit.namespace;
@@ -128,8 +133,8 @@ export async function reconcile(
     }
     // Refused entries are left out of what every target wants: an object of theirs already in
     // the cluster is deleted like one of an entry that is gone.
-    entries = allowed(entries);
-    if (changedRecords !== undefined) changedRecords = allowed(changedRecords);
+    entries = allowed(entries, groups);
+    if (changedRecords !== undefined) changedRecords = allowed(changedRecords, groups);
     for (const target of options.targets) {
       const ctx: ApplyContext = {
         cluster: deps.cluster,

@@ -4,7 +4,7 @@ import { type Cluster, KindNotInstalledError } from './cluster.ts';
 import { MANAGED_SELECTOR } from './kinds.ts';
 import { TARGET_KINDS, type Target } from './report.ts';
 
-/** Namespace reads in flight at once: one Query each (two with the linkerd target). */
+/** Namespace reads in flight at once: two Queries each (its entries, its groups). */
 const READ_CONCURRENCY = 8;
 
 export type RegistryReader = Pick<CatalogStore, 'listNamespaces' | 'listEntries' | 'listGroups'>;
@@ -45,10 +45,11 @@ export async function readRegistry(
   const indexed = new Set(index.namespaces);
   const fromCluster = index.complete ? [] : await clusterNamespaces(cluster, targets, indexed);
   const namespaces = [...indexed, ...fromCluster].sort();
-  const withGroups = targets.includes('linkerd');
+  // Groups always: the linkerd target builds from them, and every target holds an entry to
+  // its group's address ranges (endpoint-ranges.ts).
   const read = await inLanes(namespaces, async (namespace) => ({
     entries: await store.listEntries(namespace),
-    groups: withGroups ? await store.listGroups(namespace) : [],
+    groups: await store.listGroups(namespace),
   }));
   return {
     entries: read.flatMap((one) => one.entries),

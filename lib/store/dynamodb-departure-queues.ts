@@ -4,11 +4,12 @@ import type { EntryRecord } from '../domain/entry-record.ts';
 import type { EpochMillis } from '../domain/model.ts';
 import type { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { queryItems } from './dynamodb-client.ts';
+import { departuresInGrace } from './dynamodb-departures-in-grace.ts';
 import { DynamoDbNamespaceIndex } from './dynamodb-namespace-index.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import { decodeEntry, type Item, namespaceSweepState, sweepState } from './item-codec.ts';
 import { mergeOrdered } from './merge-ordered.ts';
-import type { AwayCount, DepartureKey } from './registry-store.ts';
+import type { AwayCount, DepartureKey, DeparturesInGrace } from './registry-store.ts';
 import { SWEEP_INDEX, SWEEP_SHARDS } from './table-definition.ts';
 
 /**
@@ -50,6 +51,11 @@ export class DynamoDbDepartureQueues {
       counted ?? this.#counters.zoneCounts(),
     ]);
     return [...new Set([...index.namespaces, ...cells.map((cell) => cell.namespace)])].sort();
+  }
+
+  /** See departuresInGrace: every namespace's, and 0.1.0's shared keys. */
+  async inGrace(disconnectedAfter: EpochMillis, limit: number): Promise<DeparturesInGrace> {
+    return departuresInGrace(this.#table, await this.sweepNamespaces(), disconnectedAfter, limit);
   }
 
   /** See moveDeparturesToSharedKeys: every namespace's, for a rollback to 0.1.0. */

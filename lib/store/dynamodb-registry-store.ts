@@ -35,6 +35,7 @@ import type {
   ConnectionRecord,
   ConnectOutcome,
   DepartureKey,
+  DeparturesInGrace,
   DisruptionStore,
   EntryDeletion,
   HealthOutcome,
@@ -174,6 +175,9 @@ export class DynamoDbRegistryStore
     onReadFailure?: (error: unknown) => void,
   ): AsyncIterable<EntryRecord> {
     return this.#departures.departuresOf(namespace, kind, disconnectedAtOrBefore, onReadFailure);
+  }
+  departuresInGrace(disconnectedAfter: EpochMillis, limit: number): Promise<DeparturesInGrace> {
+    return this.#departures.inGrace(disconnectedAfter, limit);
   }
   moveDeparturesToSharedKeys(limit?: number): Promise<{ moved: number; more: boolean }> {
     return this.#departures.moveToSharedKeys(limit);

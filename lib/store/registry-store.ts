@@ -262,6 +262,12 @@ export interface RegistryStore extends DisruptionStore, InstanceStore, SweepLeas
     onReadFailure?: (error: unknown) => void,
   ): AsyncIterable<EntryRecord>;
   /**
+   * Departed entries still within their grace period (disconnected after the cutoff), counted
+   * from the sweep index up to `limit`, and the earliest disconnect among them: what a sweep
+   * leaves for later (`registrar sweep` says so).
+   */
+  departuresInGrace(disconnectedAfter: EpochMillis, limit: number): Promise<DeparturesInGrace>;
+  /**
    * A rollback to release 0.1.0: moves every namespace's departures back to the shared keys
    * 0.1.0's sweeper reads (`L#<shard>`, `D#<shard>`). Idempotent and resumable; at most `limit`
    * moves, `more` when some may be left.
@@ -295,6 +301,13 @@ export type SweepIndexState = 'C' | 'D' | 'L';
 export type DepartureKey = 'D' | 'L';
 
 /** The entries away after an abnormal departure, counted from the sweep index. */
+/** See RegistryStore.departuresInGrace; `more` when `limit` was reached. */
+export interface DeparturesInGrace {
+  count: number;
+  more: boolean;
+  firstDisconnectedAt?: EpochMillis;
+}
+
 export interface AwayCount {
   /** By cell (`<namespace>#<zone>`), for the namespaces counted. */
   byCell: Record<string, number>;

@@ -89,6 +89,19 @@ async function register(ip: string): Promise<void> {
   );
 }
 
+/** `registrar project` as an operator runs it against this cluster. */
+function project() {
+  return bed.cli([
+    'project',
+    '--kubeconfig',
+    kubeconfig,
+    '--targets',
+    'istio,endpointslices',
+    '--cluster-ranges',
+    `${SERVICE_RANGE},${POD_RANGE}`,
+  ]);
+}
+
 function sliceAddresses(): string[] {
   return (api.objects('EndpointSlice') as EndpointSliceObject[])
     .filter((slice) => slice.metadata.namespace === 'shop')
@@ -114,15 +127,7 @@ describe('the projector never writes an endpoint in the cluster’s own ranges',
     await register(API_SERVICE_IP);
     await register('10.0.0.8');
 
-    const run = await bed.cli([
-      'project',
-      '--kubeconfig',
-      kubeconfig,
-      '--targets',
-      'istio,endpointslices',
-      '--cluster-ranges',
-      `${SERVICE_RANGE},${POD_RANGE}`,
-    ]);
+    const run = await project();
 
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(
@@ -152,6 +157,49 @@ describe('the projector never writes an endpoint in the cluster’s own ranges',
     );
     expect(sliceAddresses()).toContain('10.0.0.8');
     expect((await bed.cli(['namespace', 'reset', '-n', 'shop'])).code).toBe(0);
+  });
+});
+
+describe("a group's address ranges, narrowed after its VMs registered", () => {
+  it('takes their endpoints out of every target, keeps the ones inside, and names them in registrar project', async () => {
+    await register('10.0.0.8');
+    await register('10.60.0.1');
+    await eventually(() => sliceAddresses().includes('10.60.0.1') || undefined, 10_000);
+    await eventually(() => api.object('WorkloadEntry', 'shop', 'web-10.60.0.1'), 10_000);
+
+    // The operator narrows the group (as `registrar apply` of the annotated group does).
+    const narrowed = (ranges: string | undefined) =>
+      bed.registry.applyGroup({
+        apiVersion: 'networking.istio.io/v1',
+        kind: 'WorkloadGroup',
+        metadata: {
+          name: 'web',
+          namespace: 'shop',
+          ...(ranges ? { annotations: { 'workload-registrar/address-ranges': ranges } } : {}),
+        },
+        spec: { metadata: { labels: { app: 'web' } }, template: { ports: { http: 8080 } } },
+      });
+    await narrowed('10.0.0.0/24');
+    try {
+      await eventually(
+        () =>
+          (!sliceAddresses().includes('10.60.0.1') &&
+            api.object('WorkloadEntry', 'shop', 'web-10.60.0.1') === undefined) ||
+          undefined,
+        10_000,
+      );
+      expect(sliceAddresses()).toContain('10.0.0.8');
+      expect(api.object('WorkloadEntry', 'shop', 'web-10.0.0.8')).toBeDefined();
+
+      const run = await project();
+      expect(run.stdout).toContain(
+        'refused shop/web-10.60.0.1: address 10.60.0.1 is outside the address ranges of WorkloadGroup shop/web (10.0.0.0/24)',
+      );
+    } finally {
+      await narrowed(undefined);
+    }
+    // Widened again: the endpoint comes back (its VM never left).
+    await eventually(() => sliceAddresses().includes('10.60.0.1') || undefined, 10_000);
   });
 });
 

@@ -129,6 +129,10 @@ describe('the recorded sweep policy', () => {
     expect(manual.code).toBe(0);
     expect(manual.stdout).toBe('');
     expect(manual.stderr).toMatch(/grace period 1h, .*\(the registrar's, recorded /);
+    // "0 would be deleted" says why the disconnected entry stays, and until when.
+    expect(manual.stderr).toMatch(
+      /^0 would be deleted; .*; 1 departed entry within its grace period, the first due in 54m; /,
+    );
 
     const describe = await registrar(['describe', 'we', 'web-10-0-0-7', '-n', 'shop']);
     expect(describe.stdout).toMatch(/Sweep Policy: +grace period 1h, stale after 1\.5 x 2h/);
@@ -137,6 +141,7 @@ describe('the recorded sweep policy', () => {
     const explicit = await registrar(['sweep', '--dry-run', '--grace-period', '5m']);
     expect(explicit.stdout).toMatch(/"web-10-0-0-7" would be deleted/);
     expect(explicit.stderr).toMatch(/\(set by flags\)/);
+    expect(explicit.stderr).not.toContain('within');
   });
 
   it('lives in the CONFIG partition the sweeper is granted', () => {
