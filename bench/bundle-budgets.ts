@@ -15,7 +15,7 @@ import type { FunctionName } from '../infra/constructs/bundling.ts';
 const KB = 1024;
 export const BUNDLE_BUDGETS: Readonly<Record<FunctionName, number>> = Object.freeze({
   authorize: 80 * KB,
-  connect: 330 * KB,
+  connect: 300 * KB,
   disconnect: 290 * KB,
   message: 290 * KB,
   sweeper: 310 * KB,

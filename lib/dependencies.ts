@@ -71,9 +71,9 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
   const table = tableWiring(env);
   const { config, client } = table;
   return {
-    ...sweeperDependencies(env, table),
-    // The connect part last: its store is the one every route shares.
     ...connectDependencies(env, table),
+    // After the connect part: its store (the whole registry) is the one every route shares.
+    ...sweeperDependencies(env, table),
     tokens: new DynamoDbTokenStore(client, config.tableName),
   };
 }

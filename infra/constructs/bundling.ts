@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bundledCertificates } from '../../lib/auth/aws-instance-identity-certs.ts';
+import { RELEASE } from '../../lib/release.ts';
 
 /**
  * The esbuild settings of every Lambda bundle, in one place: the function construct hands
@@ -73,10 +74,11 @@ export function aliasArgs(aliases: Readonly<Record<string, string>>): string[] {
 }
 
 /**
- * The `define` of a bundle: the instance identity certificates of `regions` only (those the
- * stack trusts: `$connect` in IAM mode), none for every other function. Each is checked
+ * The `define` of a bundle: the release (lib/release.ts), and the instance identity
+ * certificates of `regions` only (those the stack trusts: `$connect` in IAM mode), none for
+ * every other function. Each is checked
  * against its pin at synth (lib/auth/aws-instance-identity-certs.ts).
  */
 export function bundleDefine(regions: readonly string[] = []): Record<string, string> {
-  return bundledCertificates(regions);
+  return { ...bundledCertificates(regions), REGISTRAR_RELEASE: JSON.stringify(RELEASE) };
 }

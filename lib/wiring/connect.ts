@@ -4,26 +4,29 @@ import { type Config, ConfigError, ENV } from '../config.ts';
 import type { Dependencies } from '../dependencies.ts';
 import { NamespaceLimits } from '../registration/namespace-limits.ts';
 import { DynamoDbConnectRate } from '../store/dynamodb-connect-rate.ts';
+import { type ConnectStore, DynamoDbConnectStore } from '../store/dynamodb-connect-store.ts';
 import { DynamoDbNamespaceSettings } from '../store/dynamodb-namespace-settings.ts';
 import { DynamoDbNamespaceUsage } from '../store/dynamodb-namespace-usage.ts';
 import { DynamoDbPolicyStore } from '../store/dynamodb-policy-store.ts';
 import { RegistryTable } from '../store/dynamodb-table.ts';
 import { DynamoDbTerminatedInstances } from '../store/dynamodb-terminated-instances.ts';
-import { registryStore } from './registry-store.ts';
+import { reportHistoryLost } from './history-lost.ts';
 import { now, tableWiring } from './table.ts';
 
 /** `$connect`: the registry, IAM mode's policies and attestation, the namespace limits. */
 export type ConnectDependencies = Pick<
   Dependencies,
   | 'config'
-  | 'store'
   | 'policies'
   | 'attestation'
   | 'terminatedInstances'
   | 'limits'
   | 'namespaceSettings'
   | 'now'
->;
+> & {
+  /** Only what a connect calls (lib/store/dynamodb-connect-store.ts). */
+  store: ConnectStore;
+};
 
 export function connectDependencies(
   env: Record<string, string | undefined>,
@@ -33,7 +36,9 @@ export function connectDependencies(
   const namespaceSettings = new DynamoDbNamespaceSettings(client, config.tableName);
   return {
     config,
-    store: registryStore(client, config.tableName),
+    store: new DynamoDbConnectStore(client, config.tableName, {
+      onHistoryLost: reportHistoryLost,
+    }),
     policies: new DynamoDbPolicyStore(client, config.tableName),
     ...(config.authMode === 'iam'
       ? {

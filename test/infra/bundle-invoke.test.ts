@@ -1,10 +1,11 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { invokeBuiltBundles } from '../../bench/bundle-pairs.ts';
 import { bundleFunction } from '../../bench/bundle-size.ts';
 import { WEBSOCKET_FUNCTIONS } from '../../infra/constructs/bundling.ts';
+import { RELEASE } from '../../lib/release.ts';
 
 /**
  * The WebSocket functions as deployed: each bundle (esbuild, the construct's settings, the
@@ -30,4 +31,11 @@ describe('function bundles, invoked', () => {
     expect(Object.keys(results).sort()).toEqual([...WEBSOCKET_FUNCTIONS].sort());
     expect(Object.entries(results).filter(([, result]) => !result.ok)).toEqual([]);
   }, 120_000);
+
+  it("carries the release (describe's registrarVersion) without package.json", async () => {
+    const code = await readFile(join(dir, 'message', 'index.mjs'), 'utf8');
+    expect(code).toContain(JSON.stringify(RELEASE));
+    // A script of the project's own package.json: the file whole is not there.
+    expect(code).not.toContain('lock:complete');
+  });
 });
