@@ -14,6 +14,7 @@ import type { PolicyReader } from './store/policy-store.ts';
 import type { CatalogStore, RegistryStore } from './store/registry-store.ts';
 import type { TokenStore } from './store/token-store.ts';
 import { connectDependencies } from './wiring/connect.ts';
+import { registryStore } from './wiring/registry-store.ts';
 import { sweeperDependencies } from './wiring/sweeper.ts';
 import { tableWiring } from './wiring/table.ts';
 
@@ -72,8 +73,9 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
   const { config, client } = table;
   return {
     ...connectDependencies(env, table),
-    // After the connect part: its store (the whole registry) is the one every route shares.
     ...sweeperDependencies(env, table),
+    // The whole registry, shared by every route (the parts above build narrower ones).
+    store: registryStore(client, config.tableName),
     tokens: new DynamoDbTokenStore(client, config.tableName),
   };
 }

@@ -4,10 +4,12 @@ import { closeConnections } from '../gateway/close-connections.ts';
 import { type RolloutConfig, readRolloutConfig } from '../rollout/rollout-config.ts';
 import type { RolloutStore } from '../rollout/rollout-store.ts';
 import type { RolloutRunDeps } from '../rollout/run-rollouts.ts';
+import { DynamoDbCatalog } from '../store/dynamodb-catalog.ts';
+import { DynamoDbEntryHistory } from '../store/dynamodb-entry-history.ts';
 import { DynamoDbGroupSource } from '../store/dynamodb-group-source.ts';
 import { DynamoDbRollouts } from '../store/dynamodb-rollout.ts';
 import type { CatalogStore } from '../store/registry-store.ts';
-import { registryStore } from './registry-store.ts';
+import { reportHistoryLost } from './history-lost.ts';
 import { now, tableWiring } from './table.ts';
 
 /** The rollout function's world: rollouts, the group catalog, the management API, time. */
@@ -32,7 +34,12 @@ export function rolloutDependencies(env: Record<string, string | undefined>): Ro
   const connectionsUrl = config.connectionsUrl;
   return {
     rollouts: new DynamoDbRollouts(client, config.tableName),
-    catalog: registryStore(client, config.tableName),
+    // The catalog alone (it lists), not the whole registry facade: a smaller bundle.
+    catalog: new DynamoDbCatalog(
+      client,
+      config.tableName,
+      new DynamoDbEntryHistory(client, config.tableName, reportHistoryLost),
+    ),
     groupSource: new DynamoDbGroupSource(client, config.tableName),
     ...(connectionsUrl === undefined
       ? {}

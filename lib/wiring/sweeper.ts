@@ -3,8 +3,9 @@ import { registryMigrations } from '../store/dynamodb-migrations.ts';
 import { DynamoDbSchemaStore } from '../store/dynamodb-schema-store.ts';
 import { DynamoDbSweepPolicyStore } from '../store/dynamodb-sweep-policy-store.ts';
 import { DynamoDbSweepRuns } from '../store/dynamodb-sweep-runs.ts';
+import { DynamoDbSweeperStore, type SweeperStore } from '../store/dynamodb-sweeper-store.ts';
 import { livenessOf } from './disconnect.ts';
-import { registryStore } from './registry-store.ts';
+import { reportHistoryLost } from './history-lost.ts';
 import { now, tableWiring } from './table.ts';
 
 /**
@@ -14,8 +15,11 @@ import { now, tableWiring } from './table.ts';
  */
 export type SweeperDependencies = Pick<
   Dependencies,
-  'config' | 'store' | 'liveness' | 'sweepPolicy' | 'sweepRuns' | 'schema' | 'migrations' | 'now'
->;
+  'config' | 'liveness' | 'sweepPolicy' | 'sweepRuns' | 'schema' | 'migrations' | 'now'
+> & {
+  /** Only what a sweep calls (lib/store/dynamodb-sweeper-store.ts). */
+  store: SweeperStore;
+};
 
 export function sweeperDependencies(
   env: Record<string, string | undefined>,
@@ -24,7 +28,7 @@ export function sweeperDependencies(
   const { config, client } = table;
   return {
     config,
-    store: registryStore(client, config.tableName),
+    store: new DynamoDbSweeperStore(client, config.tableName, { onHistoryLost: reportHistoryLost }),
     sweepPolicy: new DynamoDbSweepPolicyStore(client, config.tableName),
     sweepRuns: new DynamoDbSweepRuns(client, config.tableName, config.sweep.sweepIntervalMs),
     schema: new DynamoDbSchemaStore(client, config.tableName),

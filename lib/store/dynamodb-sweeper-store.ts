@@ -1,0 +1,136 @@
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { DisruptionRecord, ZoneCount } from '../domain/disruption.ts';
+import type { EntryRecord } from '../domain/entry-record.ts';
+import type { EpochMillis, ObjectRef } from '../domain/model.ts';
+import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
+import { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
+import { DynamoDbConnectionRecords } from './dynamodb-connection-records.ts';
+import { DynamoDbDepartureQueues } from './dynamodb-departure-queues.ts';
+import { DynamoDbEntryHistory, type HistoryLost } from './dynamodb-entry-history.ts';
+import { DynamoDbEntryLifecycle } from './dynamodb-entry-lifecycle.ts';
+import { DynamoDbSweepIndex } from './dynamodb-sweep-index.ts';
+import { DynamoDbSweeperState } from './dynamodb-sweeper-state.ts';
+import { RegistryTable } from './dynamodb-table.ts';
+import type {
+  AwayCount,
+  DepartureKey,
+  DisruptionStore,
+  EntryDeletion,
+  RegistryStore,
+  SweepIndexState,
+  SweepLease,
+  SweepLeaseStore,
+} from './registry-store.ts';
+
+/** What the sweeper function asks of the registry: the sweep, fail static, its lease. */
+export type SweeperStore = Pick<
+  RegistryStore,
+  | 'sweepCandidates'
+  | 'sweepNamespaces'
+  | 'departuresOf'
+  | 'deleteSwept'
+  | 'connectedIn'
+  | 'dropHolders'
+  | 'livenessMark'
+  | 'setLivenessMark'
+> &
+  SweepLeaseStore &
+  DisruptionStore;
+
+/**
+ * The registry as the sweeper function uses it: the adapters DynamoDbRegistryStore composes
+ * for these calls and none of the others (catalog, cordon, instance index, address claims),
+ * so the sweeper's bundle carries only these (issue 27).
+ */
+export class DynamoDbSweeperStore implements SweeperStore {
+  readonly #entries: DynamoDbEntryLifecycle;
+  readonly #sweepIndex: DynamoDbSweepIndex;
+  readonly #departures: DynamoDbDepartureQueues;
+  readonly #sweeper: DynamoDbSweeperState;
+  readonly #counters: DynamoDbCellCounters;
+
+  constructor(
+    client: DynamoDBDocumentClient,
+    tableName: string,
+    options: { onHistoryLost?: HistoryLost } = {},
+  ) {
+    const table = new RegistryTable(client, tableName);
+    const history = new DynamoDbEntryHistory(client, tableName, options.onHistoryLost);
+    this.#counters = new DynamoDbCellCounters(table);
+    this.#entries = new DynamoDbEntryLifecycle(
+      table,
+      this.#counters,
+      new DynamoDbConnectionRecords(table),
+    );
+    this.#sweepIndex = new DynamoDbSweepIndex(table, this.#counters, history);
+    this.#departures = new DynamoDbDepartureQueues(table, this.#counters);
+    this.#sweeper = new DynamoDbSweeperState(table);
+  }
+
+  sweepCandidates(
+    cutoffs: SweepCutoffs,
+    limit: number,
+    states?: readonly SweepIndexState[],
+    onReadFailure?: (error: unknown) => void,
+  ): AsyncIterable<EntryRecord> {
+    return this.#sweepIndex.sweepCandidates(cutoffs, limit, states, onReadFailure);
+  }
+  connectedIn(
+    windows: readonly LivenessWindow[],
+    limit: number,
+    onReadFailure?: (error: unknown) => void,
+  ): AsyncIterable<EntryRecord> {
+    return this.#sweepIndex.connectedIn(windows, limit, onReadFailure);
+  }
+  deleteSwept(record: EntryRecord, deletion?: EntryDeletion): Promise<'deleted' | 'conflict'> {
+    return this.#sweepIndex.deleteSwept(record, deletion);
+  }
+  sweepNamespaces(counted?: readonly ZoneCount[]): Promise<string[]> {
+    return this.#departures.sweepNamespaces(counted);
+  }
+  departuresOf(
+    namespace: string,
+    kind: DepartureKey,
+    disconnectedAtOrBefore: EpochMillis,
+    onReadFailure?: (error: unknown) => void,
+  ): AsyncIterable<EntryRecord> {
+    return this.#departures.departuresOf(namespace, kind, disconnectedAtOrBefore, onReadFailure);
+  }
+  awayByZone(limit: number, namespaces?: readonly string[]): Promise<AwayCount | undefined> {
+    return this.#departures.awayByZone(limit, namespaces);
+  }
+  newestConnectAt(): Promise<EpochMillis | undefined> {
+    return this.#sweepIndex.newestConnectAt();
+  }
+  dropHolders(
+    entry: ObjectRef,
+    gone: readonly string[],
+    at: EpochMillis,
+  ): Promise<'disconnected' | 'still-held' | 'unchanged'> {
+    return this.#entries.dropHolders(entry, gone, at);
+  }
+  livenessMark(): Promise<EpochMillis | undefined> {
+    return this.#sweeper.livenessMark();
+  }
+  setLivenessMark(at: EpochMillis): Promise<void> {
+    return this.#sweeper.setLivenessMark(at);
+  }
+  acquireSweepLease(holder: string, now: EpochMillis, until: EpochMillis): Promise<SweepLease> {
+    return this.#sweeper.acquireSweepLease(holder, now, until);
+  }
+  releaseSweepLease(holder: string): Promise<void> {
+    return this.#sweeper.releaseSweepLease(holder);
+  }
+  disruptionRecord(): Promise<DisruptionRecord | undefined> {
+    return this.#sweeper.disruptionRecord();
+  }
+  saveDisruptionRecord(record: DisruptionRecord): Promise<void> {
+    return this.#sweeper.saveDisruptionRecord(record);
+  }
+  releaseHold(at: EpochMillis): Promise<'released' | 'normal'> {
+    return this.#sweeper.releaseHold(at);
+  }
+  zoneCounts(): Promise<ZoneCount[]> {
+    return this.#counters.zoneCounts();
+  }
+}
