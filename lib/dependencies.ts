@@ -6,6 +6,7 @@ import { type Config, ConfigError, ENV, readConfig } from './config.ts';
 import type { EpochMillis } from './domain/model.ts';
 import { ManagementApiLiveness } from './gateway/management-api-liveness.ts';
 import { countFault, logger } from './observability.ts';
+import type { ConnectionCloser } from './protocol/message-budget-guard.ts';
 import type { ConnectionLiveness } from './registration/liveness.ts';
 import { NamespaceLimits } from './registration/namespace-limits.ts';
 import type { Migration, SchemaStore } from './registration/run-migrations.ts';
@@ -66,6 +67,11 @@ export interface Dependencies {
    */
   schema?: SchemaStore;
   migrations?: readonly Migration[];
+  /**
+   * Closes a connection from the server side: the message function closes one over its
+   * message budget (lib/domain/message-budget.ts). Absent, such a connection is only refused.
+   */
+  closeConnection?: ConnectionCloser;
   now: () => EpochMillis;
 }
 
