@@ -25,6 +25,16 @@ export const DEFAULT_MESSAGE_BUDGET: MessageBudgetPolicy = {
   maxTracked: 10_000,
 };
 
+/**
+ * The `sidecar` route's own budget: each ask mints a token in the cluster (a request to the
+ * Kubernetes API every tenant shares); an agent asks once an hour and after each reconnect.
+ */
+export const SIDECAR_MESSAGE_BUDGET: MessageBudgetPolicy = {
+  messages: 10,
+  windowMs: 60_000,
+  maxTracked: 10_000,
+};
+
 export class MessageBudget {
   readonly #policy: MessageBudgetPolicy;
   /** connectionId -> the window's start and its count; Map order is insertion order. */

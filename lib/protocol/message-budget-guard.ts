@@ -1,6 +1,6 @@
 import { formatDuration } from '../domain/duration.ts';
 import { QuotaExceededError } from '../domain/errors.ts';
-import { DEFAULT_MESSAGE_BUDGET } from '../domain/message-budget.ts';
+import { DEFAULT_MESSAGE_BUDGET, type MessageBudgetPolicy } from '../domain/message-budget.ts';
 import { countRefusal, logger } from '../observability.ts';
 import { errorReply } from './replies.ts';
 import type { WebSocketResult } from './websocket-events.ts';
@@ -19,8 +19,13 @@ export async function overBudget(
   connectionId: string,
   verdict: 'exceeded' | 'over',
   close: ConnectionCloser | undefined,
+  options: {
+    policy?: Pick<MessageBudgetPolicy, 'messages' | 'windowMs'>;
+    /** The action the reply names (the `sidecar` route's replies do). */
+    action?: string;
+  } = {},
 ): Promise<WebSocketResult> {
-  const { messages, windowMs } = DEFAULT_MESSAGE_BUDGET;
+  const { messages, windowMs } = options.policy ?? DEFAULT_MESSAGE_BUDGET;
   const refusal = new QuotaExceededError(
     `this connection sent more than ${messages} messages in ${formatDuration(windowMs)} (an agent sends a few a minute): it is closed; reconnect and send at an agent's pace`,
     QuotaExceededError.MESSAGE_RATE,
@@ -40,5 +45,9 @@ export async function overBudget(
       });
     }
   }
-  return { statusCode: 200, body: JSON.stringify(errorReply(refusal.code, refusal.message)) };
+  const reply = errorReply(refusal.code, refusal.message);
+  return {
+    statusCode: 200,
+    body: JSON.stringify(options.action ? { action: options.action, ...reply } : reply),
+  };
 }
