@@ -146,6 +146,7 @@ export function meshIdentityDependenciesFromEnv(
     policies: deps.policies,
     issuer: kubeConfig ? createKubeMeshIssuer({ kubeConfig }) : undefined,
     settings: readMeshSettings(env),
+    ...(deps.closeConnection ? { closeConnection: deps.closeConnection } : {}),
     now: deps.now,
   };
 }

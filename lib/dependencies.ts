@@ -4,6 +4,7 @@ import { loadTrustedCertificates } from './auth/instance-identity-document.ts';
 import type { TerminatedInstances } from './auth/terminated-instances.ts';
 import { type Config, ConfigError, ENV, readConfig } from './config.ts';
 import type { EpochMillis } from './domain/model.ts';
+import { ManagementApiDisconnect } from './gateway/management-api-disconnect.ts';
 import { ManagementApiLiveness } from './gateway/management-api-liveness.ts';
 import { countFault, logger } from './observability.ts';
 import type { ConnectionCloser } from './protocol/message-budget-guard.ts';
@@ -131,8 +132,23 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
             // Only a local gateway speaks plain HTTP; it checks no signature.
             local: config.connectionsUrl.startsWith('http:'),
           }),
+          closeConnection: closerOf(config.connectionsUrl, config.region),
         }),
     now: () => Date.now(),
+  };
+}
+
+/**
+ * `DELETE @connections/{id}` through the management API, built at the first close (most
+ * invocations never close anything). A failure is thrown to the caller, which logs it.
+ */
+function closerOf(endpoint: string, region: string): ConnectionCloser {
+  let closer: ManagementApiDisconnect | undefined;
+  return async (connectionId) => {
+    closer ??= new ManagementApiDisconnect({ endpoint, region });
+    const answer = await closer.close(connectionId);
+    if (typeof answer === 'object') throw new Error(answer.failed);
+    return answer;
   };
 }
 
