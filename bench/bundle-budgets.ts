@@ -7,7 +7,8 @@ import type { FunctionName } from '../infra/constructs/bundling.ts';
  *
  * Issue 27 aims at 300 KB (the authorizer 150 KB), and every bundle is under it: each budget
  * is the size reached rounded up to the next 10 KB (a ratchet), or the issue's 300 KB for
- * connect and the sweeper, which are within a kilobyte of their next 10 KB. The DynamoDB client and @smithy/core are ~150 KB of each function that writes; the
+ * connect and the sweeper, which are within a kilobyte of their next 10 KB, and for message,
+ * which main's message budget (the counter and its signed DELETE @connections) took past 290. The DynamoDB client and @smithy/core are ~150 KB of each function that writes; the
  * authorizer has no SDK client (its one GetItem is a signed request:
  * lib/store/dynamodb-http-reader.ts). Lower a budget when a bundle shrinks; raising one says
  * why in the commit.
@@ -17,7 +18,7 @@ export const BUNDLE_BUDGETS: Readonly<Record<FunctionName, number>> = Object.fre
   authorize: 80 * KB,
   connect: 300 * KB,
   disconnect: 290 * KB,
-  message: 290 * KB,
+  message: 300 * KB,
   sweeper: 300 * KB,
   ec2StateChange: 290 * KB,
   rollout: 280 * KB,

@@ -3,6 +3,7 @@ import type { InstanceAttestation } from './auth/instance-attestation.ts';
 import type { TerminatedInstances } from './auth/terminated-instances.ts';
 import type { Config } from './config.ts';
 import type { EpochMillis } from './domain/model.ts';
+import type { ConnectionCloser } from './protocol/message-budget-guard.ts';
 import type { ConnectionLiveness } from './registration/liveness.ts';
 import type { NamespaceLimits } from './registration/namespace-limits.ts';
 import type { Migration, SchemaStore } from './registration/run-migrations.ts';
@@ -14,6 +15,7 @@ import type { PolicyReader } from './store/policy-store.ts';
 import type { CatalogStore, RegistryStore } from './store/registry-store.ts';
 import type { TokenStore } from './store/token-store.ts';
 import { connectDependencies } from './wiring/connect.ts';
+import { closerOf } from './wiring/message.ts';
 import { registryStore } from './wiring/registry-store.ts';
 import { sweeperDependencies } from './wiring/sweeper.ts';
 import { tableWiring } from './wiring/table.ts';
@@ -54,6 +56,11 @@ export interface Dependencies {
    */
   schema?: SchemaStore;
   migrations?: readonly Migration[];
+  /**
+   * Closes a connection from the server side: the message function closes one over its
+   * message budget (lib/domain/message-budget.ts). Absent, such a connection is only refused.
+   */
+  closeConnection?: ConnectionCloser;
   now: () => EpochMillis;
 }
 
@@ -77,5 +84,6 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
     // The whole registry, shared by every route (the parts above build narrower ones).
     store: registryStore(client, config.tableName),
     tokens: new DynamoDbTokenStore(client, config.tableName),
+    ...closerOf(config),
   };
 }

@@ -5,21 +5,23 @@ import { connectionPath } from './management-api-liveness.ts';
 /** Calls in flight at once: a group's cascade may close thousands, one HTTP request each. */
 const CONCURRENCY = 16;
 
+export interface CloseOptions {
+  /** `https://{api-id}.execute-api.{region}.amazonaws.com/{stage}`, or the local gateway's URL. */
+  endpoint: string;
+  region: string;
+}
+
 /**
- * Closes connections through API Gateway's management API (`DELETE @connections/{id}`), so
- * their agents notice at once that their entries are gone. A connection already gone (410)
- * counts as closed; any other failure is counted, not thrown: the entries are deleted anyway,
- * and such an agent notices at its next rotation. For the rollout function and the local
- * runtime's rollout timer: a signed request without the SDK client (lib/aws/signed-http.ts),
- * with Lambda's credentials, or dummies for a local gateway (plain http). The operator's
- * commands keep the SDK client and its credential chain (management-api-disconnect.ts).
+ * `DELETE @connections/{id}` (API Gateway's management API) as the functions send it: a signed
+ * request without the SDK client (lib/aws/signed-http.ts), with Lambda's credentials, or
+ * dummies for a local gateway (plain http). 'closed' (204), 'gone' (410: it was not open any
+ * more); anything else, or nothing answering, is thrown. The operator's commands keep the SDK
+ * client and its credential chain (management-api-disconnect.ts).
  */
-export async function closeConnections(
-  connectionIds: readonly string[],
-  options: { endpoint: string; region: string },
-): Promise<{ closed: number; failed: number }> {
-  const result = { closed: 0, failed: 0 };
-  if (connectionIds.length === 0) return result;
+export function connectionCloser(options: CloseOptions): {
+  close(connectionId: string): Promise<'closed' | 'gone'>;
+  destroy(): void;
+} {
   const local = options.endpoint.startsWith('http:');
   const api = new SignedHttpClient({
     endpoint: options.endpoint,
@@ -31,15 +33,40 @@ export async function closeConnections(
     timeoutMs: 5_000,
     retryable: (answer) => answer.status === 429,
   });
+  return {
+    async close(connectionId) {
+      const answer = await api.send('DELETE', connectionPath(connectionId));
+      if (answer.status === 204 || answer.status === 200) return 'closed';
+      if (answer.status === 410) return 'gone';
+      throw new Error(
+        `DELETE @connections answered ${answer.status}: ${answer.text.slice(0, 200)}`,
+      );
+    },
+    destroy: () => api.destroy(),
+  };
+}
+
+/**
+ * Closes connections through API Gateway's management API, so their agents notice at once
+ * that their entries are gone (the rollout function, the local runtime's rollout timer). A
+ * connection already gone (410) counts as closed; any other failure is counted, not thrown:
+ * the entries are deleted anyway, and such an agent notices at its next rotation.
+ */
+export async function closeConnections(
+  connectionIds: readonly string[],
+  options: CloseOptions,
+): Promise<{ closed: number; failed: number }> {
+  const result = { closed: 0, failed: 0 };
+  if (connectionIds.length === 0) return result;
+  const api = connectionCloser(options);
   const queue = [...connectionIds];
   const lane = async () => {
     for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
-      const status = await api.send('DELETE', connectionPath(id)).then(
-        (answer) => answer.status,
-        () => 0,
+      const closed = await api.close(id).then(
+        () => true,
+        () => false,
       );
-      // 204: closed; 410: it was not open any more. Both leave no agent holding a gone entry.
-      if (status === 204 || status === 200 || status === 410) result.closed += 1;
+      if (closed) result.closed += 1;
       else result.failed += 1;
     }
   };
