@@ -184,7 +184,10 @@ function agentNodeFlags(): string[] {
     'utf8',
   );
   const exec = /^ExecStart=(.*)$/m.exec(unit)?.[1]?.split(/\s+/) ?? [];
-  return exec.slice(1, exec.findIndex((word) => word.endsWith('registrar-agent.mjs')));
+  return exec.slice(
+    1,
+    exec.findIndex((word) => word.endsWith('registrar-agent.mjs')),
+  );
 }
 
 /** utime + stime (fields 14 and 15 of /proc/<pid>/stat, in clock ticks of 1/100 s). */
