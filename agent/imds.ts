@@ -78,7 +78,7 @@ export async function fetchIdentityDocument(options: ImdsOptions): Promise<Signe
   return { document, signature: signature.toString('utf8') };
 }
 
-async function fetchToken(options: ImdsOptions): Promise<string> {
+export async function fetchToken(options: ImdsOptions): Promise<string> {
   let response: Awaited<ReturnType<typeof imdsRequest>>;
   try {
     response = await imdsRequest(new URL('/latest/api/token', options.baseUrl), {
