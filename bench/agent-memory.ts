@@ -41,6 +41,9 @@ export interface AgentMemory {
   /** User + system CPU of the whole run (start-up included), and per probe. */
   cpuS: number;
   cpuMsPerProbe: number;
+  /** At the end: anonymous memory (heaps, code, buffers) and mapped files (mostly node itself). */
+  rssAnonEndMb: number;
+  rssFileEndMb: number;
 }
 
 // Preloaded into the agent process: heap used after a full GC, as a JSON line on stderr.
@@ -126,6 +129,7 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
   const samples: number[] = [];
   const started = Date.now();
   let cpuS = 0;
+  let split = { anon: 0, file: 0 };
   try {
     let flipAt = FLIP_EVERY;
     while (target.requests < PROBES) {
@@ -139,6 +143,7 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
       if (rss !== undefined) samples.push(rss);
     }
     cpuS = cpuSeconds(child.pid as number) ?? 0;
+    split = rssSplitMb(child.pid as number);
   } finally {
     if (child.exitCode === null && child.signalCode === null) {
       child.kill('SIGTERM');
@@ -172,6 +177,8 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
     heapAfterGcEndMb: round(heap.at(-1) ?? 0),
     cpuS: round(cpuS),
     cpuMsPerProbe: Math.round((cpuS * 1000 * 1000) / Math.max(1, target.requests)) / 1000,
+    rssAnonEndMb: round(split.anon),
+    rssFileEndMb: round(split.file),
   };
 }
 
@@ -188,6 +195,17 @@ function agentNodeFlags(): string[] {
     1,
     exec.findIndex((word) => word.endsWith('registrar-agent.mjs')),
   );
+}
+
+function rssSplitMb(pid: number): { anon: number; file: number } {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (field: string) =>
+      Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
+    return { anon: kb('RssAnon') / 1024, file: (kb('RssFile') + kb('RssShmem')) / 1024 };
+  } catch {
+    return { anon: 0, file: 0 };
+  }
 }
 
 /** utime + stime (fields 14 and 15 of /proc/<pid>/stat, in clock ticks of 1/100 s). */
