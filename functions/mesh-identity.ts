@@ -5,6 +5,7 @@ import type { MiddlewareObj } from '@middy/core';
 import middy from '@middy/core';
 import type { Config } from '../lib/config.ts';
 import { dependenciesFromEnv, type FunctionHandler } from '../lib/dependencies.ts';
+import { MessageBudget, SIDECAR_MESSAGE_BUDGET } from '../lib/domain/message-budget.ts';
 import type { EpochMillis } from '../lib/domain/model.ts';
 import { issueSidecar } from '../lib/mesh-identity/issue-sidecar.ts';
 import { createKubeMeshIssuer } from '../lib/mesh-identity/kube-mesh-issuer.ts';
@@ -15,6 +16,7 @@ import { logger, metrics } from '../lib/observability.ts';
 import { parseAgentMessage } from '../lib/protocol/agent-messages.ts';
 import { carriedEntry } from '../lib/protocol/carried-entry.ts';
 import { countOutcome, errorOutcome, logError } from '../lib/protocol/error-response.ts';
+import { type ConnectionCloser, overBudget } from '../lib/protocol/message-budget-guard.ts';
 import {
   SIDECAR_ACTION,
   type SidecarErrorReply,
@@ -36,6 +38,8 @@ export interface MeshIdentityDeps {
   /** Absent: no cluster is configured, and every `sidecar` is answered SidecarUnavailable. */
   issuer: MeshIssuer | undefined;
   settings: MeshSettings;
+  /** Closes a connection over its budget of asks; absent, such asks are only refused. */
+  closeConnection?: ConnectionCloser;
   now: () => EpochMillis;
 }
 
@@ -49,9 +53,18 @@ export interface MeshIdentityDeps {
 export function createMeshIdentityHandler(
   deps: MeshIdentityDeps,
 ): FunctionHandler<WebSocketMessageEvent, WebSocketResult> {
+  // Per function instance: each connection's asks in the current window.
+  const budget = new MessageBudget(SIDECAR_MESSAGE_BUDGET);
   async function onSidecar(event: WebSocketMessageEvent): Promise<WebSocketResult> {
     const { connectionId, requestTimeEpoch, authorizer, identity } = event.requestContext;
     logger.appendKeys({ connectionId, routeKey: SIDECAR_ACTION });
+    const verdict = budget.admit(connectionId, deps.now());
+    if (verdict !== 'admitted') {
+      return overBudget(connectionId, verdict, deps.closeConnection, {
+        policy: SIDECAR_MESSAGE_BUDGET,
+        action: SIDECAR_ACTION,
+      });
+    }
     const message = parseAgentMessage(event.body, event.isBase64Encoded);
     if (message.action !== SIDECAR_ACTION) {
       // A gateway that routed another action here: this function answers `sidecar` only.
@@ -133,6 +146,7 @@ export function meshIdentityDependenciesFromEnv(
     policies: deps.policies,
     issuer: kubeConfig ? createKubeMeshIssuer({ kubeConfig }) : undefined,
     settings: readMeshSettings(env),
+    ...(deps.closeConnection ? { closeConnection: deps.closeConnection } : {}),
     now: deps.now,
   };
 }

@@ -2,6 +2,7 @@ import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import { type Dependencies, type FunctionHandler, lazyHandler } from '../lib/dependencies.ts';
+import { MessageBudget } from '../lib/domain/message-budget.ts';
 import type { EpochMillis, ObjectRef } from '../lib/domain/model.ts';
 import { formatRef } from '../lib/domain/model.ts';
 import { countMetric, logger, METRIC, metrics } from '../lib/observability.ts';
@@ -9,6 +10,7 @@ import { type AgentMessage, readAgentMessage } from '../lib/protocol/agent-messa
 import { carriedEntry } from '../lib/protocol/carried-entry.ts';
 import { type DrainAck, drainAck } from '../lib/protocol/drain-message.ts';
 import { errorsToResponses } from '../lib/protocol/error-response.ts';
+import { overBudget } from '../lib/protocol/message-budget-guard.ts';
 import {
   type AgentReply,
   describeReply,
@@ -32,11 +34,15 @@ import { RELEASE } from '../lib/release.ts';
 export function createMessageHandler(
   deps: Dependencies,
 ): FunctionHandler<WebSocketMessageEvent, WebSocketResult> {
+  // Per function instance: each connection's messages in the current window.
+  const budget = new MessageBudget();
   async function onMessage(event: WebSocketMessageEvent): Promise<WebSocketResult> {
     const { connectionId, routeKey, requestTimeEpoch, authorizer } = event.requestContext;
     logger.appendKeys({ connectionId, routeKey });
     const connection = { connectionId, carried: carriedEntry(authorizer) };
     const receivedAt = requestTimeEpoch ?? deps.now();
+    const verdict = budget.admit(connectionId, deps.now());
+    if (verdict !== 'admitted') return overBudget(connectionId, verdict, deps.closeConnection);
     const { message, ignoredFields } = readAgentMessage(event.body, event.isBase64Encoded);
     const reply = await answer(deps, message, connection, receivedAt, ignoredFields);
     return { statusCode: 200, body: JSON.stringify(reply) };

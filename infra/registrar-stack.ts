@@ -54,12 +54,15 @@ export class RegistrarStack extends Stack {
     });
     // Liveness checks (GET @connections/{id}): disconnect asks about the entry's other holders,
     // the sweeper about every holder once per liveness interval. Message only reads the URL
-    // (configuration is read the same way everywhere) and gets no grant.
+    // (configuration is read the same way everywhere) and DELETE alone, to close a connection
+    // over its message budget (lib/domain/message-budget.ts).
     for (const fn of [functions.disconnect, functions.message, sweep.sweeper, rollout.function]) {
       fn.addEnvironment(ENV.connectionsUrl, websocket.connectionsUrl);
     }
     websocket.grantConnectionLookups(functions.disconnect);
     websocket.grantConnectionLookups(sweep.sweeper);
+    // A connection over its message budget is closed by the function that counted it.
+    websocket.grantConnectionClosing(functions.message);
     websocket.grantConnectionClosing(rollout.function);
     if (options.apiGatewayLogsRole) {
       // Access logging fails to deploy until the account names a logs role.
@@ -91,6 +94,10 @@ export class RegistrarStack extends Stack {
       new MeshIdentity(this, 'MeshIdentity', {
         table: registry.table,
         api: websocket.api,
+        connections: {
+          url: websocket.connectionsUrl,
+          grantClosing: (grantee) => websocket.grantConnectionClosing(grantee),
+        },
         cluster: projector,
         options,
         mesh: mesh ?? {},

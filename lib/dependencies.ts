@@ -4,8 +4,10 @@ import { loadTrustedCertificates } from './auth/instance-identity-document.ts';
 import type { TerminatedInstances } from './auth/terminated-instances.ts';
 import { type Config, ConfigError, ENV, readConfig } from './config.ts';
 import type { EpochMillis } from './domain/model.ts';
+import { ManagementApiDisconnect } from './gateway/management-api-disconnect.ts';
 import { ManagementApiLiveness } from './gateway/management-api-liveness.ts';
 import { countFault, logger } from './observability.ts';
+import type { ConnectionCloser } from './protocol/message-budget-guard.ts';
 import type { ConnectionLiveness } from './registration/liveness.ts';
 import { NamespaceLimits } from './registration/namespace-limits.ts';
 import type { Migration, SchemaStore } from './registration/run-migrations.ts';
@@ -66,6 +68,11 @@ export interface Dependencies {
    */
   schema?: SchemaStore;
   migrations?: readonly Migration[];
+  /**
+   * Closes a connection from the server side: the message function closes one over its
+   * message budget (lib/domain/message-budget.ts). Absent, such a connection is only refused.
+   */
+  closeConnection?: ConnectionCloser;
   now: () => EpochMillis;
 }
 
@@ -125,8 +132,23 @@ export function dependenciesFromEnv(env: Record<string, string | undefined>): De
             // Only a local gateway speaks plain HTTP; it checks no signature.
             local: config.connectionsUrl.startsWith('http:'),
           }),
+          closeConnection: closerOf(config.connectionsUrl, config.region),
         }),
     now: () => Date.now(),
+  };
+}
+
+/**
+ * `DELETE @connections/{id}` through the management API, built at the first close (most
+ * invocations never close anything). A failure is thrown to the caller, which logs it.
+ */
+function closerOf(endpoint: string, region: string): ConnectionCloser {
+  let closer: ManagementApiDisconnect | undefined;
+  return async (connectionId) => {
+    closer ??= new ManagementApiDisconnect({ endpoint, region });
+    const answer = await closer.close(connectionId);
+    if (typeof answer === 'object') throw new Error(answer.failed);
+    return answer;
   };
 }
 

@@ -228,7 +228,9 @@ function registerRollbackIndex(sweep: Command, context: Parameters<CommandRegist
     .action(async (_options: unknown, command: Command) => {
       const { registry } = await context.stores(command);
       const { moved } = await registry.moveDeparturesToSharedKeys();
-      context.out(`${moved} departed entries moved to the keys release 0.1.0 sweeps\n`);
+      context.out(
+        `${moved} departed ${moved === 1 ? 'entry' : 'entries'} moved to the keys release 0.1.0 sweeps\n`,
+      );
     });
 }
 

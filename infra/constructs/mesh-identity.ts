@@ -4,6 +4,7 @@ import { WebSocketLambdaIntegration } from 'aws-cdk-lib/aws-apigatewayv2-integra
 import { Alarm, ComparisonOperator, TreatMissingData } from 'aws-cdk-lib/aws-cloudwatch';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { ITable } from 'aws-cdk-lib/aws-dynamodb';
+import type { IGrantable } from 'aws-cdk-lib/aws-iam';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Construct } from 'constructs';
@@ -21,6 +22,8 @@ import { acknowledgeConnectionScopedAuth } from './websocket-api.ts';
 export interface MeshIdentityProps {
   table: ITable;
   api: WebSocketApi;
+  /** Lets the function close a connection over its budget of asks (DELETE @connections). */
+  connections?: { url: string; grantClosing(grantee: IGrantable): void };
   /** The projector's cluster: the mesh function mints there, under its own role. */
   cluster: Pick<ProjectorOptions, 'clusterName' | 'endpoint' | 'certificateAuthority'>;
   options: Pick<StackOptions, 'authMode' | 'instanceAttestation'>;
@@ -76,9 +79,11 @@ export class MeshIdentity extends Construct {
         [PROJECTOR_ENV.endpoint]: props.cluster.endpoint,
         [PROJECTOR_ENV.certificateAuthority]: props.cluster.certificateAuthority,
         ...props.mesh,
+        ...(props.connections ? { [ENV.connectionsUrl]: props.connections.url } : {}),
       },
     });
     this.function = built.function;
+    props.connections?.grantClosing(this.function);
     for (const statement of partitionStatements(
       props.table.tableArn,
       meshIdentityTableAccess(props.options.authMode),

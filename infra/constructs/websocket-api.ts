@@ -146,13 +146,14 @@ export class RegistrarWebSocketApi extends Construct {
   /**
    * Lets a function close connections (`DELETE @connections/{id}`), and nothing else: the
    * rollout function closes those of the entries a group deleted in the cluster took along,
-   * so their agents notice at once (as `registrar delete wg` does).
+   * so their agents notice at once (as `registrar delete wg` does); the message and mesh
+   * functions close a connection over its message budget.
    */
   grantConnectionClosing(grantee: IGrantable): void {
     this.#grantConnections(
       grantee,
       'DELETE',
-      'Connection ids are chosen by API Gateway at connect time; the grant names this API, this stage and the DELETE method (closing the connections of removed entries), never POST.',
+      'Connection ids are chosen by API Gateway at connect time; the grant names this API, this stage and the DELETE method (closing the connections of removed entries, or of a connection over its message budget), never POST.',
     );
   }
 

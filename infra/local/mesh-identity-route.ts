@@ -25,6 +25,9 @@ export function localMeshIdentityHandler(
     policies: deps.policies,
     issuer: createKubeMeshIssuer({ kubeConfig: async () => kubeConfig }),
     settings: readMeshSettings(env),
+    // Read at each use: the runtime sets it once its gateway listens.
+    closeConnection: (connectionId) =>
+      deps.closeConnection?.(connectionId) ?? Promise.resolve(undefined),
     now: deps.now,
   });
 }

@@ -243,6 +243,12 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     });
     cleanup.unshift(() => gateway.close());
     managementUrl = gateway.managementUrl;
+    // A connection over its message budget is closed as on AWS: DELETE @connections/{id}.
+    deps.closeConnection = async (connectionId) => {
+      await fetch(`${gateway.managementUrl}/@connections/${encodeURIComponent(connectionId)}`, {
+        method: 'DELETE',
+      });
+    };
     await files.listening(gateway.url);
 
     const sweeper = createSweeperHandler(deps);

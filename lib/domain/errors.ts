@@ -92,6 +92,8 @@ export class AddressInUseError extends RegistrarError {
 export class QuotaExceededError extends RegistrarError {
   static readonly MAX_ENTRIES = 'MaxEntriesExceeded';
   static readonly CONNECT_RATE = 'ConnectRateExceeded';
+  /** One connection's messages over its budget (lib/domain/message-budget.ts). */
+  static readonly MESSAGE_RATE = 'MessageRateExceeded';
 
   constructor(message: string, code: string) {
     super(message, 429, code);

@@ -412,12 +412,12 @@ describe('functions', () => {
     ]);
   });
 
-  it('give exactly disconnect and the sweeper GET @connections, on this stage only', () => {
+  it('give exactly disconnect and the sweeper GET @connections, and message DELETE, on this stage only', () => {
     const lookups = (rolePath: string) =>
       statementsOfRole(template, rolePath).filter((s) =>
         actionsOf([s]).includes('execute-api:ManageConnections'),
       );
-    for (const name of ['authorize', 'connect', 'message'] as const) {
+    for (const name of ['authorize', 'connect'] as const) {
       expect(lookups(ROLES[name]), name).toEqual([]);
     }
     for (const name of ['disconnect', 'sweeper'] as const) {
@@ -425,6 +425,10 @@ describe('functions', () => {
       expect(others).toEqual([]);
       expect(JSON.stringify(statement?.Resource)).toMatch(/\/v1\/GET\/@connections\/\*"\]\]\}$/);
     }
+    // The message function closes a connection over its message budget: DELETE, nothing else.
+    const [closing, ...others] = lookups(ROLES.message);
+    expect(others).toEqual([]);
+    expect(JSON.stringify(closing?.Resource)).toMatch(/\/v1\/DELETE\/@connections\/\*"\]\]\}$/);
   });
 
   it('tell disconnect, message, the sweeper and the rollout function where the management endpoint is', () => {

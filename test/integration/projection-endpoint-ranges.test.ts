@@ -89,6 +89,19 @@ async function register(ip: string): Promise<void> {
   );
 }
 
+/** `registrar project` as an operator runs it against this cluster. */
+function project() {
+  return bed.cli([
+    'project',
+    '--kubeconfig',
+    kubeconfig,
+    '--targets',
+    'istio,endpointslices',
+    '--cluster-ranges',
+    `${SERVICE_RANGE},${POD_RANGE}`,
+  ]);
+}
+
 function sliceAddresses(): string[] {
   return (api.objects('EndpointSlice') as EndpointSliceObject[])
     .filter((slice) => slice.metadata.namespace === 'shop')
@@ -114,15 +127,7 @@ describe('the projector never writes an endpoint in the cluster’s own ranges',
     await register(API_SERVICE_IP);
     await register('10.0.0.8');
 
-    const run = await bed.cli([
-      'project',
-      '--kubeconfig',
-      kubeconfig,
-      '--targets',
-      'istio,endpointslices',
-      '--cluster-ranges',
-      `${SERVICE_RANGE},${POD_RANGE}`,
-    ]);
+    const run = await project();
 
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(
@@ -186,15 +191,7 @@ describe("a group's address ranges, narrowed after its VMs registered", () => {
       expect(sliceAddresses()).toContain('10.0.0.8');
       expect(api.object('WorkloadEntry', 'shop', 'web-10.0.0.8')).toBeDefined();
 
-      const run = await bed.cli([
-        'project',
-        '--kubeconfig',
-        kubeconfig,
-        '--targets',
-        'istio,endpointslices',
-        '--cluster-ranges',
-        `${SERVICE_RANGE},${POD_RANGE}`,
-      ]);
+      const run = await project();
       expect(run.stdout).toContain(
         'refused shop/web-10.60.0.1: address 10.60.0.1 is outside the address ranges of WorkloadGroup shop/web (10.0.0.0/24)',
       );

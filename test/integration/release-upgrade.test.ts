@@ -23,7 +23,9 @@ import {
  * previous release (CHANGELOG.md; installed by test/fixtures/previous-release.ts) runs the
  * local runtime with VMs of its own agent in every state; it is stopped (Ctrl-C), and this
  * checkout's runtime starts on the same data dir; the agents reconnect by themselves. Then the
- * same back to the previous release.
+ * same back to the previous release, with the rollback procedure (`registrar sweep
+ * rollback-index`): a VM that left under this release is still removed by the previous
+ * release's sweeper (without the procedure it would stay: this test fails so).
  *
  * Each release is driven through its own `npm start`, `bin/registrar-agent.js` and
  * `bin/registrar.js`; the state is read with this checkout's CLI. The states before the
@@ -463,6 +465,23 @@ describe.skipIf(testBackend() === 'dynamodb-local')(
         ]),
       );
 
+      // A VM that leaves under this release: its departure is queued in this release's
+      // per-namespace sweep keys, which the previous release's sweeper never reads.
+      const leavesBeforeRollback = vm('n3', 'shop', '10.1.0.10', current);
+      launch(leavesBeforeRollback, ['--drain-delay', '0s']);
+      await allReconnected(
+        [leavesBeforeRollback],
+        stoppedAt,
+        'the VM that leaves before the rollback',
+      );
+      await leavesBeforeRollback.process?.stop('SIGTERM');
+      leavesBeforeRollback.gone = true;
+      await waitFor(
+        async () => disconnectedAt((await entries()).get(key(leavesBeforeRollback))),
+        'the departure under this release',
+        20_000,
+      );
+
       progress('rolling back');
       // Rollback: the previous release on the data dir this one wrote.
       expect(await runtime.stop()).not.toBe(1);
@@ -495,6 +514,19 @@ describe.skipIf(testBackend() === 'dynamodb-local')(
         'no hold after the rollback',
         20_000,
       );
+      // The rollback procedure (docs/deploy.md): this release's CLI moves its departures back
+      // to the keys the previous release sweeps; its sweeper then removes the VM that left
+      // under this release, after its grace period, as any other.
+      // At least the VM that left under this release (the drained one may still be there too).
+      expect(await registrar(['sweep', 'rollback-index'])).toMatch(
+        /^[1-9]\d* departed entr(y|ies) moved to the keys release 0\.1\.0 sweeps\n$/,
+      );
+      await waitFor(
+        async () => !(await entries()).has(key(leavesBeforeRollback)),
+        "the previous release's sweeper removing the VM that left under this release",
+        GRACE_MS + 60_000,
+      );
+
       // The record still names the newer release: a later refusal would name it.
       expect(JSON.parse(await registrar(['migrate', 'status', '-o', 'json'])).record).toMatchObject(
         {

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { SIDECAR_MESSAGE_BUDGET } from '../../lib/domain/message-budget.ts';
 import { NAMESPACE } from '../fixtures/agent-testbed.ts';
 import { type SidecarTestbed, startSidecarTestbed } from '../fixtures/sidecar-testbed.ts';
 import { openClient, type TestClient } from '../fixtures/websocket-client.ts';
@@ -96,5 +97,24 @@ describe('sidecar refusals', () => {
     const reply = await client.request({ action: 'sidecar' });
     expect(reply).toMatchObject({ ok: false, error: { code: 'SidecarUnavailable' } });
     expect(String((reply.error as { message: string }).message)).toContain("'sidecar'");
+  });
+
+  it('closes a connection that asks more than its budget, minting at most the budget', async () => {
+    testbed = await startSidecarTestbed();
+    const client = await connect(testbed, testbed.token, '10.0.0.26');
+    const replies: { ok?: boolean; action?: string; error?: { code: string } }[] = [];
+    client.socket.on('message', (data) => replies.push(JSON.parse(data.toString())));
+    const asks = SIDECAR_MESSAGE_BUDGET.messages * 3;
+    for (let i = 0; i < asks; i++) client.socket.send(JSON.stringify({ action: 'sidecar' }));
+    expect((await client.closed).code).toBe(1000);
+    expect(replies).toContainEqual(
+      expect.objectContaining({
+        action: 'sidecar',
+        ok: false,
+        error: expect.objectContaining({ code: 'MessageRateExceeded' }),
+      }),
+    );
+    // The cluster saw at most the budget: the flood stopped before the Kubernetes API.
+    expect(testbed.api.issuedTokens().length).toBeLessThanOrEqual(SIDECAR_MESSAGE_BUDGET.messages);
   });
 });
