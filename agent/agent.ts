@@ -54,7 +54,10 @@ export async function startAgent(
   const evidence = deps.authenticator ? undefined : await loadIdentityEvidence(config, logger);
   const auth =
     deps.authenticator ??
-    (await createAuthenticator(config.auth, config.url, found.region, evidence?.headers));
+    (await createAuthenticator(config.auth, config.url, found.region, evidence?.headers, {
+      baseUrl: config.imds.url,
+      timeoutMs: config.imds.timeoutMs,
+    }));
   logger.info(`joining ${config.namespace}/${config.group}`, {
     url: redactUrl(config.url),
     address: found.ips.join(','),

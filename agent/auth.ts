@@ -1,5 +1,8 @@
 import { readFile } from 'node:fs/promises';
+import { instanceCredentials } from './aws-credentials.ts';
 import type { AgentAuth } from './config.ts';
+import type { ImdsOptions } from './imds.ts';
+import { DEFAULT_IMDS_URL } from './settings.ts';
 import type { AwsCredentials } from './sigv4.ts';
 
 /** Turns the connect URL into what one upgrade attempt sends: URL and headers. */
@@ -66,6 +69,7 @@ export async function createAuthenticator(
   url: string,
   instanceRegion: string | undefined,
   evidenceHeaders: Record<string, string> = {},
+  imds: ImdsOptions = { baseUrl: DEFAULT_IMDS_URL, timeoutMs: 1_000 },
 ): Promise<Authenticator> {
   if (auth.mode === 'token') return tokenAuthenticator(auth);
   const { regionFromUrl } = await import('./sigv4.ts');
@@ -75,8 +79,6 @@ export async function createAuthenticator(
       `cannot tell the AWS region for IAM signing from ${new URL(url).host}; pass --region <region>`,
     );
   }
-  // Loaded only in IAM mode: the provider chain pulls in a large part of the SDK.
-  const { fromNodeProviderChain } = await import('@aws-sdk/credential-providers');
-  // The chain ends with the instance profile (IMDS) and caches until shortly before expiry.
-  return iamAuthenticator(region, fromNodeProviderChain(), evidenceHeaders);
+  // The environment's keys, else the instance profile's, cached until shortly before expiry.
+  return iamAuthenticator(region, instanceCredentials(imds), evidenceHeaders);
 }

@@ -1,3 +1,5 @@
+import { imdsRequest } from './imds-request.ts';
+
 /**
  * IMDSv2 client: a PUT for a session token, then GETs with that token. IMDSv1 is not used:
  * instances are increasingly launched with `HttpTokens: required`, and the token PUT is what
@@ -65,43 +67,41 @@ export interface SignedIdentityDocument {
 export async function fetchIdentityDocument(options: ImdsOptions): Promise<SignedIdentityDocument> {
   const token = await fetchToken(options);
   const get = async (name: 'document' | 'signature'): Promise<Buffer> => {
-    const response = await fetch(
+    const response = await imdsRequest(
       new URL(`/latest/dynamic/instance-identity/${name}`, options.baseUrl),
-      {
-        headers: { 'X-aws-ec2-metadata-token': token },
-        signal: AbortSignal.timeout(options.timeoutMs),
-      },
+      { headers: { 'X-aws-ec2-metadata-token': token }, timeoutMs: options.timeoutMs },
     );
-    if (!response.ok) {
-      await response.body?.cancel();
-      throw new Error(`instance identity ${name}: HTTP ${response.status}`);
-    }
-    return Buffer.from(await response.arrayBuffer());
+    if (!ok(response.status)) throw new Error(`instance identity ${name}: HTTP ${response.status}`);
+    return response.body;
   };
   const [document, signature] = await Promise.all([get('document'), get('signature')]);
   return { document, signature: signature.toString('utf8') };
 }
 
-async function fetchToken(options: ImdsOptions): Promise<string> {
-  let response: Response;
+export async function fetchToken(options: ImdsOptions): Promise<string> {
+  let response: Awaited<ReturnType<typeof imdsRequest>>;
   try {
-    response = await fetch(new URL('/latest/api/token', options.baseUrl), {
+    response = await imdsRequest(new URL('/latest/api/token', options.baseUrl), {
       method: 'PUT',
       headers: { 'X-aws-ec2-metadata-token-ttl-seconds': TOKEN_TTL_SECONDS },
-      signal: AbortSignal.timeout(options.timeoutMs),
+      timeoutMs: options.timeoutMs,
     });
   } catch (error) {
     throw new ImdsUnavailableError(
       `the EC2 instance metadata service at ${options.baseUrl} did not answer within ${options.timeoutMs} ms (${describeFailure(error)})`,
     );
   }
-  if (!response.ok) {
+  if (!ok(response.status)) {
     // 403: IMDS is disabled on this instance; other statuses: not a real IMDS.
     throw new ImdsUnavailableError(
       `the EC2 instance metadata service at ${options.baseUrl} refused a session token (HTTP ${response.status})`,
     );
   }
-  return (await response.text()).trim();
+  return response.body.toString('utf8').trim();
+}
+
+function ok(status: number): boolean {
+  return status >= 200 && status < 300;
 }
 
 async function getMetadata(
@@ -109,24 +109,21 @@ async function getMetadata(
   token: string,
   path: string,
 ): Promise<string | undefined> {
-  const response = await fetch(new URL(`/latest/meta-data/${path}`, options.baseUrl), {
+  const response = await imdsRequest(new URL(`/latest/meta-data/${path}`, options.baseUrl), {
     headers: { 'X-aws-ec2-metadata-token': token },
-    signal: AbortSignal.timeout(options.timeoutMs),
+    timeoutMs: options.timeoutMs,
   });
-  if (response.status === 404) {
-    await response.body?.cancel();
-    return undefined;
-  }
-  if (!response.ok) throw new Error(`instance metadata ${path}: HTTP ${response.status}`);
-  const text = (await response.text()).trim();
+  if (response.status === 404) return undefined;
+  if (!ok(response.status)) throw new Error(`instance metadata ${path}: HTTP ${response.status}`);
+  const text = response.body.toString('utf8').trim();
   // `ipv6` may list several addresses, one per line; the first is the primary.
   return text.split('\n')[0]?.trim() || undefined;
 }
 
 function describeFailure(error: unknown): string {
   if (error instanceof Error && error.name === 'TimeoutError') return 'timed out';
-  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-  return cause?.code ?? cause?.message ?? String(error);
+  const failure = error as { code?: string; message?: string };
+  return failure.code ?? failure.message ?? String(error);
 }
 
 /** Istio locality `region/zone` from the instance placement. */

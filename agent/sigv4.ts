@@ -1,16 +1,17 @@
-import { Sha256 } from '@aws-crypto/sha256-js';
-import { HttpRequest } from '@smithy/protocol-http';
-import { SignatureV4 } from '@smithy/signature-v4';
+import { createHash, createHmac } from 'node:crypto';
 
 /**
  * IAM mode: the WebSocket upgrade is a GET that API Gateway authorizes with SigV4 (service
  * `execute-api`). The signature goes in the query string (a presigned URL) rather than in
  * headers because the ws client adds its own upgrade headers (Sec-WebSocket-Key, ...) that
  * must not be part of the signature; only `host` is signed, and the URL carries the rest.
+ * The signer is the agent's own, on node:crypto: the SDK's signer brought about 1 MB of
+ * bundled code for one GET (test/unit/agent-sigv4.test.ts checks it against the SDK's).
  */
 export const EXECUTE_API = 'execute-api';
 // Long enough for a slow upgrade; short so a logged URL is useless soon after.
 const PRESIGN_EXPIRES_SECONDS = 60;
+const ALGORITHM = 'AWS4-HMAC-SHA256';
 
 /** The shape the AWS SDK's credential providers resolve to. */
 export interface AwsCredentials {
@@ -31,27 +32,44 @@ export interface PresignOptions {
 /** Returns `url` (ws:// or wss://) with `X-Amz-*` query parameters added. */
 export async function presignConnectUrl(url: string, options: PresignOptions): Promise<string> {
   const parsed = new URL(url);
-  const request = new HttpRequest({
-    method: 'GET',
-    protocol: parsed.protocol === 'ws:' ? 'http:' : 'https:',
-    hostname: parsed.hostname,
-    ...(parsed.port ? { port: Number(parsed.port) } : {}),
-    path: parsed.pathname || '/',
-    query: queryOf(parsed.searchParams),
+  const credentials =
+    typeof options.credentials === 'function' ? await options.credentials() : options.credentials;
+  const amzDate = (options.now ?? new Date()).toISOString().replace(/[-:]|\.\d{3}/g, '');
+  const scope = `${amzDate.slice(0, 8)}/${options.region}/${EXECUTE_API}/aws4_request`;
+  const query: [string, string][] = [...parsed.searchParams];
+  query.push(
+    ['X-Amz-Algorithm', ALGORITHM],
+    ['X-Amz-Credential', `${credentials.accessKeyId}/${scope}`],
+    ['X-Amz-Date', amzDate],
+    ['X-Amz-Expires', String(options.expiresInSeconds ?? PRESIGN_EXPIRES_SECONDS)],
+    ...(credentials.sessionToken
+      ? [['X-Amz-Security-Token', credentials.sessionToken] as [string, string]]
+      : []),
+    ['X-Amz-SignedHeaders', 'host'],
+  );
+  // Sorted by encoded name, then by encoded value (a repeated name such as `ip`).
+  const canonicalQuery = query
+    .map(([key, value]) => [uriEscape(key), uriEscape(value)])
+    .sort(([k1, v1], [k2, v2]) => compare(k1, k2) || compare(v1, v2))
+    .map(([key, value]) => `${key}=${value}`)
+    .join('&');
+  const canonicalRequest = [
+    'GET',
+    canonicalPath(parsed.pathname),
+    canonicalQuery,
     // The Host header the ws client will send: hostname plus the port when it is explicit.
-    headers: { host: parsed.host },
-  });
-  const signer = new SignatureV4({
-    credentials: options.credentials,
-    region: options.region,
-    service: EXECUTE_API,
-    sha256: Sha256,
-  });
-  const signed = await signer.presign(request, {
-    expiresIn: options.expiresInSeconds ?? PRESIGN_EXPIRES_SECONDS,
-    ...(options.now ? { signingDate: options.now } : {}),
-  });
-  return `${parsed.protocol}//${parsed.host}${parsed.pathname}?${serializeQuery(signed.query ?? {})}`;
+    `host:${parsed.host}\n`,
+    'host',
+    // The GET has no body: the hash of the empty payload (UNSIGNED-PAYLOAD is S3's).
+    sha256Hex(''),
+  ].join('\n');
+  const stringToSign = [ALGORITHM, amzDate, scope, sha256Hex(canonicalRequest)].join('\n');
+  let key: Buffer | string = `AWS4${credentials.secretAccessKey}`;
+  for (const part of [amzDate.slice(0, 8), options.region, EXECUTE_API, 'aws4_request']) {
+    key = hmac(key, part);
+  }
+  const signature = createHmac('sha256', key).update(stringToSign).digest('hex');
+  return `${parsed.protocol}//${parsed.host}${parsed.pathname}?${canonicalQuery}&X-Amz-Signature=${signature}`;
 }
 
 /** `abc.execute-api.eu-west-1.amazonaws.com` -> `eu-west-1`; undefined for custom domains. */
@@ -60,25 +78,27 @@ export function regionFromUrl(url: string): string | undefined {
   return match?.[1];
 }
 
-function queryOf(params: URLSearchParams): Record<string, string | string[]> {
-  const query: Record<string, string | string[]> = {};
-  for (const key of new Set(params.keys())) {
-    const values = params.getAll(key);
-    query[key] = values.length === 1 ? (values[0] as string) : values;
-  }
-  return query;
+/**
+ * The path as SigV4 canonicalizes it for every service but S3: dot segments resolved (URL
+ * parsing did), each segment URI-encoded once more (the pathname is already encoded).
+ */
+function canonicalPath(pathname: string): string {
+  return (pathname || '/').split('/').map(uriEscape).join('/');
+}
+
+function compare(a = '', b = ''): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+function sha256Hex(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+function hmac(key: Buffer | string, data: string): Buffer {
+  return createHmac('sha256', key).update(data).digest();
 }
 
 /** RFC 3986 encoding, as SigV4 canonicalizes: `+` would be read back as a space. */
-function serializeQuery(query: Record<string, string | string[] | null>): string {
-  const parts: string[] = [];
-  for (const [key, value] of Object.entries(query)) {
-    const values = Array.isArray(value) ? value : [value ?? ''];
-    for (const item of values) parts.push(`${uriEscape(key)}=${uriEscape(item)}`);
-  }
-  return parts.join('&');
-}
-
 function uriEscape(text: string): string {
   return encodeURIComponent(text).replace(
     /[!'()*]/g,

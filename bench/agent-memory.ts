@@ -16,12 +16,13 @@ import { startHttpTarget } from '../test/fixtures/agent-targets.ts';
  * is not above the second quarter by more than noise. The V8 heap after a forced GC, logged by
  * a preloaded module every 10 s, tells a leak (it keeps growing) from allocator slack.
  * BENCH_AGENT_BUNDLE=1 measures the single-file bundle (packaging/build-agent.sh) instead of
- * the TypeScript sources. BENCH_AGENT_NODE_FLAGS adds Node/V8 flags to the agent's command
- * line (as the service unit would: `--max-semi-space-size=1`). The agent's CPU time (user +
- * system, from /proc/<pid>/stat) is read at the end: per probe, it is the cost of the flags.
+ * the TypeScript sources, with the Node flags of the systemd unit's ExecStart (the shipped
+ * form); BENCH_AGENT_NODE_FLAGS (space-separated, may be empty) replaces those flags.
+ * CPU is the process's user + system time from /proc/<pid>/stat, divided by the probes.
  */
 export interface AgentMemory {
   program: 'sources' | 'bundle';
+  nodeFlags: string[];
   durationS: number;
   probes: number;
   rotations: number;
@@ -37,11 +38,12 @@ export interface AgentMemory {
   heapAfterGcFirstMb: number;
   heapAfterGcWarmupMb: number;
   heapAfterGcEndMb: number;
-  /** The Node/V8 flags the agent ran with. */
-  nodeFlags: string[];
-  /** The agent's CPU time over the run (user + system), and per probe. */
+  /** User + system CPU of the whole run (start-up included), and per probe. */
   cpuS: number;
   cpuMsPerProbe: number;
+  /** At the end: anonymous memory (heaps, code, buffers) and mapped files (mostly node itself). */
+  rssAnonEndMb: number;
+  rssFileEndMb: number;
 }
 
 // Preloaded into the agent process: heap used after a full GC, as a JSON line on stderr.
@@ -67,7 +69,7 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
   const program = bundleDir
     ? join(bundleDir, 'registrar-agent.mjs')
     : fileURLToPath(new URL('../bin/registrar-agent.js', import.meta.url));
-  const nodeFlags = (process.env.BENCH_AGENT_NODE_FLAGS ?? '').split(/\s+/).filter(Boolean);
+  const nodeFlags = bundle ? agentNodeFlags() : [];
   const child = spawn(
     process.execPath,
     [
@@ -127,6 +129,7 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
   const samples: number[] = [];
   const started = Date.now();
   let cpuS = 0;
+  let split = { anon: 0, file: 0 };
   try {
     let flipAt = FLIP_EVERY;
     while (target.requests < PROBES) {
@@ -140,9 +143,12 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
       if (rss !== undefined) samples.push(rss);
     }
     cpuS = cpuSeconds(child.pid as number) ?? 0;
+    split = rssSplitMb(child.pid as number);
   } finally {
-    child.kill('SIGTERM');
-    await new Promise((resolve) => child.once('exit', resolve));
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      await new Promise((resolve) => child.once('exit', resolve));
+    }
     await target.close();
     await bed.close();
     if (bundleDir) rmSync(bundleDir, { recursive: true, force: true });
@@ -153,6 +159,7 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
   const round = (value: number) => Math.round(value * 10) / 10;
   return {
     program: bundle ? 'bundle' : 'sources',
+    nodeFlags,
     durationS: round((Date.now() - started) / 1000),
     probes: target.requests,
     rotations,
@@ -168,19 +175,45 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
     heapAfterGcFirstMb: round(heap[0] ?? 0),
     heapAfterGcWarmupMb: round(heap[Math.floor(heap.length / 4)] ?? 0),
     heapAfterGcEndMb: round(heap.at(-1) ?? 0),
-    nodeFlags,
-    cpuS: Math.round(cpuS * 100) / 100,
-    cpuMsPerProbe: Math.round((cpuS * 1000 * 100) / Math.max(1, target.requests)) / 100,
+    cpuS: round(cpuS),
+    cpuMsPerProbe: Math.round((cpuS * 1000 * 1000) / Math.max(1, target.requests)) / 1000,
+    rssAnonEndMb: round(split.anon),
+    rssFileEndMb: round(split.file),
   };
 }
 
-/** utime + stime of a live process, in seconds (fields 14 and 15 of /proc/<pid>/stat). */
+/** The Node flags the systemd unit starts the bundle with, unless BENCH_AGENT_NODE_FLAGS says. */
+function agentNodeFlags(): string[] {
+  const override = process.env.BENCH_AGENT_NODE_FLAGS;
+  if (override !== undefined) return override.split(/\s+/).filter(Boolean);
+  const unit = readFileSync(
+    fileURLToPath(new URL('../packaging/registrar-agent.service', import.meta.url)),
+    'utf8',
+  );
+  const exec = /^ExecStart=(.*)$/m.exec(unit)?.[1]?.split(/\s+/) ?? [];
+  return exec.slice(
+    1,
+    exec.findIndex((word) => word.endsWith('registrar-agent.mjs')),
+  );
+}
+
+function rssSplitMb(pid: number): { anon: number; file: number } {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (field: string) =>
+      Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
+    return { anon: kb('RssAnon') / 1024, file: (kb('RssFile') + kb('RssShmem')) / 1024 };
+  } catch {
+    return { anon: 0, file: 0 };
+  }
+}
+
+/** utime + stime (fields 14 and 15 of /proc/<pid>/stat, in clock ticks of 1/100 s). */
 function cpuSeconds(pid: number): number | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    const ticks = Number(fields[11]) + Number(fields[12]);
-    return ticks / 100; // USER_HZ: 100 on Linux
+    return (Number(fields[11]) + Number(fields[12])) / 100;
   } catch {
     return undefined;
   }

@@ -5,12 +5,14 @@
 set -eu
 cd "$(dirname "$0")/.."
 out="${OUT_DIR:-dist/agent}"
+# METAFILE=<path> also writes esbuild's account of what went into the bundle (inputs, bytes);
+# test/integration/agent-footprint.test.ts holds the bundle to its budget with it.
 mkdir -p "$out"
 # CommonJS dependencies inside an ESM bundle need a `require`; the banner provides one.
 npx esbuild bin/registrar-agent.js \
   --bundle --platform=node --format=esm --target=node22 \
   --outfile="$out/registrar-agent.mjs" \
   --banner:js="import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" \
-  --log-level=warning
+  --log-level=warning ${METAFILE:+--metafile="$METAFILE"}
 cp packaging/registrar-agent.service packaging/agent.example.yaml "$out/"
 echo "built $out/registrar-agent.mjs; see docs/agent.md to install it"

@@ -1,7 +1,11 @@
-import http from 'node:http';
-import https from 'node:https';
 import type { Probe } from '../../lib/domain/model.ts';
 import { type ProbeResult, seconds } from './probe-result.ts';
+
+// Through getBuiltinModule, not `import from 'node:http'`: Node builds the ESM view of a
+// built-in by reading every export, and node:http's `WebSocket` getter loads undici (about
+// 10 MB resident, for the agent's whole life) although the agent never uses it.
+const http = process.getBuiltinModule('node:http');
+const https = process.getBuiltinModule('node:https');
 
 export type HttpGetAction = NonNullable<Probe['httpGet']>;
 

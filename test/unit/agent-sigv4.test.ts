@@ -94,6 +94,17 @@ describe('IAM mode signing', () => {
     expect(withVersion.length).toBeLessThan(4_096);
   });
 
+  it("signs like the SDK's signer a path that needs encoding, an explicit port and repeated, prefixed names", async () => {
+    const url =
+      'wss://registrar.example.com:8443/a%20b/st~age?ip=fd00::1&ip=10.0.0.1&ip2=x&label=a%3Db+c';
+    const signed = new URL(
+      await presignConnectUrl(url, { region: 'eu-west-1', credentials: CREDENTIALS, now: NOW }),
+    );
+    expect(signed.host).toBe('registrar.example.com:8443');
+    expect(signed.pathname).toBe('/a%20b/st~age');
+    expect(await verify(signed.host, `${signed.pathname}${signed.search}`, 'eu-west-1')).toBe(true);
+  });
+
   it('a signature does not verify once a parameter is changed', async () => {
     const url = buildConnectUrl('wss://abc123.execute-api.eu-west-1.amazonaws.com/prod', PARAMS);
     const signed = new URL(
