@@ -10,6 +10,7 @@ import { createSweeperHandler, type SweeperSummary } from '../../functions/sweep
 import { type Config, DEFAULTS, ENV } from '../../lib/config.ts';
 import { type Dependencies, dependenciesFromEnv } from '../../lib/dependencies.ts';
 import type { Cidr } from '../../lib/domain/cidr.ts';
+import { connectionCloser } from '../../lib/gateway/close-connections.ts';
 import { ManagementApiLiveness } from '../../lib/gateway/management-api-liveness.ts';
 import { logger } from '../../lib/observability.ts';
 import type { GroupSyncReport } from '../../lib/projection/group-sync.ts';
@@ -243,12 +244,11 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     });
     cleanup.unshift(() => gateway.close());
     managementUrl = gateway.managementUrl;
-    // A connection over its message budget is closed as on AWS: DELETE @connections/{id}.
-    deps.closeConnection = async (connectionId) => {
-      await fetch(`${gateway.managementUrl}/@connections/${encodeURIComponent(connectionId)}`, {
-        method: 'DELETE',
-      });
-    };
+    // A connection over its message budget is closed by the deployed path's own closer (the
+    // signed DELETE @connections/{id}), pointed at this gateway.
+    const closer = connectionCloser({ endpoint: gateway.managementUrl, region });
+    cleanup.unshift(async () => closer.destroy());
+    deps.closeConnection = (connectionId) => closer.close(connectionId);
     await files.listening(gateway.url);
 
     const sweeper = createSweeperHandler(deps);
