@@ -186,7 +186,7 @@ describe('reads shared by connects that miss the cache together', () => {
         getSettings: () => {
           calls.settings += 1;
           return new Promise((resolve, reject) => {
-            answerSettings = (fail) => (fail ? reject(fail) : resolve({ maxEntries: 5 }));
+            answerSettings = (fail) => (fail ? reject(fail) : resolve({ namespace: 'shop', maxEntries: 5 }));
           });
         },
       },
@@ -238,7 +238,7 @@ describe('reads shared by connects that miss the cache together', () => {
     const retry = limits.settings('shop', 1);
     expect(calls.settings).toBe(2);
     answerSettings();
-    expect(await retry).toEqual({ maxEntries: 5 });
+    expect(await retry).toEqual({ namespace: 'shop', maxEntries: 5 });
   });
 });
 
