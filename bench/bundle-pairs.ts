@@ -56,7 +56,8 @@ export interface BundlePair {
   head: BundleSide;
 }
 
-const WARM_EVENTS = 20;
+/** Warm invocations per run after the first: 20, or BENCH_BUNDLE_WARM_EVENTS (more smooths JIT and GC). */
+const WARM_EVENTS = Number(process.env.BENCH_BUNDLE_WARM_EVENTS ?? 20);
 const API = { apiId: 'bench', stage: 'local', region: 'us-east-1' };
 const TABLE = 'bench-bundles';
 

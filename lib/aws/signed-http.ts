@@ -1,6 +1,5 @@
 import { createHash, createHmac } from 'node:crypto';
-import { Agent as HttpAgent, request as httpRequest } from 'node:http';
-import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import type { Agent as HttpAgent } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
@@ -121,17 +120,14 @@ export class SignedHttpClient {
   #agentFor(url: URL): HttpAgent {
     if (this.#agent?.url.origin !== url.origin) {
       this.#agent?.agent.destroy();
-      const agent =
-        url.protocol === 'http:'
-          ? new HttpAgent({ keepAlive: true })
-          : new HttpsAgent({ keepAlive: true });
+      const agent = new (transport(url.protocol).Agent)({ keepAlive: true });
       this.#agent = { url, agent };
     }
     return this.#agent.agent;
   }
 
   #post(request: HttpRequest): Promise<SignedHttpAnswer> {
-    const send = request.protocol === 'http:' ? httpRequest : httpsRequest;
+    const send = transport(request.protocol).request;
     const timeoutMs = this.#options.timeoutMs ?? 5_000;
     const agent = this.#agentFor(this.#url());
     return new Promise((resolve, reject) => {
@@ -187,4 +183,14 @@ function bytes(data: Bytes): string | Uint8Array {
   if (typeof data === 'string') return data;
   if (data instanceof ArrayBuffer) return new Uint8Array(data);
   return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
+}
+
+/**
+ * `node:http` or `node:https`, taken when the first request is sent and through
+ * `process.getBuiltinModule`, not a static import: an ES module import of `node:http` makes
+ * Node build its ESM view, which reads the `WebSocket` export and so loads undici (~20 ms of a
+ * cold start here), and `node:https` loads TLS, which a function only needs once it calls.
+ */
+function transport(protocol: string): typeof import('node:https') | typeof import('node:http') {
+  return process.getBuiltinModule(protocol === 'http:' ? 'node:http' : 'node:https');
 }

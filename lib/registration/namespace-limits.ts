@@ -21,12 +21,19 @@ export interface NamespaceLimitsDeps {
  * What the connect path knows about each namespace's limits, kept for as long as it lives (one
  * Lambda function instance, or the local runtime): its settings, read at most once per
  * `settingsCacheMs`, and its live count, read only as often as it could have changed enough to
- * matter. The common connect therefore adds no read, only the connect-rate write.
+ * matter. The common connect therefore adds no read, only the connect-rate write. Connects that
+ * miss the cache together (the local runtime runs every invocation in one process; a Lambda
+ * instance runs one at a time) wait for one read instead of each sending their own: a burst of
+ * 1,000 connects of a new namespace is one settings read and one live count, not 1,000 of each.
+ * A failed read is shared by its waiters and not cached: the next connect reads again.
  */
 export class NamespaceLimits {
   readonly #deps: NamespaceLimitsDeps;
   readonly #settings = new Map<string, { value: NamespaceSettings | undefined; until: number }>();
   readonly #usage = new Map<string, { connected: number; until: number }>();
+  /** Reads in flight: callers that miss the cache at the same time share one read. */
+  readonly #settingsReads = new Map<string, Promise<NamespaceSettings | undefined>>();
+  readonly #usageReads = new Map<string, Promise<number>>();
 
   constructor(deps: NamespaceLimitsDeps) {
     this.#deps = deps;
@@ -35,9 +42,11 @@ export class NamespaceLimits {
   async settings(namespace: string, now: EpochMillis): Promise<NamespaceSettings | undefined> {
     const cached = this.#settings.get(namespace);
     if (cached && now < cached.until) return cached.value;
-    const value = await this.#deps.settings.getSettings(namespace);
-    this.#settings.set(namespace, { value, until: now + this.#deps.settingsCacheMs });
-    return value;
+    return shared(this.#settingsReads, namespace, async () => {
+      const value = await this.#deps.settings.getSettings(namespace);
+      this.#settings.set(namespace, { value, until: now + this.#deps.settingsCacheMs });
+      return value;
+    });
   }
 
   /**
@@ -50,17 +59,32 @@ export class NamespaceLimits {
   async connected(namespace: string, now: EpochMillis, limits: EffectiveLimits): Promise<number> {
     const cached = this.#usage.get(namespace);
     if (cached && now < cached.until) return cached.connected;
-    const connected = await this.#deps.usage.connectedEntries(namespace);
-    const headroom = limits.maxEntries - connected;
-    const safeMs =
-      headroom <= 0
-        ? AT_LIMIT_RECHECK_MS
-        : Math.min(MAX_USAGE_CACHE_MS, Math.floor((headroom * 1000) / (2 * limits.connectRate)));
-    this.#usage.set(namespace, { connected, until: now + safeMs });
-    return connected;
+    return shared(this.#usageReads, namespace, async () => {
+      const connected = await this.#deps.usage.connectedEntries(namespace);
+      const headroom = limits.maxEntries - connected;
+      const safeMs =
+        headroom <= 0
+          ? AT_LIMIT_RECHECK_MS
+          : Math.min(MAX_USAGE_CACHE_MS, Math.floor((headroom * 1000) / (2 * limits.connectRate)));
+      this.#usage.set(namespace, { connected, until: now + safeMs });
+      return connected;
+    });
   }
 
   admit(namespace: string, perSecond: number, at: EpochMillis, op: string): Promise<boolean> {
     return this.#deps.rate.admit(namespace, perSecond, at, op);
   }
+}
+
+/** The read in flight for `key`, or a new one, forgotten once it settles (answer or failure). */
+function shared<T>(
+  inFlight: Map<string, Promise<T>>,
+  key: string,
+  read: () => Promise<T>,
+): Promise<T> {
+  const pending = inFlight.get(key);
+  if (pending) return pending;
+  const started = read().finally(() => inFlight.delete(key));
+  inFlight.set(key, started);
+  return started;
 }

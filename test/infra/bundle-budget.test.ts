@@ -34,7 +34,7 @@ describe('Lambda bundle sizes', () => {
   }, 60_000);
 
   it.each(Object.keys(FUNCTION_ENTRIES) as FunctionName[])(
-    '%s carries no certificate package, no zod and no credential chain',
+    '%s carries no certificate package, no zod, no credential chain and no ES import of node:http',
     async (name) => {
       const metafile = await bundleFunction(name);
       const output = Object.values(metafile.outputs).find((o) => o.entryPoint);
@@ -51,6 +51,12 @@ describe('Lambda bundle sizes', () => {
         ),
       ).toEqual([]);
       expect(carried(/node_modules\/@smithy\/credential-provider-imds\//)).toEqual([]);
+      // Node builds an ES module view of `node:http` by reading every export, `WebSocket`
+      // included, which loads undici: ~20 ms of a cold start (lib/aws/signed-http.ts).
+      const esImports = (output?.imports ?? [])
+        .filter((i) => i.kind === 'import-statement')
+        .map((i) => i.path);
+      expect(esImports.filter((path) => /^(node:)?http$/.test(path))).toEqual([]);
     },
     60_000,
   );

@@ -176,6 +176,72 @@ describe('live-count cache', () => {
   });
 });
 
+describe('reads shared by connects that miss the cache together', () => {
+  function limitsWithGates() {
+    const calls = { settings: 0, usage: 0 };
+    let answerSettings: (fail?: Error) => void = () => {};
+    let answerUsage: (count: number) => void = () => {};
+    const limits = new NamespaceLimits({
+      settings: {
+        getSettings: () => {
+          calls.settings += 1;
+          return new Promise((resolve, reject) => {
+            answerSettings = (fail) => (fail ? reject(fail) : resolve({ namespace: 'shop', maxEntries: 5 }));
+          });
+        },
+      },
+      usage: {
+        connectedEntries: () => {
+          calls.usage += 1;
+          return new Promise((resolve) => {
+            answerUsage = resolve;
+          });
+        },
+      },
+      rate: { admit: async () => true },
+      settingsCacheMs: 30_000,
+    });
+    return {
+      limits,
+      calls,
+      answerSettings: (fail?: Error) => answerSettings(fail),
+      answerUsage: (count: number) => answerUsage(count),
+    };
+  }
+
+  it('sends one settings read and one live count for a burst of connects of a new namespace', async () => {
+    const { limits, calls, answerSettings, answerUsage } = limitsWithGates();
+    const quota = { maxEntries: 1000, connectRate: 10 };
+    const settings = Array.from({ length: 50 }, () => limits.settings('shop', 0));
+    const counts = Array.from({ length: 50 }, () => limits.connected('shop', 0, quota));
+    expect(calls).toEqual({ settings: 1, usage: 1 });
+    answerSettings();
+    answerUsage(7);
+    expect(new Set(await Promise.all(settings)).size).toBe(1);
+    expect(await Promise.all(counts)).toEqual(Array(50).fill(7));
+    // Cached afterwards, as before; another namespace reads its own.
+    await limits.settings('shop', 1);
+    expect(calls.settings).toBe(1);
+    const other = limits.settings('lab', 1);
+    expect(calls.settings).toBe(2);
+    answerSettings();
+    await other;
+  });
+
+  it('gives a failed read to its waiters and caches nothing: the next connect reads again', async () => {
+    const { limits, calls, answerSettings } = limitsWithGates();
+    const first = limits.settings('shop', 0);
+    const second = limits.settings('shop', 0);
+    answerSettings(new Error('throttled'));
+    await expect(first).rejects.toThrow('throttled');
+    await expect(second).rejects.toThrow('throttled');
+    const retry = limits.settings('shop', 1);
+    expect(calls.settings).toBe(2);
+    answerSettings();
+    expect(await retry).toEqual({ namespace: 'shop', maxEntries: 5 });
+  });
+});
+
 describe('endpoint ranges (projector)', () => {
   const record = (namespace: string, name: string, address: string) =>
     ({ entry: { metadata: { namespace, name }, spec: { address } }, revision: 1 }) as EntryRecord;
