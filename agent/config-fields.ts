@@ -41,7 +41,7 @@ const positiveDuration: Reader<number> = (value, path, problems) => {
   if (ms === undefined || !(ms > 0)) {
     problems.push({
       path,
-      message: `must be a positive duration such as 500ms, 10s or 5m, got '${String(value)}'`,
+      message: `must be a positive duration such as 500ms, 10s or 5m, got ${shown(value)}`,
     });
   }
   return ms as number;
@@ -54,7 +54,7 @@ const drainDelay = optional<number>((value, path, problems) => {
   if (ms === undefined || !(ms >= 0) || ms > MAX_DRAIN_DELAY_MS) {
     problems.push({
       path,
-      message: `must be a duration from 0 (no drain) to ${formatDuration(MAX_DRAIN_DELAY_MS)}, such as 10s, got '${String(value)}'`,
+      message: `must be a duration from 0 (no drain) to ${formatDuration(MAX_DRAIN_DELAY_MS)}, such as 10s, got ${shown(value)}`,
     });
   }
   return ms as number;

@@ -115,7 +115,7 @@ export const nonEmpty = (value: string): boolean => value.length > 0;
 /** true or false. */
 export const flag: Reader<boolean> = (value, path, problems) => {
   if (typeof value !== 'boolean') {
-    problems.push({ path, message: `must be true or false, got '${String(value)}'` });
+    problems.push({ path, message: `must be true or false, got ${shown(value)}` });
   }
   return value as boolean;
 };

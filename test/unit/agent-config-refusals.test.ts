@@ -122,14 +122,17 @@ describe('agent settings refuse a bad value, naming the key, the source and the 
 
   it('refuses values of the wrong type in the config file, naming the file and the value', () => {
     const file = yamlFile(
-      'url: wss://registrar.example/v1\ngroup: 5\nnamespace: shop\nlabels: [1, 2]\ntiming: 30s\nimds: {timeout: true}\nlogFormat: [json]\n',
+      'url: wss://registrar.example/v1\ngroup: 5\nnamespace: shop\nlabels: [1, 2]\ntiming: 30s\nimds: {timeout: true}\nlogFormat: [json]\ninsecure: 3\n',
     );
     const message = refusal(() => load(['--config', file]));
     expect(message).toContain(`group (from ${file}): '5' is not a valid WorkloadGroup name`);
     expect(message).toContain(`labels (from ${file}): label '1' must be written key=value`);
     expect(message).toContain(`timing (from ${file}): must be a mapping, got '30s'`);
-    expect(message).toContain(`imds.timeout (from ${file}): must be a positive duration`);
+    expect(message).toContain(
+      `imds.timeout (from ${file}): must be a positive duration such as 500ms, 10s or 5m, got true`,
+    );
     expect(message).toContain(`logFormat (from ${file}): must be 'text' or 'json', got ["json"]`);
+    expect(message).toContain(`insecure (from ${file}): must be true or false, got 3`);
   });
 
   it('refuses a label value that is not text, and a group that is missing', () => {
