@@ -1,7 +1,6 @@
-import { isIP } from 'node:net';
-import { z } from 'zod';
 import { parseIpAddress } from '../lib/domain/address.ts';
-import { formatDuration, parseDuration } from '../lib/domain/duration.ts';
+import { readAll } from '../lib/validation/fields.ts';
+import { agentConfigFields } from './config-fields.ts';
 import {
   AgentConfigError,
   type Layer,
@@ -11,15 +10,10 @@ import {
   readFlags,
 } from './config-sources.ts';
 import type { LogFormat } from './logger.ts';
-import {
-  type AgentTiming,
-  agentUsage,
-  DEFAULT_IMDS_URL,
-  DEFAULT_TIMING,
-  MAX_DRAIN_DELAY_MS,
-} from './settings.ts';
-import { type SidecarConfig, sidecarConfigSchema, toSidecarConfig } from './sidecar-settings.ts';
+import { type AgentTiming, agentUsage, DEFAULT_TIMING } from './settings.ts';
+import { type SidecarConfig, toSidecarConfig } from './sidecar-settings.ts';
 
+export { agentConfigFields } from './config-fields.ts';
 export { AgentConfigError } from './config-sources.ts';
 export { type AgentTiming, DEFAULT_IMDS_URL, DEFAULT_TIMING } from './settings.ts';
 
@@ -56,155 +50,6 @@ export interface AgentConfig {
   sidecar?: SidecarConfig;
 }
 
-// Kubernetes label syntax: optional DNS prefix, name of at most 63 characters.
-const LABEL_KEY =
-  /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
-const LABEL_VALUE = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/;
-const DNS_NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
-
-const duration = z.union([z.number().positive(), z.string()]).transform((value, ctx) => {
-  const ms = typeof value === 'number' ? value : parseDuration(value);
-  if (ms === undefined || ms <= 0) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `must be a positive duration such as 500ms, 10s or 5m, got '${value}'`,
-    });
-    return z.NEVER;
-  }
-  return ms;
-});
-
-// A drain delay may be 0 (no drain), unlike the other durations.
-const drainDelay = z.union([z.number().min(0), z.string()]).transform((value, ctx) => {
-  const ms = typeof value === 'number' ? value : value.trim() === '0' ? 0 : parseDuration(value);
-  if (ms === undefined || ms < 0 || ms > MAX_DRAIN_DELAY_MS) {
-    ctx.addIssue({
-      code: 'custom',
-      message: `must be a duration from 0 (no drain) to ${formatDuration(MAX_DRAIN_DELAY_MS)}, such as 10s, got '${value}'`,
-    });
-    return z.NEVER;
-  }
-  return ms;
-});
-
-const flag = z.boolean({ error: (issue) => `must be true or false, got '${issue.input}'` });
-
-const labels = z
-  .union([
-    z.record(z.string(), z.union([z.string(), z.number(), z.boolean()])),
-    z.array(z.string()),
-  ])
-  .transform((value, ctx) => {
-    const pairs = Array.isArray(value)
-      ? value.map((item) => {
-          const at = item.indexOf('=');
-          return at < 0 ? [item, undefined] : [item.slice(0, at), item.slice(at + 1)];
-        })
-      : Object.entries(value).map(([key, item]) => [key, String(item)]);
-    const result: Record<string, string> = {};
-    for (const [key, item] of pairs) {
-      if (item === undefined) {
-        ctx.addIssue({ code: 'custom', message: `label '${key}' must be written key=value` });
-      } else if (!LABEL_KEY.test(key ?? '')) {
-        ctx.addIssue({
-          code: 'custom',
-          message: `label key '${key}' is not a valid Kubernetes label key`,
-        });
-      } else if (!LABEL_VALUE.test(item)) {
-        ctx.addIssue({
-          code: 'custom',
-          message: `label value '${item}' of '${key}' is not a valid label value (at most 63 of [A-Za-z0-9_.-])`,
-        });
-      } else {
-        result[key as string] = item;
-      }
-    }
-    return result;
-  });
-
-const ipList = z
-  .union([z.string(), z.array(z.string())])
-  .transform((value) => (Array.isArray(value) ? value : [value]))
-  .pipe(
-    z.array(
-      z.string().refine((ip) => isIP(ip) !== 0, {
-        error: (issue) => `'${issue.input}' is not an IPv4 or IPv6 address`,
-      }),
-    ),
-  );
-
-const wsUrl = z.string().refine((text) => /^wss?:\/\/[^/?#]+/.test(text) && URL.canParse(text), {
-  error: (issue) =>
-    `must be a ws:// or wss:// URL such as wss://abc123.execute-api.us-east-1.amazonaws.com/prod, got '${issue.input}'`,
-});
-
-const name = (what: string) =>
-  z.string({ error: `is required: the ${what}` }).regex(DNS_NAME, {
-    error: (issue) =>
-      `'${issue.input}' is not a valid ${what} name (lower case letters, digits, '-' and '.')`,
-  });
-
-/** The raw settings (YAML keys); exported so a test can hold AGENT_SETTINGS to it. */
-export const agentConfigSchema = z.object({
-  url: z
-    .string({ error: 'is required: the registrar WebSocket URL (--url or REGISTRAR_AGENT_URL)' })
-    .pipe(wsUrl),
-  insecure: flag.default(false),
-  group: name('WorkloadGroup'),
-  namespace: name('namespace'),
-  network: z.string().min(1).optional(),
-  labels: labels.default({}),
-  ip: ipList.default([]),
-  locality: z
-    .string()
-    .regex(/^[^/\s]+(\/[^/\s]+){0,2}$/, {
-      error: (issue) => `'${issue.input}' must be region[/zone[/subzone]]`,
-    })
-    .optional(),
-  auth: z
-    .object({
-      mode: z
-        .enum(['token', 'iam'], {
-          error: (issue) => `must be 'token' or 'iam', got '${issue.input}'`,
-        })
-        .default('token'),
-      token: z.string().min(1).optional(),
-      tokenFile: z.string().min(1).optional(),
-      region: z.string().min(1).optional(),
-      identityDocument: z.string().min(1).optional(),
-      identitySignature: z.string().min(1).optional(),
-    })
-    .default({ mode: 'token' }),
-  logFormat: z
-    .enum(['text', 'json'], { error: (issue) => `must be 'text' or 'json', got '${issue.input}'` })
-    .default('text'),
-  debug: flag.default(false),
-  imds: z
-    .object({
-      enabled: flag.default(true),
-      url: z.url().default(DEFAULT_IMDS_URL),
-      timeout: duration.default(1_000),
-    })
-    .default({ enabled: true, url: DEFAULT_IMDS_URL, timeout: 1_000 }),
-  timing: z
-    .object({
-      pingInterval: duration.optional(),
-      maxConnectionAge: duration.optional(),
-      connectTimeout: duration.optional(),
-      ackTimeout: duration.optional(),
-      backoffBase: duration.optional(),
-      backoffCap: duration.optional(),
-      refusalBackoff: duration.optional(),
-      refusalBackoffCap: duration.optional(),
-      missingGroupRetry: duration.optional(),
-      stableAfter: duration.optional(),
-      probeTimeScale: z.coerce.number().positive().max(1).optional(),
-      drainDelay: drainDelay.optional(),
-    })
-    .default({}),
-  sidecar: sidecarConfigSchema,
-});
-
 /**
  * Reads flags, environment and the optional YAML file; throws AgentConfigError naming the
  * source. `--help` and `--version` are answered before anything is validated.
@@ -224,17 +69,16 @@ export function loadAgentConfig(
 }
 
 export function validateAgentConfig(layer: Layer): AgentConfig {
-  const parsed = agentConfigSchema.safeParse(layer.values);
-  if (!parsed.success) {
-    const problems = parsed.error.issues.map((issue) => {
-      const key = issue.path.map(String).join('.');
-      const head = String(issue.path[0] ?? '');
+  const parsed = readAll(agentConfigFields, layer.values);
+  if (!parsed.ok) {
+    const problems = parsed.problems.map(({ path: key, message }) => {
+      const head = key.split('.')[0] ?? '';
       const source = layer.sources[key] ?? layer.sources[head];
-      return `${key || 'config'}${source && source !== key ? ` (from ${source})` : ''}: ${issue.message}`;
+      return `${key || 'config'}${source && source !== key ? ` (from ${source})` : ''}: ${message}`;
     });
     throw new AgentConfigError(`invalid agent configuration: ${problems.join('; ')}`);
   }
-  const v = parsed.data;
+  const v = parsed.value;
   if (v.auth.mode === 'token' && v.auth.token === undefined && v.auth.tokenFile === undefined) {
     throw new AgentConfigError(
       'token mode needs a join token: set REGISTRAR_AGENT_TOKEN or --token-file <path> (create one with registrar token create), or use --auth iam',

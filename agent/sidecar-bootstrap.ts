@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
 import { NotRegisteredError } from '../lib/domain/errors.ts';
 import {
+  readSidecarReply,
   SIDECAR_ERROR_CODES,
   type SidecarReply,
-  sidecarReplySchema,
 } from '../lib/protocol/sidecar-message.ts';
 import { failureDelay, refusalDelay } from './backoff.ts';
 import type { Clock, Timer } from './clock.ts';
@@ -102,16 +102,16 @@ export class SidecarBootstrapper {
     if (!link || link.closed) return; // The next registration asks.
     this.#asking = true;
     try {
-      const reply = sidecarReplySchema.safeParse(await link.request('sidecar'));
-      if (!reply.success) {
-        const problems = reply.error.issues
-          .map((issue) => `${issue.path.join('.')}: ${issue.message}`)
+      const reply = readSidecarReply(await link.request('sidecar'));
+      if (!reply.ok) {
+        const problems = reply.problems
+          .map((problem) => `${problem.path}: ${problem.message}`)
           .join('; ');
         throw new Error(
           `the registrar's sidecar answer is malformed (${problems}); nothing written`,
         );
       }
-      await this.#apply(reply.data);
+      await this.#apply(reply.value);
     } catch (error) {
       this.#onError(error);
     } finally {

@@ -1,5 +1,5 @@
 import { isAbsolute } from 'node:path';
-import { z } from 'zod';
+import { flag, nonEmpty, object, optional, text, withDefault } from '../lib/validation/fields.ts';
 import type { AgentSetting } from './settings.ts';
 
 /**
@@ -93,31 +93,27 @@ export const SIDECAR_SETTINGS: readonly AgentSetting[] = [
   },
 ];
 
-const absolute = z.string().refine(isAbsolute, {
-  error: (issue) => `must be an absolute path, got '${issue.input}'`,
+const absolute = optional(text(isAbsolute, 'must be an absolute path'));
+
+/** The raw `sidecar.*` settings, checked; `toSidecarConfig` fills in the defaults. */
+export const sidecarConfigFields = object({
+  enabled: withDefault(flag, false),
+  prefix: absolute,
+  clusterEnv: absolute,
+  meshConfig: absolute,
+  rootCert: absolute,
+  token: absolute,
+  hosts: absolute,
+  owner: optional(
+    text(
+      (v) => /^([a-z_][a-z0-9_-]{0,31}\$?|\d+(:\d+)?)$/.test(v),
+      'must be a user name, a uid or uid:gid',
+    ),
+  ),
+  onChange: optional(text(nonEmpty, 'must be a non-empty command')),
 });
-const flag = z.boolean({ error: (issue) => `must be true or false, got '${issue.input}'` });
 
-export const sidecarConfigSchema = z
-  .object({
-    enabled: flag.default(false),
-    prefix: absolute.optional(),
-    clusterEnv: absolute.optional(),
-    meshConfig: absolute.optional(),
-    rootCert: absolute.optional(),
-    token: absolute.optional(),
-    hosts: absolute.optional(),
-    owner: z
-      .string()
-      .regex(/^([a-z_][a-z0-9_-]{0,31}\$?|\d+(:\d+)?)$/, {
-        error: (issue) => `must be a user name, a uid or uid:gid, got '${issue.input}'`,
-      })
-      .optional(),
-    onChange: z.string().min(1).optional(),
-  })
-  .default({ enabled: false });
-
-export function toSidecarConfig(raw: z.infer<typeof sidecarConfigSchema>): SidecarConfig {
+export function toSidecarConfig(raw: ReturnType<typeof sidecarConfigFields>): SidecarConfig {
   const d = SIDECAR_DEFAULTS;
   return {
     enabled: raw.enabled,

@@ -183,7 +183,7 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
 }
 
 /** The Node flags the systemd unit starts the bundle with, unless BENCH_AGENT_NODE_FLAGS says. */
-function agentNodeFlags(): string[] {
+export function agentNodeFlags(): string[] {
   const override = process.env.BENCH_AGENT_NODE_FLAGS;
   if (override !== undefined) return override.split(/\s+/).filter(Boolean);
   const unit = readFileSync(

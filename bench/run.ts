@@ -496,6 +496,19 @@ const sections: Record<string, Section> = {
       console.log(JSON.stringify(r, null, 2));
     },
   },
+  'agent-floor': {
+    title:
+      "Agent memory floor: bare node, node:http + ws over ws:// and wss://, yaml (the unit's flags)",
+    run: async () => {
+      const { agentNodeFlags } = await import('./agent-memory.ts');
+      const { measureMemoryFloor } = await import('./agent-memory-floor.ts');
+      const rows = await measureMemoryFloor(agentNodeFlags());
+      table(
+        ['process', 'RSS (MB)', 'anon (MB)', 'file (MB)'],
+        rows.map((r) => [r.variant, r.rssMb, r.anonMb, r.fileMb]),
+      );
+    },
+  },
   cli: {
     title: 'CLI start-up: registrar --version, --help, get we -A (local runtime, empty registry)',
     run: async () => {

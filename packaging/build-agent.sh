@@ -9,8 +9,10 @@ out="${OUT_DIR:-dist/agent}"
 # test/integration/agent-footprint.test.ts holds the bundle to its budget with it.
 mkdir -p "$out"
 # CommonJS dependencies inside an ESM bundle need a `require`; the banner provides one.
+# Whitespace and syntax minified, names kept (stack traces still name functions): V8 keeps the
+# whole source in memory, and 0.52 -> 0.32 MB of it is 0.5 MB less resident (docs/agent.md).
 npx esbuild bin/registrar-agent.js \
-  --bundle --platform=node --format=esm --target=node22 \
+  --bundle --platform=node --format=esm --target=node22 --minify-whitespace --minify-syntax \
   --outfile="$out/registrar-agent.mjs" \
   --banner:js="import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" \
   --log-level=warning ${METAFILE:+--metafile="$METAFILE"}

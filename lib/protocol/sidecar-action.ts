@@ -7,9 +7,9 @@ import { RegistrarError } from '../domain/errors.ts';
  * the registrar's mesh settings, never from the agent (a field it could set would be a field
  * an attacker could set). Extra fields are refused, not ignored.
  *
- * Apart from sidecar-message.ts (the bootstrap and token shapes, checked with zod where the
- * agent reads them) so that the message function, which only routes this action, carries no
- * validation library (issue 27).
+ * Apart from sidecar-message.ts (the bootstrap and token shapes, and their checks where the
+ * agent reads them) so that the message function, which only routes this action, carries
+ * none of them (issue 27).
  */
 export const SIDECAR_ACTION = 'sidecar';
 
