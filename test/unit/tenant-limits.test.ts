@@ -186,7 +186,8 @@ describe('reads shared by connects that miss the cache together', () => {
         getSettings: () => {
           calls.settings += 1;
           return new Promise((resolve, reject) => {
-            answerSettings = (fail) => (fail ? reject(fail) : resolve({ namespace: 'shop', maxEntries: 5 }));
+            answerSettings = (fail) =>
+              fail ? reject(fail) : resolve({ namespace: 'shop', maxEntries: 5 });
           });
         },
       },
