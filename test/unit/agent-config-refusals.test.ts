@@ -1,8 +1,6 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
-import { AgentConfigError, loadAgentConfig } from '../../agent/config.ts';
+import { describe, expect, it } from 'vitest';
+import { AgentConfigError } from '../../agent/config.ts';
+import { loadConfig as load, TOKEN_ENV, yamlFiles } from '../fixtures/agent-config-files.ts';
 
 /**
  * Every setting refuses a bad value with its key, where it came from and the value, and
@@ -10,23 +8,8 @@ import { AgentConfigError, loadAgentConfig } from '../../agent/config.ts';
  * refusal is held here rather than trusted to a validation library.
  */
 const BASE = ['--url', 'wss://registrar.example/v1', '--group', 'web', '--namespace', 'shop'];
-const TOKEN_ENV = { REGISTRAR_AGENT_TOKEN: 'wrt.x.y' };
 
-const dir = mkdtempSync(join(tmpdir(), 'agent-config-refusals-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-let files = 0;
-function yamlFile(text: string): string {
-  files += 1;
-  const path = join(dir, `agent-${files}.yaml`);
-  writeFileSync(path, text);
-  return path;
-}
-
-function load(argv: string[], env: Record<string, string> = TOKEN_ENV) {
-  const config = loadAgentConfig(argv, env);
-  if (config === 'help' || config === 'version') throw new Error(`unexpected ${config}`);
-  return config;
-}
+const yamlFile = yamlFiles('agent-config-refusals-');
 
 function refusal(run: () => unknown): string {
   try {

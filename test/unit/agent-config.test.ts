@@ -1,8 +1,6 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentConfigError, loadAgentConfig } from '../../agent/config.ts';
+import { loadConfig as load, TOKEN_ENV, yamlFiles } from '../fixtures/agent-config-files.ts';
 
 const BASE = [
   '--url',
@@ -12,25 +10,8 @@ const BASE = [
   '--namespace',
   'shop',
 ];
-const TOKEN_ENV = { REGISTRAR_AGENT_TOKEN: 'wrt.x.y' };
 
-// One directory for every config file of this suite, removed when it ends.
-const dir = mkdtempSync(join(tmpdir(), 'agent-config-'));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
-let files = 0;
-
-function yamlFile(text: string): string {
-  files += 1;
-  const path = join(dir, `agent-${files}.yaml`);
-  writeFileSync(path, text);
-  return path;
-}
-
-function load(argv: string[], env: Record<string, string> = TOKEN_ENV) {
-  const config = loadAgentConfig(argv, env);
-  if (config === 'help' || config === 'version') throw new Error(`unexpected ${config}`);
-  return config;
-}
+const yamlFile = yamlFiles('agent-config-');
 
 describe('agent configuration', () => {
   it('reads flags with the documented defaults', () => {
