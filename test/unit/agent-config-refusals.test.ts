@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { AgentConfigError } from '../../agent/config.ts';
-import { loadConfig as load, TOKEN_ENV, yamlFiles } from '../fixtures/agent-config-files.ts';
+import {
+  loadConfig as load,
+  refusal,
+  TOKEN_ENV,
+  yamlFiles,
+} from '../fixtures/agent-config-files.ts';
 
 /**
  * Every setting refuses a bad value with its key, where it came from and the value, and
@@ -10,16 +14,6 @@ import { loadConfig as load, TOKEN_ENV, yamlFiles } from '../fixtures/agent-conf
 const BASE = ['--url', 'wss://registrar.example/v1', '--group', 'web', '--namespace', 'shop'];
 
 const yamlFile = yamlFiles('agent-config-refusals-');
-
-function refusal(run: () => unknown): string {
-  try {
-    run();
-  } catch (error) {
-    expect(error).toBeInstanceOf(AgentConfigError);
-    return (error as Error).message;
-  }
-  throw new Error('not refused');
-}
 
 describe('agent settings refuse a bad value, naming the key, the source and the value', () => {
   it.each([

@@ -1,6 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { AgentConfigError, loadAgentConfig } from '../../agent/config.ts';
-import { loadConfig as load, TOKEN_ENV, yamlFiles } from '../fixtures/agent-config-files.ts';
+import {
+  loadConfig as load,
+  refusal,
+  TOKEN_ENV,
+  yamlFiles,
+} from '../fixtures/agent-config-files.ts';
 
 const BASE = [
   '--url',
@@ -172,16 +177,6 @@ timing: { pingInterval: 1m }
 describe('agent configuration: ws:// only to loopback unless --insecure', () => {
   const over = (url: string, extra: string[] = [], env: Record<string, string> = TOKEN_ENV) =>
     load(['--url', url, '--group', 'web', '--namespace', 'shop', ...extra], env);
-
-  const refusal = (run: () => unknown): string => {
-    try {
-      run();
-    } catch (error) {
-      expect(error).toBeInstanceOf(AgentConfigError);
-      return (error as Error).message;
-    }
-    throw new Error('not refused');
-  };
 
   it.each([
     ['ws://10.0.0.5:8080', '10.0.0.5'],
