@@ -82,6 +82,14 @@ export interface AgentLink {
    * cordon). Optional: a link that never gets any need not implement it.
    */
   onNotice?(listener: (notice: Reply) => void): void;
+  /**
+   * When (clock time) the last frame of any kind arrived: a reply, a notice, or an answer of
+   * API Gateway itself such as a throttled message's (`{"message":"Too Many Requests",...}`).
+   * Optional: a link without it counts only replies.
+   */
+  readonly lastReceivedAt?: number;
+  /** The last answer API Gateway gave itself (no `action`, no `ok`): its text, and when. */
+  readonly lastGatewayMessage?: { text: string; at: number };
   readonly closed: boolean;
 }
 
@@ -174,6 +182,8 @@ function createLink(socket: WebSocket, options: LinkOptions): AgentLink {
   const listeners: ((code: number, reason: string) => void)[] = [];
   const noticeListeners: ((notice: Reply) => void)[] = [];
   let closed = false;
+  let lastReceivedAt: number | undefined;
+  let lastGatewayMessage: { text: string; at: number } | undefined;
 
   const settle = (action: RequestAction, outcome: Reply | RequestError) => {
     const entry = pending.get(action);
@@ -185,12 +195,19 @@ function createLink(socket: WebSocket, options: LinkOptions): AgentLink {
   };
 
   socket.on('message', (data) => {
+    lastReceivedAt = options.clock.now();
     options.trace?.('received', String(data));
     let reply: Reply;
     try {
       reply = JSON.parse(String(data)) as Reply;
     } catch {
       return; // Not protocol v1; nothing to match it to.
+    }
+    if (reply.action === undefined && reply.ok === undefined && typeof reply.message === 'string') {
+      // API Gateway's own answer (a throttled message, an integration failure): it says which
+      // request neither by action nor by id, so it settles none; the ping check reads it.
+      lastGatewayMessage = { text: reply.message, at: lastReceivedAt };
+      return;
     }
     if (reply.action !== undefined && NOTICE_ACTIONS.has(reply.action)) {
       for (const listener of noticeListeners) listener(reply);
@@ -228,6 +245,12 @@ function createLink(socket: WebSocket, options: LinkOptions): AgentLink {
   return {
     get closed() {
       return closed;
+    },
+    get lastReceivedAt() {
+      return lastReceivedAt;
+    },
+    get lastGatewayMessage() {
+      return lastGatewayMessage;
     },
     request(action, body = {}) {
       if (closed || socket.readyState !== WebSocket.OPEN) {

@@ -476,6 +476,7 @@ export class Supervisor {
     this.#pingTimer = this.#o.clock.setTimer(this.#o.timing.pingIntervalMs, async () => {
       if (this.#current !== current) return;
       this.#schedulePing(current);
+      const sentAt = this.#o.clock.now();
       try {
         await current.link.request('ping');
       } catch (error) {
@@ -484,13 +485,37 @@ export class Supervisor {
           error.kind === 'timeout' &&
           this.#current === current
         ) {
-          this.#o.logger.warn('no pong from the registrar; dropping the connection', {
-            connection: current.id,
-          });
-          void current.link.close();
+          this.#missedPong(current, sentAt);
         }
       }
     });
+  }
+
+  /**
+   * A ping went unanswered. The ping is there to find a dead connection, and any frame that
+   * arrived since it was sent proves this one alive: above all API Gateway's answer to a
+   * throttled ping. The `ping` route's throttle is shared by every agent of the stage, so one
+   * tenant flooding it would otherwise make every agent drop its connection and reconnect at
+   * once. Only a connection silent for the whole reply timeout is dropped.
+   */
+  #missedPong(current: Current, sentAt: number): void {
+    const { lastReceivedAt, lastGatewayMessage } = current.link;
+    if (lastReceivedAt !== undefined && lastReceivedAt >= sentAt) {
+      this.#o.logger.warn(
+        'no pong from the registrar, but the connection answered since; keeping it',
+        {
+          connection: current.id,
+          ...(lastGatewayMessage !== undefined && lastGatewayMessage.at >= sentAt
+            ? { gateway: lastGatewayMessage.text }
+            : {}),
+        },
+      );
+      return;
+    }
+    this.#o.logger.warn('no pong from the registrar; dropping the connection', {
+      connection: current.id,
+    });
+    void current.link.close();
   }
 
   #emit(event: AgentEvent): void {

@@ -68,6 +68,21 @@ describe('agent connection', () => {
     });
   });
 
+  it("records API Gateway's own answer to a throttled ping, and settles no request with it", async () => {
+    const sent = systemClock.now();
+    gateway.pingAnswer = 'throttled';
+    try {
+      await expect(link.request('ping')).rejects.toMatchObject({ kind: 'timeout' });
+    } finally {
+      gateway.pingAnswer = 'pong';
+    }
+    expect(link.lastGatewayMessage?.text).toBe('Too Many Requests');
+    expect(link.lastGatewayMessage?.at).toBeGreaterThanOrEqual(sent);
+    expect(link.lastReceivedAt).toBeGreaterThanOrEqual(sent);
+    // The connection still serves requests.
+    expect(await link.request('ping')).toEqual({ action: 'pong' });
+  });
+
   it('turns an HTTP refusal into a RefusedError with the server reason', async () => {
     const refused = await connect(undefined, { Authorization: 'Bearer wrong' }).catch(
       (error: unknown) => error,

@@ -339,6 +339,43 @@ describe('agent supervisor', () => {
     expect(h.links).toHaveLength(2);
   });
 
+  it("keeps a connection whose pings API Gateway throttles: another tenant's ping flood does not make it reconnect", async () => {
+    const h = harness({ probe: null });
+    h.supervisor.start();
+    await h.clock.advance(0);
+    const link = h.links[0] as FakeLink;
+    // The stage's `ping` route is shared and flooded: every ping is answered by API Gateway
+    // itself, never by a pong.
+    link.respond = (action) => {
+      if (action === 'ping') {
+        link.gatewayAnswer('Too Many Requests');
+        return 'drop';
+      }
+      return { action, ok: true };
+    };
+    await h.clock.advance(3 * (5 * 60_000) + 10_000);
+    expect(link.sent.filter((s) => s.action === 'ping')).toHaveLength(3);
+    expect(link.closed).toBe(false);
+    expect(h.links).toHaveLength(1);
+    expect(
+      h.logs.filter((l) => l.includes('keeping it') && l.includes('Too Many Requests')),
+    ).toHaveLength(3);
+  });
+
+  it('drops a connection that answered before the ping but not since: an old frame proves nothing', async () => {
+    const h = harness({ probe: null });
+    h.supervisor.start();
+    await h.clock.advance(0);
+    const link = h.links[0] as FakeLink;
+    link.gatewayAnswer('Too Many Requests');
+    link.respond = () => 'drop';
+    await h.clock.advance(5 * 60_000 + 10_000);
+    expect(link.closedBy).toBe('agent');
+    expect(
+      h.logs.some((l) => l.includes('no pong from the registrar; dropping the connection')),
+    ).toBe(true);
+  });
+
   it('closes its connection and schedules nothing more when stopped', async () => {
     const h = harness();
     h.supervisor.start();
