@@ -13,6 +13,7 @@ import {
 } from '../lib/config-schemas.ts';
 import { parseMinorLine } from '../lib/domain/agent-skew.ts';
 import { formatDuration, parseDuration } from '../lib/domain/duration.ts';
+import { DEFAULT_FLEET_SIZE } from './route-throttle.ts';
 
 /**
  * The options a user may set at deploy time, through context (`cdk deploy -c gracePeriod=10m`,
@@ -222,7 +223,7 @@ const schema = z.object({
     .int({ message: 'must be a whole number of VMs' })
     .min(1, { message: 'must be at least 1' })
     .max(1_000_000, { message: 'must be at most 1,000,000 (one region, one stage)' })
-    .default(10_000),
+    .default(DEFAULT_FLEET_SIZE),
   oldestAgentVersion: z
     .string()
     .refine((text) => parseMinorLine(text) !== undefined, {

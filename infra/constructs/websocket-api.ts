@@ -20,6 +20,7 @@ import { type IGrantable, PolicyStatement } from 'aws-cdk-lib/aws-iam';
 import type { IFunction } from 'aws-cdk-lib/aws-lambda';
 import { LogGroup, RetentionDays } from 'aws-cdk-lib/aws-logs';
 import { Construct, type IConstruct } from 'constructs';
+import { ACCOUNT_LIMITS, routeThrottle } from '../route-throttle.ts';
 import type { StackOptions } from '../stack-options.ts';
 
 export interface WebSocketApiProps {
@@ -34,27 +35,8 @@ export interface WebSocketApiProps {
 /** Agent protocol v1: message routes answered by the message function (replies expected). */
 export const MESSAGE_ROUTES = ['health', 'describe', 'drain', '$default'] as const;
 
-/** API Gateway's default account limits (per region), which the stage cannot exceed. */
-export const ACCOUNT_LIMITS = { requestsPerSecond: 10_000, burst: 5_000, connectsPerSecond: 500 };
-
-/**
- * The stage's route throttle for a fleet of `fleetSize` VMs:
- *   steady  = N x (1/300 s pings + 3 messages per connection / 108 min average lifetime)
- *   rate    = 2 x steady + 3 x 500   (headroom, plus a reconnect storm: connect, describe and
- *                                     health for each of the 500 new connections/s the account
- *                                     admits)
- *   burst   = 2 x rate
- * capped at the account's default limits (raise those first for a larger stage limit).
- * 1,000 VMs: 1,508/s; 100,000: 2,260/s. The old fixed 200/s throttled pings alone past 60,000.
- */
-export function routeThrottle(fleetSize: number): { rateLimit: number; burstLimit: number } {
-  const perVmPerSecond = 1 / 300 + 3 / (108 * 60);
-  const rate = Math.ceil(2 * fleetSize * perVmPerSecond + 3 * ACCOUNT_LIMITS.connectsPerSecond);
-  return {
-    rateLimit: Math.min(rate, ACCOUNT_LIMITS.requestsPerSecond),
-    burstLimit: Math.min(2 * rate, ACCOUNT_LIMITS.burst),
-  };
-}
+/** The stage's throttle, sized in infra/route-throttle.ts (the local gateway applies it too). */
+export { ACCOUNT_LIMITS, routeThrottle };
 
 /**
  * The agents' WebSocket API: route by `$request.body.action`, `$connect` behind the token

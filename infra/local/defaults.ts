@@ -1,4 +1,5 @@
 import { DASHBOARD_DEFAULTS } from '../../dashboard/server/defaults.ts';
+import { DEFAULT_FLEET_SIZE, routeThrottle } from '../route-throttle.ts';
 
 /**
  * Defaults of the local runtime, apart from the runtime itself so that parsing `npm start`
@@ -15,4 +16,6 @@ export const LOCAL_DEFAULTS = {
   rolloutIntervalMs: 10_000,
   /** `npm start --dashboard`: the port `registrar dashboard` uses. */
   dashboardPort: DASHBOARD_DEFAULTS.port,
+  /** The stage's route throttle as the stack sets it for its default fleet size (1576/3152). */
+  routeThrottle: routeThrottle(DEFAULT_FLEET_SIZE),
 } as const;

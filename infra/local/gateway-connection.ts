@@ -51,6 +51,8 @@ export class GatewayConnection implements ConnectionFacts {
   #markClosed: () => void = () => {};
   #timers: NodeJS.Timeout[] = [];
   #idleTimer: NodeJS.Timeout | undefined;
+  /** Messages of this connection throttled so far (names each throttle answer). */
+  #throttled = 0;
   /** Set once the connection is ending; later messages are dropped. */
   #ending: { at: number; code: number; reason: string } | undefined;
 
@@ -124,6 +126,13 @@ export class GatewayConnection implements ConnectionFacts {
           ...Object.keys(handlers.routes ?? {}),
           ...Object.keys(handlers.mocks ?? {}),
         ]);
+    if (this.#settings.throttle?.take(routeKey) === false) {
+      // API Gateway's own answer to a throttled message: no integration runs, no mock answers.
+      const requestId = `throttled-${++this.#throttled}`;
+      this.send(JSON.stringify({ message: 'Too Many Requests', connectionId: this.id, requestId }));
+      this.#settings.log('debug', 'message throttled', { connectionId: this.id, routeKey });
+      return;
+    }
     const mock = handlers.mocks?.[routeKey];
     if (mock !== undefined) {
       this.send(mock);

@@ -1,3 +1,4 @@
+import type { RouteThrottle } from '../route-throttle.ts';
 import type { ApiIdentity } from './gateway-events.ts';
 import type { RouteTarget } from './lambda-invoke.ts';
 import type { IamCallerCredentials } from './sigv4-verifier.ts';
@@ -63,6 +64,12 @@ export interface GatewayOptions {
    * of these callers (API Gateway's IAM), or it is refused 403 before any function runs.
    */
   iamAuthorization?: { callers: readonly IamCallerCredentials[] };
+  /**
+   * The stage's default route throttle, applied to each message route (infra/route-throttle.ts):
+   * over it, a message is answered `Too Many Requests` by the gateway and not delivered.
+   * Unset: no throttle.
+   */
+  routeThrottle?: RouteThrottle;
   /** The gateway's clock (connectedAt, requestTimeEpoch). */
   now?: () => number;
   log?: GatewayLog;

@@ -6,6 +6,7 @@ import {
   type GatewayLog,
   type GatewayOptions,
 } from './gateway-options.ts';
+import { RouteBuckets } from './route-buckets.ts';
 import { SigV4Verifier } from './sigv4-verifier.ts';
 
 /** The gateway's options with every default filled in, as each part of it reads them. */
@@ -16,6 +17,8 @@ export interface GatewaySettings {
   readonly identitySource: readonly string[];
   /** Set when $connect uses IAM authorization. */
   readonly sigv4: SigV4Verifier | undefined;
+  /** The stage's route throttle over messages; unset, nothing is throttled. */
+  readonly throttle: RouteBuckets | undefined;
   /** The gateway's clock (connectedAt, requestTimeEpoch). */
   readonly now: () => number;
   readonly log: GatewayLog;
@@ -35,6 +38,7 @@ export function resolveGatewaySettings(options: GatewayOptions): GatewaySettings
     api,
     identitySource: options.identitySource ?? [],
     sigv4: iam ? new SigV4Verifier({ callers: iam.callers, region: api.region, now }) : undefined,
+    throttle: options.routeThrottle ? new RouteBuckets(options.routeThrottle, now) : undefined,
     now,
     log: options.log ?? (() => {}),
   };

@@ -18,6 +18,7 @@ import {
   type RolloutConfig,
   readRolloutConfig,
 } from '../../lib/rollout/rollout-config.ts';
+import { parseRouteThrottle } from '../route-throttle.ts';
 import { type ConsoleSettings, parseConsoleLevel } from './console-log.ts';
 import { LOCAL_DEFAULTS } from './defaults.ts';
 import type { LocalRuntimeOptions } from './runtime.ts';
@@ -68,6 +69,8 @@ Options (a flag wins over its environment variable):
   --max-connection-age <d>    REGISTRAR_MAX_CONNECTION_AGE  connections are closed after this (default 2h)
   --sweep-interval <d>        REGISTRAR_SWEEP_INTERVAL      how often the sweeper runs (default 1m)
   --idle-timeout <d>          REGISTRAR_IDLE_TIMEOUT        idle connections are closed after this (default 10m)
+  --route-throttle <r>[/<b>]  REGISTRAR_ROUTE_THROTTLE      messages per second per route, and at once, as the stage's throttle
+                                                            (default ${LOCAL_DEFAULTS.routeThrottle.rateLimit}/${LOCAL_DEFAULTS.routeThrottle.burstLimit}, the stack's for fleetSize 10000)
   --liveness-interval <d>     REGISTRAR_LIVENESS_INTERVAL   how often each connected entry's connections are checked with
                                                             GET @connections (default 5m, or max age / 4 when shorter)
   --connect-settle <d>        REGISTRAR_CONNECT_SETTLE      a connection younger than this is never dropped by a liveness
@@ -142,6 +145,7 @@ export const LOCAL_OPTIONS = {
   'ec2-states': { type: 'string' },
   dashboard: { type: 'boolean' },
   'dashboard-port': { type: 'string' },
+  'route-throttle': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const satisfies ParseArgsConfig['options'];
 
@@ -184,6 +188,16 @@ export function parseLocalOptions(
     options.dashboardPort = dashboardPort
       ? parsePort(dashboardPort.value, dashboardPort.source)
       : LOCAL_DEFAULTS.dashboardPort;
+  }
+  const throttle = pick('route-throttle', 'REGISTRAR_ROUTE_THROTTLE');
+  if (throttle) {
+    try {
+      options.routeThrottle = parseRouteThrottle(throttle.value);
+    } catch (error) {
+      throw new OptionsError(
+        `invalid ${throttle.source} '${throttle.value}': ${(error as Error).message}`,
+      );
+    }
   }
   const dataDir = pick('data-dir', 'REGISTRAR_DATA_DIR');
   if (dataDir) options.dataDir = dataDir.value;

@@ -20,6 +20,7 @@ import type { GroupSource } from '../../lib/rollout/group-source.ts';
 import { createDynamoDbClient } from '../../lib/store/dynamodb-client.ts';
 import { ensureTable } from '../../lib/store/ensure-table.ts';
 import type { EntryEventStore } from '../../lib/store/entry-event-store.ts';
+import type { RouteThrottle } from '../route-throttle.ts';
 import { LOCAL_DEFAULTS } from './defaults.ts';
 import type { RunningDynamo } from './dynalite-server.ts';
 import { startDynaliteThread } from './dynalite-thread.ts';
@@ -66,6 +67,11 @@ export interface LocalRuntimeOptions {
   /** A holder younger than this is never dropped by a liveness check. Default 30 s. */
   connectSettleMs?: number;
   idleTimeoutMs?: number;
+  /**
+   * The stage's route throttle over messages, per route (`--route-throttle`). Default: the
+   * stack's for its default fleet size (LOCAL_DEFAULTS.routeThrottle).
+   */
+  routeThrottle?: RouteThrottle;
   /** Use this DynamoDB (DynamoDB Local in CI) instead of starting dynalite. */
   dynamoDbEndpoint?: string;
   /** Default `workload-registrar`. */
@@ -240,6 +246,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
         // API Gateway answers ping itself (a MOCK integration): no Lambda runs.
         mocks: { ping: JSON.stringify(pongReply()) },
       },
+      routeThrottle: options.routeThrottle ?? LOCAL_DEFAULTS.routeThrottle,
       log: gatewayLog,
     });
     cleanup.unshift(() => gateway.close());

@@ -139,6 +139,10 @@ describe('npm start options', () => {
     [['--max-connection-age=-2h'], "invalid --max-connection-age '-2h'"],
     [['--sweep-interval', '0ms'], "invalid --sweep-interval '0ms'"],
     [['--idle-timeout', '10'], "invalid --idle-timeout '10'"],
+    [['--route-throttle', 'fast'], "invalid --route-throttle 'fast': must be <rate>[/<burst>]"],
+    [['--route-throttle', '0/10'], "invalid --route-throttle '0/10'"],
+    [['--route-throttle', '10/0'], "invalid --route-throttle '10/0'"],
+    [['--route-throttle', '1.5'], "invalid --route-throttle '1.5'"],
   ])('refuses %j naming the option and the value', (argv, message) => {
     expect(refusal(argv)).toContain(message);
   });
@@ -149,8 +153,22 @@ describe('npm start options', () => {
     ['REGISTRAR_MAX_CONNECTION_AGE', 'forever'],
     ['REGISTRAR_SWEEP_INTERVAL', '-1m'],
     ['REGISTRAR_IDLE_TIMEOUT', '1y'],
+    ['REGISTRAR_ROUTE_THROTTLE', '5/'],
   ])('refuses %s=%s naming the variable and the value', (variable, value) => {
     expect(refusal([], { [variable]: value })).toContain(`invalid ${variable} '${value}'`);
+  });
+
+  it("throttles each message route as the stage does: the stack's default, or --route-throttle", () => {
+    expect(run([])).not.toHaveProperty('routeThrottle');
+    expect(run(['--route-throttle', '20/5']).routeThrottle).toEqual({
+      rateLimit: 20,
+      burstLimit: 5,
+    });
+    // The burst defaults to twice the rate, as the stack sizes it.
+    expect(run([], { REGISTRAR_ROUTE_THROTTLE: '20' }).routeThrottle).toEqual({
+      rateLimit: 20,
+      burstLimit: 40,
+    });
   });
 
   it('projects with --project, --kubeconfig or --context (REGISTRAR_KUBE_CONTEXT)', () => {
