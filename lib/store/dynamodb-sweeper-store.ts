@@ -3,6 +3,7 @@ import type { DisruptionRecord, ZoneCount } from '../domain/disruption.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
 import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
+import type { SweepStore } from '../registration/sweep.ts';
 import { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { DynamoDbConnectionRecords } from './dynamodb-connection-records.ts';
 import { DynamoDbDepartureQueues } from './dynamodb-departure-queues.ts';
@@ -16,26 +17,13 @@ import type {
   DepartureKey,
   DisruptionStore,
   EntryDeletion,
-  RegistryStore,
   SweepIndexState,
   SweepLease,
   SweepLeaseStore,
 } from './registry-store.ts';
 
-/** What the sweeper function asks of the registry: the sweep, fail static, its lease. */
-export type SweeperStore = Pick<
-  RegistryStore,
-  | 'sweepCandidates'
-  | 'sweepNamespaces'
-  | 'departuresOf'
-  | 'deleteSwept'
-  | 'connectedIn'
-  | 'dropHolders'
-  | 'livenessMark'
-  | 'setLivenessMark'
-> &
-  SweepLeaseStore &
-  DisruptionStore;
+/** What the sweeper function asks of the registry: the sweep (with fail static), its lease. */
+export type SweeperStore = SweepStore & DisruptionStore & SweepLeaseStore;
 
 /**
  * The registry as the sweeper function uses it: the adapters DynamoDbRegistryStore composes
