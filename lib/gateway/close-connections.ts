@@ -1,6 +1,4 @@
-import { SignedHttpClient } from '../aws/signed-http.ts';
-import { credentialsFromEnvironment } from '../lambda-credentials.ts';
-import { connectionPath } from './management-api-liveness.ts';
+import { connectionPath, managementApiClient } from './management-api-client.ts';
 
 /** Calls in flight at once: a group's cascade may close thousands, one HTTP request each. */
 const CONCURRENCY = 16;
@@ -22,16 +20,12 @@ export function connectionCloser(options: CloseOptions): {
   close(connectionId: string): Promise<'closed' | 'gone'>;
   destroy(): void;
 } {
-  const local = options.endpoint.startsWith('http:');
-  const api = new SignedHttpClient({
+  const api = managementApiClient({
     endpoint: options.endpoint,
     region: options.region,
-    service: 'execute-api',
-    credentials: async () =>
-      local ? { accessKeyId: 'local', secretAccessKey: 'local' } : credentialsFromEnvironment(),
+    local: options.endpoint.startsWith('http:'),
     attempts: 3,
     timeoutMs: 5_000,
-    retryable: (answer) => answer.status === 429,
   });
   return {
     async close(connectionId) {

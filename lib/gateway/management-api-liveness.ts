@@ -1,6 +1,6 @@
-import { SignedHttpClient } from '../aws/signed-http.ts';
-import { credentialsFromEnvironment } from '../lambda-credentials.ts';
+import type { SignedHttpClient } from '../aws/signed-http.ts';
 import type { ConnectionLiveness, LivenessAnswer } from '../registration/liveness.ts';
+import { connectionPath, managementApiClient } from './management-api-client.ts';
 
 export interface ManagementApiOptions {
   /** `https://{api-id}.execute-api.{region}.amazonaws.com/{stage}`, or the local gateway's URL. */
@@ -23,18 +23,15 @@ export class ManagementApiLiveness implements ConnectionLiveness {
 
   constructor(options: ManagementApiOptions) {
     const { endpoint, region, local } = options;
-    this.#http = new SignedHttpClient({
+    this.#http = managementApiClient({
       // Read at each check: the local runtime knows its gateway's port only once it listens.
       endpoint,
       region,
-      service: 'execute-api',
-      credentials: async () =>
-        local ? { accessKeyId: 'local', secretAccessKey: 'local' } : credentialsFromEnvironment(),
+      local: local ?? false,
       // A check must end well inside the sweeper's deadline margin (5 s), retries included:
       // an unanswered one is unknown, and the next interval asks again.
       attempts: 2,
       timeoutMs: 1_500,
-      retryable: (answer) => answer.status === 429,
     });
   }
 
@@ -55,10 +52,6 @@ export class ManagementApiLiveness implements ConnectionLiveness {
 }
 
 /** `@connections/{id}` below the stage, the id escaped as the SDK escapes a path label. */
-export function connectionPath(connectionId: string): string {
-  return `/@connections/${encodeURIComponent(connectionId)}`;
-}
-
 /** `ForbiddenException: Forbidden`, from API Gateway's error header and body. */
 function describeRefusal(answer: {
   status: number;

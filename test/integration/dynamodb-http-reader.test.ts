@@ -1,9 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Readable } from 'node:stream';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
-import { HttpResponse } from '@smithy/protocol-http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DynamoDbHttpError, DynamoDbHttpReader } from '../../lib/store/dynamodb-http-reader.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
@@ -11,6 +9,7 @@ import { HttpTokenReader } from '../../lib/store/http-token-reader.ts';
 import type { StoredToken } from '../../lib/store/token-store.ts';
 import { authorizeDependencies } from '../../lib/wiring/authorize.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+import { wireCapture } from '../fixtures/sdk-wire.ts';
 
 /**
  * The authorizer's SDK-less GetItem (lib/store/dynamodb-http-reader.ts) against dynalite, the
@@ -82,29 +81,13 @@ describe('the request on the wire', () => {
     vi.setSystemTime(new Date('2026-11-25T12:00:00Z'));
     try {
       const credentials = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' };
-      let sent: { headers: Record<string, string>; body: string; method: string; path: string };
+      // Stops at the wire: the request the SDK would send, answered with no item.
+      const wire = wireCapture();
       const client = DynamoDBDocumentClient.from(
         new DynamoDBClient({
           region: 'eu-west-1',
           credentials,
-          // Stops at the wire: the request the SDK would send, answered with no item.
-          requestHandler: {
-            handle: async (request: {
-              headers: Record<string, string>;
-              body: string;
-              method: string;
-              path: string;
-            }) => {
-              sent = request;
-              return {
-                response: new HttpResponse({
-                  statusCode: 200,
-                  headers: {},
-                  body: Readable.from([Buffer.from('{}')]),
-                }),
-              };
-            },
-          } as never,
+          requestHandler: wire.requestHandler,
         }),
       );
       await client.send(
@@ -127,8 +110,7 @@ describe('the request on the wire', () => {
           ConsistentRead: true,
         }),
       );
-      // biome-ignore lint/style/noNonNullAssertion: assigned by the handler above
-      const theirs = sent!;
+      const theirs = wire.sent();
       const header = (headers: Record<string, string>, name: string) =>
         Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1];
       expect(ours.method).toBe(theirs.method);

@@ -1,19 +1,16 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Readable } from 'node:stream';
 import {
   ApiGatewayManagementApiClient,
   GetConnectionCommand,
 } from '@aws-sdk/client-apigatewaymanagementapi';
-import { HttpResponse } from '@smithy/protocol-http';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { handleManagementRequest } from '../../infra/local/management-api.ts';
 import { SignedHttpClient } from '../../lib/aws/signed-http.ts';
 import { closeConnections } from '../../lib/gateway/close-connections.ts';
-import {
-  connectionPath,
-  ManagementApiLiveness,
-} from '../../lib/gateway/management-api-liveness.ts';
+import { connectionPath } from '../../lib/gateway/management-api-client.ts';
+import { ManagementApiLiveness } from '../../lib/gateway/management-api-liveness.ts';
+import { wireCapture } from '../fixtures/sdk-wire.ts';
 
 /**
  * The liveness check without the SDK client (lib/gateway/management-api-liveness.ts): against
@@ -142,28 +139,13 @@ describe('the request on the wire', () => {
     try {
       const credentials = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' };
       const endpoint = 'https://abc.execute-api.eu-west-1.amazonaws.com/prod';
-      let sent: { headers: Record<string, string>; method: string; path: string } | undefined;
+      // Stops at the wire: the request the SDK would send, answered as an open connection.
+      const wire = wireCapture();
       const client = new ApiGatewayManagementApiClient({
         region: 'eu-west-1',
         endpoint,
         credentials,
-        // Stops at the wire: the request the SDK would send, answered as an open connection.
-        requestHandler: {
-          handle: async (request: {
-            headers: Record<string, string>;
-            method: string;
-            path: string;
-          }) => {
-            sent = request;
-            return {
-              response: new HttpResponse({
-                statusCode: 200,
-                headers: {},
-                body: Readable.from([Buffer.from('{}')]),
-              }),
-            };
-          },
-        } as never,
+        requestHandler: wire.requestHandler,
       });
       await client.send(new GetConnectionCommand({ ConnectionId: 'abc123=' }));
       const ours = await new SignedHttpClient({
@@ -172,7 +154,7 @@ describe('the request on the wire', () => {
         service: 'execute-api',
         credentials: async () => credentials,
       }).sign('GET', connectionPath('abc123='));
-      const theirs = sent as NonNullable<typeof sent>;
+      const theirs = wire.sent();
       const header = (headers: Record<string, string>, name: string) =>
         Object.entries(headers).find(([key]) => key.toLowerCase() === name)?.[1];
       expect(ours.method).toBe(theirs.method);
