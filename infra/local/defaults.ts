@@ -18,4 +18,10 @@ export const LOCAL_DEFAULTS = {
   dashboardPort: DASHBOARD_DEFAULTS.port,
   /** The stage's route throttle as the stack sets it for its default fleet size (1576/3152). */
   routeThrottle: routeThrottle(DEFAULT_FLEET_SIZE),
+  /**
+   * Invocations of each function at once (`--function-concurrency`): 1,000 agents starting
+   * together register about 20% faster, answer in half the time and hold half the memory with 32
+   * than with no limit, and 32 and 64 measure the same (docs/benchmarks.md, "Local end to end").
+   */
+  functionConcurrency: 32,
 } as const;

@@ -70,6 +70,11 @@ export interface GatewayOptions {
    * Unset: no throttle.
    */
   routeThrottle?: RouteThrottle;
+  /**
+   * At most this many invocations of each function at once, the rest waiting their turn within
+   * the integration timeout (infra/local/function-concurrency.ts). Unset: no limit.
+   */
+  functionConcurrency?: number;
   /** The gateway's clock (connectedAt, requestTimeEpoch). */
   now?: () => number;
   log?: GatewayLog;

@@ -1,3 +1,4 @@
+import { FunctionConcurrency } from './function-concurrency.ts';
 import type { ApiIdentity } from './gateway-events.ts';
 import {
   API_GATEWAY_LIMITS,
@@ -19,6 +20,8 @@ export interface GatewaySettings {
   readonly sigv4: SigV4Verifier | undefined;
   /** The stage's route throttle over messages; unset, nothing is throttled. */
   readonly throttle: RouteBuckets | undefined;
+  /** Each function's concurrency limit; unset, every invocation starts at once. */
+  readonly concurrency: FunctionConcurrency | undefined;
   /** The gateway's clock (connectedAt, requestTimeEpoch). */
   readonly now: () => number;
   readonly log: GatewayLog;
@@ -39,6 +42,10 @@ export function resolveGatewaySettings(options: GatewayOptions): GatewaySettings
     identitySource: options.identitySource ?? [],
     sigv4: iam ? new SigV4Verifier({ callers: iam.callers, region: api.region, now }) : undefined,
     throttle: options.routeThrottle ? new RouteBuckets(options.routeThrottle, now) : undefined,
+    concurrency:
+      options.functionConcurrency === undefined
+        ? undefined
+        : new FunctionConcurrency(options.functionConcurrency),
     now,
     log: options.log ?? (() => {}),
   };

@@ -53,6 +53,7 @@ export function invokeIntegration(
     fallbackName: `${settings.api.apiId}-${name}`,
     region: settings.api.region,
     timeoutMs: settings.limits.integrationTimeoutMs,
+    concurrency: settings.concurrency,
   });
 }
 

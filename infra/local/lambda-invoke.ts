@@ -1,4 +1,5 @@
 import type { Context } from 'aws-lambda';
+import type { FunctionConcurrency } from './function-concurrency.ts';
 import { lambdaContext } from './gateway-events.ts';
 import { inInvocationScope } from './invocation-scope.ts';
 
@@ -18,9 +19,15 @@ export interface InvokeOptions {
   fallbackName: string;
   region: string;
   timeoutMs: number;
+  /** Each function's concurrency limit; unset, every invocation starts at once. */
+  concurrency?: FunctionConcurrency;
 }
 
-/** Calls the handler like Lambda would: a fresh context, and a deadline it cannot overrun. */
+/**
+ * Calls the handler like Lambda would: a fresh context, and a deadline it cannot overrun. With
+ * a concurrency limit, the invocation first waits for a slot of its function, and that wait is
+ * part of the deadline (infra/local/function-concurrency.ts).
+ */
 export async function invokeLambda(
   target: RouteTarget,
   event: unknown,
@@ -28,22 +35,29 @@ export async function invokeLambda(
 ): Promise<unknown> {
   const { functionName, handler } =
     typeof target === 'function' ? { functionName: options.fallbackName, handler: target } : target;
-  const context = lambdaContext(functionName, options.region, options.timeoutMs);
   const call = handler as (event: unknown, context: Context) => unknown;
+  const deadlineAt = Date.now() + options.timeoutMs;
+  const timedOut = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          new IntegrationTimeoutError(`${functionName} timed out after ${options.timeoutMs} ms`),
-        ),
-      options.timeoutMs,
-    );
+    timer = setTimeout(() => {
+      const error = new IntegrationTimeoutError(
+        `${functionName} timed out after ${options.timeoutMs} ms`,
+      );
+      timedOut.abort(error);
+      reject(error);
+    }, options.timeoutMs);
   });
+  // A timeout while waiting for a slot rejects the wait itself; the race below may never read this.
+  deadline.catch(() => {});
   try {
+    const release = await options.concurrency?.acquire(functionName, timedOut.signal);
+    const context = lambdaContext(functionName, options.region, deadlineAt - Date.now());
     const invocation = inInvocationScope(context.awsRequestId, () =>
       Promise.resolve().then(() => call(event, context)),
     );
+    // The slot is the function instance's: held until the handler settles, past the deadline.
+    if (release) void invocation.then(release, release);
     return await Promise.race([invocation, deadline]);
   } finally {
     clearTimeout(timer);

@@ -21,6 +21,7 @@ import {
 import { parseRouteThrottle } from '../route-throttle.ts';
 import { type ConsoleSettings, parseConsoleLevel } from './console-log.ts';
 import { LOCAL_DEFAULTS } from './defaults.ts';
+import { parseFunctionConcurrency } from './function-concurrency.ts';
 import type { LocalRuntimeOptions } from './runtime.ts';
 import { type IamCallerCredentials, validateCallers } from './sigv4-verifier.ts';
 
@@ -71,6 +72,8 @@ Options (a flag wins over its environment variable):
   --idle-timeout <d>          REGISTRAR_IDLE_TIMEOUT        idle connections are closed after this (default 10m)
   --route-throttle <r>[/<b>]  REGISTRAR_ROUTE_THROTTLE      messages per second per route, and at once, as the stage's throttle
                                                             (default ${LOCAL_DEFAULTS.routeThrottle.rateLimit}/${LOCAL_DEFAULTS.routeThrottle.burstLimit}, the stack's for fleetSize 10000)
+  --function-concurrency <n>  REGISTRAR_FUNCTION_CONCURRENCY invocations of each function at once; the rest wait their turn
+                                                            within the integration timeout (default ${LOCAL_DEFAULTS.functionConcurrency})
   --liveness-interval <d>     REGISTRAR_LIVENESS_INTERVAL   how often each connected entry's connections are checked with
                                                             GET @connections (default 5m, or max age / 4 when shorter)
   --connect-settle <d>        REGISTRAR_CONNECT_SETTLE      a connection younger than this is never dropped by a liveness
@@ -146,6 +149,7 @@ export const LOCAL_OPTIONS = {
   dashboard: { type: 'boolean' },
   'dashboard-port': { type: 'string' },
   'route-throttle': { type: 'string' },
+  'function-concurrency': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const satisfies ParseArgsConfig['options'];
 
@@ -196,6 +200,16 @@ export function parseLocalOptions(
     } catch (error) {
       throw new OptionsError(
         `invalid ${throttle.source} '${throttle.value}': ${(error as Error).message}`,
+      );
+    }
+  }
+  const concurrency = pick('function-concurrency', 'REGISTRAR_FUNCTION_CONCURRENCY');
+  if (concurrency) {
+    try {
+      options.functionConcurrency = parseFunctionConcurrency(concurrency.value);
+    } catch (error) {
+      throw new OptionsError(
+        `invalid ${concurrency.source} '${concurrency.value}': ${(error as Error).message}`,
       );
     }
   }

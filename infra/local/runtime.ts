@@ -72,6 +72,11 @@ export interface LocalRuntimeOptions {
    * stack's for its default fleet size (LOCAL_DEFAULTS.routeThrottle).
    */
   routeThrottle?: RouteThrottle;
+  /**
+   * Invocations of each function at once, the rest waiting in line within the integration
+   * timeout (`--function-concurrency`). Default LOCAL_DEFAULTS.functionConcurrency.
+   */
+  functionConcurrency?: number;
   /** Use this DynamoDB (DynamoDB Local in CI) instead of starting dynalite. */
   dynamoDbEndpoint?: string;
   /** Default `workload-registrar`. */
@@ -247,6 +252,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
         mocks: { ping: JSON.stringify(pongReply()) },
       },
       routeThrottle: options.routeThrottle ?? LOCAL_DEFAULTS.routeThrottle,
+      functionConcurrency: options.functionConcurrency ?? LOCAL_DEFAULTS.functionConcurrency,
       log: gatewayLog,
     });
     cleanup.unshift(() => gateway.close());

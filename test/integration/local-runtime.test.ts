@@ -230,6 +230,46 @@ describe('the local runtime, end to end', () => {
   });
 });
 
+describe('one invocation of each function at a time (--function-concurrency 1)', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await harness({ functionConcurrency: 1 });
+  });
+  afterAll(async () => {
+    await h.runtime.close();
+  });
+
+  // Every event waits in line for its function; none is lost, and no function waits on itself:
+  // $connect closing a replaced connection runs $disconnect, a function of its own.
+  it('registers a burst, keeps every entry through make-before-break reconnects, and answers every health report', async () => {
+    const token = await h.token();
+    const ips = Array.from({ length: 8 }, (_, i) => `10.0.2.${i + 1}`);
+    const first = await Promise.all(ips.map((ip) => openClient(h.connectUrl(ip), bearer(token))));
+    for (const ip of ips) {
+      expect((await h.store.getEntry(entryRef(ip)))?.connection?.connectionIds).toHaveLength(1);
+    }
+
+    const second = await Promise.all(ips.map((ip) => openClient(h.connectUrl(ip), bearer(token))));
+    await Promise.all(first.map((client) => client.close()));
+    for (const ip of ips) {
+      const record = await until(async () => {
+        const current = await h.store.getEntry(entryRef(ip));
+        return current?.connection?.connectionIds.length === 1 ? current : undefined;
+      });
+      expect(record.connection?.disconnectedAt).toBeUndefined();
+    }
+
+    const acks = await Promise.all(
+      second.map((client) => client.request({ action: 'health', healthy: true })),
+    );
+    expect(acks).toEqual(ips.map(() => ({ action: 'health', ok: true })));
+    for (const ip of ips) {
+      expect((await h.store.getEntry(entryRef(ip)))?.health).toMatchObject({ status: 'True' });
+    }
+    await Promise.all(second.map((client) => client.close()));
+  });
+});
+
 describe('local storage', () => {
   it.skipIf(testBackend() === 'dynamodb-local')(
     'keeps the registry in the data dir across a restart',

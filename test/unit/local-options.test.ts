@@ -143,6 +143,12 @@ describe('npm start options', () => {
     [['--route-throttle', '0/10'], "invalid --route-throttle '0/10'"],
     [['--route-throttle', '10/0'], "invalid --route-throttle '10/0'"],
     [['--route-throttle', '1.5'], "invalid --route-throttle '1.5'"],
+    [
+      ['--function-concurrency', '0'],
+      "invalid --function-concurrency '0': must be a whole number of at least 1",
+    ],
+    [['--function-concurrency', '2.5'], "invalid --function-concurrency '2.5'"],
+    [['--function-concurrency', 'many'], "invalid --function-concurrency 'many'"],
   ])('refuses %j naming the option and the value', (argv, message) => {
     expect(refusal(argv)).toContain(message);
   });
@@ -154,6 +160,7 @@ describe('npm start options', () => {
     ['REGISTRAR_SWEEP_INTERVAL', '-1m'],
     ['REGISTRAR_IDLE_TIMEOUT', '1y'],
     ['REGISTRAR_ROUTE_THROTTLE', '5/'],
+    ['REGISTRAR_FUNCTION_CONCURRENCY', '-4'],
   ])('refuses %s=%s naming the variable and the value', (variable, value) => {
     expect(refusal([], { [variable]: value })).toContain(`invalid ${variable} '${value}'`);
   });
@@ -169,6 +176,13 @@ describe('npm start options', () => {
       rateLimit: 20,
       burstLimit: 40,
     });
+  });
+
+  it('limits the invocations of each function at once with --function-concurrency', () => {
+    // Unset here: the runtime applies LOCAL_DEFAULTS.functionConcurrency.
+    expect(run([])).not.toHaveProperty('functionConcurrency');
+    expect(run(['--function-concurrency', '8']).functionConcurrency).toBe(8);
+    expect(run([], { REGISTRAR_FUNCTION_CONCURRENCY: '1' }).functionConcurrency).toBe(1);
   });
 
   it('projects with --project, --kubeconfig or --context (REGISTRAR_KUBE_CONTEXT)', () => {
