@@ -16,9 +16,9 @@ import { type HttpTarget, startHttpTarget, waitFor } from '../fixtures/agent-tar
 import {
   type AgentTestbed,
   FAST_TIMING,
-  startAgentTestbed,
   testbedFor,
 } from '../fixtures/agent-testbed.ts';
+import { restartablePort } from '../fixtures/ports.ts';
 
 /**
  * The registrar goes away (the local runtime is stopped) and comes back on the same port with
@@ -47,8 +47,10 @@ describe('agent during a registrar outage', () => {
       logLevel: 'SILENT' as const,
       functionEnv: { REGISTRAR_GROUP_CACHE_TTL: '0s' },
     };
-    const first = await startAgentTestbed(options);
-    const port = Number(new URL(first.runtime.url).port);
+    // Restarted on the same port below: one the kernel never hands out meanwhile.
+    const port = await restartablePort();
+    const first = await testbedFor(await startLocalRuntime({ ...options, port }));
+    beds.push(first);
     await first.applyGroup('web', { httpGet: { port: target.port }, periodSeconds: 1 });
 
     // A varied sequence, so that "jittered" is visible: the delays do not follow the ceiling.

@@ -3,10 +3,10 @@ import type { WorkloadEntry } from '../../lib/domain/model.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { testBackend } from '../fixtures/dynamo.ts';
+import { restartablePort } from '../fixtures/ports.ts';
 import {
   currentTree,
   type FleetProcess,
-  freePort,
   killAll,
   previousTree,
   startAgent,
@@ -35,7 +35,7 @@ interface Vm {
 }
 
 async function story(authorizeFrom: Tree, restFrom: Tree, sweepers: Tree[]) {
-  const port = await freePort();
+  const port = await restartablePort();
   const runtime = await startMixedRuntime({
     port,
     functions: {

@@ -6,11 +6,11 @@ import type { WorkloadEntry } from '../../lib/domain/model.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { testBackend } from '../fixtures/dynamo.ts';
+import { restartablePort } from '../fixtures/ports.ts';
 import {
   cli,
   currentTree,
   type FleetProcess,
-  freePort,
   killAll,
   previousTree,
   startAgent,
@@ -235,7 +235,7 @@ describe.skipIf(testBackend() === 'dynamodb-local')(
       const started = Date.now();
       const previous = await previousTree();
       const current = currentTree();
-      const port = await freePort();
+      const port = await restartablePort();
       const url = `ws://127.0.0.1:${port}`;
       const runtimeArgs = ['--port', String(port), '--data-dir', dataDir, ...FLAGS];
       const old = async (args: string[], stdin?: string) => {

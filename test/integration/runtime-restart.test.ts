@@ -8,13 +8,13 @@ vi.hoisted(() => {
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LocalRuntime } from '../../infra/local/runtime.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';
 import { type AgentTestbed, type TestAgent, testbedFor } from '../fixtures/agent-testbed.ts';
 import { testBackend } from '../fixtures/dynamo.ts';
+import { restartablePort } from '../fixtures/ports.ts';
 
 /**
  * The runtime is SIGKILLed with VMs connected (no $disconnect runs for any of them) and
@@ -57,7 +57,7 @@ describe.skipIf(testBackend() === 'dynamodb-local')(
   () => {
     it('removes VMs that never come back, keeps the ones that stay, and lets returning ones leave', async () => {
       dataDir = await mkdtemp(join(tmpdir(), 'registrar-restart-'));
-      const port = await freePort();
+      const port = await restartablePort();
 
       const first = await startRuntime(dataDir, port);
       const bed = await testbedFor(first.runtime);
@@ -152,7 +152,7 @@ describe.skipIf(testBackend() === 'dynamodb-local')(
       ];
       const dir = await mkdtemp(join(tmpdir(), 'registrar-restart-clean-'));
       try {
-        const port = await freePort();
+        const port = await restartablePort();
         const first = await startRuntime(dir, port, flags);
         const bed = await testbedFor(first.runtime);
         beds.push(bed);
@@ -245,15 +245,4 @@ async function startRuntime(
     close: async () => {},
   } satisfies LocalRuntime;
   return { child, runtime };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === 'object' && address ? address.port : 0));
-    });
-  });
 }
