@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startHttpTarget } from '../test/fixtures/agent-targets.ts';
+import { memoryCage } from '../test/fixtures/memory-cgroup.ts';
 
 /**
  * The agent's memory over an hour-equivalent of work, measured on the real program: the
@@ -18,7 +19,10 @@ import { startHttpTarget } from '../test/fixtures/agent-targets.ts';
  * BENCH_AGENT_BUNDLE=1 measures the single-file bundle (packaging/build-agent.sh) instead of
  * the TypeScript sources, with the Node flags of the systemd unit's ExecStart (the shipped
  * form); BENCH_AGENT_NODE_FLAGS (space-separated, may be empty) replaces those flags.
- * CPU is the process's user + system time from /proc/<pid>/stat, divided by the probes.
+ * CPU is the process's user + system time from /proc/<pid>/stat, divided by the probes, and
+ * major faults are its reads of pages from disk (a page dropped under a memory limit and needed
+ * again). BENCH_AGENT_MEMORY_LIMIT_MB runs the agent under a memory cgroup's limit
+ * (test/fixtures/memory-cgroup.ts).
  */
 export interface AgentMemory {
   program: 'sources' | 'bundle';
@@ -44,6 +48,11 @@ export interface AgentMemory {
   /** At the end: anonymous memory (heaps, code, buffers) and mapped files (mostly node itself). */
   rssAnonEndMb: number;
   rssFileEndMb: number;
+  /** Pages read back from disk: in the whole run, and after the first quarter. */
+  majorFaults: number;
+  majorFaultsAfterWarmup: number;
+  /** With BENCH_AGENT_MEMORY_LIMIT_MB: the limit, the cgroup's peak charge and its hits. */
+  memoryLimit?: { limitMb: number; maxUsageMb: number; limitHits: number };
 }
 
 // Preloaded into the agent process: heap used after a full GC, as a JSON line on stderr.
@@ -70,36 +79,39 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
     ? join(bundleDir, 'registrar-agent.mjs')
     : fileURLToPath(new URL('../bin/registrar-agent.js', import.meta.url));
   const nodeFlags = bundle ? agentNodeFlags() : [];
-  const child = spawn(
-    process.execPath,
-    [
-      ...nodeFlags,
-      '--expose-gc',
-      '--import',
-      HEAP_PROBE,
-      program,
-      ...[
-        '--url',
-        bed.runtime.url,
-        '--group',
-        'bench',
-        '--namespace',
-        'shop',
-        '--ip',
-        '10.9.0.1',
-        '--no-imds',
-      ],
-      ...[
-        '--log-format',
-        'json',
-        '--probe-time-scale',
-        '0.01',
-        '--max-connection-age',
-        '1300ms',
-        '--ping-interval',
-        '500ms',
-      ],
+  const limitMb = Number(process.env.BENCH_AGENT_MEMORY_LIMIT_MB ?? 0);
+  const cage = limitMb > 0 ? memoryCage(limitMb) : undefined;
+  const nodeArgs = [
+    ...nodeFlags,
+    '--expose-gc',
+    '--import',
+    HEAP_PROBE,
+    program,
+    ...[
+      '--url',
+      bed.runtime.url,
+      '--group',
+      'bench',
+      '--namespace',
+      'shop',
+      '--ip',
+      '10.9.0.1',
+      '--no-imds',
     ],
+    ...[
+      '--log-format',
+      'json',
+      '--probe-time-scale',
+      '0.01',
+      '--max-connection-age',
+      '1300ms',
+      '--ping-interval',
+      '500ms',
+    ],
+  ];
+  const child = spawn(
+    cage ? cage.command : process.execPath,
+    cage ? cage.args(nodeArgs) : nodeArgs,
     {
       env: { ...process.env, REGISTRAR_AGENT_TOKEN: bed.token },
       stdio: ['ignore', 'ignore', 'pipe'],
@@ -130,6 +142,9 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
   const started = Date.now();
   let cpuS = 0;
   let split = { anon: 0, file: 0 };
+  let faultsAtWarmup = 0;
+  let faults = 0;
+  let memoryLimit: AgentMemory['memoryLimit'];
   try {
     let flipAt = FLIP_EVERY;
     while (target.requests < PROBES) {
@@ -141,7 +156,10 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
       }
       const rss = rssMb(child.pid as number);
       if (rss !== undefined) samples.push(rss);
+      // The first quarter of an hour bench is about 18 samples: start-up is behind by then.
+      if (samples.length === 18) faultsAtWarmup = majorFaults(child.pid as number) ?? 0;
     }
+    faults = majorFaults(child.pid as number) ?? 0;
     cpuS = cpuSeconds(child.pid as number) ?? 0;
     split = rssSplitMb(child.pid as number);
   } finally {
@@ -152,6 +170,10 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
     await target.close();
     await bed.close();
     if (bundleDir) rmSync(bundleDir, { recursive: true, force: true });
+    if (cage) {
+      memoryLimit = { limitMb, ...cage.usage() };
+      cage.close();
+    }
   }
   const quarter = Math.max(1, Math.floor(samples.length / 4));
   const mean = (values: number[]) =>
@@ -179,6 +201,9 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
     cpuMsPerProbe: Math.round((cpuS * 1000 * 1000) / Math.max(1, target.requests)) / 1000,
     rssAnonEndMb: round(split.anon),
     rssFileEndMb: round(split.file),
+    majorFaults: faults,
+    majorFaultsAfterWarmup: faults - faultsAtWarmup,
+    ...(memoryLimit ? { memoryLimit } : {}),
   };
 }
 
@@ -205,6 +230,16 @@ function rssSplitMb(pid: number): { anon: number; file: number } {
     return { anon: kb('RssAnon') / 1024, file: (kb('RssFile') + kb('RssShmem')) / 1024 };
   } catch {
     return { anon: 0, file: 0 };
+  }
+}
+
+/** majflt (field 12 of /proc/<pid>/stat): pages the process waited for the disk to read. */
+function majorFaults(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[9]);
+  } catch {
+    return undefined;
   }
 }
 

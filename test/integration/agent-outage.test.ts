@@ -13,11 +13,7 @@ import { type Clock, systemClock } from '../../agent/clock.ts';
 import type { AgentEvent } from '../../agent/supervisor.ts';
 import { startLocalRuntime } from '../../infra/local/runtime.ts';
 import { type HttpTarget, startHttpTarget, waitFor } from '../fixtures/agent-targets.ts';
-import {
-  type AgentTestbed,
-  FAST_TIMING,
-  testbedFor,
-} from '../fixtures/agent-testbed.ts';
+import { type AgentTestbed, FAST_TIMING, testbedFor } from '../fixtures/agent-testbed.ts';
 import { restartablePort } from '../fixtures/ports.ts';
 
 /**
