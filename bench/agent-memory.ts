@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startHttpTarget } from '../test/fixtures/agent-targets.ts';
+import { unitNodeFlags } from '../test/fixtures/agent-unit.ts';
 import { memoryCage } from '../test/fixtures/memory-cgroup.ts';
 
 /**
@@ -211,15 +212,7 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
 export function agentNodeFlags(): string[] {
   const override = process.env.BENCH_AGENT_NODE_FLAGS;
   if (override !== undefined) return override.split(/\s+/).filter(Boolean);
-  const unit = readFileSync(
-    fileURLToPath(new URL('../packaging/registrar-agent.service', import.meta.url)),
-    'utf8',
-  );
-  const exec = /^ExecStart=(.*)$/m.exec(unit)?.[1]?.split(/\s+/) ?? [];
-  return exec.slice(
-    1,
-    exec.findIndex((word) => word.endsWith('registrar-agent.mjs')),
-  );
+  return unitNodeFlags();
 }
 
 function rssSplitMb(pid: number): { anon: number; file: number } {

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ImdsStandIn, startImdsStandIn } from '../fixtures/agent-imds-stand-in.ts';
 import { type HttpTarget, startHttpTarget, waitFor } from '../fixtures/agent-targets.ts';
 import { type AgentTestbed, startAgentTestbed } from '../fixtures/agent-testbed.ts';
+import { killChild, unitNodeFlags } from '../fixtures/agent-unit.ts';
 import {
   type MemoryCage,
   memoryCage,
@@ -74,22 +75,13 @@ describe('the bundled agent footprint', () => {
       await bed.applyGroup('lean');
     }, 60_000);
     afterAll(async () => {
-      if (child && child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((resolve) => child?.once('exit', resolve));
-        child.kill('SIGKILL');
-        await exited;
-      }
+      await killChild(child);
       await imds?.close();
       await bed?.close();
     });
 
     it('runs with the unit flags, discovers through IMDS and loads no undici', async () => {
-      const unit = readFileSync('packaging/registrar-agent.service', 'utf8');
-      const exec = /^ExecStart=(.*)$/m.exec(unit)?.[1]?.split(/\s+/) ?? [];
-      const nodeFlags = exec.slice(
-        1,
-        exec.findIndex((w) => w.endsWith('registrar-agent.mjs')),
-      );
+      const nodeFlags = unitNodeFlags();
       const args = ['--url', bed.runtime.url, '--group', 'lean', '--namespace', 'shop'];
       child = spawn(
         process.execPath,
@@ -134,11 +126,7 @@ describe('the bundled agent footprint', () => {
       await bed.applyGroup('caged', { httpGet: { port: target.port }, periodSeconds: 1 });
     }, 60_000);
     afterAll(async () => {
-      if (child && child.exitCode === null && child.signalCode === null) {
-        const exited = new Promise((resolve) => child?.once('exit', resolve));
-        child.kill('SIGKILL');
-        await exited;
-      }
+      await killChild(child);
       cage?.close();
       await target?.close();
       await bed?.close();
@@ -147,12 +135,7 @@ describe('the bundled agent footprint', () => {
     it('stays under 50 MB resident, registered and reporting health through hundreds of probes', async () => {
       const limitMb = packagedMemoryHighMb();
       cage = memoryCage(limitMb);
-      const unit = readFileSync('packaging/registrar-agent.service', 'utf8');
-      const exec = /^ExecStart=(.*)$/m.exec(unit)?.[1]?.split(/\s+/) ?? [];
-      const nodeFlags = exec.slice(
-        1,
-        exec.findIndex((w) => w.endsWith('registrar-agent.mjs')),
-      );
+      const nodeFlags = unitNodeFlags();
       const args = [
         ...['--url', bed.runtime.url, '--group', 'caged', '--namespace', 'shop'],
         ...['--ip', '10.31.0.8', '--no-imds', '--probe-time-scale', '0.01'],
