@@ -55,7 +55,8 @@ export class FunctionConcurrency {
         },
       };
       const leave = () => {
-        slots.waiting.splice(slots.waiting.indexOf(waiter), 1);
+        const place = slots.waiting.indexOf(waiter);
+        if (place >= 0) slots.waiting.splice(place, 1);
         this.#forgetIfIdle(functionName, slots);
         reject(signal.reason);
       };
