@@ -4,11 +4,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ImdsStandIn, startImdsStandIn } from '../fixtures/agent-imds-stand-in.ts';
-import { type HttpTarget, startHttpTarget, waitFor } from '../fixtures/agent-targets.ts';
+import { startHttpTarget, waitFor } from '../fixtures/agent-targets.ts';
 import { type AgentTestbed, startAgentTestbed } from '../fixtures/agent-testbed.ts';
 import { killChild, unitNodeFlags } from '../fixtures/agent-unit.ts';
 import {
-  type MemoryCage,
   memoryCage,
   memoryCageAvailable,
   packagedMemoryHighMb,
@@ -115,48 +114,43 @@ describe('the bundled agent footprint', () => {
 
   // Needs root and a cgroup v1 memory controller (test/fixtures/memory-cgroup.ts): this
   // machine and CI's have both; elsewhere the test says it was skipped.
-  describe.skipIf(!memoryCageAvailable())('under the packaged memory drop-in', () => {
-    let bed: AgentTestbed;
-    let target: HttpTarget;
-    let cage: MemoryCage | undefined;
-    let child: ChildProcess | undefined;
-    beforeAll(async () => {
-      bed = await startAgentTestbed();
-      target = await startHttpTarget(200);
-      await bed.applyGroup('caged', { httpGet: { port: target.port }, periodSeconds: 1 });
-    }, 60_000);
-    afterAll(async () => {
-      await killChild(child);
-      cage?.close();
-      await target?.close();
-      await bed?.close();
-    });
-
-    it('stays under 50 MB resident, registered and reporting health through hundreds of probes', async () => {
-      const limitMb = packagedMemoryHighMb();
-      cage = memoryCage(limitMb);
-      const nodeFlags = unitNodeFlags();
-      const args = [
-        ...['--url', bed.runtime.url, '--group', 'caged', '--namespace', 'shop'],
-        ...['--ip', '10.31.0.8', '--no-imds', '--probe-time-scale', '0.01'],
-      ];
-      child = spawn(cage.command, cage.args([...nodeFlags, bundle, ...args]), {
-        env: { PATH: process.env.PATH ?? '', REGISTRAR_AGENT_TOKEN: bed.token },
-        stdio: ['ignore', 'ignore', 'ignore'],
-      });
-      // 10 ms probes: 500 of them is the agent at work well past its start-up.
-      await waitFor(() => target.requests >= 500, '500 probes', 60_000);
-      await waitFor(
-        async () => (await bed.entry('caged-10.31.0.8'))?.healthy === 'True',
-        'the entry healthy',
-      );
-      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
-      const rssMb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1]) / 1024;
-      expect(child.exitCode).toBeNull();
-      expect(rssMb).toBeGreaterThan(0);
-      expect(rssMb).toBeLessThanOrEqual(50);
-      // The ceiling was reached: the figure is the drop-in's doing, not a quiet machine's.
-      expect(cage.usage().limitHits).toBeGreaterThan(0);
-    }, 90_000);
-  });
+  it.skipIf(!memoryCageAvailable())(
+    'stays under 50 MB resident under the packaged memory drop-in, registered and reporting health through hundreds of probes',
+    async () => {
+      const bed = await startAgentTestbed();
+      const target = await startHttpTarget(200);
+      const cage = memoryCage(packagedMemoryHighMb());
+      let child: ChildProcess | undefined;
+      try {
+        await bed.applyGroup('caged', { httpGet: { port: target.port }, periodSeconds: 1 });
+        const args = [
+          ...['--url', bed.runtime.url, '--group', 'caged', '--namespace', 'shop'],
+          ...['--ip', '10.31.0.8', '--no-imds', '--probe-time-scale', '0.01'],
+        ];
+        child = spawn(cage.command, cage.args([...unitNodeFlags(), bundle, ...args]), {
+          env: { PATH: process.env.PATH ?? '', REGISTRAR_AGENT_TOKEN: bed.token },
+          stdio: ['ignore', 'ignore', 'ignore'],
+        });
+        // 10 ms probes: 500 of them is the agent at work well past its start-up.
+        await waitFor(() => target.requests >= 500, '500 probes', 60_000);
+        await waitFor(
+          async () => (await bed.entry('caged-10.31.0.8'))?.healthy === 'True',
+          'the entry healthy',
+        );
+        const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+        const rssMb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1]) / 1024;
+        expect(child.exitCode).toBeNull();
+        expect(rssMb).toBeGreaterThan(0);
+        expect(rssMb).toBeLessThanOrEqual(50);
+        // The ceiling was reached: the figure is the drop-in's doing, not a quiet machine's.
+        expect(cage.usage().limitHits).toBeGreaterThan(0);
+      } finally {
+        await killChild(child);
+        cage.close();
+        await target.close();
+        await bed.close();
+      }
+    },
+    90_000,
+  );
 });
