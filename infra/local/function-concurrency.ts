@@ -65,7 +65,7 @@ export class FunctionConcurrency {
     });
   }
 
-  /** Invocations of `functionName` running now, and waiting for a slot (for tests and logs). */
+  /** Invocations of `functionName` running now, and waiting for a slot. */
   load(functionName: string): { running: number; waiting: number } {
     const fn = this.#functions.get(functionName);
     return { running: fn?.running ?? 0, waiting: fn?.waiting.length ?? 0 };
