@@ -194,25 +194,9 @@ export function parseLocalOptions(
       : LOCAL_DEFAULTS.dashboardPort;
   }
   const throttle = pick('route-throttle', 'REGISTRAR_ROUTE_THROTTLE');
-  if (throttle) {
-    try {
-      options.routeThrottle = parseRouteThrottle(throttle.value);
-    } catch (error) {
-      throw new OptionsError(
-        `invalid ${throttle.source} '${throttle.value}': ${(error as Error).message}`,
-      );
-    }
-  }
+  if (throttle) options.routeThrottle = parseNamed(throttle, parseRouteThrottle);
   const concurrency = pick('function-concurrency', 'REGISTRAR_FUNCTION_CONCURRENCY');
-  if (concurrency) {
-    try {
-      options.functionConcurrency = parseFunctionConcurrency(concurrency.value);
-    } catch (error) {
-      throw new OptionsError(
-        `invalid ${concurrency.source} '${concurrency.value}': ${(error as Error).message}`,
-      );
-    }
-  }
+  if (concurrency) options.functionConcurrency = parseNamed(concurrency, parseFunctionConcurrency);
   const dataDir = pick('data-dir', 'REGISTRAR_DATA_DIR');
   if (dataDir) options.dataDir = dataDir.value;
   if (values.memory) options.memory = true;
@@ -222,15 +206,7 @@ export function parseLocalOptions(
   if (context) options.kubeContext = context.value;
   if (values.project) options.project = true;
   const targets = pick('projection-targets', 'REGISTRAR_PROJECTION_TARGETS');
-  if (targets) {
-    try {
-      options.projectionTargets = parseTargets(targets.value);
-    } catch (error) {
-      throw new OptionsError(
-        `invalid ${targets.source} '${targets.value}': ${(error as Error).message}`,
-      );
-    }
-  }
+  if (targets) options.projectionTargets = parseNamed(targets, parseTargets);
   const groupSource = groupSourceOption(pick, options);
   if (groupSource) options.groupSource = groupSource;
   const clusterRanges = pick('cluster-ranges', 'REGISTRAR_CLUSTER_RANGES');
@@ -401,6 +377,15 @@ function readIamCallers(path: string, source: string): IamCallerCredentials[] {
     throw new OptionsError(`invalid ${source} '${path}': ${(error as Error).message}`);
   }
   return parsed as IamCallerCredentials[];
+}
+
+/** Reads an option with a parser whose error says what is wrong; the refusal names the option. */
+function parseNamed<T>(given: { value: string; source: string }, parse: (text: string) => T): T {
+  try {
+    return parse(given.value);
+  } catch (error) {
+    throw new OptionsError(`invalid ${given.source} '${given.value}': ${(error as Error).message}`);
+  }
 }
 
 function parsePort(text: string, source: string): number {
