@@ -149,6 +149,10 @@ describe('npm start options', () => {
     ],
     [['--function-concurrency', '2.5'], "invalid --function-concurrency '2.5'"],
     [['--function-concurrency', 'many'], "invalid --function-concurrency 'many'"],
+    [
+      ['--projection-targets', 'envoy'],
+      "invalid --projection-targets 'envoy': invalid projection targets 'envoy'",
+    ],
   ])('refuses %j naming the option and the value', (argv, message) => {
     expect(refusal(argv)).toContain(message);
   });
