@@ -6,6 +6,7 @@ import { openLink } from './connection.ts';
 import { type Discovered, discover } from './discovery.ts';
 import { loadIdentityEvidence } from './identity-evidence.ts';
 import { createLogger, type Logger, redactUrl } from './logger.ts';
+import type { ReclaimOutcome } from './memory-reclaim.ts';
 import { createProbeCheck } from './probes/probe-runner.ts';
 import { refusalHint } from './refusal-hints.ts';
 import { redactSidecarToken, SidecarBootstrapper, type SidecarEvent } from './sidecar-bootstrap.ts';
@@ -22,6 +23,12 @@ export interface AgentDependencies {
   onEvent?: (event: AgentEvent & { at: number }) => void;
   /** Sees what the sidecar bootstrap does (tests). */
   onSidecarEvent?: (event: SidecarEvent & { at: number }) => void;
+  /**
+   * Gives the start-up's memory back to the kernel, `timing.memoryReclaimAfter` after the first
+   * registration (agent/memory-reclaim.ts). The program passes it; an agent started inside
+   * another process (tests) leaves that process's memory alone.
+   */
+  reclaimMemory?: () => Promise<ReclaimOutcome>;
 }
 
 export interface RunningAgent {
@@ -85,9 +92,39 @@ export async function startAgent(
     onEvent: (event) => {
       deps.onEvent?.(event);
       // Every registration (start, reconnect, rotation) refreshes the sidecar's identity.
-      if (event.type === 'registered') sidecar?.onRegistered();
+      if (event.type === 'registered') {
+        sidecar?.onRegistered();
+        scheduleReclaim();
+      }
     },
   });
+  // Once, after the first registration: by then start-up (discovery, signing, TLS, the first
+  // probe) has read what it reads once, and what the agent keeps using comes back on its own.
+  let reclaim: ReturnType<typeof clock.setTimer> | 'done' | undefined;
+  const scheduleReclaim = () => {
+    const run = deps.reclaimMemory;
+    const after = config.timing.memoryReclaimAfterMs;
+    if (reclaim !== undefined || !run || after <= 0) return;
+    reclaim = clock.setTimer(after, () => {
+      reclaim = 'done';
+      run().then(
+        (outcome) =>
+          outcome.done
+            ? logger.info('gave the start-up memory back to the kernel', {
+                rssBeforeMb: outcome.rssBeforeMb,
+                rssAfterMb: outcome.rssAfterMb,
+                tookMs: outcome.tookMs,
+                cgroup: outcome.cgroup,
+              })
+            : logger.info(`kept the start-up memory: ${outcome.reason}`),
+        (error: Error) => logger.warn(`kept the start-up memory: ${error.message}`),
+      );
+    });
+  };
+  const cancelReclaim = () => {
+    if (reclaim !== undefined && reclaim !== 'done') reclaim.cancel();
+    reclaim = 'done';
+  };
   const sidecar = config.sidecar?.enabled
     ? new SidecarBootstrapper({
         config: config.sidecar,
@@ -103,11 +140,13 @@ export async function startAgent(
     supervisor,
     connectUrl,
     stop: async () => {
+      cancelReclaim();
       sidecar?.stop();
       await supervisor.stop();
       logger.info('stopped');
     },
     drainAndStop: async () => {
+      cancelReclaim();
       sidecar?.stop();
       await supervisor.drainAndStop();
       logger.info('stopped');

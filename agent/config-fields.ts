@@ -60,6 +60,18 @@ const drainDelay = optional<number>((value, path, problems) => {
   return ms as number;
 });
 
+// 0 turns it off.
+const zeroOrDuration = optional<number>((value, path, problems) => {
+  const ms = durationOf(value);
+  if (ms === undefined || !(ms >= 0)) {
+    problems.push({
+      path,
+      message: `must be 0 (never) or a duration such as 30s or 5m, got ${shown(value)}`,
+    });
+  }
+  return ms as number;
+});
+
 // A number, or its text (a flag or a variable): above 0, at most 1.
 const timeScale = optional<number>((value, path, problems) => {
   const scale =
@@ -199,6 +211,7 @@ export const agentConfigFields = object({
     stableAfter: duration,
     probeTimeScale: timeScale,
     drainDelay,
+    memoryReclaimAfter: zeroOrDuration,
   }),
   sidecar: sidecarConfigFields,
 });

@@ -126,6 +126,7 @@ export function validateAgentConfig(layer: Layer): AgentConfig {
     stableAfterMs: t.stableAfter ?? DEFAULT_TIMING.stableAfterMs,
     probeTimeScale: t.probeTimeScale ?? DEFAULT_TIMING.probeTimeScale,
     drainDelayMs: t.drainDelay ?? DEFAULT_TIMING.drainDelayMs,
+    memoryReclaimAfterMs: t.memoryReclaimAfter ?? DEFAULT_TIMING.memoryReclaimAfterMs,
   };
   const auth: AgentAuth =
     v.auth.mode === 'iam'

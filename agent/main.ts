@@ -1,6 +1,7 @@
 import { startAgent } from './agent.ts';
 import { AgentConfigError, loadAgentConfig, USAGE } from './config.ts';
 import { createLogger } from './logger.ts';
+import { reclaimStartupMemory } from './memory-reclaim.ts';
 import { versionLine } from './version.ts';
 
 /**
@@ -29,7 +30,7 @@ export async function main(argv: string[], env: Record<string, string | undefine
   const logger = createLogger({ format: config.logFormat, debug: config.debug });
   let agent: Awaited<ReturnType<typeof startAgent>>;
   try {
-    agent = await startAgent(config, { logger });
+    agent = await startAgent(config, { logger, reclaimMemory: () => reclaimStartupMemory() });
   } catch (error) {
     logger.error((error as Error).message);
     process.exit(1);

@@ -38,6 +38,11 @@ export interface AgentTiming {
    * leaves; 0: no drain, close at once.
    */
   drainDelayMs: number;
+  /**
+   * This long after the first registration, the agent asks the kernel to take back the memory
+   * its start-up used (agent/memory-reclaim.ts); 0: never.
+   */
+  memoryReclaimAfterMs: number;
 }
 
 export const DEFAULT_TIMING: Readonly<AgentTiming> = Object.freeze({
@@ -54,6 +59,7 @@ export const DEFAULT_TIMING: Readonly<AgentTiming> = Object.freeze({
   stableAfterMs: 60_000,
   probeTimeScale: 1,
   drainDelayMs: 10_000,
+  memoryReclaimAfterMs: 60_000,
 });
 
 /**
@@ -301,6 +307,11 @@ export const AGENT_SETTINGS: readonly AgentSetting[] = Object.freeze([
     'drainDelayMs',
     'drain-delay',
     'on SIGTERM/SIGINT: after the registrar marks the entry Draining, wait this long before closing (0: no drain; at most 10m)',
+  ),
+  timing(
+    'memoryReclaimAfterMs',
+    'memory-reclaim-after',
+    "this long after the first registration, give the start-up's memory back to the kernel when the agent has its cgroup to itself (0: never)",
   ),
   timing(
     'probeTimeScale',

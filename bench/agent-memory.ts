@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startHttpTarget } from '../test/fixtures/agent-targets.ts';
 import { unitNodeFlags } from '../test/fixtures/agent-unit.ts';
-import { memoryCage } from '../test/fixtures/memory-cgroup.ts';
+import { memoryCage, memoryCageAvailable } from '../test/fixtures/memory-cgroup.ts';
 
 /**
  * The agent's memory over an hour-equivalent of work, measured on the real program: the
@@ -22,8 +22,13 @@ import { memoryCage } from '../test/fixtures/memory-cgroup.ts';
  * form); BENCH_AGENT_NODE_FLAGS (space-separated, may be empty) replaces those flags.
  * CPU is the process's user + system time from /proc/<pid>/stat, divided by the probes, and
  * major faults are its reads of pages from disk (a page dropped under a memory limit and needed
- * again). BENCH_AGENT_MEMORY_LIMIT_MB runs the agent under a memory cgroup's limit
- * (test/fixtures/memory-cgroup.ts).
+ * again).
+ * Where the machine allows (root, a cgroup v1 memory controller), the agent runs in a memory
+ * cgroup of its own, as the systemd unit runs it (test/fixtures/memory-cgroup.ts), and gives
+ * its start-up memory back BENCH_AGENT_RECLAIM_AFTER after registering (default 2s, about the
+ * unit's 1m in this hour scaled to 40 s; 0 turns it off, for the figure without it).
+ * Elsewhere it shares the bench's cgroup and keeps that memory (`cgroup: 'shared'`).
+ * BENCH_AGENT_MEMORY_LIMIT_MB also caps that cgroup, as `MemoryHigh=` would.
  */
 export interface AgentMemory {
   program: 'sources' | 'bundle';
@@ -46,12 +51,22 @@ export interface AgentMemory {
   /** User + system CPU of the whole run (start-up included), and per probe. */
   cpuS: number;
   cpuMsPerProbe: number;
+  /** The same after the first quarter: the steady cost, without start-up (or the reclaim). */
+  cpuMsPerProbeAfterWarmup: number;
   /** At the end: anonymous memory (heaps, code, buffers) and mapped files (mostly node itself). */
   rssAnonEndMb: number;
   rssFileEndMb: number;
   /** Pages read back from disk: in the whole run, and after the first quarter. */
   majorFaults: number;
   majorFaultsAfterWarmup: number;
+  /** The agent's own cgroup (as under systemd), or the bench's (where none can be made). */
+  cgroup: 'own' | 'shared';
+  /** What the agent said about its start-up memory: given back (RSS before and after), or why not. */
+  memoryReclaim:
+    | { rssBeforeMb: number; rssAfterMb: number; tookMs: number }
+    | { kept: string }
+    | 'not yet'
+    | 'off';
   /** With BENCH_AGENT_MEMORY_LIMIT_MB: the limit, the cgroup's peak charge and its hits. */
   memoryLimit?: { limitMb: number; maxUsageMb: number; limitHits: number };
 }
@@ -81,7 +96,8 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
     : fileURLToPath(new URL('../bin/registrar-agent.js', import.meta.url));
   const nodeFlags = bundle ? agentNodeFlags() : [];
   const limitMb = Number(process.env.BENCH_AGENT_MEMORY_LIMIT_MB ?? 0);
-  const cage = limitMb > 0 ? memoryCage(limitMb) : undefined;
+  const cage = limitMb > 0 || memoryCageAvailable() ? memoryCage(limitMb || undefined) : undefined;
+  const reclaimAfter = process.env.BENCH_AGENT_RECLAIM_AFTER ?? '2s';
   const nodeArgs = [
     ...nodeFlags,
     '--expose-gc',
@@ -108,6 +124,8 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
       '1300ms',
       '--ping-interval',
       '500ms',
+      '--memory-reclaim-after',
+      reclaimAfter,
     ],
   ];
   const child = spawn(
@@ -119,6 +137,7 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
     },
   );
   let rotations = 0;
+  let memoryReclaim: AgentMemory['memoryReclaim'] = reclaimAfter === '0' ? 'off' : 'not yet';
   let transitions = 0;
   const heap: number[] = [];
   let pendingLine = '';
@@ -128,6 +147,22 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
     for (const line of lines) {
       if (line.includes('"msg":"rotated to a new connection"')) rotations += 1;
       if (line.includes('"msg":"healthy"') || line.includes('"msg":"unhealthy:')) transitions += 1;
+      if (line.includes('start-up memory')) {
+        const said = JSON.parse(line) as {
+          msg: string;
+          rssBeforeMb?: number;
+          rssAfterMb?: number;
+          tookMs?: number;
+        };
+        memoryReclaim =
+          said.rssBeforeMb !== undefined && said.rssAfterMb !== undefined
+            ? {
+                rssBeforeMb: said.rssBeforeMb,
+                rssAfterMb: said.rssAfterMb,
+                tookMs: said.tookMs ?? 0,
+              }
+            : { kept: said.msg };
+      }
       if (line.startsWith('{"benchHeapMb"'))
         heap.push((JSON.parse(line) as { benchHeapMb: number }).benchHeapMb);
     }
@@ -144,6 +179,7 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
   let cpuS = 0;
   let split = { anon: 0, file: 0 };
   let faultsAtWarmup = 0;
+  let warmup = { cpuS: 0, probes: 0 };
   let faults = 0;
   let memoryLimit: AgentMemory['memoryLimit'];
   try {
@@ -158,7 +194,10 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
       const rss = rssMb(child.pid as number);
       if (rss !== undefined) samples.push(rss);
       // The first quarter of an hour bench is about 18 samples: start-up is behind by then.
-      if (samples.length === 18) faultsAtWarmup = majorFaults(child.pid as number) ?? 0;
+      if (samples.length === 18) {
+        faultsAtWarmup = majorFaults(child.pid as number) ?? 0;
+        warmup = { cpuS: cpuSeconds(child.pid as number) ?? 0, probes: target.requests };
+      }
     }
     faults = majorFaults(child.pid as number) ?? 0;
     cpuS = cpuSeconds(child.pid as number) ?? 0;
@@ -200,10 +239,16 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
     heapAfterGcEndMb: round(heap.at(-1) ?? 0),
     cpuS: round(cpuS),
     cpuMsPerProbe: Math.round((cpuS * 1000 * 1000) / Math.max(1, target.requests)) / 1000,
+    cpuMsPerProbeAfterWarmup:
+      Math.round(
+        ((cpuS - warmup.cpuS) * 1000 * 1000) / Math.max(1, target.requests - warmup.probes),
+      ) / 1000,
     rssAnonEndMb: round(split.anon),
     rssFileEndMb: round(split.file),
     majorFaults: faults,
     majorFaultsAfterWarmup: faults - faultsAtWarmup,
+    cgroup: cage ? 'own' : 'shared',
+    memoryReclaim,
     ...(memoryLimit ? { memoryLimit } : {}),
   };
 }

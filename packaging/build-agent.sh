@@ -16,5 +16,5 @@ npx esbuild bin/registrar-agent.js \
   --outfile="$out/registrar-agent.mjs" \
   --banner:js="import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" \
   --log-level=warning ${METAFILE:+--metafile="$METAFILE"}
-cp packaging/registrar-agent.service packaging/registrar-agent-memory.conf packaging/agent.example.yaml "$out/"
+cp packaging/registrar-agent.service packaging/grant-memory-reclaim.sh packaging/agent.example.yaml "$out/"
 echo "built $out/registrar-agent.mjs; see docs/agent.md to install it"

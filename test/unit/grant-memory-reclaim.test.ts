@@ -1,0 +1,122 @@
+import { execFile } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+
+/**
+ * packaging/grant-memory-reclaim.sh, the unit's ExecStartPre=+: it hands the agent's user its
+ * own cgroup's reclaim file and nothing else. A directory stands in for /sys/fs/cgroup and a
+ * file for /proc/self/cgroup (CGROUP_ROOT, PROC_CGROUP), so both cgroup versions run here; the
+ * real cgroup v1 tree runs in test/integration/agent-footprint.test.ts. Changing a file's
+ * owner to another user needs root, which this machine and CI have.
+ */
+const run = promisify(execFile);
+const SCRIPT = new URL('../../packaging/grant-memory-reclaim.sh', import.meta.url).pathname;
+const SERVICE = '/system.slice/registrar-agent.service';
+const NOBODY = 65534;
+
+let root: string;
+beforeEach(() => {
+  root = mkdtempSync(join(tmpdir(), 'grant-reclaim-'));
+});
+afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+function file(path: string): string {
+  const full = join(root, 'cgroup', path);
+  mkdirSync(join(full, '..'), { recursive: true });
+  writeFileSync(full, '');
+  return full;
+}
+
+async function grant(procCgroup: string) {
+  writeFileSync(join(root, 'proc-cgroup'), procCgroup);
+  return run('sh', [SCRIPT, 'nobody'], {
+    env: {
+      PATH: process.env.PATH,
+      CGROUP_ROOT: join(root, 'cgroup'),
+      PROC_CGROUP: join(root, 'proc-cgroup'),
+    },
+  });
+}
+
+describe.skipIf(process.getuid?.() !== 0)('the unit grants the agent its reclaim file', () => {
+  it("cgroup v2: the service cgroup's memory.reclaim, and not its other files", async () => {
+    const reclaim = file(`${SERVICE}/memory.reclaim`);
+    const high = file(`${SERVICE}/memory.high`);
+    await grant(`0::${SERVICE}\n`);
+    expect(statSync(reclaim).uid).toBe(NOBODY);
+    expect(statSync(high).uid).toBe(0);
+  });
+
+  it('cgroup v1 (memory among other controllers): memory.force_empty', async () => {
+    const forceEmpty = file(`memory${SERVICE}/memory.force_empty`);
+    const limit = file(`memory${SERVICE}/memory.limit_in_bytes`);
+    await grant(`9:name=systemd:${SERVICE}\n4:memory,foo:${SERVICE}\n0::/\n`);
+    expect(statSync(forceEmpty).uid).toBe(NOBODY);
+    expect(statSync(limit).uid).toBe(0);
+  });
+
+  it('never the root cgroup, which holds the whole machine', async () => {
+    const reclaim = file('memory.reclaim');
+    const { stderr } = await grant('0::/\n');
+    expect(statSync(reclaim).uid).toBe(0);
+    expect(stderr).toContain('the unit runs in the root cgroup; nothing granted');
+  });
+
+  it('exits 0 and says so where the kernel has no such file, so the agent still starts', async () => {
+    const { stderr } = await grant(`0::${SERVICE}\n`);
+    expect(stderr).toContain(`no ${join(root, 'cgroup')}${SERVICE}/memory.reclaim`);
+  });
+});
+
+describe('the unit and the install steps agree on the grant', () => {
+  const repo = new URL('../../', import.meta.url).pathname;
+  const unit = readFileSync(join(repo, 'packaging/registrar-agent.service'), 'utf8');
+
+  it("runs the script as root for the unit's own user, where the install steps put it", () => {
+    const user = /^User=(\S+)$/m.exec(unit)?.[1];
+    const grantLine = /^ExecStartPre=(\S+) (\S+) (\S+)$/m.exec(unit);
+    // `+`: as root whatever User= says; `-`: the agent starts even if the grant fails.
+    expect(grantLine?.[1]).toMatch(/^(?=.*\+)(?=.*-)[-+]{2}\/bin\/sh$/);
+    expect(grantLine?.[3]).toBe(user);
+    const installed = grantLine?.[2];
+    expect(installed).toBe('/opt/registrar-agent/grant-memory-reclaim.sh');
+    const docs = readFileSync(join(repo, 'docs/agent.md'), 'utf8');
+    expect(docs).toContain(`grant-memory-reclaim.sh ${installed}`);
+    expect(readFileSync(join(repo, 'packaging/build-agent.sh'), 'utf8')).toContain(
+      'packaging/grant-memory-reclaim.sh',
+    );
+  });
+
+  // systemd's own reading of the unit: an unknown key or a bad ExecStartPre prefix is reported
+  // here (both tried). It checks that /usr/bin/node exists, so it runs where node is there.
+  it.skipIf(!existsSync('/usr/bin/systemd-analyze') || !existsSync('/usr/bin/node'))(
+    'is a unit systemd accepts as written (systemd-analyze verify)',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'unit-verify-'));
+      try {
+        const copy = join(dir, 'registrar-agent.service');
+        writeFileSync(copy, unit);
+        const { stdout, stderr } = await run('systemd-analyze', ['verify', '--man=no', copy]);
+        expect(`${stdout}${stderr}`).toBe('');
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
+
+  it('does not mount the cgroup tree read-only, which would refuse the granted write', () => {
+    expect(unit).not.toMatch(/^ProtectControlGroups=(yes|true|on|1)/m);
+    expect(unit).toMatch(/^MemoryAccounting=yes$/m);
+  });
+});
