@@ -211,7 +211,7 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
     await bed.close();
     if (bundleDir) rmSync(bundleDir, { recursive: true, force: true });
     if (cage) {
-      memoryLimit = { limitMb, ...cage.usage() };
+      if (limitMb > 0) memoryLimit = { limitMb, ...cage.usage() };
       cage.close();
     }
   }
