@@ -8,7 +8,7 @@ import {
 import { Freshness, Problem } from './common.tsx';
 import { count } from './format.ts';
 import { useLive } from './live.ts';
-import { entriesHref, entryHref } from './route.ts';
+import { entriesHref, entryHref, parseRoute } from './route.ts';
 
 /** Headers as `registrar get we -o wide` prints them. */
 const HEADERS: Record<EntryColumn, string> = {
@@ -157,8 +157,13 @@ function EntriesTable({
   go: (changes: Record<string, string>) => void;
 }) {
   const sortBy = (column: EntryColumn) => {
-    const order = data.sort === column && data.order === 'asc' ? 'desc' : 'asc';
-    go({ sort: column, order, page: '' });
+    // The order asked for last is the URL's, which a click changes at once; the rows on the
+    // page follow later. A second click before they arrive reverses what the first asked for.
+    const route = parseRoute(location.hash);
+    const asked = route.page === 'entries' ? route.params : new URLSearchParams();
+    const sort = asked.get('sort') ?? data.sort;
+    const order = asked.get('order') ?? data.order;
+    go({ sort: column, order: sort === column && order === 'asc' ? 'desc' : 'asc', page: '' });
   };
   const first = data.matched === 0 ? 0 : (data.page - 1) * data.pageSize + 1;
   const last = Math.min(data.matched, data.page * data.pageSize);

@@ -7,7 +7,7 @@ import { type ImdsStandIn, startImdsStandIn } from '../fixtures/agent-imds-stand
 import { startHttpTarget, waitFor } from '../fixtures/agent-targets.ts';
 import { type AgentTestbed, startAgentTestbed } from '../fixtures/agent-testbed.ts';
 import { killChild, unitNodeFlags } from '../fixtures/agent-unit.ts';
-import { memoryCage, memoryCageAvailable } from '../fixtures/memory-cgroup.ts';
+import { type MemoryCage, memoryCage, memoryCageAvailable } from '../fixtures/memory-cgroup.ts';
 
 /**
  * The agent runs on every VM, so what it carries is held to a budget (docs/agent.md,
@@ -120,25 +120,20 @@ describe('the bundled agent footprint', () => {
       let child: ChildProcess | undefined;
       try {
         await bed.applyGroup('caged', { httpGet: { port: target.port }, periodSeconds: 1 });
-        const args = [
-          ...['--url', bed.runtime.url, '--group', 'caged', '--namespace', 'shop'],
-          ...['--ip', '10.31.0.8', '--no-imds', '--probe-time-scale', '0.01'],
-          ...['--log-format', 'json', '--memory-reclaim-after', '2s'],
-        ];
         // As the unit runs it: the grant as root, then the agent as a plain user (the cage made
         // the temporary root traversable; the bundle's directory must be readable).
         chmodSync(dir, 0o755);
-        const as = { user: 'nobody', group: 'nogroup' };
-        child = spawn(cage.command, cage.args([...unitNodeFlags(), bundle, ...args], as), {
-          env: { PATH: process.env.PATH ?? '', REGISTRAR_AGENT_TOKEN: bed.token },
-          stdio: ['ignore', 'ignore', 'pipe'],
-        });
-        const logs = collectLines(child);
-        const gave = await waitFor(
-          () => logs.find((line) => line.msg.includes('start-up memory')),
-          'the start-up memory given back',
-          30_000,
+        const started = startBundle(
+          bed,
+          bundle,
+          [
+            ...['--group', 'caged', '--ip', '10.31.0.8', '--probe-time-scale', '0.01'],
+            ...['--memory-reclaim-after', '2s'],
+          ],
+          { cage, as: { user: 'nobody', group: 'nogroup' } },
         );
+        child = started.child;
+        const gave = await started.said();
         expect(gave).toMatchObject({
           msg: 'gave the start-up memory back to the kernel',
           cgroup: cage.path,
@@ -174,23 +169,15 @@ describe('the bundled agent footprint', () => {
       let child: ChildProcess | undefined;
       try {
         await bed.applyGroup('ungranted');
-        const args = [
-          ...['--url', bed.runtime.url, '--group', 'ungranted', '--namespace', 'shop'],
-          ...['--ip', '10.31.0.10', '--no-imds', '--log-format', 'json'],
-          ...['--memory-reclaim-after', '100ms'],
-        ];
         chmodSync(dir, 0o755);
-        const as = { user: 'nobody', group: 'nogroup', grant: false };
-        child = spawn(cage.command, cage.args([...unitNodeFlags(), bundle, ...args], as), {
-          env: { PATH: process.env.PATH ?? '', REGISTRAR_AGENT_TOKEN: bed.token },
-          stdio: ['ignore', 'ignore', 'pipe'],
-        });
-        const logs = collectLines(child);
-        const said = await waitFor(
-          () => logs.find((line) => line.msg.includes('start-up memory')),
-          'the agent to decide about its start-up memory',
-          30_000,
+        const started = startBundle(
+          bed,
+          bundle,
+          ['--group', 'ungranted', '--ip', '10.31.0.10', '--memory-reclaim-after', '100ms'],
+          { cage, as: { user: 'nobody', group: 'nogroup', grant: false } },
         );
+        child = started.child;
+        const said = await started.said();
         expect(said.msg).toBe(
           `kept the start-up memory: cannot write /sys/fs/cgroup/memory${cage.path}/memory.force_empty: EACCES (the systemd unit hands the agent this file with ExecStartPre; see docs/agent.md)`,
         );
@@ -210,21 +197,11 @@ describe('the bundled agent footprint', () => {
     let child: ChildProcess | undefined;
     try {
       await bed.applyGroup('shared');
-      const args = [
-        ...['--url', bed.runtime.url, '--group', 'shared', '--namespace', 'shop'],
-        ...['--ip', '10.31.0.9', '--no-imds', '--log-format', 'json'],
-        ...['--memory-reclaim-after', '100ms'],
-      ];
-      child = spawn(process.execPath, [...unitNodeFlags(), bundle, ...args], {
-        env: { PATH: process.env.PATH ?? '', REGISTRAR_AGENT_TOKEN: bed.token },
-        stdio: ['ignore', 'ignore', 'pipe'],
-      });
-      const logs = collectLines(child);
-      const said = await waitFor(
-        () => logs.find((line) => line.msg.includes('start-up memory')),
-        'the agent to decide about its start-up memory',
-        30_000,
-      );
+      const started = startBundle(bed, bundle, [
+        ...['--group', 'shared', '--ip', '10.31.0.9', '--memory-reclaim-after', '100ms'],
+      ]);
+      child = started.child;
+      const said = await started.said();
       expect(said.msg).toMatch(/^kept the start-up memory: /);
       expect(said.msg).toMatch(/also holds process \d+|root cgroup|no memory cgroup|not enabled/);
     } finally {
@@ -235,6 +212,39 @@ describe('the bundled agent footprint', () => {
 });
 
 type LogLine = { msg: string; [field: string]: unknown };
+
+/**
+ * Starts the bundle with the unit's Node flags against the testbed, JSON logs on, in `cage`
+ * (and as `as`, the unit's way) or in the test runner's own cgroup; `said` waits for what the
+ * agent decided about its start-up memory.
+ */
+function startBundle(
+  bed: AgentTestbed,
+  bundle: string,
+  agentArgs: string[],
+  where?: { cage: MemoryCage; as: Parameters<MemoryCage['args']>[1] },
+): { child: ChildProcess; said: () => Promise<LogLine> } {
+  const args = [
+    ...[...unitNodeFlags(), bundle, '--url', bed.runtime.url, '--namespace', 'shop'],
+    ...['--no-imds', '--log-format', 'json', ...agentArgs],
+  ];
+  const child = spawn(
+    where ? where.cage.command : process.execPath,
+    where ? where.cage.args(args, where.as) : args,
+    {
+      env: { PATH: process.env.PATH ?? '', REGISTRAR_AGENT_TOKEN: bed.token },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    },
+  );
+  const logs = collectLines(child);
+  const said = () =>
+    waitFor(
+      () => logs.find((line) => line.msg.includes('start-up memory')),
+      'the agent to decide about its start-up memory',
+      30_000,
+    );
+  return { child, said };
+}
 
 /** The agent's JSON log lines, as they arrive. */
 function collectLines(child: ChildProcess): LogLine[] {
