@@ -44,6 +44,10 @@ describe('agent settings refuse a bad value, naming the key, the source and the 
     ],
     [['--probe-time-scale', 'fast'], "must be a number above 0 and at most 1, got 'fast'"],
     [
+      ['--memory-reclaim-after', 'soon'],
+      "timing.memoryReclaimAfter (from --memory-reclaim-after): must be 0 (never) or a duration such as 30s or 5m, got 'soon'",
+    ],
+    [
       ['--sidecar-prefix', 'relative/dir'],
       "sidecar.prefix (from --sidecar-prefix): must be an absolute path, got 'relative/dir'",
     ],
@@ -142,7 +146,7 @@ describe('agent settings accept good values', () => {
         'locality: eu-west-1/eu-west-1a/rack-3',
         'labels: {app: web, replicas: 3, canary: false, example.com/tier: ""}',
         'imds: {url: "http://127.0.0.1:9", timeout: 250ms}',
-        'timing: {pingInterval: 60000, probeTimeScale: 0.5, drainDelay: 0}',
+        'timing: {pingInterval: 60000, probeTimeScale: 0.5, drainDelay: 0, memoryReclaimAfter: 0}',
         'sidecar: {enabled: true, prefix: /srv/vm, owner: "1337:1337", onChange: "systemctl restart istio"}',
       ].join('\n'),
     );
@@ -164,6 +168,7 @@ describe('agent settings accept good values', () => {
       pingIntervalMs: 60_000,
       probeTimeScale: 0.5,
       drainDelayMs: 0,
+      memoryReclaimAfterMs: 0,
     });
   });
 });
