@@ -23,7 +23,6 @@ export type ReclaimOutcome =
   | {
       done: true;
       cgroup: string;
-      file: string;
       rssBeforeMb: number;
       rssAfterMb: number;
       /** How long the kernel took (the write). */
@@ -72,56 +71,46 @@ export async function reclaimStartupMemory(
   const rssBeforeMb = await rssMb(host);
   const write = host.write ?? ((file: string, text: string) => writeFile(file, text));
   const file = `${cgroup.dir}/${cgroup.version === 2 ? 'memory.reclaim' : 'memory.force_empty'}`;
+  // force_empty takes anonymous memory to swap too, and v1 cannot be told otherwise.
+  if (cgroup.version === 1 && swap) {
+    return { done: false, reason: 'cgroup v1 with swap: the heap would go to swap' };
+  }
   const started = performance.now();
   try {
     if (cgroup.version === 1) {
-      // force_empty takes anonymous memory to swap too, and v1 cannot be told otherwise.
-      if (swap) return { done: false, reason: 'cgroup v1 with swap: the heap would go to swap' };
       await write(file, '0');
     } else {
       const bytes = (await readFile(`${cgroup.dir}/memory.current`, 'utf8')).trim();
-      await reclaimV2(write, file, bytes, swap);
+      await write(file, swap ? `${bytes} swappiness=0` : bytes);
     }
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'EINVAL' && swap) {
-      return {
-        done: false,
-        reason: `${file} does not take swappiness=0 (an older kernel) and this machine has swap: the heap would go to swap`,
-      };
-    }
-    const hint =
-      code === 'EACCES' || code === 'EROFS' || code === 'EPERM'
-        ? ' (the systemd unit hands the agent this file with ExecStartPre; see docs/agent.md)'
-        : '';
-    return {
-      done: false,
-      reason: `cannot write ${file}: ${code ?? (error as Error).message}${hint}`,
-    };
+    // EAGAIN (cgroup v2): the kernel took back less than asked, as expected (the heap stays).
+    if (code !== 'EAGAIN') return refused(file, code ?? (error as Error).message, swap);
   }
   const tookMs = Math.round(performance.now() - started);
   return {
     done: true,
     cgroup: cgroup.path,
-    file,
     rssBeforeMb,
     rssAfterMb: await rssMb(host),
     tookMs,
   };
 }
 
-async function reclaimV2(
-  write: (file: string, text: string) => Promise<void>,
-  file: string,
-  bytes: string,
-  swap: boolean,
-): Promise<void> {
-  try {
-    await write(file, swap ? `${bytes} swappiness=0` : bytes);
-  } catch (error) {
-    // EAGAIN: the kernel took back less than asked, which is expected (the agent's heap stays).
-    if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
+/** Why a write was refused, and what to do about it. */
+function refused(file: string, code: string, swap: boolean): ReclaimOutcome {
+  if (code === 'EINVAL' && swap) {
+    return {
+      done: false,
+      reason: `${file} does not take swappiness=0 (an older kernel) and this machine has swap: the heap would go to swap`,
+    };
   }
+  const hint =
+    code === 'EACCES' || code === 'EROFS' || code === 'EPERM'
+      ? ' (the systemd unit hands the agent this file with ExecStartPre; see docs/agent.md)'
+      : '';
+  return { done: false, reason: `cannot write ${file}: ${code}${hint}` };
 }
 
 /**

@@ -40,7 +40,6 @@ describe('giving the start-up memory back', () => {
     const reclaim = recorder({
       done: true,
       cgroup: '/system.slice/registrar-agent.service',
-      file: '/sys/fs/cgroup/system.slice/registrar-agent.service/memory.reclaim',
       rssBeforeMb: 58.6,
       rssAfterMb: 34.9,
       tookMs: 12,
