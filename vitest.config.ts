@@ -16,6 +16,12 @@ export default defineConfig({
     reporters: resultsFile ? ['default', ['json', { outputFile: resultsFile }]] : ['default'],
     // The functions run inside the test processes: keep their JSON logs and EMF metrics out of
     // the test output. A test about logging sets its own level.
-    env: { POWERTOOLS_LOG_LEVEL: 'SILENT', POWERTOOLS_METRICS_DISABLED: 'true' },
+    // Every hit of the local store's expression cache is checked against a fresh parse
+    // (infra/local/dynalite-expression-cache.ts): the whole suite is its equivalence test.
+    env: {
+      POWERTOOLS_LOG_LEVEL: 'SILENT',
+      POWERTOOLS_METRICS_DISABLED: 'true',
+      REGISTRAR_DYNALITE_PARSE_CHECK: '1',
+    },
   },
 });

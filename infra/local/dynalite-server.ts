@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
+import { installExpressionCache } from './dynalite-expression-cache.ts';
 
 /** The part of dynalite's (untyped, CommonJS) factory this runtime uses. */
 type DynaliteFactory = (options: {
@@ -39,6 +40,7 @@ export interface RunningDynamo {
  */
 export async function startDynalite(options: DynaliteOptions = {}): Promise<RunningDynamo> {
   if (options.dataDir !== undefined) mkdirSync(options.dataDir, { recursive: true });
+  installExpressionCache();
   // Tables become ACTIVE after createTableMs; the default 500 ms would slow every test's setup.
   const server = dynalite({
     ...(options.dataDir === undefined ? {} : { path: options.dataDir }),
