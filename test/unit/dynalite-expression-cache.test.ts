@@ -218,7 +218,12 @@ describe('dynalite expression cache', () => {
   it('with the check on, throws when a cached parse differs from a fresh one', () => {
     // A parser whose answer changes between calls stands in for a cache that went wrong.
     let calls = 0;
-    const drifting = { parse: () => ({ type: 'drift', call: (calls += 1) }) };
+    const drifting = {
+      parse: () => {
+        calls += 1;
+        return { type: 'drift', call: calls };
+      },
+    };
     const checked = cachingParser('conditionParser', drifting, true);
     const context = () => ({
       attrNames: {},
