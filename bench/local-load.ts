@@ -51,7 +51,17 @@ export async function measureLocalLoad(agents = 1000): Promise<LocalLoad> {
   const dataDir = mkdtempSync(join(tmpdir(), 'registrar-bench-'));
   const runtime = spawn(
     process.execPath,
-    ['infra/local/main.ts', '--memory', '--port', '0', '--data-dir', dataDir],
+    // As `npm start` runs it (package.json), with AsyncContextFrame where Node needs the flag.
+    [
+      '--import',
+      './scripts/async-context-frame.js',
+      'infra/local/main.ts',
+      '--memory',
+      '--port',
+      '0',
+      '--data-dir',
+      dataDir,
+    ],
     { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, LOG_LEVEL: 'ERROR' } },
   );
   const sockets: WebSocket[] = [];

@@ -7,6 +7,7 @@ import type { ConnectionCloser } from './protocol/message-budget-guard.ts';
 import type { ConnectionLiveness } from './registration/liveness.ts';
 import type { NamespaceLimits } from './registration/namespace-limits.ts';
 import type { Migration, SchemaStore } from './registration/run-migrations.ts';
+import type { StoreTransport } from './store/dynamodb-client.ts';
 import type { SweepPolicyStore } from './store/dynamodb-sweep-policy-store.ts';
 import type { SweepRunStore } from './store/dynamodb-sweep-runs.ts';
 import { DynamoDbTokenStore } from './store/dynamodb-token-store.ts';
@@ -75,8 +76,11 @@ export type FunctionHandler<TEvent, TResult> = (
  * that declares no narrower one. The WebSocket functions build only their own part
  * (lib/wiring/), so their bundles leave the rest out.
  */
-export function dependenciesFromEnv(env: Record<string, string | undefined>): Dependencies {
-  const table = tableWiring(env);
+export function dependenciesFromEnv(
+  env: Record<string, string | undefined>,
+  transport: StoreTransport = {},
+): Dependencies {
+  const table = tableWiring(env, transport);
   const { config, client } = table;
   return {
     ...connectDependencies(env, table),

@@ -2,7 +2,9 @@ import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
+import type { MessagePort } from 'node:worker_threads';
 import { installExpressionCache } from './dynalite-expression-cache.ts';
+import { answerOverPort } from './store-channel.ts';
 
 /** The part of dynalite's (untyped, CommonJS) factory this runtime uses. */
 type DynaliteFactory = (options: {
@@ -27,6 +29,11 @@ export interface RunningDynamo {
   close(): Promise<void>;
 }
 
+export interface RunningDynalite extends RunningDynamo {
+  /** Also answers the requests that arrive on `port` (store-channel.ts): no HTTP. */
+  answerOver(port: MessagePort): void;
+}
+
 /**
  * Runs dynalite in this process on 127.0.0.1: the DynamoDB-compatible store of `npm start` and
  * of the integration tests.
@@ -38,7 +45,7 @@ export interface RunningDynamo {
  * TTL, streams, and `ReturnValuesOnConditionCheckFailure` (the store classifies a failed
  * condition with one GetItem instead).
  */
-export async function startDynalite(options: DynaliteOptions = {}): Promise<RunningDynamo> {
+export async function startDynalite(options: DynaliteOptions = {}): Promise<RunningDynalite> {
   if (options.dataDir !== undefined) mkdirSync(options.dataDir, { recursive: true });
   installExpressionCache();
   // Tables become ACTIVE after createTableMs; the default 500 ms would slow every test's setup.
@@ -58,6 +65,7 @@ export async function startDynalite(options: DynaliteOptions = {}): Promise<Runn
   const { port } = server.address() as AddressInfo;
   return {
     endpoint: `http://127.0.0.1:${port}`,
+    answerOver: (channel) => answerOverPort(server, channel),
     close: () =>
       new Promise<void>((resolve, reject) => {
         // Keep-alive sockets of SDK clients would otherwise hold the server open.

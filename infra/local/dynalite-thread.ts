@@ -1,6 +1,7 @@
-import { Worker } from 'node:worker_threads';
+import { MessageChannel, Worker } from 'node:worker_threads';
 import type { DynaliteOptions, RunningDynamo } from './dynalite-server.ts';
-import type { StoreThreadMessage } from './dynalite-worker.ts';
+import type { StoreThreadData, StoreThreadMessage } from './dynalite-worker.ts';
+import { channelAuthSchemes, StoreChannelHandler } from './store-channel.ts';
 
 export interface RunningStoreThread extends RunningDynamo {
   /**
@@ -11,6 +12,11 @@ export interface RunningStoreThread extends RunningDynamo {
   failed: Promise<Error>;
   /** The store's thread: for its resource usage, and for tests that make it fail. */
   thread: Worker;
+  /**
+   * How this runtime's own clients reach the store: over a message port to its thread, not
+   * HTTP, and unsigned (store-channel.ts). `endpoint` still serves everyone else.
+   */
+  transport: { requestHandler: StoreChannelHandler; httpAuthSchemes: typeof channelAuthSchemes };
 }
 
 /** How long a store thread may take to close its LevelDB before it is terminated. */
@@ -26,8 +32,11 @@ const CLOSE_TIMEOUT_MS = 10_000;
 export async function startDynaliteThread(
   options: DynaliteOptions = {},
 ): Promise<RunningStoreThread> {
+  const channel = new MessageChannel();
+  const workerData: StoreThreadData = { options, channel: channel.port2 };
   const worker = new Worker(new URL('./dynalite-worker.ts', import.meta.url), {
-    workerData: options,
+    workerData,
+    transferList: [channel.port2],
     name: 'dynalite',
   });
   let closing = false;
@@ -48,11 +57,16 @@ export async function startDynaliteThread(
     });
   });
 
+  const requestHandler = new StoreChannelHandler(
+    channel.port1,
+    `the local DynamoDB store (dynalite, ${endpoint}) is not running`,
+  );
   let lastError: Error | undefined;
   worker.on('error', (error) => {
     lastError = error;
   });
   worker.once('exit', (code) => {
+    requestHandler.close();
     if (closing) return;
     reportFailure(
       new Error(
@@ -67,6 +81,7 @@ export async function startDynaliteThread(
     endpoint,
     failed,
     thread: worker,
+    transport: { requestHandler, httpAuthSchemes: channelAuthSchemes },
     close: async () => {
       closing = true;
       const closed = new Promise<void>((resolve, reject) => {

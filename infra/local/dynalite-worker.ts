@@ -2,7 +2,7 @@
  * The body of the store thread (dynalite-thread.ts): runs dynalite here, tells the host its
  * endpoint, and closes it (LevelDB included) when the host asks. Not an entry point of its own.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { type MessagePort, parentPort, workerData } from 'node:worker_threads';
 import { type DynaliteOptions, startDynalite } from './dynalite-server.ts';
 
 /** What the store thread tells its host. */
@@ -15,13 +15,25 @@ const port = parentPort;
 if (!port) throw new Error('dynalite-worker.ts runs as a worker thread (dynalite-thread.ts)');
 const post = (message: StoreThreadMessage) => port.postMessage(message);
 
+/** What the host hands the store thread: the store's options, and the runtime's channel. */
+export interface StoreThreadData {
+  options: DynaliteOptions;
+  channel: MessagePort;
+}
+
 try {
-  const store = await startDynalite(workerData as DynaliteOptions);
+  const { options, channel } = workerData as StoreThreadData;
+  const store = await startDynalite(options);
+  store.answerOver(channel);
   port.once('message', () => {
-    store.close().then(
-      () => post({ kind: 'closed' }),
-      (error: unknown) => post({ kind: 'failed', message: `closing: ${String(error)}` }),
-    );
+    // An open channel would keep this thread running after the store closed.
+    store
+      .close()
+      .finally(() => channel.close())
+      .then(
+        () => post({ kind: 'closed' }),
+        (error: unknown) => post({ kind: 'failed', message: `closing: ${String(error)}` }),
+      );
   });
   post({ kind: 'listening', endpoint: store.endpoint });
 } catch (error) {

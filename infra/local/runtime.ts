@@ -17,7 +17,7 @@ import type { GroupSyncReport } from '../../lib/projection/group-sync.ts';
 import type { Target } from '../../lib/projection/report.ts';
 import { pongReply } from '../../lib/protocol/replies.ts';
 import type { GroupSource } from '../../lib/rollout/group-source.ts';
-import { createDynamoDbClient } from '../../lib/store/dynamodb-client.ts';
+import { createDynamoDbClient, type StoreTransport } from '../../lib/store/dynamodb-client.ts';
 import { ensureTable } from '../../lib/store/ensure-table.ts';
 import type { EntryEventStore } from '../../lib/store/entry-event-store.ts';
 import type { RouteThrottle } from '../route-throttle.ts';
@@ -37,6 +37,7 @@ import { startRefusalTally } from './refusal-tally.ts';
 import { groupSourceEnv, startRolloutServices } from './rollout-services.ts';
 import { claimRuntimeFiles } from './runtime-files.ts';
 import type { IamCallerCredentials } from './sigv4-verifier.ts';
+import type { StoreChannelHandler } from './store-channel.ts';
 import { startSweepTimer } from './sweep-timer.ts';
 import { recordRelease } from './table-release.ts';
 
@@ -190,7 +191,12 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   if (options.logLevel) logger.setLogLevel(options.logLevel);
 
   const files = await claimRuntimeFiles(options, dataDir);
-  let dynamo: (RunningDynamo & { failed?: Promise<Error> }) | undefined;
+  let dynamo:
+    | (RunningDynamo & {
+        failed?: Promise<Error>;
+        transport?: StoreTransport;
+      })
+    | undefined;
   const closeStore = async () => dynamo?.close();
   const cleanup: (() => Promise<void>)[] = [closeStore, files.release];
   try {
@@ -200,11 +206,15 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
           files.keepsRegistry ? { dataDir: join(dataDir, 'dynalite') } : {},
         );
     const env = functionEnv(options, dynamo.endpoint, tableName, region);
-    const deps = dependenciesFromEnv({
-      ...env,
-      // The sweeper's liveness windows are as wide as the timer's period.
-      [ENV.sweepInterval]: `${sweepIntervalMs}ms`,
-    });
+    const deps = dependenciesFromEnv(
+      {
+        ...env,
+        // The sweeper's liveness windows are as wide as the timer's period.
+        [ENV.sweepInterval]: `${sweepIntervalMs}ms`,
+      },
+      // Our own store thread: over its channel, not HTTP (store-channel.ts).
+      dynamo.transport,
+    );
     // Liveness checks ask this gateway's own @connections, whose port is known once it
     // listens: the client is built on the first check.
     let managementUrl: string | undefined;

@@ -1,4 +1,8 @@
-import { ConditionalCheckFailedException, DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import {
+  ConditionalCheckFailedException,
+  DynamoDBClient,
+  type DynamoDBClientConfig,
+} from '@aws-sdk/client-dynamodb';
 import {
   DynamoDBDocumentClient,
   QueryCommand,
@@ -7,10 +11,19 @@ import {
   type ScanCommandInput,
 } from '@aws-sdk/lib-dynamodb';
 
+/** How a client reaches a local store: the parts of the SDK's config the local runtime sets. */
+export type StoreTransport = Pick<DynamoDBClientConfig, 'requestHandler' | 'httpAuthSchemes'>;
+
 export interface DynamoDbClientOptions {
   region: string;
   /** Set for dynalite or DynamoDB Local; unset on AWS (the SDK resolves the endpoint). */
   endpoint?: string;
+  /**
+   * With an endpoint: how requests reach it and how they are signed. The local runtime passes
+   * its store thread's channel (infra/local/store-channel.ts); unset, the SDK's HTTP handler
+   * and SigV4.
+   */
+  transport?: StoreTransport;
 }
 
 /**
@@ -24,6 +37,7 @@ export function createDynamoDbClient(options: DynamoDbClientOptions): DynamoDBCl
     region: options.region,
     endpoint: options.endpoint,
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    ...options.transport,
   });
 }
 

@@ -1,7 +1,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { type Config, readConfig } from '../config.ts';
 import type { EpochMillis } from '../domain/model.ts';
-import { createDocumentClient } from '../store/dynamodb-client.ts';
+import { createDocumentClient, type StoreTransport } from '../store/dynamodb-client.ts';
 
 /**
  * What each Lambda function is given, built from the environment by its own file in this
@@ -17,11 +17,17 @@ export interface TableWiring {
   client: DynamoDBDocumentClient;
 }
 
-export function tableWiring(env: Record<string, string | undefined>): TableWiring {
+export function tableWiring(
+  env: Record<string, string | undefined>,
+  /** How the local runtime's clients reach its store; Lambda passes nothing. */
+  transport: StoreTransport = {},
+): TableWiring {
   const config = readConfig(env);
   const client = createDocumentClient({
     region: config.region,
-    ...(config.dynamoDbEndpoint === undefined ? {} : { endpoint: config.dynamoDbEndpoint }),
+    ...(config.dynamoDbEndpoint === undefined
+      ? {}
+      : { endpoint: config.dynamoDbEndpoint, transport }),
   });
   return { config, client };
 }
