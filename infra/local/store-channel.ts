@@ -132,7 +132,11 @@ function queryString(query: HttpRequest['query']): string {
 function bodyText(body: unknown): string {
   if (body === undefined || body === null) return '';
   if (typeof body === 'string') return body;
-  if (body instanceof Uint8Array) return Buffer.from(body).toString('utf8');
+  // A view, not Buffer.from(body): the SDK's JSON body is a Uint8Array whose valueOf() is its
+  // text, which Buffer.from would call (and the SDK warns about on stderr).
+  if (body instanceof Uint8Array) {
+    return Buffer.from(body.buffer, body.byteOffset, body.byteLength).toString('utf8');
+  }
   throw new Error(`the store channel sends text bodies only, not ${typeof body}`);
 }
 
