@@ -15,9 +15,14 @@ const FLAG = '--experimental-async-context-frame';
 const supported = process.allowedNodeEnvironmentFlags.has(FLAG);
 const set = process.execArgv.includes(FLAG) || (process.env.NODE_OPTIONS ?? '').includes(FLAG);
 if (supported && !set && typeof process.execve === 'function') {
-  process.execve(
-    process.execPath,
-    [process.execPath, FLAG, ...process.execArgv, ...process.argv.slice(1)],
-    process.env,
-  );
+  try {
+    process.execve(
+      process.execPath,
+      [process.execPath, FLAG, ...process.execArgv, ...process.argv.slice(1)],
+      process.env,
+    );
+  } catch {
+    // Newer Node throws when execve(2) fails (Node 22 aborts, for a binary that is running
+    // now: not seen). The runtime then runs as it is, with the hooks' cost.
+  }
 }
