@@ -37,7 +37,6 @@ import { startRefusalTally } from './refusal-tally.ts';
 import { groupSourceEnv, startRolloutServices } from './rollout-services.ts';
 import { claimRuntimeFiles } from './runtime-files.ts';
 import type { IamCallerCredentials } from './sigv4-verifier.ts';
-import type { StoreChannelHandler } from './store-channel.ts';
 import { startSweepTimer } from './sweep-timer.ts';
 import { recordRelease } from './table-release.ts';
 
@@ -191,12 +190,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
   if (options.logLevel) logger.setLogLevel(options.logLevel);
 
   const files = await claimRuntimeFiles(options, dataDir);
-  let dynamo:
-    | (RunningDynamo & {
-        failed?: Promise<Error>;
-        transport?: StoreTransport;
-      })
-    | undefined;
+  let dynamo: (RunningDynamo & { failed?: Promise<Error>; transport?: StoreTransport }) | undefined;
   const closeStore = async () => dynamo?.close();
   const cleanup: (() => Promise<void>)[] = [closeStore, files.release];
   try {
