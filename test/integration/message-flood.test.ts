@@ -54,8 +54,10 @@ describe('a connection that floods messages', () => {
     // The server closes it: DELETE @connections, as API Gateway's management API does.
     const closed = await evil.closed;
     expect(closed.code).toBe(1000);
+    // Messages past the budget are answered 429 until the close lands; how many of those answers
+    // the client reads before its socket closes depends on the machine's timing (none, on a loaded
+    // one): the refusal itself is asserted where it is counted, below.
     const refused = replies.filter((reply) => reply.error?.code === 'MessageRateExceeded');
-    expect(refused.length).toBeGreaterThan(0);
     // Within the budget, messages were handled as usual (their answers may come after the
     // close, and are dropped with it): nothing else was refused, and never more than the
     // budget was answered.
