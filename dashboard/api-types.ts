@@ -94,6 +94,7 @@ export const ENTRY_COLUMNS = [
   'address',
   'connected',
   'healthy',
+  'routable',
   'group',
   'age',
   'network',

@@ -1,5 +1,6 @@
 import { InvalidArgumentError, Option } from 'commander';
 import {
+  DISCONNECTED_REASON,
   type EntryRecord,
   isAutoRegistered,
   isConnected,
@@ -16,6 +17,7 @@ import {
 } from '../../lib/domain/model.ts';
 import { isOnCurrentTemplate } from '../../lib/domain/template-rollout.ts';
 import { isDns1123Label } from '../../lib/domain/validation.ts';
+import { servingState } from '../../lib/projection/serving.ts';
 import type { StoredGroup } from '../../lib/store/registry-store.ts';
 import { formatAge, parseTimestamp } from '../output.ts';
 import { UsageError } from './context.ts';
@@ -97,12 +99,23 @@ export function renderEntry(record: EntryRecord): WorkloadEntry {
   return { ...entry, metadata };
 }
 
-/** `True`, `False`, or `False (Maintenance)` while an operator keeps it out of traffic. */
+/** Reasons the registrar itself sets on `Healthy`, shown beside the status in HEALTHY. */
+const REGISTRAR_REASONS = new Set([MAINTENANCE_REASON, DISCONNECTED_REASON]);
+
+/**
+ * The `Healthy` condition as istiod reads it: `True`, `False`, `False (Maintenance)` while an
+ * operator keeps it out of traffic, `False (Disconnected)` while no connection holds it.
+ */
 export function healthyStatus(entry: WorkloadEntry): string {
   const condition = entry.status?.conditions?.find((c) => c.type === HEALTHY_CONDITION);
-  if (condition?.reason === MAINTENANCE_REASON)
-    return `${condition.status} (${MAINTENANCE_REASON})`;
+  if (condition?.reason !== undefined && REGISTRAR_REASONS.has(condition.reason))
+    return `${condition.status} (${condition.reason})`;
   return condition?.status ?? '<none>';
+}
+
+/** Whether the mesh sends the entry traffic (istiod's rule over the rendered entry). */
+export function routableStatus(record: EntryRecord): string {
+  return servingState(record).ready ? 'True' : 'False';
 }
 
 /** `True`/`False` for auto-registered entries; hand-made ones have no connection to show. */
@@ -131,7 +144,7 @@ export interface ResourceItem {
 /** `get` columns by kind; `-o wide` appends the `wide` ones, as kubectl does. */
 export const COLUMNS: Record<ResourceKind, { table: string[]; wide: string[] }> = {
   WorkloadEntry: {
-    table: ['NAME', 'ADDRESS', 'CONNECTED', 'HEALTHY', 'GROUP', 'AGE'],
+    table: ['NAME', 'ADDRESS', 'CONNECTED', 'HEALTHY', 'ROUTABLE', 'GROUP', 'AGE'],
     wide: ['NETWORK', 'LOCALITY', 'IDENTITY', 'AGENT'],
   },
   WorkloadGroup: {
@@ -140,7 +153,10 @@ export const COLUMNS: Record<ResourceKind, { table: string[]; wide: string[] }> 
   },
 };
 
-/** One entry: NAME ADDRESS CONNECTED HEALTHY GROUP AGE, wide: NETWORK LOCALITY IDENTITY AGENT. */
+/**
+ * One entry: NAME ADDRESS CONNECTED HEALTHY ROUTABLE GROUP AGE, wide: NETWORK LOCALITY
+ * IDENTITY AGENT. ROUTABLE is the one an operator asks first: whether the mesh sends it traffic.
+ */
 export function entryItem(record: EntryRecord): ResourceItem {
   const entry = renderEntry(record);
   const { metadata, spec } = entry;
@@ -155,6 +171,7 @@ export function entryItem(record: EntryRecord): ResourceItem {
         spec.address ?? '<none>',
         connectedStatus(record),
         healthyStatus(entry),
+        routableStatus(record),
         record.autoRegistrationGroup ?? '<none>',
         ageOf(metadata, now),
       ],

@@ -1,7 +1,12 @@
 import { entryItem } from '../../cli/commands/resources.ts';
 import { type LabelSelector, matchesSelector } from '../../cli/label-selector.ts';
 import { parseTimestamp } from '../../cli/output.ts';
-import { type EntryRecord, isAutoRegistered, isConnected } from '../../lib/domain/entry-record.ts';
+import {
+  type EntryRecord,
+  effectiveHealth,
+  isAutoRegistered,
+  isConnected,
+} from '../../lib/domain/entry-record.ts';
 import type {
   CONNECTION_FILTERS,
   EntriesResponse,
@@ -47,7 +52,7 @@ export interface IndexedEntry {
 export function indexEntry(record: EntryRecord, now: number): IndexedEntry {
   const item = entryItem(record);
   const {
-    table: [name = '', , connected = '', healthy = '', group = ''],
+    table: [name = '', , connected = '', healthy = '', routable = '', group = ''],
     wide: [network = '', locality = '', identity = ''],
   } = item.cells(now);
   const created = parseTimestamp(record.entry.metadata.creationTimestamp);
@@ -55,7 +60,7 @@ export function indexEntry(record: EntryRecord, now: number): IndexedEntry {
     record,
     name,
     group,
-    health: healthy === 'True' ? 'healthy' : healthy === 'False' ? 'unhealthy' : 'unknown',
+    health: healthFilterOf(record),
     connection: !isAutoRegistered(record)
       ? 'hand-made'
       : isConnected(record)
@@ -67,6 +72,7 @@ export function indexEntry(record: EntryRecord, now: number): IndexedEntry {
       address: record.entry.spec.address ?? '',
       connected,
       healthy,
+      routable,
       group,
       // The age grows as the creation time shrinks; no creation time sorts as the oldest.
       age: created === undefined ? Number.POSITIVE_INFINITY : -created,
@@ -75,6 +81,16 @@ export function indexEntry(record: EntryRecord, now: number): IndexedEntry {
       identity,
     },
   };
+}
+
+/**
+ * The health filter follows the `Healthy` verdict of the agent (or of an operator's cordon),
+ * not the connection: a disconnected entry's HEALTHY cell says `False (Disconnected)`, and the
+ * connection filter is the one that finds those.
+ */
+function healthFilterOf(record: EntryRecord): HealthFilter {
+  const status = effectiveHealth(record)?.status;
+  return status === 'True' ? 'healthy' : status === 'False' ? 'unhealthy' : 'unknown';
 }
 
 const collator = new Intl.Collator('en', { numeric: true });
@@ -141,11 +157,30 @@ export function entriesPage(
 
 function entryRow(entry: IndexedEntry, now: number): EntryRow {
   const { table, wide } = entryItem(entry.record).cells(now);
-  const [name = '', address = '', connected = '', healthy = '', group = '', age = ''] = table;
+  const [
+    name = '',
+    address = '',
+    connected = '',
+    healthy = '',
+    routable = '',
+    group = '',
+    age = '',
+  ] = table;
   const [network = '', locality = '', identity = ''] = wide;
   return {
     name: entry.name,
-    cells: { name, address, connected, healthy, group, age, network, locality, identity },
+    cells: {
+      name,
+      address,
+      connected,
+      healthy,
+      routable,
+      group,
+      age,
+      network,
+      locality,
+      identity,
+    },
     labels: entry.labels,
   };
 }

@@ -16,6 +16,7 @@ const HEADERS: Record<EntryColumn, string> = {
   address: 'ADDRESS',
   connected: 'CONNECTED',
   healthy: 'HEALTHY',
+  routable: 'ROUTABLE',
   group: 'GROUP',
   age: 'AGE',
   network: 'NETWORK',
@@ -217,7 +218,10 @@ function EntriesTable({
                   <td class={row.cells.connected === 'False' ? 'warn' : ''}>
                     {row.cells.connected}
                   </td>
-                  <td class={row.cells.healthy === 'False' ? 'bad' : ''}>{row.cells.healthy}</td>
+                  <td class={row.cells.healthy.startsWith('False') ? 'bad' : ''}>
+                    {row.cells.healthy}
+                  </td>
+                  <td class={row.cells.routable === 'False' ? 'bad' : ''}>{row.cells.routable}</td>
                   <td>{row.cells.group}</td>
                   <td>{row.cells.age}</td>
                   <td>{row.cells.network}</td>

@@ -124,14 +124,22 @@ export function isConnected(record: EntryRecord): boolean {
   return record.connection?.connectedAt !== undefined;
 }
 
-/** Renders the Istio WorkloadEntry with its system annotations and `Healthy` condition. */
+/**
+ * Renders the Istio WorkloadEntry with its system annotations and `Healthy` condition, so that
+ * istiod's own rule routes to it exactly when the registrar would (`servingState().ready`):
+ * istiod sends traffic to an entry unless `proxy.istio.io/health-checks-enabled` parses as true
+ * and its `Healthy` condition is not `True` (a missing condition counts as not healthy). So the
+ * annotation is written whenever the rendered `Healthy` is `False` (disconnected, cordoned,
+ * draining, a probe's failure, whether or not the group has a probe) and whenever the group has
+ * a probe (no report yet means not ready, as in Istio). A connected entry of a group without a
+ * probe carries neither: it is routable as any static WorkloadEntry is.
+ */
 export function renderWorkloadEntry(record: EntryRecord): WorkloadEntry {
   const { entry } = record;
   const annotations = { ...(entry.metadata.annotations ?? {}) };
   if (record.autoRegistrationGroup !== undefined) {
     annotations[ANNOTATIONS.autoRegistrationGroup] = record.autoRegistrationGroup;
   }
-  if (record.healthChecksEnabled) annotations[ANNOTATIONS.healthChecksEnabled] = 'true';
   const connection = record.connection;
   if (connection) {
     annotations[ANNOTATIONS.workloadController] = connection.controller;
@@ -142,7 +150,11 @@ export function renderWorkloadEntry(record: EntryRecord): WorkloadEntry {
       annotations[ANNOTATIONS.disconnectedAt] = toRfc3339(connection.disconnectedAt);
     }
   }
-  const conditions = renderConditions(entry.status?.conditions ?? [], effectiveHealth(record));
+  const conditions = renderConditions(entry.status?.conditions ?? [], meshHealth(record));
+  const healthy = conditions.find((condition) => condition.type === HEALTHY_CONDITION);
+  if (record.healthChecksEnabled || healthy?.status === 'False') {
+    annotations[ANNOTATIONS.healthChecksEnabled] = 'true';
+  }
   const metadata = { ...entry.metadata };
   if (Object.keys(annotations).length > 0) metadata.annotations = annotations;
   else delete metadata.annotations;
@@ -154,6 +166,38 @@ export function renderWorkloadEntry(record: EntryRecord): WorkloadEntry {
   };
   if (conditions.length > 0) rendered.status = { conditions };
   return rendered;
+}
+
+/** The `Healthy` condition's reason while no connection holds an auto-registered entry. */
+export const DISCONNECTED_REASON = 'Disconnected';
+
+/**
+ * The `Healthy` condition the mesh is shown: an operator's cordon first, then, for an
+ * auto-registered entry that no connection holds, `False` with reason `Disconnected` (kept
+ * registered for the grace period, but never routable: a crashed VM is out of traffic the
+ * moment its last holder goes, not 5 minutes later), else the agent's own health.
+ *
+ * Derived from registry times only, never "now": two projectors, or one that runs twice,
+ * render the same condition. The transition time is when the entry stopped being healthy:
+ * the disconnect, or the probe's earlier failure when it was already unhealthy.
+ */
+export function meshHealth(record: EntryRecord): HealthState | undefined {
+  const health = effectiveHealth(record);
+  if (record.cordon || !isAutoRegistered(record) || isConnected(record)) return health;
+  // An entry that never recorded its disconnect (written before disconnectedAt existed) counts
+  // from its last probe, else its creation: a fixed time, so the rendering stays stable.
+  const disconnectedAt =
+    record.connection?.disconnectedAt ??
+    health?.lastProbeTime ??
+    (Date.parse(record.entry.metadata.creationTimestamp ?? '') || 0);
+  const alreadyFalse = health?.status === 'False' && health.lastTransitionTime <= disconnectedAt;
+  return {
+    status: 'False',
+    reason: DISCONNECTED_REASON,
+    message: `no connection holds this entry since ${toRfc3339(disconnectedAt)}; kept for the grace period, routable again when its VM reconnects`,
+    lastProbeTime: Math.max(health?.lastProbeTime ?? disconnectedAt, disconnectedAt),
+    lastTransitionTime: alreadyFalse ? health.lastTransitionTime : disconnectedAt,
+  };
 }
 
 /**

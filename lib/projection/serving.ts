@@ -4,7 +4,7 @@ import {
   isAutoRegistered,
   MAINTENANCE_REASON,
 } from '../domain/entry-record.ts';
-import { type EpochMillis, HEALTHY_CONDITION } from '../domain/model.ts';
+import { ANNOTATIONS, type EpochMillis, HEALTHY_CONDITION } from '../domain/model.ts';
 
 /** Whether traffic may go to an entry, and why: Linkerd's Ready and EndpointSlice `ready`. */
 export interface ServingState {
@@ -45,17 +45,7 @@ export function servingState(record: EntryRecord): ServingState {
       since: record.cordon.at,
     };
   }
-  if (!isAutoRegistered(record)) {
-    const healthy = record.entry.status?.conditions?.find((c) => c.type === HEALTHY_CONDITION);
-    if (record.health?.status === 'False' || healthy?.status === 'False') {
-      return {
-        ready: false,
-        reason: 'Unhealthy',
-        message: record.health?.message ?? healthy?.message,
-      };
-    }
-    return { ready: true, reason: 'Static' };
-  }
+  if (!isAutoRegistered(record)) return handMadeServingState(record);
   const connectedAt = record.connection?.connectedAt;
   if (connectedAt === undefined) {
     return { ready: false, reason: 'Disconnected', since: record.connection?.disconnectedAt };
@@ -70,3 +60,29 @@ export function servingState(record: EntryRecord): ServingState {
   if (health.status === 'True') return { ready: true, reason: 'Healthy', since };
   return { ready: false, reason: 'Unhealthy', message: health.message, since };
 }
+
+/**
+ * A hand-made entry has no connection: it serves unless its health says otherwise, read as
+ * istiod reads it. A `Healthy: False` (stored, or reported) takes it out; so does its own
+ * `health-checks-enabled` annotation without a `Healthy: True`, which istiod treats as a probe
+ * that has not passed yet.
+ */
+function handMadeServingState(record: EntryRecord): ServingState {
+  const stored = record.entry.status?.conditions?.find((c) => c.type === HEALTHY_CONDITION);
+  const status = record.health?.status ?? stored?.status;
+  if (status === 'False') {
+    return {
+      ready: false,
+      reason: 'Unhealthy',
+      message: record.health?.message ?? stored?.message,
+    };
+  }
+  const asksForHealth = ISTIO_TRUE.has(
+    record.entry.metadata.annotations?.[ANNOTATIONS.healthChecksEnabled] ?? '',
+  );
+  if (asksForHealth && status !== 'True') return { ready: false, reason: 'NotProbedYet' };
+  return { ready: true, reason: 'Static' };
+}
+
+/** The spellings istiod's annotation parser (Go's strconv.ParseBool) reads as true. */
+const ISTIO_TRUE = new Set(['1', 't', 'T', 'TRUE', 'true', 'True']);

@@ -100,19 +100,19 @@ describe('get columns', () => {
   it('shows the GROUP of auto-registered entries and <none> for hand-made ones', async () => {
     const run = await registrar(['get', 'we', '-n', 'shop']);
     expect(run.stdout.split('\n')[0]).toMatch(
-      /^NAME\s+ADDRESS\s+CONNECTED\s+HEALTHY\s+GROUP\s+AGE$/,
+      /^NAME\s+ADDRESS\s+CONNECTED\s+HEALTHY\s+ROUTABLE\s+GROUP\s+AGE$/,
     );
-    expect(run.stdout).toMatch(/^web-10\.0\.0\.12\s+10\.0\.0\.12\s+True\s+<none>\s+web\s+0s$/m);
-    expect(run.stdout).toMatch(/^db-1\s+10\.0\.0\.5\s+<none>\s+<none>\s+<none>\s+0s$/m);
+    expect(run.stdout).toMatch(/^web-10\.0\.0\.12\s+10\.0\.0\.12\s+True\s+<none>\s+False\s+web\s+0s$/m);
+    expect(run.stdout).toMatch(/^db-1\s+10\.0\.0\.5\s+<none>\s+<none>\s+True\s+<none>\s+0s$/m);
   });
 
   it('adds NETWORK LOCALITY IDENTITY AGENT with -o wide', async () => {
     const run = await registrar(['get', 'we', '-n', 'shop', '-o', 'wide']);
     expect(run.stdout.split('\n')[0]).toMatch(
-      /^NAME\s+ADDRESS\s+CONNECTED\s+HEALTHY\s+GROUP\s+AGE\s+NETWORK\s+LOCALITY\s+IDENTITY\s+AGENT$/,
+      /^NAME\s+ADDRESS\s+CONNECTED\s+HEALTHY\s+ROUTABLE\s+GROUP\s+AGE\s+NETWORK\s+LOCALITY\s+IDENTITY\s+AGENT$/,
     );
     expect(run.stdout).toMatch(
-      /^web-10\.0\.0\.12\s+10\.0\.0\.12\s+True\s+<none>\s+web\s+0s\s+vpc-1\s+eu-west-1\/eu-west-1a\s+token:abc123\s+0\.2\.0$/m,
+      /^web-10\.0\.0\.12\s+10\.0\.0\.12\s+True\s+<none>\s+False\s+web\s+0s\s+vpc-1\s+eu-west-1\/eu-west-1a\s+token:abc123\s+0\.2\.0$/m,
     );
     // Connected through a registrar that recorded no version: unknown, not made up.
     expect(run.stdout).toMatch(/^web-10\.0\.0\.13\s+.*\s+token:abc123\s+<unknown>$/m);

@@ -74,14 +74,15 @@ describe('registrar get --watch, as a process', () => {
       const agent = await bed.agent({ ips: ['10.0.5.1'] });
       await waitFor(
         () =>
-          new RegExp(`^ADDED\\s+${name}\\s+10\\.0\\.5\\.1\\s+True\\s+<none>\\s+web\\s`, 'm').test(
-            stdout,
-          ),
+          new RegExp(
+            `^ADDED\\s+${name}\\s+10\\.0\\.5\\.1\\s+True\\s+<none>\\s+\\w+\\s+web\\s`,
+            'm',
+          ).test(stdout),
         'the registration to be printed',
         20_000,
       );
       expect(stdout.split('\n')[0]).toMatch(
-        /^EVENT\s+NAME\s+ADDRESS\s+CONNECTED\s+HEALTHY\s+GROUP\s+AGE$/,
+        /^EVENT\s+NAME\s+ADDRESS\s+CONNECTED\s+HEALTHY\s+ROUTABLE\s+GROUP\s+AGE$/,
       );
 
       await agent.stop();
@@ -187,12 +188,16 @@ describe('registrar get --watch, in-process', () => {
     );
     const watching = watch(['get', 'we', '-n', 'shop', '-w', '--watch-interval', '100ms']);
     await waitFor(() => watching.lines().length >= 2, 'the current list');
-    expect(watching.lines()[0]).toMatch(/^NAME\s+ADDRESS\s+CONNECTED\s+HEALTHY\s+GROUP\s+AGE$/);
+    expect(watching.lines()[0]).toMatch(
+      /^NAME\s+ADDRESS\s+CONNECTED\s+HEALTHY\s+ROUTABLE\s+GROUP\s+AGE$/,
+    );
     expect(watching.lines()[1]).toMatch(/^web-10\.0\.6\.1\s+10\.0\.6\.1\s+True\s/);
 
     const second = await bed.agent({ ips: ['10.0.6.2'] });
     await waitFor(() => watching.lines().length >= 3, 'the second VM');
-    expect(watching.lines()[2]).toMatch(/^web-10\.0\.6\.2\s+10\.0\.6\.2\s+True\s+<none>\s+web\s/);
+    expect(watching.lines()[2]).toMatch(
+      /^web-10\.0\.6\.2\s+10\.0\.6\.2\s+True\s+<none>\s+\w+\s+web\s/,
+    );
     await first.stop();
     await waitFor(() => watching.lines().length >= 4, 'the first VM leaving');
     expect(watching.lines()[3]).toMatch(/^web-10\.0\.6\.1\s+10\.0\.6\.1\s+False\s/);

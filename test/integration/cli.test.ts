@@ -144,9 +144,9 @@ describe('registrar apply, get, describe, delete', () => {
     const run = await registrar(['get', 'we', '-n', 'shop']);
     expect(run.code).toBe(0);
     expect(run.stdout.split('\n')[0]).toMatch(
-      /^NAME\s+ADDRESS\s+CONNECTED\s+HEALTHY\s+GROUP\s+AGE$/,
+      /^NAME\s+ADDRESS\s+CONNECTED\s+HEALTHY\s+ROUTABLE\s+GROUP\s+AGE$/,
     );
-    expect(run.stdout).toMatch(/^db-1\s+10\.0\.0\.5\s+<none>\s+<none>\s+<none>\s+3m$/m);
+    expect(run.stdout).toMatch(/^db-1\s+10\.0\.0\.5\s+<none>\s+<none>\s+True\s+<none>\s+3m$/m);
   });
 
   it('adds the NAMESPACE column across all namespaces', async () => {
