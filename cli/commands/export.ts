@@ -1,10 +1,11 @@
 import { type Command, Option } from 'commander';
 import { stringify } from 'yaml';
-import { renderWorkloadEntry } from '../../lib/domain/entry-record.ts';
+import { type EntryRecord, renderWorkloadEntry } from '../../lib/domain/entry-record.ts';
 import { ANNOTATIONS } from '../../lib/domain/model.ts';
 import { desiredWorkloadEntries } from '../../lib/projection/desired-istio.ts';
 import { desiredExternalWorkloads } from '../../lib/projection/desired-linkerd.ts';
 import type { KubeObject } from '../../lib/projection/objects.ts';
+import { servingState } from '../../lib/projection/serving.ts';
 import { exportWarnings } from '../export-warnings.ts';
 import {
   type LabelSelector,
@@ -20,6 +21,7 @@ interface ExportOptions {
   namespace?: string;
   allNamespaces?: boolean;
   selector?: LabelSelector;
+  includeUnroutable?: boolean;
 }
 
 /**
@@ -40,6 +42,10 @@ export const registerExport: CommandRegistration = (program, context) => {
     .addOption(namespaceOption())
     .option('-A, --all-namespaces', 'export every namespace')
     .addOption(new Option('-l, --selector <selector>', SELECTOR_HELP).argParser(parseLabelSelector))
+    .option(
+      '--include-unroutable',
+      'istio: also export entries the mesh sends no traffic (disconnected, unhealthy, cordoned), marked so istiod keeps them out',
+    )
     .action(async (options: ExportOptions, command: Command) => {
       if (options.namespace !== undefined && options.allNamespaces) {
         throw new UsageError('use either -n <namespace> or -A, not both');
@@ -47,23 +53,39 @@ export const registerExport: CommandRegistration = (program, context) => {
       const namespace = options.allNamespaces ? undefined : namespaceOf(options);
       const { catalog } = await context.stores(command);
       const selector = options.selector ?? [];
-      const entries = (await catalog.listEntries(namespace)).filter((record) =>
+      const selected = (await catalog.listEntries(namespace)).filter((record) =>
         matchesSelector(selector, renderWorkloadEntry(record).metadata.labels),
       );
+      // A static WorkloadEntry is always ready to istiod, and kubectl apply cannot carry the
+      // live health that says otherwise: a dead VM exported as one would get traffic again.
+      const unroutable = selected.filter((record) => !servingState(record).ready);
+      const leftOut = options.format === 'istio' && !options.includeUnroutable ? unroutable : [];
+      const entries = selected.filter((record) => !leftOut.includes(record));
       const groups = options.format === 'istio' ? [] : await catalog.listGroups(namespace);
       const desired =
         options.format === 'istio'
           ? desiredWorkloadEntries(entries, [])
           : desiredExternalWorkloads(entries, groups);
-      const objects = options.format === 'istio' ? desired.objects.map(forApply) : desired.objects;
+      const keptOut = new Set(unroutable.map((record) => refKey(record.entry.metadata)));
+      const objects =
+        options.format === 'istio'
+          ? desired.objects.map((object) => forApply(object, keptOut.has(refKey(object.metadata))))
+          : desired.objects;
       context.out(objects.map((object) => `---\n${stringify(object)}`).join(''));
       for (const line of exportWarnings(desired.problems, entries, groups)) {
         context.io.stderr.write(`${line}\n`);
       }
-      const withoutHealth = desired.objects.filter(asksForHealth).length;
+      if (leftOut.length > 0) {
+        context.io.stderr.write(
+          `note: ${count(leftOut.length, 'entry', 'entries')} left out because the mesh sends ${leftOut.length === 1 ? 'it' : 'them'} no traffic now (disconnected, unhealthy or cordoned: ${sample(leftOut)}); --include-unroutable exports ${leftOut.length === 1 ? 'it' : 'them'} too, marked so istiod keeps ${leftOut.length === 1 ? 'it' : 'them'} out\n`,
+        );
+      }
+      const withoutHealth = desired.objects.filter(
+        (object) => asksForHealth(object) && !keptOut.has(refKey(object.metadata)),
+      ).length;
       if (withoutHealth > 0) {
         context.io.stderr.write(
-          `note: ${withoutHealth === 1 ? '1 entry' : `${withoutHealth} entries`} exported without health (${ANNOTATIONS.healthChecksEnabled} and its Healthy condition): health is live state, and kubectl apply cannot write a WorkloadEntry's status, without which istiod would never send it traffic; for live health run the projector (docs/kubernetes.md)\n`,
+          `note: ${count(withoutHealth, 'entry', 'entries')} exported without health (${ANNOTATIONS.healthChecksEnabled} and its Healthy condition): health is live state, and kubectl apply cannot write a WorkloadEntry's status, without which istiod would never send it traffic; for live health run the projector (docs/kubernetes.md)\n`,
         );
       }
     });
@@ -77,16 +99,33 @@ function asksForHealth(object: KubeObject): boolean {
  * A WorkloadEntry as `kubectl apply` can carry it. The API server drops `status` on writes
  * to the object (WorkloadEntry has a status subresource), and istiod treats an entry that
  * asks for health checks but has no `Healthy: True` condition as not ready: applied as the
- * projector writes it, every VM would lose its traffic. So neither goes out: without the
- * annotation istiod sends the entry traffic as it does any static WorkloadEntry.
+ * projector writes it, every VM would lose its traffic. So a routable entry goes out without
+ * either, and istiod sends it traffic as it does any static WorkloadEntry. An unroutable one
+ * (`--include-unroutable`) keeps the annotation: without its status, istiod keeps it out.
  */
-function forApply(object: KubeObject): KubeObject {
+function forApply(object: KubeObject, unroutable: boolean): KubeObject {
   const { status: _status, ...rest } = object;
   const annotations = { ...(object.metadata.annotations ?? {}) };
-  delete annotations[ANNOTATIONS.healthChecksEnabled];
+  if (unroutable) annotations[ANNOTATIONS.healthChecksEnabled] = 'true';
+  else delete annotations[ANNOTATIONS.healthChecksEnabled];
   const { annotations: _annotations, ...metadata } = object.metadata;
   return {
     ...rest,
     metadata: Object.keys(annotations).length > 0 ? { ...metadata, annotations } : metadata,
   };
+}
+
+function refKey(metadata: { namespace?: string; name: string }): string {
+  return `${metadata.namespace ?? ''}/${metadata.name}`;
+}
+
+function count(n: number, one: string, many: string): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+/** Up to three names, then how many more: enough to find them, short enough to read. */
+function sample(records: readonly EntryRecord[]): string {
+  const names = records.slice(0, 3).map((r) => refKey(r.entry.metadata));
+  const more = records.length - names.length;
+  return more > 0 ? `${names.join(', ')} and ${more} more` : names.join(', ');
 }

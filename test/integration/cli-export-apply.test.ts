@@ -5,6 +5,7 @@ import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.t
 import { captureCli } from '../fixtures/cli-run.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+import { istiodRoutesTo } from '../fixtures/istio-routing-rule.ts';
 import {
   type KubeApiServerStandIn,
   startKubeApiServerStandIn,
@@ -22,17 +23,9 @@ let dynamo: TestDynamo;
 let store: DynamoDbRegistryStore;
 let api: KubeApiServerStandIn;
 
-/**
- * istiod's readiness of a WorkloadEntry: one that asks for health checks
- * (`proxy.istio.io/health-checks-enabled: "true"`) is ready only with a `Healthy` condition
- * whose status is "True"; one that does not ask is ready.
- */
-function readyForIstiod(object: KubeObject): boolean {
-  if (object.metadata.annotations?.['proxy.istio.io/health-checks-enabled'] !== 'true') return true;
-  const conditions = (object.status as { conditions?: { type: string; status: string }[] })
-    ?.conditions;
-  return conditions?.some((c) => c.type === 'Healthy' && c.status === 'True') ?? false;
-}
+/** istiod's readiness of what kubectl applied (test/fixtures/istio-routing-rule.ts). */
+const readyForIstiod = (object: KubeObject) =>
+  istiodRoutesTo(object as unknown as Parameters<typeof istiodRoutesTo>[0]);
 
 async function kubectlApply(yaml: string): Promise<void> {
   for (const doc of parseAllDocuments(yaml)) {
@@ -65,7 +58,34 @@ beforeAll(async () => {
     healthy: true,
     at: AT + 1000,
   });
+  // Two that the mesh must not be sent to: one crashed after reporting healthy (no connection
+  // holds it), one connected whose probe fails.
+  for (const [name, connectionId, healthy] of [
+    ['web-10.0.0.2', 'c2', true],
+    ['web-10.0.0.3', 'c3', false],
+  ] as const) {
+    const other = connectChange({ name, namespace: 'shop', connectionId, connectedAt: AT });
+    await store.connect({ ...other, healthChecksEnabled: true });
+    await store.reportHealth({
+      entry: { namespace: 'shop', name },
+      connectionId,
+      healthy,
+      at: AT + 1000,
+    });
+  }
+  await store.leave({
+    connectionId: 'c2',
+    entry: { namespace: 'shop', name: 'web-10.0.0.2' },
+    at: AT + 5000,
+  });
 });
+
+const env = () => ({
+  REGISTRAR_DYNAMODB_ENDPOINT: dynamo.endpoint,
+  REGISTRAR_TABLE: dynamo.tableName,
+});
+const names = (yaml: string) =>
+  parseAllDocuments(yaml).map((doc) => (doc.toJSON() as KubeObject).metadata.name);
 
 afterAll(async () => {
   await api?.close();
@@ -74,10 +94,9 @@ afterAll(async () => {
 
 describe('registrar export --format istio, applied with kubectl', () => {
   it('keeps a healthy VM ready in istiod: it exports nothing kubectl apply cannot carry', async () => {
-    const run = await captureCli(['export', '--format', 'istio', '-n', 'shop'], {
-      env: { REGISTRAR_DYNAMODB_ENDPOINT: dynamo.endpoint, REGISTRAR_TABLE: dynamo.tableName },
-    });
+    const run = await captureCli(['export', '--format', 'istio', '-n', 'shop'], { env: env() });
     expect(run.code).toBe(0);
+    expect(names(run.stdout)).toEqual(['web-10.0.0.1']);
 
     await kubectlApply(run.stdout);
 
@@ -87,7 +106,28 @@ describe('registrar export --format istio, applied with kubectl', () => {
     expect(run.stdout).not.toContain('status:');
     expect(run.stdout).not.toContain('health-checks-enabled');
     expect(run.stderr).toBe(
-      "note: 1 entry exported without health (proxy.istio.io/health-checks-enabled and its Healthy condition): health is live state, and kubectl apply cannot write a WorkloadEntry's status, without which istiod would never send it traffic; for live health run the projector (docs/kubernetes.md)\n",
+      'note: 2 entries left out because the mesh sends them no traffic now (disconnected, unhealthy or cordoned: shop/web-10.0.0.2, shop/web-10.0.0.3); --include-unroutable exports them too, marked so istiod keeps them out\n' +
+        "note: 1 entry exported without health (proxy.istio.io/health-checks-enabled and its Healthy condition): health is live state, and kubectl apply cannot write a WorkloadEntry's status, without which istiod would never send it traffic; for live health run the projector (docs/kubernetes.md)\n",
     );
+  });
+
+  it('with --include-unroutable exports the dead and the unhealthy VM so that istiod keeps them out', async () => {
+    await api.close();
+    api = await startKubeApiServerStandIn();
+    const run = await captureCli(
+      ['export', '--format', 'istio', '-n', 'shop', '--include-unroutable'],
+      { env: env() },
+    );
+    expect(run.code).toBe(0);
+    expect(names(run.stdout)).toEqual(['web-10.0.0.1', 'web-10.0.0.2', 'web-10.0.0.3']);
+    expect(run.stderr).not.toContain('left out');
+
+    await kubectlApply(run.stdout);
+
+    const ready = (name: string) =>
+      readyForIstiod(api.object('WorkloadEntry', 'shop', name) as KubeObject);
+    expect(ready('web-10.0.0.1')).toBe(true);
+    expect(ready('web-10.0.0.2')).toBe(false);
+    expect(ready('web-10.0.0.3')).toBe(false);
   });
 });
