@@ -584,6 +584,30 @@ const sections: Record<string, Section> = {
       );
     },
   },
+  routable: {
+    title:
+      'Crash to unroutable: a VM whose connection dies, until each target sends it nothing (real WebSocket clients, local runtime, kube-apiserver stand-in)',
+    run: async () => {
+      const { measureRoutableLatency } = await import('./routable-latency.ts');
+      const r = await measureRoutableLatency(
+        Number(process.env.BENCH_ROUTABLE_VMS ?? 40),
+        Number(process.env.BENCH_PROJECTION_INTERVAL_MS ?? 1000),
+      );
+      console.log(
+        `${r.vms} VMs crashed one at a time; the loop reconciles every ${r.intervalMs} ms\n`,
+      );
+      table(
+        ['projector path', 'target', 'p50 ms', 'p99 ms', 'max ms'],
+        r.rows.map((x) => [
+          x.path,
+          x.target,
+          x.p50Ms.toFixed(0),
+          x.p99Ms.toFixed(0),
+          x.maxMs.toFixed(0),
+        ]),
+      );
+    },
+  },
   dashboard: {
     title: 'registrar dashboard: opening a namespace of 20,000 entries (dynalite, over HTTP)',
     run: async () => {
