@@ -608,6 +608,42 @@ const sections: Record<string, Section> = {
       );
     },
   },
+  churn: {
+    title:
+      'Entry churn over a full 2-hour rotation (make before break through the real $connect/$disconnect handlers, the deployed sweeper every simulated minute)',
+    run: async () => {
+      const { measureRotationChurn } = await import('./rotation-churn.ts');
+      const backend =
+        process.env.BENCH_SCALE_BACKEND === 'dynamodb-local' ? 'dynamodb-local' : 'dynalite';
+      const r = await measureRotationChurn(Number(process.env.BENCH_CHURN_VMS ?? 10_000), {
+        backend,
+      });
+      table(
+        [
+          'VMs',
+          'simulated minutes',
+          'VMs rotated',
+          'created',
+          'deleted',
+          'uid changed',
+          'unroutable at sampled minute ends',
+          'wall s',
+        ],
+        [
+          [
+            r.vms,
+            r.minutes,
+            r.rotations,
+            r.created,
+            r.deleted,
+            r.uidsChanged,
+            r.unroutableMinuteEnds,
+            r.wallSeconds,
+          ],
+        ],
+      );
+    },
+  },
   dashboard: {
     title: 'registrar dashboard: opening a namespace of 20,000 entries (dynalite, over HTTP)',
     run: async () => {
