@@ -13,10 +13,9 @@ import { BenchFleet, MINUTE } from './scale-fleet.ts';
  * real handlers) within 108 minutes, and the deployed sweeper handler runs every minute
  * against the management API stand-in. Counted: entries created or deleted (the churn, which
  * must be 0: a rotation is a reconnect of the same entry) and entries the mesh would not route
- * to when each minute ends (must be 0: a rotation never blips). The fleet rotates
- * ceil(vms / 108) VMs a minute (BenchFleet.minute), which reaches every VM within 108 minutes
- * when vms is at least 108 x that count minus 108 (10,000 does; use multiples of 108 below
- * that): a VM the schedule never reaches is rightly deleted as stale after 3 h.
+ * to when each minute ends (must be 0: a rotation never blips). Each VM rotates when its
+ * connection is 90 to 108 minutes old, as agents do (below API Gateway's 2 h limit): over 120
+ * simulated minutes every VM rotates at least once.
  */
 export interface RotationChurn {
   vms: number;
@@ -62,7 +61,13 @@ export async function measureRotationChurn(
     let deleted = 0;
     let unroutableMinuteEnds = 0;
     for (let run = 1; run <= minutes; run += 1) {
-      const measured = await fleet.minute(run, start + run * MINUTE, rotated);
+      const now = start + run * MINUTE;
+      const measured = await fleet.minute(
+        run,
+        now,
+        rotated,
+        (vm) => now - vm.connectedAt >= (90 + (vm.index % 19)) * MINUTE,
+      );
       deleted += measured.summary?.deleted ?? 0;
       if (run % 10 === 0) {
         const entries = await fleet.store.listEntries('fleet');

@@ -163,13 +163,22 @@ export class BenchFleet {
   /**
    * One simulated minute: ~1/108 of the live VMs rotate (each agent reconnects every 90-108
    * minutes) through `$connect` and the old connection's `$disconnect`, then one sweeper run.
+   * `due` picks the VMs that rotate this minute instead (a schedule by connection age).
    */
-  async minute(run: number, now: number, rotated: Map<string, number>): Promise<MeasuredRun> {
+  async minute(
+    run: number,
+    now: number,
+    rotated: Map<string, number>,
+    due?: (vm: BenchVm) => boolean,
+  ): Promise<MeasuredRun> {
     this.setNow(now - 1_000);
     const live = this.vms.length;
+    const picked = due
+      ? this.vms.filter((vm) => !vm.gone && due(vm))
+      : Array.from({ length: Math.ceil(live / 108) }, (_, k) => this.vms[(k * 108 + run) % live]);
     let refused = 0;
-    await inBatches(Math.ceil(live / 108), 32, async (k) => {
-      const vm = this.vms[(k * 108 + run) % live];
+    await inBatches(picked.length, 32, async (k) => {
+      const vm = picked[k];
       if (!vm || vm.gone) return;
       const old = vm.connectionId;
       vm.connectionId = `c${vm.index}-r${run}`;
