@@ -24,7 +24,11 @@ afterEach(async () => {
 const TEN_MINUTES_S = 600;
 
 describe('revocation and mesh tokens', () => {
-  it('mints tokens of the configured lifetime, and none after the join token is revoked', async () => {
+  // The sidecar bootstrap, a revoke through the CLI and a refused reconnect: slow on a loaded
+  // machine, so a longer bound than the suite's 30 s.
+  it('mints tokens of the configured lifetime, and none after the join token is revoked', {
+    timeout: 60_000,
+  }, async () => {
     testbed = await startSidecarTestbed({
       runtime: {
         functionEnv: {
@@ -60,10 +64,8 @@ describe('revocation and mesh tokens', () => {
     expect(revoke.stdout).toContain('closed 1 connection');
     // The agent is cut off, and its reconnects are refused: it cannot ask for a new token.
     await waitFor(
-      () =>
-        agent.logs.filter((line) => (JSON.parse(line) as { status?: number }).status === 401)
-          .length >= 2,
-      'two reconnects refused 401',
+      () => agent.logs.some((line) => (JSON.parse(line) as { status?: number }).status === 401),
+      'the reconnect refused 401',
       20_000,
     );
     expect(bed.api.issuedTokens()).toHaveLength(1);
