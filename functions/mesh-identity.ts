@@ -32,7 +32,7 @@ export const MESH_IDENTITY_METRIC = 'MeshIdentitiesIssued';
 
 export interface MeshIdentityDeps {
   config: Pick<Config, 'authMode' | 'instanceAttestation'>;
-  store: Pick<RegistryStore, 'getConnection' | 'getEntry'>;
+  store: Pick<RegistryStore, 'getConnection' | 'getEntry' | 'getGroup'>;
   tokens: Pick<TokenStore, 'getToken'>;
   policies: PolicyReader | undefined;
   /** Absent: no cluster is configured, and every `sidecar` is answered SidecarUnavailable. */

@@ -11,6 +11,7 @@ import {
   type WorkloadEntrySpec,
   type WorkloadGroup,
 } from './model.ts';
+import { isGroupOnlyLabel } from './reserved-labels.ts';
 import { type AgentGiven, agentGivenOf } from './template-rollout.ts';
 
 /** The part of a connect (`ConnectChange` in lib/store/registry-store.ts) the group decides. */
@@ -84,15 +85,20 @@ export function buildEntry(
 /**
  * Later wins: template labels, then the group's `spec.metadata` labels, then the agent's.
  * The agent may not set `istio-locality`: locality comes from the locality field, and a label
- * that disagreed with it would send traffic to the wrong zone.
+ * that disagreed with it would send traffic to the wrong zone. Nor a label only the group
+ * may set (isGroupOnlyLabel: Istio's and Kubernetes' domains, the canonical service's
+ * sources): a connect accepts one only when it repeats the group's value, and a template
+ * rollout must then let the group's new value win, not the agent's copy of the old one.
  */
 export function mergeLabels(
   template: StringMap | undefined,
   groupMetadata: StringMap | undefined,
   agent: StringMap,
 ): StringMap {
-  const { [LOCALITY_LABEL]: _dropped, ...fromAgent } = agent;
-  return { ...template, ...groupMetadata, ...fromAgent };
+  const fromAgent = Object.entries(agent).filter(
+    ([key]) => key !== LOCALITY_LABEL && !isGroupOnlyLabel(key),
+  );
+  return { ...template, ...groupMetadata, ...Object.fromEntries(fromAgent) };
 }
 
 /** The group's annotations minus the keys only the controller writes. */

@@ -15,7 +15,10 @@ import type { EpochMillis } from './model.ts';
  * carry only state; theirs is derived as it always was (one of each kind: the latest connect,
  * disconnect, health transition and refused address claim). Once a release with history has
  * written the entry (`eventsSince`), only what it stored counts from then on, so nothing shows
- * twice. The creation (Registered, Applied) is always derived: it costs no byte to store.
+ * twice. The creation (Registered, Applied) is always derived: it costs no byte to store. So
+ * is the latest refused claim of its address (AddressInUse): it lives in a slot of its own
+ * (`addressConflict`), apart from the list, so that claims by other namespaces never push the
+ * entry's own events out (a copy an older release appended to the list shows once).
  */
 export function entryHistory(record: EntryRecord, now: EpochMillis): EntryEvent[] {
   const since = record.eventsSince;
@@ -26,10 +29,7 @@ export function entryHistory(record: EntryRecord, now: EpochMillis): EntryEvent[
   const derived = derivedEvents(record).filter(
     (event) =>
       !copied.has(`${event.reason}@${event.at}`) &&
-      (event.reason === 'Registered' ||
-        event.reason === 'Applied' ||
-        since === undefined ||
-        event.at < since),
+      (ALWAYS_DERIVED.has(event.reason) || since === undefined || event.at < since),
   );
   return [...derived, ...stored]
     .filter((event) => isRetained(event, now))
@@ -43,8 +43,11 @@ export function entryHistory(record: EntryRecord, now: EpochMillis): EntryEvent[
  */
 export function legacyEvents(record: EntryRecord): EntryEvent[] {
   if (record.eventsSince !== undefined) return [];
-  return derivedEvents(record).filter((e) => e.reason !== 'Registered' && e.reason !== 'Applied');
+  return derivedEvents(record).filter((e) => !ALWAYS_DERIVED.has(e.reason));
 }
+
+/** Derived from state at every read, never stored in the list (see entryHistory). */
+const ALWAYS_DERIVED: ReadonlySet<string> = new Set(['Registered', 'Applied', 'AddressInUse']);
 
 function derivedEvents(record: EntryRecord): EntryEvent[] {
   const events: EntryEvent[] = [];

@@ -15,14 +15,32 @@ import type { StringMap } from './model.ts';
  * - Every other key in Istio's or Kubernetes' domains (`istio.io`, `kubernetes.io`, `k8s.io`
  *   and their subdomains, as both projects reserve them) may come only from the group, which
  *   the operator writes: an agent may repeat the group's value, never set another. Except
- *   `app.kubernetes.io/*`: Kubernetes' recommended labels for applications, which users set
- *   (a Service may select on `app.kubernetes.io/name` as on `app`, within the namespace).
+ *   `app.kubernetes.io/*`: Kubernetes' recommended labels for applications, which users set.
+ * - The labels Istio derives the canonical service name from when the canonical-name label is
+ *   absent (`app.kubernetes.io/name`, then `app`: CANONICAL_NAME_SOURCES) come only from the
+ *   group too, as the canonical-name label does: otherwise an agent would choose its canonical
+ *   service after all. The revision's sources (`app.kubernetes.io/version`, `version`) stay the
+ *   agent's: a revision only divides the group's own canonical service (a canary VM says
+ *   `version=canary`), and names no other service.
  * Nothing is added: an entry carries the labels istiod would give it, no more.
+ *
+ * Every lookup keyed by an agent's label key is an own-property lookup (a Map, Object.hasOwn):
+ * a key such as `constructor` or `toString` must be a label like any other, never a member of
+ * Object.prototype.
  */
 export const RESERVED_LABEL_DOMAINS = ['istio.io', 'kubernetes.io', 'k8s.io'] as const;
 
 /** Kubernetes' recommended application labels: for users, not read as topology or security. */
 const USER_LABEL_DOMAINS = ['app.kubernetes.io'];
+
+/**
+ * Istio's canonical service name, in its order of precedence (istio/pkg/kube/labels:
+ * `nameLabels`): the canonical-name label, else `app.kubernetes.io/name`, else `app`, else
+ * the workload's name (the group). The first is in the reserved `istio.io` domain; the other
+ * two are reserved here by name.
+ */
+export const CANONICAL_NAME_LABEL = 'service.istio.io/canonical-name';
+export const CANONICAL_NAME_SOURCES = ['app.kubernetes.io/name', 'app'] as const;
 
 /** Where the entry's own placement is: what its topology labels must agree with. */
 export interface TrustedPlacement {
@@ -46,19 +64,29 @@ const localityPart =
  * subzone, locality; Kubernetes' well-known labels, and their deprecated `failure-domain`
  * forms, which Istio still reads for locality).
  */
-const TOPOLOGY: Record<string, { trusted: Trusted; what: string }> = {
-  'topology.istio.io/network': { trusted: (p) => p.network ?? '', what: 'network' },
-  'topology.istio.io/subzone': { trusted: localityPart(2), what: 'subzone' },
+const TOPOLOGY = new Map<string, { trusted: Trusted; what: string }>([
+  ['topology.istio.io/network', { trusted: (p) => p.network ?? '', what: 'network' }],
+  ['topology.istio.io/subzone', { trusted: localityPart(2), what: 'subzone' }],
   // Label values cannot hold '/': Istio writes the locality with '.' here.
-  'topology.istio.io/locality': {
-    trusted: (p) => (p.locality ?? '').replaceAll('/', '.'),
-    what: 'locality',
-  },
-  'topology.kubernetes.io/region': { trusted: localityPart(0), what: 'region' },
-  'topology.kubernetes.io/zone': { trusted: localityPart(1), what: 'zone' },
-  'failure-domain.beta.kubernetes.io/region': { trusted: localityPart(0), what: 'region' },
-  'failure-domain.beta.kubernetes.io/zone': { trusted: localityPart(1), what: 'zone' },
-};
+  [
+    'topology.istio.io/locality',
+    { trusted: (p) => (p.locality ?? '').replaceAll('/', '.'), what: 'locality' },
+  ],
+  ['topology.kubernetes.io/region', { trusted: localityPart(0), what: 'region' }],
+  ['topology.kubernetes.io/zone', { trusted: localityPart(1), what: 'zone' }],
+  ['failure-domain.beta.kubernetes.io/region', { trusted: localityPart(0), what: 'region' }],
+  ['failure-domain.beta.kubernetes.io/zone', { trusted: localityPart(1), what: 'zone' }],
+]);
+
+/** Whether a label is Istio's source of the canonical service name (CANONICAL_NAME_SOURCES). */
+export function isCanonicalNameSource(key: string): boolean {
+  return (CANONICAL_NAME_SOURCES as readonly string[]).includes(key);
+}
+
+/** Whether a label only the group may set: a reserved domain's key or a canonical-name source. */
+export function isGroupOnlyLabel(key: string): boolean {
+  return !TOPOLOGY.has(key) && (isReservedLabelKey(key) || isCanonicalNameSource(key));
+}
 
 /** Whether a label key is in a domain Istio or Kubernetes reserve. */
 export function isReservedLabelKey(key: string): boolean {
@@ -78,7 +106,7 @@ export function isReservedLabelKey(key: string): boolean {
 export function reservedLabelProblems(agent: StringMap, placement: TrustedPlacement): string[] {
   const problems: string[] = [];
   for (const [key, value] of Object.entries(agent)) {
-    const topology = TOPOLOGY[key];
+    const topology = TOPOLOGY.get(key);
     if (topology) {
       const trusted = topology.trusted(placement);
       if (value !== trusted) {
@@ -88,13 +116,17 @@ export function reservedLabelProblems(agent: StringMap, placement: TrustedPlacem
       }
       continue;
     }
-    if (!isReservedLabelKey(key)) continue;
-    const fromGroup = placement.groupLabels[key];
-    if (value !== fromGroup) {
-      problems.push(
-        `label '${key}' is '${value}' but the WorkloadGroup ${fromGroup === undefined ? 'does not set it' : `sets '${fromGroup}'`}: labels in the ${RESERVED_LABEL_DOMAINS.join(', ')} domains come only from the group's template, which the operator writes; drop the label, or set it in the group`,
-      );
-    }
+    if (!isGroupOnlyLabel(key)) continue;
+    const fromGroup = Object.hasOwn(placement.groupLabels, key)
+      ? placement.groupLabels[key]
+      : undefined;
+    if (value === fromGroup) continue;
+    const why = isCanonicalNameSource(key)
+      ? `Istio derives the canonical service from it (${CANONICAL_NAME_LABEL}, else ${CANONICAL_NAME_SOURCES.join(', else ')}), which comes only from the group, as ${CANONICAL_NAME_LABEL} does`
+      : `labels in the ${RESERVED_LABEL_DOMAINS.join(', ')} domains come only from the group's template, which the operator writes`;
+    problems.push(
+      `label '${key}' is '${value}' but the WorkloadGroup ${fromGroup === undefined ? 'does not set it' : `sets '${fromGroup}'`}: ${why}; drop the label, or set it in the group`,
+    );
   }
   return problems;
 }

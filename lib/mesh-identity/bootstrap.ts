@@ -1,4 +1,5 @@
 import type { StringMap } from '../domain/model.ts';
+import { CANONICAL_NAME_LABEL, CANONICAL_NAME_SOURCES } from '../domain/reserved-labels.ts';
 import type { SidecarBootstrap } from '../protocol/sidecar-message.ts';
 import type { MeshSettings } from './mesh-settings.ts';
 
@@ -10,6 +11,11 @@ export interface BootstrapSource {
   serviceAccount: string;
   /** The entry's labels (template, group metadata, agent). */
   labels: StringMap;
+  /**
+   * The group's own labels (template, then `spec.metadata`): the only source of the canonical
+   * service name (an agent's labels never choose it: lib/domain/reserved-labels.ts).
+   */
+  groupLabels: StringMap;
   /** The entry's ports, from the group's template. */
   ports: Record<string, number>;
   network: string | undefined;
@@ -36,7 +42,12 @@ export function buildBootstrap(
   settings: MeshSettings,
   rootCert: string,
 ): SidecarBootstrap {
-  const canonical = canonicalService(source.labels, source.group);
+  // The name from the group alone: an entry an older release registered may still carry an
+  // `app` its agent chose. The revision from the entry: the agent may label its own revision.
+  const canonical = {
+    name: canonicalService(source.groupLabels, source.group).name,
+    revision: canonicalService(source.labels, source.group).revision,
+  };
   const labels = sortedObject({
     ...source.labels,
     'service.istio.io/canonical-name': canonical.name,
@@ -89,26 +100,31 @@ export function buildBootstrap(
 }
 
 /**
- * The canonical service and revision, as Istio derives them for a workload's labels: the
- * canonical-name label, else `app.kubernetes.io/name`, else `app`, else the workload's name;
- * the canonical-revision label, else `app.kubernetes.io/version`, else `version`, else `latest`.
+ * The canonical service and revision, as Istio derives them for a workload's labels
+ * (istio/pkg/kube/labels `CanonicalService`): the first label present of the canonical-name
+ * label, `app.kubernetes.io/name`, `app`, else the workload's name; of the canonical-revision
+ * label, `app.kubernetes.io/version`, `version`, else `latest`. Present means an own key, as
+ * Go's map lookup: an empty value counts.
  */
 export function canonicalService(
   labels: StringMap,
   workload: string,
 ): { name: string; revision: string } {
   return {
-    name:
-      labels['service.istio.io/canonical-name'] ??
-      labels['app.kubernetes.io/name'] ??
-      labels.app ??
-      workload,
-    revision:
-      labels['service.istio.io/canonical-revision'] ??
-      labels['app.kubernetes.io/version'] ??
-      labels.version ??
-      'latest',
+    name: firstPresent(labels, [CANONICAL_NAME_LABEL, ...CANONICAL_NAME_SOURCES]) ?? workload,
+    revision: firstPresent(labels, CANONICAL_REVISION_SOURCES) ?? 'latest',
   };
+}
+
+const CANONICAL_REVISION_SOURCES = [
+  'service.istio.io/canonical-revision',
+  'app.kubernetes.io/version',
+  'version',
+];
+
+function firstPresent(labels: StringMap, keys: readonly string[]): string | undefined {
+  const key = keys.find((candidate) => Object.hasOwn(labels, candidate));
+  return key === undefined ? undefined : labels[key];
 }
 
 /** Keys in order, so the same entry always renders byte for byte the same files. */

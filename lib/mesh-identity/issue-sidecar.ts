@@ -1,5 +1,5 @@
 import { NotRegisteredError } from '../domain/errors.ts';
-import { type EpochMillis, formatRef, type ObjectRef } from '../domain/model.ts';
+import { type EpochMillis, formatRef, type ObjectRef, type StringMap } from '../domain/model.ts';
 import {
   SIDECAR_ACTION,
   type SidecarReply,
@@ -14,7 +14,7 @@ import type { MeshSettings } from './mesh-settings.ts';
 import { MeshSubject } from './mesh-subject.ts';
 
 export interface IssueSidecarDeps extends StandingDeps {
-  store: Pick<RegistryStore, 'getConnection' | 'getEntry'>;
+  store: Pick<RegistryStore, 'getConnection' | 'getEntry' | 'getGroup'>;
   issuer: MeshIssuer;
   settings: MeshSettings;
 }
@@ -31,7 +31,8 @@ export interface SidecarRequest {
 /**
  * `sidecar`: the bootstrap of the entry this connection holds, and a fresh ServiceAccount
  * token for that entry's service account. Reads: the entry (consistent: a connection taken
- * off it a moment ago is not served), the caller's token or allow rule; then the cluster:
+ * off it a moment ago is not served), the caller's token or allow rule, the entry's group (its
+ * labels alone name the canonical service); then the cluster:
  * the root certificate (cached) and one TokenRequest. Nothing is written to the registry.
  */
 export async function issueSidecar(
@@ -59,12 +60,14 @@ export async function issueSidecar(
     settings.tokenLifetimeSeconds,
   );
   const spec = held.entry.spec;
+  const groupName = held.autoRegistrationGroup ?? held.entry.metadata.name;
   const bootstrap = buildBootstrap(
     {
       namespace: subject.namespace,
-      group: held.autoRegistrationGroup ?? held.entry.metadata.name,
+      group: groupName,
       serviceAccount: subject.serviceAccount,
       labels: spec.labels ?? held.entry.metadata.labels ?? {},
+      groupLabels: await groupLabelsOf(deps.store, subject.namespace, groupName),
       ports: spec.ports ?? {},
       network: spec.network,
     },
@@ -90,4 +93,23 @@ export async function issueSidecar(
       expiresInSeconds,
     },
   };
+}
+
+/**
+ * The labels of the entry's group (template, then `spec.metadata`, as the entry merged them).
+ * A group deleted meanwhile takes its entries with it (`delete wg` cascades): no identity then.
+ */
+async function groupLabelsOf(
+  store: Pick<RegistryStore, 'getGroup'>,
+  namespace: string,
+  name: string,
+): Promise<StringMap> {
+  const stored = await store.getGroup({ namespace, name });
+  if (!stored) {
+    throw new SidecarUnavailableError(
+      `cannot find WorkloadGroup ${namespace}/${name}: its entries are removed with it; no mesh identity is minted`,
+    );
+  }
+  const { spec } = stored.group;
+  return { ...spec.template.labels, ...spec.metadata?.labels };
 }

@@ -29,8 +29,11 @@ export function entryLabels(record: EntryRecord): StringMap {
   return { ...(record.entry.metadata.labels ?? {}), ...(record.entry.spec.labels ?? {}) };
 }
 
+/** Own labels only: a selector key such as `constructor` matches a label, never a prototype member. */
 export function matchesSelector(selector: StringMap, labels: StringMap): boolean {
-  return Object.entries(selector).every(([key, value]) => labels[key] === value);
+  return Object.entries(selector).every(
+    ([key, value]) => Object.hasOwn(labels, key) && labels[key] === value,
+  );
 }
 
 /**
@@ -95,9 +98,14 @@ export function endpointPorts(
   for (const servicePort of service.spec.ports ?? []) {
     const name = servicePort.name ?? '';
     let port: number | undefined;
-    if (name !== '' && entryPorts[name] !== undefined) port = entryPorts[name];
-    else if (typeof servicePort.targetPort === 'string') port = entryPorts[servicePort.targetPort];
-    else port = servicePort.targetPort || servicePort.port;
+    // Own ports only: a Service port named `constructor` (a valid DNS label) is not a member
+    // of Object.prototype.
+    if (name !== '' && Object.hasOwn(entryPorts, name)) port = entryPorts[name];
+    else if (typeof servicePort.targetPort === 'string') {
+      port = Object.hasOwn(entryPorts, servicePort.targetPort)
+        ? entryPorts[servicePort.targetPort]
+        : undefined;
+    } else port = servicePort.targetPort || servicePort.port;
     if (port === undefined) continue;
     const endpointPort: EndpointPort = { name, port, protocol: servicePort.protocol ?? 'TCP' };
     if (servicePort.appProtocol !== undefined) endpointPort.appProtocol = servicePort.appProtocol;

@@ -72,7 +72,16 @@ export function canonical(value: unknown): unknown {
     const out: Record<string, unknown> = {};
     for (const key of Object.keys(value).sort()) {
       const member = (value as Record<string, unknown>)[key];
-      if (member !== undefined) out[key] = canonical(member);
+      // A data property whatever the key: `out[key] =` would set the prototype for `__proto__`
+      // (JSON.parse makes it an own key of a cluster object).
+      if (member !== undefined) {
+        Object.defineProperty(out, key, {
+          value: canonical(member),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
+      }
     }
     return out;
   }

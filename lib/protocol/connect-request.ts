@@ -155,14 +155,16 @@ function labels(values: string[], report: Report): StringMap {
     report(`too many label parameters (${values.length}); give at most ${MAX_LABELS}`);
   }
   const seen = new Set<string>();
-  const map: StringMap = {};
+  const pairs: [string, string][] = [];
   for (const value of values) {
     const problem = labelProblem(value, seen);
     if (problem) report(problem);
     const at = value.indexOf('=');
-    map[value.slice(0, at)] = value.slice(at + 1);
+    pairs.push([value.slice(0, at), value.slice(at + 1)]);
   }
-  return map;
+  // Own data properties whatever the key: an assignment `map[key] = value` would set the
+  // prototype for `__proto__` instead of a label (refused as a key anyway, but never silently).
+  return Object.fromEntries(pairs);
 }
 
 function labelProblem(value: string, seen: Set<string>): string | undefined {

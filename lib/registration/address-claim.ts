@@ -50,11 +50,15 @@ export async function claimEntryAddress(
     );
     if (!decision.replace) {
       // Shown on the holder, at most once a minute: a caller of another namespace repeating
-      // refused connects must not turn them into writes on the holder's partition. Best
-      // effort: the refusal stands whether or not the holder shows it.
+      // refused connects must not turn them into writes on the holder's partition. The read
+      // above spares the write attempt in the common case; the write's own condition enforces
+      // the bound, since a burst of concurrent connects all read before any of them writes.
+      // Best effort: the refusal stands whether or not the holder shows it.
       const noted = record.addressConflict?.at;
       if (noted === undefined || claim.at - noted >= CONFLICT_NOTE_INTERVAL_MS) {
-        await store.noteAddressConflict(result.holder, claim).catch(() => {});
+        await store
+          .noteAddressConflict(result.holder, claim, CONFLICT_NOTE_INTERVAL_MS)
+          .catch(() => false);
       }
       throw refusal(claim, result.holder, decision);
     }

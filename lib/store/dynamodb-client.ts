@@ -44,6 +44,10 @@ export function createDynamoDbClient(options: DynamoDbClientOptions): DynamoDBCl
 /**
  * The document client the stores use. `removeUndefinedValues` lets optional fields of the
  * domain objects (`message?`, `network?`) be passed as they are instead of failing marshalling.
+ * `convertClassInstanceToMap`: the marshaller tells a plain object by `value.constructor.name`,
+ * so a map with a key named `constructor` (a valid label key an agent may send:
+ * `--label constructor=x`) is not recognised as one and would fail the write (a 500 any tenant
+ * could cause at will); with the option it is written as the map it is.
  */
 export function createDocumentClient(options: DynamoDbClientOptions): DynamoDBDocumentClient {
   return documentClientFor(createDynamoDbClient(options));
@@ -52,7 +56,7 @@ export function createDocumentClient(options: DynamoDbClientOptions): DynamoDBDo
 /** Wraps an existing low-level client (one whose middleware stack a test instruments). */
 export function documentClientFor(client: DynamoDBClient): DynamoDBDocumentClient {
   return DynamoDBDocumentClient.from(client, {
-    marshallOptions: { removeUndefinedValues: true },
+    marshallOptions: { removeUndefinedValues: true, convertClassInstanceToMap: true },
   });
 }
 

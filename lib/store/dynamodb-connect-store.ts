@@ -78,8 +78,12 @@ export class DynamoDbConnectStore implements ConnectStore {
   takeAddress(claim: AddressClaim, from: ObjectRef): Promise<boolean> {
     return this.#addresses.take(claim, from);
   }
-  noteAddressConflict(holder: ObjectRef, claim: AddressClaim): Promise<void> {
-    return this.#entries.noteAddressConflict(holder, claim);
+  noteAddressConflict(
+    holder: ObjectRef,
+    claim: AddressClaim,
+    intervalMs: number,
+  ): Promise<boolean> {
+    return this.#entries.noteAddressConflict(holder, claim, intervalMs);
   }
   deleteSwept(record: EntryRecord, deletion?: EntryDeletion): Promise<'deleted' | 'conflict'> {
     return this.#sweepIndex.deleteSwept(record, deletion);

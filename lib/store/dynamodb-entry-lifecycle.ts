@@ -1,7 +1,6 @@
 import { DeleteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DepartureKind } from '../domain/disruption.ts';
 import {
-  addressInUseEvent,
   connectionClosedEvent,
   connectionsGoneEvent,
   disconnectedEvent,
@@ -10,11 +9,12 @@ import {
 } from '../domain/entry-events.ts';
 import { legacyEvents } from '../domain/entry-history.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
-import { type EpochMillis, formatRef, type ObjectRef } from '../domain/model.ts';
+import type { EpochMillis, ObjectRef } from '../domain/model.ts';
+import { addressConflictUpdate } from './dynamodb-address-conflict.ts';
 import type { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { isConditionFailed } from './dynamodb-client.ts';
 import type { DynamoDbConnectionRecords } from './dynamodb-connection-records.ts';
-import { DynamoDbEntryEvents, withEntryEvent } from './dynamodb-entry-events.ts';
+import { DynamoDbEntryEvents } from './dynamodb-entry-events.ts';
 import {
   type CleanExitGuard,
   cleanExitUpdate,
@@ -314,23 +314,21 @@ export class DynamoDbEntryLifecycle {
       : 'not-holder';
   }
 
-  /** Records on the holder that another entry's claim of its address was refused. */
-  async noteAddressConflict(holder: ObjectRef, claim: AddressClaim): Promise<void> {
-    const claimant = formatRef(claim.entry);
-    const output = await this.#table.tryUpdate(
-      withEntryEvent(
-        {
-          TableName: this.#table.name,
-          Key: entryKey(holder),
-          UpdateExpression: 'SET addressConflict = :conflict',
-          ConditionExpression: 'attribute_exists(pk)',
-          ExpressionAttributeValues: { ':conflict': { at: claim.at, claimant } },
-          ReturnValues: 'UPDATED_OLD',
-        },
-        addressInUseEvent(claim.at, claimant),
-      ),
-    );
-    await this.#trim(holder, output?.Attributes, 'old');
+  /**
+   * Records on the holder that another entry's claim of its address was refused: its own
+   * attribute (`addressConflict`, the latest refused claim), never the `events` list. A claim
+   * comes from whoever names the address, another namespace too: appended to the list, a
+   * burst of refused connects would trim the holder's own events (Disconnected, Reconnected)
+   * out of it. The condition, not a read before it, keeps it to one per interval: of many
+   * concurrent refusals, only the first lands.
+   */
+  async noteAddressConflict(
+    holder: ObjectRef,
+    claim: AddressClaim,
+    intervalMs: number,
+  ): Promise<boolean> {
+    const update = addressConflictUpdate(this.#table.name, holder, claim, intervalMs);
+    return (await this.#table.tryUpdate(update)) !== undefined;
   }
 
   /** Records an event on an existing entry, in a write of its own (see DynamoDbEntryEvents). */

@@ -104,8 +104,12 @@ export class DynamoDbRegistryStore
   takeAddress(claim: AddressClaim, from: ObjectRef): Promise<boolean> {
     return this.#addresses.take(claim, from);
   }
-  noteAddressConflict(holder: ObjectRef, claim: AddressClaim): Promise<void> {
-    return this.#entries.noteAddressConflict(holder, claim);
+  noteAddressConflict(
+    holder: ObjectRef,
+    claim: AddressClaim,
+    intervalMs: number,
+  ): Promise<boolean> {
+    return this.#entries.noteAddressConflict(holder, claim, intervalMs);
   }
 
   // The entry lifecycle: connect, disconnect, liveness drops, health, drain

@@ -208,10 +208,13 @@ export interface RegistryStore extends DisruptionStore, InstanceStore, SweepLeas
   /** Takes the claim from an entry being replaced; false when the claim changed meanwhile. */
   takeAddress(claim: AddressClaim, from: ObjectRef): Promise<boolean>;
   /**
-   * Records on the holder that a claim of its address was refused, for `registrar get we`.
-   * Not a change of the entry's state: no revision bump, so no sweep or connect loses to it.
+   * Records on the holder that a claim of its address was refused (`registrar describe we`
+   * shows it as an AddressInUse event), unless one was recorded less than `intervalMs` before
+   * the claim: one conditional write, so a burst of claims lands at most one. Kept in a slot
+   * of its own, apart from the events the entry's own lifecycle records. Not a change of the
+   * entry's state: no revision bump, so no sweep or connect loses to it. True when it landed.
    */
-  noteAddressConflict(holder: ObjectRef, claim: AddressClaim): Promise<void>;
+  noteAddressConflict(holder: ObjectRef, claim: AddressClaim, intervalMs: number): Promise<boolean>;
   /** The connection stops holding its entry (its `$disconnect`). */
   leave(change: LeaveChange): Promise<LeaveResult>;
   /**

@@ -149,7 +149,13 @@ export function record<T>(
     for (const [key, entry] of Object.entries(value)) {
       const at = join(path, key);
       if (!keyTest(key)) problems.push({ path: at, message: `${keyMessage}, got ${shown(key)}` });
-      out[key] = item(entry, at, problems);
+      // A data property whatever the key: `out[key] =` would set the prototype for `__proto__`.
+      Object.defineProperty(out, key, {
+        value: item(entry, at, problems),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     }
     return out;
   };

@@ -139,6 +139,32 @@ describe('an address is unique within a network', () => {
     expect(await entry('shop', 'g1-10.9.0.6')).toBeDefined();
   });
 
+  it("keeps the holder's own events through two bursts of 30 connects from another namespace", async () => {
+    // The holder's story: registered, its VM went away, and came back.
+    const first = await connect('shop', 'g1', '10.9.0.8');
+    await first.close(1000, 'agent closing');
+    await until(async () => (await entry('shop', 'g1-10.9.0.8'))?.connection?.disconnectedAt);
+    const back = await connect('shop', 'g1', '10.9.0.8');
+    const own = (await entry('shop', 'g1-10.9.0.8'))?.events?.map((event) => event.reason);
+    expect(own).toEqual(['Disconnected', 'Reconnected']);
+
+    // Another namespace claims the address, 30 connects at once, twice.
+    for (let round = 0; round < 2; round++) {
+      const refused = await Promise.all(
+        Array.from({ length: 30 }, () => refusal('evil', 'g1', '10.9.0.8')),
+      );
+      expect(refused.map((r) => r.status)).toEqual(Array(30).fill(409));
+    }
+
+    const held = await entry('shop', 'g1-10.9.0.8');
+    expect(held?.events?.map((event) => event.reason)).toEqual(own);
+    expect(held?.addressConflict?.claimant).toBe('evil/g1-10.9.0.8');
+    const described = await tenants.cli(['describe', 'we', 'g1-10.9.0.8', '-n', 'shop']);
+    expect(described.stdout.match(/AddressInUse/g)).toHaveLength(1);
+    expect(described.stdout).toMatch(/Disconnected[\s\S]*Reconnected/);
+    await closeAll([back]);
+  });
+
   it('takes over the claim of an entry deleted by hand', async () => {
     const first = await connect('shop', 'g1', '10.9.0.7');
     await first.close(1000, 'agent closing');

@@ -96,6 +96,22 @@ describe('reserved labels from an agent', () => {
     );
   });
 
+  it("refuses app and app.kubernetes.io/name the group does not give it: Istio's canonical service would follow them", async () => {
+    const agent = await bed.agent({
+      ips: ['10.0.5.7'],
+      labels: { app: 'payments', 'app.kubernetes.io/name': 'payments' },
+      timingOverrides,
+    });
+    const message = await refusal(agent);
+    expect(message).toContain(
+      "label 'app' is 'payments' but the WorkloadGroup sets 'web': Istio derives the canonical service from it",
+    );
+    expect(message).toContain(
+      "label 'app.kubernetes.io/name' is 'payments' but the WorkloadGroup does not set it",
+    );
+    expect(await bed.entry(entryName('web', '10.0.5.7'))).toBeUndefined();
+  });
+
   it('accepts agreeing labels (as pilot-agent sends the network label) and stores them as given', async () => {
     const agent = await bed.agent({
       ips: ['10.0.5.4'],

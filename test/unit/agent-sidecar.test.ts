@@ -45,6 +45,7 @@ function goodReply(clusterEnv?: Record<string, string>): Reply {
       group: 'web',
       serviceAccount: 'web',
       labels: {},
+      groupLabels: {},
       ports: {},
       network: undefined,
     },

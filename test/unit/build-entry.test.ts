@@ -88,11 +88,21 @@ describe('buildEntry', () => {
   it('drops an istio-locality label sent by the agent', () => {
     const entry = buildEntry(
       group(),
-      request({ labels: { 'istio-locality': 'mars.crater', app: 'agent' } }),
+      request({ labels: { 'istio-locality': 'mars.crater', tier: 'agent' } }),
       CONNECTED_AT,
     );
     expect(entry.spec.labels).not.toHaveProperty('istio-locality');
-    expect(entry.spec.labels?.app).toBe('agent');
+    expect(entry.spec.labels?.tier).toBe('agent');
+  });
+
+  it("never takes app (Istio's canonical service source) from the agent over the group", () => {
+    const entry = buildEntry(
+      group({ metadata: { labels: { app: 'web' } } }),
+      request({ labels: { app: 'payments', 'app.kubernetes.io/name': 'payments' } }),
+      CONNECTED_AT,
+    );
+    expect(entry.spec.labels?.app).toBe('web');
+    expect(entry.spec.labels).not.toHaveProperty('app.kubernetes.io/name');
   });
 
   it("carries the group's annotations but drops system keys a group tries to forge", () => {

@@ -96,6 +96,31 @@ describe('entry history', () => {
     ]);
   });
 
+  it('shows the latest refused claim of the address from its own slot, once, beside the stored events', () => {
+    const noted = T0 + 9 * MINUTE;
+    const held = record({
+      eventsSince: T0,
+      events: [
+        entryEvent('Disconnected', T0 + MINUTE, 'the last connection closed'),
+        entryEvent('Reconnected', T0 + 2 * MINUTE, 'connection c1 connected'),
+        // A copy an older release appended to the list, of the same claim.
+        entryEvent('AddressInUse', noted, 'a connect that would register evil/web claimed it'),
+      ],
+      addressConflict: { at: noted, claimant: 'evil/web-10.0.0.1' },
+    });
+    expect(entryHistory(held, T0 + 10 * MINUTE).map((e) => e.reason)).toEqual([
+      'Registered',
+      'Disconnected',
+      'Reconnected',
+      'AddressInUse',
+    ]);
+    const slotOnly = record({ eventsSince: T0, events: [], addressConflict: held.addressConflict });
+    expect(entryHistory(slotOnly, T0 + 10 * MINUTE).map((e) => e.reason)).toEqual([
+      'Registered',
+      'AddressInUse',
+    ]);
+  });
+
   it('shows no event older than the retention, and keeps the creation while it is young', () => {
     const now = T0 + EVENT_RETENTION_MS + MINUTE;
     const aged = record({

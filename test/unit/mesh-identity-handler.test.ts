@@ -38,6 +38,15 @@ function deps(issuer: MeshIssuer | undefined): MeshIdentityDeps {
     store: {
       getConnection: async () => undefined,
       getEntry: async () => record,
+      getGroup: async () => ({
+        group: {
+          apiVersion: 'networking.istio.io/v1',
+          kind: 'WorkloadGroup',
+          metadata: { name: 'vm', namespace: 'shop' },
+          spec: { metadata: { labels: { app: 'cart' } }, template: { ports: { http: 8080 } } },
+        },
+        generation: 1,
+      }),
     },
     tokens: {
       getToken: async () => ({

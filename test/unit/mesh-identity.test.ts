@@ -209,6 +209,7 @@ describe('the bootstrap an entry implies', () => {
     group: 'web',
     serviceAccount: 'web',
     labels: { app: 'storefront', 'app.kubernetes.io/version': '2.1' },
+    groupLabels: { app: 'storefront' },
     ports: { https: 8443, http: 8080 },
     network: 'vpc-1',
   };
@@ -229,6 +230,32 @@ describe('the bootstrap an entry implies', () => {
     expect(bootstrap.clusterEnv).not.toHaveProperty('ISTIO_META_AUTO_REGISTER_GROUP');
     expect(bootstrap.meshConfig.defaultConfig).not.toHaveProperty('readinessProbe');
     expect(bootstrap.hosts).toEqual([]);
+  });
+
+  it("names the canonical service from the group's labels, never from the entry's own", () => {
+    // An entry an older release registered, whose agent labelled itself app=payments.
+    const bootstrap = buildBootstrap(
+      { ...source, labels: { app: 'payments', version: 'canary' }, groupLabels: {} },
+      settings,
+      pem,
+    );
+    expect(bootstrap.clusterEnv).toMatchObject({
+      CANONICAL_SERVICE: 'web',
+      CANONICAL_REVISION: 'canary',
+    });
+    expect(JSON.parse(bootstrap.clusterEnv.ISTIO_METAJSON_LABELS ?? '{}')).toMatchObject({
+      'service.istio.io/canonical-name': 'web',
+    });
+    const fromGroup = buildBootstrap(
+      {
+        ...source,
+        labels: { app: 'payments' },
+        groupLabels: { 'app.kubernetes.io/name': 'shop-web' },
+      },
+      settings,
+      pem,
+    );
+    expect(fromGroup.clusterEnv.CANONICAL_SERVICE).toBe('shop-web');
   });
 
   it('captures every inbound port when the template has none, and adds the istiod hosts line when told where', () => {

@@ -1,5 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { isReservedLabelKey, reservedLabelProblems } from '../../lib/domain/reserved-labels.ts';
+import {
+  isGroupOnlyLabel,
+  isReservedLabelKey,
+  reservedLabelProblems,
+} from '../../lib/domain/reserved-labels.ts';
 
 const PLACEMENT = {
   network: 'shop-net',
@@ -19,7 +23,9 @@ describe('reserved labels', () => {
           'topology.kubernetes.io/zone': 'eu-west-1a',
           'failure-domain.beta.kubernetes.io/zone': 'eu-west-1a',
           'security.istio.io/tlsMode': 'istio',
-          app: 'anything',
+          app: 'web',
+          version: 'canary',
+          'app.kubernetes.io/version': 'v2',
           'registrar.io/instance-id': 'i-0123456789abcdef0',
         },
         PLACEMENT,
@@ -72,11 +78,39 @@ describe('reserved labels', () => {
   it('names every disagreeing label, not only the first', () => {
     expect(
       reservedLabelProblems(
-        { 'topology.istio.io/network': 'x', 'istio.io/rev': 'y', app: 'z' },
+        { 'topology.istio.io/network': 'x', 'istio.io/rev': 'y', app: 'z', tier: 'front' },
         PLACEMENT,
       ),
-    ).toHaveLength(2);
+    ).toHaveLength(3);
   });
+
+  it.each([
+    ['app', 'payments', "sets 'web'"],
+    ['app.kubernetes.io/name', 'payments', 'does not set it'],
+  ])(
+    "refuses %s=%s: Istio's canonical service would follow it, and the group %s",
+    (key, value, group) => {
+      const [problem] = reservedLabelProblems({ [key]: value }, PLACEMENT);
+      expect(problem).toBe(
+        `label '${key}' is '${value}' but the WorkloadGroup ${group}: Istio derives the canonical service from it (service.istio.io/canonical-name, else app.kubernetes.io/name, else app), which comes only from the group, as service.istio.io/canonical-name does; drop the label, or set it in the group`,
+      );
+    },
+  );
+
+  it('leaves the revision sources to the agent: a revision only divides its own canonical service', () => {
+    expect(
+      reservedLabelProblems({ version: 'canary', 'app.kubernetes.io/version': '2.1' }, PLACEMENT),
+    ).toEqual([]);
+  });
+
+  it.each(Object.getOwnPropertyNames(Object.prototype))(
+    'treats the key %s as a label, not as a member of Object.prototype',
+    (name) => {
+      expect(reservedLabelProblems({ [name]: 'x' }, PLACEMENT)).toEqual([]);
+      expect(reservedLabelProblems({ [name]: 'x' }, { ...PLACEMENT, groupLabels: {} })).toEqual([]);
+      expect(isGroupOnlyLabel(name)).toBe(false);
+    },
+  );
 
   it('reserves the Istio and Kubernetes domains and their subdomains only', () => {
     expect(isReservedLabelKey('istio.io/rev')).toBe(true);

@@ -25,6 +25,7 @@ function reply(): SidecarReply {
       group: 'web',
       serviceAccount: 'web',
       labels: {},
+      groupLabels: {},
       ports: {},
       network: 'vpc-1',
     },

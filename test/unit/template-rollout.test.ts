@@ -63,6 +63,25 @@ describe('rolledOutEntry', () => {
     expect(rolled.spec.labels).toEqual({ version: 'canary' });
   });
 
+  it("lets the group's new value win for labels only the group sets, even when the agent repeated the old one", () => {
+    // An entry of an older release still carries what its agent chose for `app` (Istio's
+    // canonical service); its agent repeated the group's tlsMode at registration.
+    const given = {
+      labels: { app: 'payments', 'security.istio.io/tlsMode': 'istio', version: 'canary' },
+    };
+    const after = group(
+      { labels: { 'security.istio.io/tlsMode': 'disabled', version: 'v2' } },
+      {
+        metadata: { labels: { app: 'web' } },
+      },
+    );
+    expect(rolledOutEntry(built, after, given).spec.labels).toEqual({
+      'security.istio.io/tlsMode': 'disabled',
+      app: 'web',
+      version: 'canary',
+    });
+  });
+
   it("keeps the agent's locality, and follows the template's when the agent named none", () => {
     const after = group({ locality: 'eu-west-1/c' });
     expect(
