@@ -14,7 +14,11 @@ import type { OverviewResponse } from '../../dashboard/api-types.ts';
 import { type HttpTarget, startHttpTarget } from '../fixtures/agent-targets.ts';
 import { type AgentTestbed, startAgentTestbed } from '../fixtures/agent-testbed.ts';
 import { type DashboardCli, startDashboardCli } from '../fixtures/dashboard-cli.ts';
-import { type HeadlessBrowser, launchChromium } from '../fixtures/headless-chromium.ts';
+import {
+  browserTestSkip,
+  type HeadlessBrowser,
+  launchChromium,
+} from '../fixtures/headless-chromium.ts';
 import { refusedUpgrade } from '../fixtures/websocket-client.ts';
 
 /**
@@ -77,7 +81,10 @@ async function crash(ip: string): Promise<void> {
   await exited;
 }
 
+const skipped = browserTestSkip() !== undefined;
+
 beforeAll(async () => {
+  if (skipped) return;
   dataDir = mkdtempSync(join(tmpdir(), 'dashboard-browser-'));
   probeTarget = await startHttpTarget(200);
   bed = await startAgentTestbed({
@@ -136,7 +143,7 @@ function entryRow(page: Page, name: string) {
   return page.getByRole('row').filter({ has: page.getByRole('rowheader', { name, exact: true }) });
 }
 
-describe('registrar dashboard in a real browser', () => {
+describe.skipIf(skipped)('registrar dashboard in a real browser', () => {
   it('the overview shows what the registry holds, and the refusals', async () => {
     const { page } = browser;
     await page.goto(dashboard.url);
