@@ -49,14 +49,20 @@ export function Entries({ namespace, params }: { namespace: string; params: URLS
       </nav>
       <div class="heading">
         <h1 tabIndex={-1}>Entries in {namespace}</h1>
-        {data && <Freshness fetchedAt={live.fetchedAt} readAt={data.readAt} />}
+        {data && (
+          <Freshness fetchedAt={live.fetchedAt} readAt={data.readAt} problem={live.problem} />
+        )}
       </div>
       {/* Typed text is kept while live updates come in; a new URL starts the form afresh. */}
       <FilterForm key={params.toString()} params={params} groups={data?.groups ?? []} go={go} />
       {live.error && <Problem text={live.error} />}
       {live.problem && <Problem text={live.problem} />}
-      {!data && !live.error && <p aria-busy="true">Reading the namespace…</p>}
-      {data && <EntriesTable data={data} namespace={namespace} go={go} />}
+      {!data && !live.error && !live.problem && <p aria-busy="true">Reading the namespace…</p>}
+      {data && (
+        <div class={live.problem ? 'stale' : ''}>
+          <EntriesTable data={data} namespace={namespace} go={go} />
+        </div>
+      )}
     </main>
   );
 }

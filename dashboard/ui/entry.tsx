@@ -16,7 +16,14 @@ export function Entry({ namespace, name }: { namespace: string; name: string }) 
       </nav>
       <div class="heading">
         <h1 tabIndex={-1}>{name}</h1>
-        {data && <Freshness fetchedAt={live.fetchedAt} readAt={data.readAt} what="entry" />}
+        {data && (
+          <Freshness
+            fetchedAt={live.fetchedAt}
+            readAt={data.readAt}
+            what="entry"
+            problem={live.problem}
+          />
+        )}
       </div>
       {live.error && (
         <Problem
@@ -24,7 +31,7 @@ export function Entry({ namespace, name }: { namespace: string; name: string }) 
         />
       )}
       {live.problem && <Problem text={live.problem} />}
-      {!data && !live.error && <p aria-busy="true">Reading the entry…</p>}
+      {!data && !live.error && !live.problem && <p aria-busy="true">Reading the entry…</p>}
       {data && !live.error && <EntryBody data={data} />}
     </main>
   );

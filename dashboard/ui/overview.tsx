@@ -34,28 +34,31 @@ export function Overview() {
     <main id="main">
       <div class="heading">
         <h1 tabIndex={-1}>Overview</h1>
-        <Freshness fetchedAt={live.fetchedAt} readAt={data.entriesReadAt} />
+        <Freshness fetchedAt={live.fetchedAt} readAt={data.entriesReadAt} problem={live.problem} />
       </div>
       {live.problem && <Problem text={live.problem} />}
-      {data.banner && <Banner banner={data.banner} />}
-      <Tiles fleet={data.fleet} />
-      {!data.namespacesComplete && (
-        <p class="note">
-          Some namespaces may be missing: this table's namespace index predates the registry's. Run{' '}
-          <code>registrar get we -A</code> once to complete it.
-        </p>
-      )}
-      <div class="panels">
-        <section class="panel wide" aria-labelledby="cells-title">
-          <h2 id="cells-title">Namespaces and zones</h2>
-          <CellsTable cells={data.cells} />
-        </section>
-        <section class="panel" aria-labelledby="failstatic-title">
-          <h2 id="failstatic-title">Fail static</h2>
-          <FailStatic failStatic={data.failStatic} />
-        </section>
-        <RefusalsPanel refusals={data.refusals} generatedAt={data.generatedAt} />
-        <SweepsPanel sweeps={data.sweeps} generatedAt={data.generatedAt} />
+      {/* A banner says what the sweeper does now: not shown from a read that is no longer live. */}
+      {data.banner && !live.problem && <Banner banner={data.banner} />}
+      <div class={live.problem ? 'stale' : ''}>
+        <Tiles fleet={data.fleet} />
+        {!data.namespacesComplete && (
+          <p class="note">
+            Some namespaces may be missing: this table's namespace index predates the registry's.
+            Run <code>registrar get we -A</code> once to complete it.
+          </p>
+        )}
+        <div class="panels">
+          <section class="panel wide" aria-labelledby="cells-title">
+            <h2 id="cells-title">Namespaces and zones</h2>
+            <CellsTable cells={data.cells} />
+          </section>
+          <section class="panel" aria-labelledby="failstatic-title">
+            <h2 id="failstatic-title">Fail static</h2>
+            <FailStatic failStatic={data.failStatic} />
+          </section>
+          <RefusalsPanel refusals={data.refusals} generatedAt={data.generatedAt} />
+          <SweepsPanel sweeps={data.sweeps} generatedAt={data.generatedAt} />
+        </div>
       </div>
     </main>
   );
