@@ -99,6 +99,7 @@ export const ENTRY_COLUMNS = [
   'network',
   'locality',
   'identity',
+  'agent',
 ] as const;
 export type EntryColumn = (typeof ENTRY_COLUMNS)[number];
 

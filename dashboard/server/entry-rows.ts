@@ -48,7 +48,7 @@ export function indexEntry(record: EntryRecord, now: number): IndexedEntry {
   const item = entryItem(record);
   const {
     table: [name = '', , connected = '', healthy = '', group = ''],
-    wide: [network = '', locality = '', identity = ''],
+    wide: [network = '', locality = '', identity = '', agent = ''],
   } = item.cells(now);
   const created = parseTimestamp(record.entry.metadata.creationTimestamp);
   return {
@@ -73,6 +73,7 @@ export function indexEntry(record: EntryRecord, now: number): IndexedEntry {
       network,
       locality,
       identity,
+      agent,
     },
   };
 }
@@ -142,10 +143,10 @@ export function entriesPage(
 function entryRow(entry: IndexedEntry, now: number): EntryRow {
   const { table, wide } = entryItem(entry.record).cells(now);
   const [name = '', address = '', connected = '', healthy = '', group = '', age = ''] = table;
-  const [network = '', locality = '', identity = ''] = wide;
+  const [network = '', locality = '', identity = '', agent = ''] = wide;
   return {
     name: entry.name,
-    cells: { name, address, connected, healthy, group, age, network, locality, identity },
+    cells: { name, address, connected, healthy, group, age, network, locality, identity, agent },
     labels: entry.labels,
   };
 }

@@ -21,6 +21,7 @@ const HEADERS: Record<EntryColumn, string> = {
   network: 'NETWORK',
   locality: 'LOCALITY',
   identity: 'IDENTITY',
+  agent: 'AGENT',
 };
 
 const FILTERS = ['selector', 'group', 'health', 'connection', 'q'] as const;
@@ -229,6 +230,7 @@ function EntriesTable({
                   <td>{row.cells.network}</td>
                   <td>{row.cells.locality}</td>
                   <td class="identity">{row.cells.identity}</td>
+                  <td>{row.cells.agent}</td>
                 </tr>
               ))}
             </tbody>

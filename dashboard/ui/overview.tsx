@@ -1,6 +1,7 @@
 import type { CellView, OverviewResponse, Tally } from '../api-types.ts';
+import { CellBar } from './cell-bar.tsx';
 import { Banner, Freshness, HeaderRow, Problem } from './common.tsx';
-import { count } from './format.ts';
+import { clock, count } from './format.ts';
 import { useLive } from './live.ts';
 import { RefusalsPanel } from './refusals-panel.tsx';
 import { entriesHref } from './route.ts';
@@ -105,6 +106,7 @@ function CellsTable({ cells }: { cells: CellView[] }) {
               ['Healthy', 'num'],
               ['Unhealthy', 'num'],
               ['Away', 'num'],
+              'Share',
               'Deletions',
             ]}
           />
@@ -129,12 +131,15 @@ function CellsTable({ cells }: { cells: CellView[] }) {
                 tone="warn"
                 href={entriesHref(cell.namespace, { connection: 'disconnected' })}
               />
+              <td class="bar-cell">
+                <CellBar tally={cell} where={`${cell.namespace} in ${cell.zone}`} />
+              </td>
               <td>
                 <span class={`state state-${cell.failStatic.state.replace(' ', '-')}`}>
                   {STATE_TEXT[cell.failStatic.state] ?? cell.failStatic.state}
                 </span>
                 {cell.failStatic.until && cell.failStatic.state !== 'normal' && (
-                  <span class="until"> until {cell.failStatic.until}</span>
+                  <span class="until"> until {clock(cell.failStatic.until)}</span>
                 )}
               </td>
             </tr>
@@ -165,7 +170,7 @@ function FailStatic({ failStatic }: { failStatic: OverviewResponse['failStatic']
         <span class={`state state-${failStatic.mode}`}>{failStatic.mode}</span>
       </dd>
       <dt>Since</dt>
-      <dd>{failStatic.since ?? '—'}</dd>
+      <dd>{clock(failStatic.since)}</dd>
       {failStatic.why && (
         <>
           <dt>Why</dt>
@@ -175,7 +180,7 @@ function FailStatic({ failStatic }: { failStatic: OverviewResponse['failStatic']
       {failStatic.holdUntil && (
         <>
           <dt>Until</dt>
-          <dd>{failStatic.holdUntil} at the latest</dd>
+          <dd>{clock(failStatic.holdUntil)} at the latest</dd>
         </>
       )}
       {failStatic.heldNamespaces && (
@@ -187,11 +192,11 @@ function FailStatic({ failStatic }: { failStatic: OverviewResponse['failStatic']
       {failStatic.releasedAt && (
         <>
           <dt>Released</dt>
-          <dd>{failStatic.releasedAt}</dd>
+          <dd>{clock(failStatic.releasedAt)}</dd>
         </>
       )}
       <dt>Judged</dt>
-      <dd>{failStatic.evaluatedAt} (the sweeper's last run)</dd>
+      <dd>{clock(failStatic.evaluatedAt)} (the sweeper's last run)</dd>
     </dl>
   );
 }

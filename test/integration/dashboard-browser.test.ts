@@ -157,8 +157,27 @@ describe.skipIf(skipped)('registrar dashboard in a real browser', () => {
       '5',
       '0',
       '0',
+      '',
       'normal',
     ]);
+    // The row's bar says the same at a glance; its name says it in words.
+    await eventually(() =>
+      page
+        .getByRole('img', {
+          name: `shop in ${ZONE}: 5 healthy, 0 connected without a verdict, 0 unhealthy, 0 away`,
+        })
+        .count(),
+    ).toBe(1);
+    // One time format on the page: RFC 3339 in UTC to the second, as the CLI prints times.
+    const fact = (term: string) =>
+      page.getByRole('term').filter({ hasText: term }).locator('xpath=following-sibling::dd[1]');
+    await eventually(() => fact('Judged').textContent()).toMatch(
+      /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ \(the sweeper's last run\)$/,
+    );
+    await eventually(() => page.getByText(/^Live · updated /).textContent()).toMatch(
+      /^Live · updated \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ · entries read \d{4}-\S+Z$/,
+    );
+    expect(await page.getByText(/\d\d:\d\d:\d\d [AP]M|\.\d{3}Z/).count()).toBe(0);
     await eventually(() => page.getByText(/\d+ runs? in the last hour/).count()).toBe(1);
 
     // A connect to a group that does not exist: refused (404), counted by reason, nothing written.
@@ -191,6 +210,11 @@ describe.skipIf(skipped)('registrar dashboard in a real browser', () => {
     await page.keyboard.type('tier=t2');
     await page.keyboard.press('Enter');
     await eventually(() => page.getByRole('rowheader').allTextContents()).toEqual(['web-10.0.0.2']);
+    // The agent's version, as `get we -o wide` prints it in its AGENT column.
+    await expect(page.getByRole('columnheader', { name: /^AGENT/ }).count()).resolves.toBe(1);
+    await eventually(() =>
+      entryRow(page, 'web-10.0.0.2').getByRole('cell').last().textContent(),
+    ).toMatch(/^\d+\.\d+\.\d+/);
     await expect(page.getByText('1 of 5 entries match').count()).resolves.toBe(1);
     expect(page.url()).toContain('selector=tier%3Dt2');
     await browser.screenshot('dashboard-entries-filtered');
@@ -244,6 +268,12 @@ describe.skipIf(skipped)('registrar dashboard in a real browser', () => {
     await eventually(() => events.getByRole('cell', { name: 'Healthy', exact: true }).count()).toBe(
       1,
     );
+    // The same story as a strip: healthy since the probe first passed.
+    await eventually(
+      async () =>
+        (await page.getByRole('img', { name: /^Health over time:/ }).getAttribute('aria-label')) ??
+        '',
+    ).toMatch(/^Health over time: (connected, no verdict from \S+Z; )?healthy from \S+Z$/);
     await browser.screenshot('dashboard-entry');
   }, 180_000);
 
@@ -285,6 +315,13 @@ describe.skipIf(skipped)('registrar dashboard in a real browser', () => {
       /^held until \d{4}-/,
     );
     await eventually(() => tile(page, 'Away').textContent()).toBe('3Away');
+    await eventually(() =>
+      page
+        .getByRole('img', {
+          name: `shop in ${ZONE}: 1 healthy, 0 connected without a verdict, 0 unhealthy, 3 away`,
+        })
+        .count(),
+    ).toBe(1);
     await browser.screenshot('dashboard-overview-held');
 
     // A sweeper run that finished past the grace period held them: read after that run, the

@@ -20,7 +20,7 @@ import {
   type HeadlessBrowser,
   launchChromium,
 } from '../fixtures/headless-chromium.ts';
-import { type RuntimeProcess, startRuntimeProcess } from '../fixtures/local-runtime-process.ts';
+import { type RuntimeProcess, spawnRuntime } from '../fixtures/local-runtime-process.ts';
 
 /**
  * `registrar dashboard` over a local runtime that restarts, in Debian's Chromium. `npm start`
@@ -46,7 +46,9 @@ interface LocalJson {
 const localJson = () => JSON.parse(readFileSync(join(dataDir, 'local.json'), 'utf8')) as LocalJson;
 
 async function startRuntime(): Promise<void> {
-  runtime = await startRuntimeProcess(['--data-dir', dataDir, '--sweep-interval', '1s']);
+  runtime = spawnRuntime(['--data-dir', dataDir, '--sweep-interval', '1s']);
+  // Generous: a loaded 2-core machine once took over 20 s to start it.
+  await runtime.waitForOutput('Press Ctrl-C to stop.', 90_000);
 }
 
 /** A VM of group `web` in `shop`, with a join token made in the running registry. */
