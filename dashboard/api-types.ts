@@ -173,3 +173,32 @@ export interface EntryResponse {
 export interface ErrorResponse {
   error: string;
 }
+
+/** A group's rollout, as `registrar rollout status wg/NAME -o json` prints it. */
+export interface RolloutView {
+  generation: number;
+  pace: string;
+  entries: number;
+  updated: number;
+  upToDate: number;
+  pending: number;
+  waiting: number;
+  olderIdentity: number;
+  paused: boolean;
+  completedAt: string | null;
+  startedAt: string | null;
+  state: 'complete' | 'progressing' | 'paused';
+}
+
+/** One WorkloadGroup: its template as `get wg -o yaml` prints it, and its rollout. */
+export interface GroupResponse {
+  namespace: string;
+  name: string;
+  generation: number;
+  serviceAccount: string;
+  network: string;
+  probe: string;
+  yaml: string;
+  rollout: RolloutView;
+  readAt: number;
+}

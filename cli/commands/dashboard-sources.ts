@@ -22,12 +22,14 @@ export async function openSources(
     { DynamoDbRegistryStore },
     { DynamoDbSweepRuns },
     { DynamoDbEntryPages },
+    { DynamoDbRollouts },
     refusals,
   ] = await Promise.all([
     import('../../lib/store/dynamodb-client.ts'),
     import('../../lib/store/dynamodb-registry-store.ts'),
     import('../../lib/store/dynamodb-sweep-runs.ts'),
     import('../../lib/store/dynamodb-entry-pages.ts'),
+    import('../../lib/store/dynamodb-rollout.ts'),
     import('../../dashboard/server/refusals.ts'),
   ]);
   const client = createDocumentClient({
@@ -54,6 +56,7 @@ export async function openSources(
       sweepRuns: new DynamoDbSweepRuns(client, target.tableName),
       firstEntries: (namespace: string, limit: number) => pages.firstEntries(namespace, limit),
       refusals: refusalSource,
+      groups: new DynamoDbRollouts(client, target.tableName),
       target: describeTarget(target),
       now,
     },
@@ -139,6 +142,11 @@ export async function followLocalRuntime(
     },
     sweepRuns: { recent: read((s) => s.sweepRuns.recent.bind(s.sweepRuns)) },
     refusals: { read: read((s) => s.refusals.read.bind(s.refusals)) },
+    groups: {
+      getGroup: read((s) => groupsOf(s).getGroup),
+      getRollout: read((s) => groupsOf(s).getRollout),
+      groupEntries: read((s) => groupsOf(s).groupEntries),
+    },
     firstEntries: read(
       (s) => s.firstEntries ?? (async () => Promise.reject(new Error('no first entries'))),
     ),
@@ -149,6 +157,16 @@ export async function followLocalRuntime(
     onTargetChange: (listener) => listeners.push(listener),
   };
   return { sources, close: () => opened.close() };
+}
+
+function groupsOf(sources: DashboardSources): NonNullable<DashboardSources['groups']> {
+  const { groups } = sources;
+  if (!groups) throw new Error('this dashboard reads no groups');
+  return {
+    getGroup: groups.getGroup.bind(groups),
+    getRollout: groups.getRollout.bind(groups),
+    groupEntries: groups.groupEntries.bind(groups),
+  };
 }
 
 function keyOf(target: Target): string {

@@ -5,12 +5,14 @@ import type { CatalogStore, DisruptionStore } from '../../lib/store/registry-sto
 import type {
   EntriesResponse,
   EntryResponse,
+  GroupResponse,
   OverviewResponse,
   RefusalReport,
   SweepRunView,
 } from '../api-types.ts';
 import { entryDetail } from './entry-detail.ts';
 import { type EntryQuery, entriesPage, indexEntry } from './entry-rows.ts';
+import { type GroupReads, readGroup } from './group-detail.ts';
 import { NamespaceSnapshots, type Snapshot } from './namespace-snapshots.ts';
 import { buildOverview } from './overview.ts';
 import type { RefusalSource } from './refusals.ts';
@@ -25,6 +27,8 @@ export interface DashboardSources {
   disruption: Pick<DisruptionStore, 'zoneCounts' | 'disruptionRecord'>;
   sweepRuns: Pick<SweepRunStore, 'recent'>;
   refusals: RefusalSource;
+  /** A group and its rollout (the group and rollout pages). Absent: those pages say so. */
+  groups?: GroupReads;
   /**
    * The first entries of a namespace by name (one short Query): a namespace opened before it was
    * ever read shows them at once while the rest is read. Absent: the page waits for the read.
@@ -168,6 +172,13 @@ export class DashboardData {
   async entry(namespace: string, name: string): Promise<EntryResponse | undefined> {
     const record = await this.#sources.catalog.getEntry({ namespace, name });
     return record && this.#detail(record);
+  }
+
+  /** One group and its rollout, read now; undefined when there is no such group. */
+  async group(namespace: string, name: string): Promise<GroupResponse | undefined> {
+    const { groups } = this.#sources;
+    if (!groups) throw new Error('this dashboard reads no groups');
+    return await readGroup(groups, { namespace, name }, this.#sources.now());
   }
 
   #partialPage(namespace: string, query: EntryQuery, records: EntryRecord[]): EntriesResponse {

@@ -8,7 +8,7 @@ import {
 import { Freshness, Problem } from './common.tsx';
 import { count } from './format.ts';
 import { useLive } from './live.ts';
-import { entriesHref, entryHref, parseRoute } from './route.ts';
+import { entriesHref, entryHref, groupHref, parseRoute } from './route.ts';
 
 /** Headers as `registrar get we -o wide` prints them. */
 const HEADERS: Record<EntryColumn, string> = {
@@ -225,7 +225,13 @@ function EntriesTable({
                     {row.cells.connected}
                   </td>
                   <td class={row.cells.healthy === 'False' ? 'bad' : ''}>{row.cells.healthy}</td>
-                  <td>{row.cells.group}</td>
+                  <td>
+                    {row.cells.group.startsWith('<') ? (
+                      row.cells.group
+                    ) : (
+                      <a href={groupHref(namespace, row.cells.group)}>{row.cells.group}</a>
+                    )}
+                  </td>
                   <td>{row.cells.age}</td>
                   <td>{row.cells.network}</td>
                   <td>{row.cells.locality}</td>
