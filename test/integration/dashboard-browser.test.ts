@@ -277,6 +277,37 @@ describe.skipIf(skipped)('registrar dashboard in a real browser', () => {
     await browser.screenshot('dashboard-entry');
   }, 180_000);
 
+  it("a group's page, and its rollout's, from an entry's GROUP", async () => {
+    const { page } = browser;
+    await page.getByRole('link', { name: 'shop', exact: true }).click();
+    await entryRow(page, 'web-10.0.0.1').getByRole('link', { name: 'web', exact: true }).click();
+    await eventually(() => page.getByRole('heading', { level: 1 }).textContent()).toBe(
+      'WorkloadGroup web',
+    );
+    const template = page.getByRole('region', { name: 'Template' });
+    await eventually(() => template.getByRole('link').textContent()).toBe('5 built from it');
+    await eventually(() =>
+      page.getByText(/^apiVersion: networking\.istio\.io\/v1/).textContent(),
+    ).toMatch(/\nkind: WorkloadGroup\n/);
+    const bar = page.getByRole('img', { name: /^\d+ of 5 entries up to date/ });
+    await eventually(() => bar.getAttribute('aria-label')).toBe(
+      "5 of 5 entries up to date, 0 keeping an older identity, 0 pending, 0 waiting for their agent's next connect",
+    );
+    await browser.screenshot('dashboard-group');
+
+    await page.getByRole('link', { name: 'The rollout of generation 1' }).click();
+    await eventually(() => page.getByRole('heading', { level: 1 }).textContent()).toBe(
+      'Rollout of web',
+    );
+    const fact = (term: string) =>
+      page.getByRole('term').filter({ hasText: term }).locator('xpath=following-sibling::dd[1]');
+    await eventually(() => fact('State').textContent()).toBe('complete');
+    await eventually(() =>
+      page.getByRole('img', { name: /^5 of 5 entries up to date/ }).count(),
+    ).toBe(1);
+    await browser.screenshot('dashboard-rollout');
+  }, 180_000);
+
   it('a VM that crashes turns away, then disappears, without a reload', async () => {
     const { page } = browser;
     await page.getByRole('link', { name: 'shop', exact: true }).click();
