@@ -57,8 +57,10 @@ The dashboard reads the registry the other commands use (the local runtime's, or
 your AWS credentials) and never writes to it. It shows each namespace and zone (connected,
 healthy, unhealthy, away), fail static's state with a banner when anything is slowed or held,
 the sweeper's recent runs, refused requests by reason, each namespace's entries (the columns of
-'get we -o wide', filtered, sorted and paged), and one entry's YAML, holders, health and events.
-Pages update themselves; Ctrl-C stops the server (exit 130). docs/operations.md explains each panel.`,
+'get we -o wide', filtered, sorted and paged), one entry's YAML, holders, events and health over
+time, and a group's template and rollout. Pages update themselves and say "Not live" when a read
+fails; over the local runtime they follow local.json across restarts. Ctrl-C stops the server
+(exit 130). docs/operations.md explains each panel.`,
     )
     .action(async (flags: DashboardFlags, command: Command) => {
       if (!isLoopbackAddress(flags.address) && !flags.allowRemote) {
