@@ -1,4 +1,5 @@
 import type { Tally } from '../api-types.ts';
+import { cellParts } from './cell-parts.ts';
 import { count } from './format.ts';
 
 /**
@@ -12,16 +13,6 @@ const PARTS = [
   ['unhealthy', 'unhealthy'],
   ['away', 'away'],
 ] as const;
-
-export function cellParts(tally: Tally): Record<(typeof PARTS)[number][0], number> {
-  const inService = tally.connected + tally.handMade;
-  return {
-    healthy: tally.healthy,
-    noVerdict: Math.max(0, inService - tally.healthy - tally.unhealthy),
-    unhealthy: tally.unhealthy,
-    away: tally.away,
-  };
-}
 
 export function CellBar({ tally, where }: { tally: Tally; where: string }) {
   const parts = cellParts(tally);

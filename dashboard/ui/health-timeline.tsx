@@ -1,42 +1,6 @@
 import type { EventView } from '../api-types.ts';
 import { clock } from './format.ts';
-
-/**
- * One entry's story as a strip: from its oldest kept event to now, each stretch coloured by
- * what the registry knew then (healthy, unhealthy, connected without a verdict, away), from the
- * events the registry keeps (its history is bounded, so the strip starts where the events do).
- */
-export type Phase = 'healthy' | 'unhealthy' | 'connected' | 'away';
-
-export interface Stretch {
-  phase: Phase;
-  from: number;
-  to: number;
-}
-
-const CONNECTS = new Set(['Registered', 'Connected', 'Reconnected', 'Replaced']);
-const DEPARTURES = new Set(['Disconnected', 'ConnectionsGone']);
-
-/** The stretches between events, oldest first; each event that changes the phase starts one. */
-export function healthStretches(events: readonly EventView[], now: number): Stretch[] {
-  const sorted = [...events].sort((a, b) => a.at - b.at);
-  const stretches: Stretch[] = [];
-  let health: 'healthy' | 'unhealthy' | undefined;
-  let away = false;
-  for (const event of sorted) {
-    if (event.reason === 'Healthy') health = 'healthy';
-    else if (event.reason === 'Unhealthy') health = 'unhealthy';
-    else if (CONNECTS.has(event.reason)) away = false;
-    else if (DEPARTURES.has(event.reason)) away = true;
-    else continue;
-    const phase: Phase = away ? 'away' : (health ?? 'connected');
-    const last = stretches.at(-1);
-    if (last?.phase === phase) continue;
-    if (last) last.to = event.at;
-    stretches.push({ phase, from: event.at, to: now });
-  }
-  return stretches;
-}
+import { healthStretches, type Phase } from './health-stretches.ts';
 
 const WORDS: Record<Phase, string> = {
   healthy: 'healthy',
@@ -45,6 +9,10 @@ const WORDS: Record<Phase, string> = {
   away: 'away',
 };
 
+/**
+ * One entry's story as a strip: from its oldest kept event to now, each stretch coloured by
+ * what the registry knew then (health-stretches.ts).
+ */
 export function HealthTimeline({ events, now }: { events: readonly EventView[]; now: number }) {
   const stretches = healthStretches(events, now);
   if (stretches.length === 0) return <p>No connection or health event kept yet.</p>;
@@ -65,6 +33,13 @@ export function HealthTimeline({ events, now }: { events: readonly EventView[]; 
       </div>
       <figcaption class="timeline-axis">
         <span>{clock(start)}</span>
+        <span class="timeline-legend" aria-hidden="true">
+          {(Object.keys(WORDS) as Phase[]).map((phase) => (
+            <span key={phase}>
+              <span class={`swatch part-${phase}`} /> {WORDS[phase]}
+            </span>
+          ))}
+        </span>
         <span>now</span>
       </figcaption>
     </figure>
