@@ -100,6 +100,7 @@ export const ENTRY_COLUMNS = [
   'network',
   'locality',
   'identity',
+  'agent',
 ] as const;
 export type EntryColumn = (typeof ENTRY_COLUMNS)[number];
 
@@ -172,4 +173,33 @@ export interface EntryResponse {
 /** What `GET /api/...` answers for a request it refuses or cannot serve. */
 export interface ErrorResponse {
   error: string;
+}
+
+/** A group's rollout, as `registrar rollout status wg/NAME -o json` prints it. */
+export interface RolloutView {
+  generation: number;
+  pace: string;
+  entries: number;
+  updated: number;
+  upToDate: number;
+  pending: number;
+  waiting: number;
+  olderIdentity: number;
+  paused: boolean;
+  completedAt: string | null;
+  startedAt: string | null;
+  state: 'complete' | 'progressing' | 'paused';
+}
+
+/** One WorkloadGroup: its template as `get wg -o yaml` prints it, and its rollout. */
+export interface GroupResponse {
+  namespace: string;
+  name: string;
+  generation: number;
+  serviceAccount: string;
+  network: string;
+  probe: string;
+  yaml: string;
+  rollout: RolloutView;
+  readAt: number;
 }

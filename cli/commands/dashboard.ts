@@ -1,11 +1,10 @@
 import { isIP } from 'node:net';
-import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { DASHBOARD_DEFAULTS, isLoopbackAddress } from '../../dashboard/server/defaults.ts';
 import { positiveDurationOption } from '../duration-option.ts';
 import { Interrupted, interruption } from '../interrupt.ts';
 import type { Target } from '../target.ts';
-import { type CommandRegistration, type Stores, UsageError } from './context.ts';
+import { type CommandRegistration, UsageError } from './context.ts';
 import { openBrowser } from './dashboard-browser.ts';
 
 interface DashboardFlags {
@@ -58,8 +57,10 @@ The dashboard reads the registry the other commands use (the local runtime's, or
 your AWS credentials) and never writes to it. It shows each namespace and zone (connected,
 healthy, unhealthy, away), fail static's state with a banner when anything is slowed or held,
 the sweeper's recent runs, refused requests by reason, each namespace's entries (the columns of
-'get we -o wide', filtered, sorted and paged), and one entry's YAML, holders, health and events.
-Pages update themselves; Ctrl-C stops the server (exit 130). docs/operations.md explains each panel.`,
+'get we -o wide', filtered, sorted and paged), one entry's YAML, holders, events and health over
+time, and a group's template and rollout. Pages update themselves and say "Not live" when a read
+fails; over the local runtime they follow local.json across restarts. Ctrl-C stops the server
+(exit 130). docs/operations.md explains each panel.`,
     )
     .action(async (flags: DashboardFlags, command: Command) => {
       if (!isLoopbackAddress(flags.address) && !flags.allowRemote) {
@@ -72,8 +73,21 @@ Pages update themselves; Ctrl-C stops the server (exit 130). docs/operations.md 
       // CLI's own explanation instead of on the page.
       await stores.catalog.listNamespaces();
       const target = context.target() as Target;
-      const { startDashboard } = await import('../../dashboard/server/start.ts');
-      const opened = await openSources(stores, target, context.io.cwd, context.now);
+      const [{ startDashboard }, { followLocalRuntime, openSources }, { resolveTarget }] =
+        await Promise.all([
+          import('../../dashboard/server/start.ts'),
+          import('./dashboard-sources.ts'),
+          import('../target.ts'),
+        ]);
+      const open = (to: Target) => openSources(to, context.io.cwd, context.now);
+      // The local runtime moves its store on every restart: the dashboard follows local.json.
+      const opened = target.local
+        ? await followLocalRuntime(
+            target,
+            () => resolveTarget(command.optsWithGlobals(), context.io.env, context.io.cwd),
+            open,
+          )
+        : await open(target);
       const stop = interruption(context.io);
       try {
         const server = await startDashboard({
@@ -105,50 +119,6 @@ Pages update themselves; Ctrl-C stops the server (exit 130). docs/operations.md 
       throw new Interrupted(stop.reason());
     });
 };
-
-async function openSources(stores: Stores, target: Target, cwd: string, now: () => number) {
-  const [
-    { createDocumentClient },
-    { DynamoDbSweepRuns },
-    { DynamoDbEntryPages },
-    refusals,
-    { describeTarget },
-  ] = await Promise.all([
-    import('../../lib/store/dynamodb-client.ts'),
-    import('../../lib/store/dynamodb-sweep-runs.ts'),
-    import('../../lib/store/dynamodb-entry-pages.ts'),
-    import('../../dashboard/server/refusals.ts'),
-    import('../target.ts'),
-  ]);
-  const client = createDocumentClient({
-    region: target.region,
-    ...(target.endpoint ? { endpoint: target.endpoint } : {}),
-  });
-  const pages = new DynamoDbEntryPages(client, target.tableName);
-  const refusalSource = target.local
-    ? // The local runtime keeps its counts beside the local.json the target came from.
-      refusals.localRefusals(resolve(cwd, target.source, '..', 'refusals.json'))
-    : target.endpoint
-      ? refusals.noRefusals(
-          `a table at ${target.endpoint} has no CloudWatch metrics to read refusals from`,
-        )
-      : refusals.cloudWatchRefusals(
-          await refusals.awsMetricDataClient(target.region),
-          target.region,
-        );
-  return {
-    sources: {
-      catalog: stores.catalog,
-      disruption: stores.registry,
-      sweepRuns: new DynamoDbSweepRuns(client, target.tableName),
-      firstEntries: (namespace: string, limit: number) => pages.firstEntries(namespace, limit),
-      refusals: refusalSource,
-      target: describeTarget(target),
-      now,
-    },
-    close: () => client.destroy(),
-  };
-}
 
 function parsePort(text: string): number {
   const port = Number(text);

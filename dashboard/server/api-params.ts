@@ -30,12 +30,12 @@ export function namespaceParam(params: URLSearchParams): string {
   return namespace;
 }
 
-export function nameParam(params: URLSearchParams): string {
+export function nameParam(params: URLSearchParams, what = "an entry's name"): string {
   const name = params.get('name');
   if (name === null || name === '') throw new BadParameter("missing parameter 'name'");
   if (!isDns1123Subdomain(name)) {
     throw new BadParameter(
-      `invalid name ${JSON.stringify(name)}: an entry's name is a DNS-1123 subdomain (lower case letters, digits, '-' and '.')`,
+      `invalid name ${JSON.stringify(name)}: ${what} is a DNS-1123 subdomain (lower case letters, digits, '-' and '.')`,
     );
   }
   return name;

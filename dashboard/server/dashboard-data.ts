@@ -5,12 +5,14 @@ import type { CatalogStore, DisruptionStore } from '../../lib/store/registry-sto
 import type {
   EntriesResponse,
   EntryResponse,
+  GroupResponse,
   OverviewResponse,
   RefusalReport,
   SweepRunView,
 } from '../api-types.ts';
 import { entryDetail } from './entry-detail.ts';
 import { type EntryQuery, entriesPage, indexEntry } from './entry-rows.ts';
+import { type GroupReads, readGroup } from './group-detail.ts';
 import { NamespaceSnapshots, type Snapshot } from './namespace-snapshots.ts';
 import { buildOverview } from './overview.ts';
 import type { RefusalSource } from './refusals.ts';
@@ -25,6 +27,8 @@ export interface DashboardSources {
   disruption: Pick<DisruptionStore, 'zoneCounts' | 'disruptionRecord'>;
   sweepRuns: Pick<SweepRunStore, 'recent'>;
   refusals: RefusalSource;
+  /** A group and its rollout (the group and rollout pages). Absent: those pages say so. */
+  groups?: GroupReads;
   /**
    * The first entries of a namespace by name (one short Query): a namespace opened before it was
    * ever read shows them at once while the rest is read. Absent: the page waits for the read.
@@ -32,6 +36,11 @@ export interface DashboardSources {
   firstEntries?: (namespace: string, limit: number) => Promise<EntryRecord[]>;
   /** Which registry, for the page's header. */
   target: string;
+  /**
+   * Called when the sources start reading another registry (the local runtime restarted on a
+   * new port): what was read from the old one is dropped, never shown as the new one's.
+   */
+  onTargetChange?: (listener: () => void) => void;
   now: () => number;
 }
 
@@ -54,18 +63,41 @@ interface FleetState {
 export class DashboardData {
   readonly #sources: DashboardSources;
   readonly #refreshMs: number;
-  readonly snapshots: NamespaceSnapshots;
+  snapshots: NamespaceSnapshots;
   #fleet: FleetState | undefined;
   #fleetReading: Promise<FleetState> | undefined;
   #refusalsReadAt = 0;
+  /**
+   * Why the last read of the registry failed, until one succeeds. While set, nothing read
+   * before is served as current: a page loaded meanwhile reads again, and gets the error when
+   * that fails too (it once showed old numbers, and a fail-static banner long over, as live).
+   */
+  #failure: unknown;
+  /** Counts forget()s: a read started before one is not kept. */
+  #generation = 0;
 
   constructor(sources: DashboardSources, refreshMs: number) {
     this.#sources = sources;
     this.#refreshMs = refreshMs;
-    this.snapshots = new NamespaceSnapshots(
+    this.snapshots = this.#newSnapshots();
+    sources.onTargetChange?.(() => this.forget());
+  }
+
+  /** Drops everything read so far: the next request reads the registry afresh. */
+  forget(): void {
+    this.#generation++;
+    this.snapshots = this.#newSnapshots();
+    this.#fleet = undefined;
+    this.#fleetReading = undefined;
+    this.#refusalsReadAt = 0;
+  }
+
+  #newSnapshots(): NamespaceSnapshots {
+    const sources = this.#sources;
+    return new NamespaceSnapshots(
       (namespace) => sources.catalog.listEntries(namespace),
       sources.now,
-      refreshMs,
+      this.#refreshMs,
     );
   }
 
@@ -78,7 +110,10 @@ export class DashboardData {
    * what is due (the live updates do; a page load need not wait for a read of the fleet).
    */
   async overview(refresh = false): Promise<OverviewResponse> {
-    const fleet = refresh || !this.#fleet ? await this.#readFleet(refresh) : this.#fleet;
+    const fleet =
+      refresh || !this.#fleet || this.#failure !== undefined
+        ? await this.#readFleet(refresh)
+        : this.#fleet;
     const snapshots = await this.#mapNamespaces(fleet.namespaces, (namespace) =>
       refresh ? this.snapshots.refresh(namespace) : this.snapshots.current(namespace),
     );
@@ -107,6 +142,8 @@ export class DashboardData {
    * one short Query, marked `partial` (the live updates bring the rest when it is read).
    */
   async entries(namespace: string, query: EntryQuery): Promise<EntriesResponse> {
+    // After a failed read, the registry is read again before anything is shown from it.
+    if (this.#failure !== undefined) await this.#readFleet(true);
     const { firstEntries } = this.#sources;
     if (!this.snapshots.has(namespace) && firstEntries && isFirstPageByName(query)) {
       // The short Query first, then the whole read: a table that answers one request at a time
@@ -123,13 +160,25 @@ export class DashboardData {
 
   /** Reads the namespace again when due; its version says whether it changed. */
   async refreshEntries(namespace: string): Promise<Snapshot> {
-    return await this.snapshots.refresh(namespace);
+    try {
+      return await this.snapshots.refresh(namespace);
+    } catch (error) {
+      this.#failure = error;
+      throw error;
+    }
   }
 
   /** One entry, read now (one GetItem); undefined when it is not there. */
   async entry(namespace: string, name: string): Promise<EntryResponse | undefined> {
     const record = await this.#sources.catalog.getEntry({ namespace, name });
     return record && this.#detail(record);
+  }
+
+  /** One group and its rollout, read now; undefined when there is no such group. */
+  async group(namespace: string, name: string): Promise<GroupResponse | undefined> {
+    const { groups } = this.#sources;
+    if (!groups) throw new Error('this dashboard reads no groups');
+    return await readGroup(groups, { namespace, name }, this.#sources.now());
   }
 
   #partialPage(namespace: string, query: EntryQuery, records: EntryRecord[]): EntriesResponse {
@@ -145,8 +194,12 @@ export class DashboardData {
 
   #readFleet(refresh: boolean): Promise<FleetState> {
     const due = !this.#fleet || this.#sources.now() - this.#fleet.readAt >= this.#refreshMs;
-    if (this.#fleet && !(refresh && due)) return Promise.resolve(this.#fleet);
-    this.#fleetReading ??= (async () => {
+    if (this.#fleet && this.#failure === undefined && !(refresh && due)) {
+      return Promise.resolve(this.#fleet);
+    }
+    if (this.#fleetReading) return this.#fleetReading;
+    const generation = this.#generation;
+    const reading: Promise<FleetState> = (async () => {
       try {
         const { catalog, disruption, sweepRuns, refusals, now } = this.#sources;
         const at = now();
@@ -160,8 +213,7 @@ export class DashboardData {
           sweepRuns.recent(at - SWEEP_WINDOW_MS),
           refusalsDue ? refusals.read(at) : (last as RefusalReport),
         ]);
-        if (refusalsDue) this.#refusalsReadAt = at;
-        this.#fleet = {
+        const fleet: FleetState = {
           readAt: at,
           namespaces: [...list.namespaces].sort(),
           complete: list.complete,
@@ -170,12 +222,23 @@ export class DashboardData {
           runs,
           refusals: refused,
         };
-        return this.#fleet;
-      } finally {
-        this.#fleetReading = undefined;
+        // What an old registry answered after forget() is nobody's to keep.
+        if (generation !== this.#generation) return fleet;
+        if (refusalsDue) this.#refusalsReadAt = at;
+        this.#fleet = fleet;
+        this.#failure = undefined;
+        return fleet;
+      } catch (error) {
+        if (generation === this.#generation) this.#failure = error;
+        throw error;
       }
     })();
-    return this.#fleetReading;
+    this.#fleetReading = reading;
+    const done = () => {
+      if (this.#fleetReading === reading) this.#fleetReading = undefined;
+    };
+    reading.then(done, done);
+    return reading;
   }
 
   async #mapNamespaces(

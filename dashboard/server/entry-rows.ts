@@ -53,7 +53,7 @@ export function indexEntry(record: EntryRecord, now: number): IndexedEntry {
   const item = entryItem(record);
   const {
     table: [name = '', , connected = '', healthy = '', routable = '', group = ''],
-    wide: [network = '', locality = '', identity = ''],
+    wide: [network = '', locality = '', identity = '', agent = ''],
   } = item.cells(now);
   const created = parseTimestamp(record.entry.metadata.creationTimestamp);
   return {
@@ -79,6 +79,7 @@ export function indexEntry(record: EntryRecord, now: number): IndexedEntry {
       network,
       locality,
       identity,
+      agent,
     },
   };
 }
@@ -166,7 +167,7 @@ function entryRow(entry: IndexedEntry, now: number): EntryRow {
     group = '',
     age = '',
   ] = table;
-  const [network = '', locality = '', identity = ''] = wide;
+  const [network = '', locality = '', identity = '', agent = ''] = wide;
   return {
     name: entry.name,
     cells: {
@@ -180,6 +181,7 @@ function entryRow(entry: IndexedEntry, now: number): EntryRow {
       network,
       locality,
       identity,
+      agent,
     },
     labels: entry.labels,
   };

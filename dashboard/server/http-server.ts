@@ -137,6 +137,17 @@ async function handle(
         }
         return json(response, 200, entry);
       }
+      case '/api/group': {
+        const namespace = namespaceParam(url.searchParams);
+        const name = nameParam(url.searchParams, "a group's name");
+        const group = await data.group(namespace, name);
+        if (!group) {
+          return json(response, 404, {
+            error: `workloadgroups "${name}" not found in namespace "${namespace}"`,
+          });
+        }
+        return json(response, 200, group);
+      }
       case '/api/events':
         return streamView(data, viewParam(url.searchParams), response, refreshMs);
       default: {
@@ -164,7 +175,12 @@ function viewParam(params: URLSearchParams): View {
   if (view === 'entry') {
     return { kind: 'entry', namespace: namespaceParam(params), name: nameParam(params) };
   }
-  throw new BadParameter(`invalid view ${JSON.stringify(view)}: one of overview, entries, entry`);
+  if (view === 'group') {
+    return { kind: 'group', namespace: namespaceParam(params), name: nameParam(params) };
+  }
+  throw new BadParameter(
+    `invalid view ${JSON.stringify(view)}: one of overview, entries, entry, group`,
+  );
 }
 
 function json(response: ServerResponse, status: number, body: unknown): void {

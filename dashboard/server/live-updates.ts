@@ -13,13 +13,20 @@ import type { DashboardData } from './dashboard-data.ts';
 export type View =
   | { kind: 'overview' }
   | { kind: 'entries'; namespace: string }
-  | { kind: 'entry'; namespace: string; name: string };
+  | { kind: 'entry'; namespace: string; name: string }
+  | { kind: 'group'; namespace: string; name: string };
 
 /** A comment line now and then keeps proxies and the browser from closing an idle stream. */
 const KEEPALIVE_MS = 15_000;
 
 export async function versionOf(data: DashboardData, view: View): Promise<string> {
   if (view.kind === 'entries') return (await data.refreshEntries(view.namespace)).version;
+  if (view.kind === 'group') {
+    const group = await data.group(view.namespace, view.name);
+    if (!group) return 'gone';
+    const { readAt: _read, ...rest } = group;
+    return digest(rest);
+  }
   if (view.kind === 'entry') {
     const entry = await data.entry(view.namespace, view.name);
     if (!entry) return 'gone';

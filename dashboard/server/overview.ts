@@ -106,7 +106,7 @@ function bannerOf(status: Status, cells: readonly CellView[]): Banner | null {
   const where = status.heldNamespaces
     ? `namespace${status.heldNamespaces.length === 1 ? '' : 's'} ${status.heldNamespaces.join(', ')}`
     : 'every namespace';
-  const until = status.holdUntil ? ` until ${status.holdUntil} at the latest` : '';
+  const until = status.holdUntil ? ` until ${toSecond(status.holdUntil)} at the latest` : '';
   if (status.mode === 'held') {
     return {
       level: 'held',
@@ -125,7 +125,7 @@ function bannerOf(status: Status, cells: readonly CellView[]): Banner | null {
   if (status.mode === 'released') {
     return {
       level: 'released',
-      title: `A hold was released by an operator${status.releasedAt ? ` at ${status.releasedAt}` : ''}`,
+      title: `A hold was released by an operator${status.releasedAt ? ` at ${toSecond(status.releasedAt)}` : ''}`,
       detail: 'Deletions run at the normal rate until the disruption ends.',
     };
   }
@@ -135,7 +135,7 @@ function bannerOf(status: Status, cells: readonly CellView[]): Banner | null {
     .slice(0, 5)
     .map(
       (cell) =>
-        `${cell.namespace} in ${cell.zone}${cell.failStatic.until ? ` until ${cell.failStatic.until}` : ''}`,
+        `${cell.namespace} in ${cell.zone}${cell.failStatic.until ? ` until ${toSecond(cell.failStatic.until)}` : ''}`,
     );
   const more = slowed.length > named.length ? ` and ${slowed.length - named.length} more` : '';
   return {
@@ -143,4 +143,9 @@ function bannerOf(status: Status, cells: readonly CellView[]): Banner | null {
     title: `Deletions slowed in ${slowed.length} ${slowed.length === 1 ? 'cell' : 'cells'}`,
     detail: `Most of these cells' entries went away abnormally at once, so their departed entries are deleted slowly: ${named.join('; ')}${more}. Other cells are swept at the normal rate.`,
   };
+}
+
+/** The page shows every time in RFC 3339 UTC to the second (dashboard/ui/format.ts): so does the banner. */
+function toSecond(iso: string): string {
+  return iso.replace(/\.\d+Z$/, 'Z');
 }

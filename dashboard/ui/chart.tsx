@@ -1,6 +1,7 @@
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
+import { COUNT_INCREMENTS, count, hourMinute } from './format.ts';
 
 /**
  * A time series chart drawn by uPlot: this component only hands it the data and its width.
@@ -47,8 +48,19 @@ export function TimeChart({ times, series, height = 200, label, span }: ChartPro
         y: { range: (_u, _min, max) => [0, Math.max(1, max)] },
       },
       axes: [
-        { stroke: '#6b7280', grid: { stroke: '#e5e7eb' } },
-        { stroke: '#6b7280', grid: { stroke: '#e5e7eb' } },
+        {
+          stroke: '#6b7280',
+          grid: { stroke: '#e5e7eb' },
+          // UTC, as every other time on the page (format.ts), not the browser's "9:05pm".
+          values: (_u, splits) => splits.map(hourMinute),
+        },
+        {
+          stroke: '#6b7280',
+          grid: { stroke: '#e5e7eb' },
+          // Counts: ticks on whole numbers only.
+          incrs: COUNT_INCREMENTS,
+          values: (_u, splits) => splits.map((value) => count(value)),
+        },
       ],
       series: [
         {},

@@ -18,16 +18,29 @@ export function Problem({ text }: { text: string }) {
   );
 }
 
-/** When the page fetched what it shows, and when what it shows was read from the registry. */
+/**
+ * When the page fetched what it shows, and when what it shows was read from the registry. When
+ * the last read failed (`problem`), the page is not live: it says so, and what it still shows
+ * is what was read before, marked with that time.
+ */
 export function Freshness({
   fetchedAt,
   readAt,
   what = 'entries',
+  problem,
 }: {
   fetchedAt: number | undefined;
   readAt: number | null;
   what?: string;
+  problem?: string | undefined;
 }) {
+  if (problem !== undefined) {
+    return (
+      <p class="freshness not-live">
+        Not live · showing what was read {clock(readAt ?? fetchedAt)}
+      </p>
+    );
+  }
   return (
     <p class="freshness">
       Live · updated {clock(fetchedAt)}

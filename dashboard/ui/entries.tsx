@@ -8,7 +8,7 @@ import {
 import { Freshness, Problem } from './common.tsx';
 import { count } from './format.ts';
 import { useLive } from './live.ts';
-import { entriesHref, entryHref, parseRoute } from './route.ts';
+import { entriesHref, entryHref, groupHref, parseRoute } from './route.ts';
 
 /** Headers as `registrar get we -o wide` prints them. */
 const HEADERS: Record<EntryColumn, string> = {
@@ -22,6 +22,7 @@ const HEADERS: Record<EntryColumn, string> = {
   network: 'NETWORK',
   locality: 'LOCALITY',
   identity: 'IDENTITY',
+  agent: 'AGENT',
 };
 
 const FILTERS = ['selector', 'group', 'health', 'connection', 'q'] as const;
@@ -50,14 +51,20 @@ export function Entries({ namespace, params }: { namespace: string; params: URLS
       </nav>
       <div class="heading">
         <h1 tabIndex={-1}>Entries in {namespace}</h1>
-        {data && <Freshness fetchedAt={live.fetchedAt} readAt={data.readAt} />}
+        {data && (
+          <Freshness fetchedAt={live.fetchedAt} readAt={data.readAt} problem={live.problem} />
+        )}
       </div>
       {/* Typed text is kept while live updates come in; a new URL starts the form afresh. */}
       <FilterForm key={params.toString()} params={params} groups={data?.groups ?? []} go={go} />
       {live.error && <Problem text={live.error} />}
       {live.problem && <Problem text={live.problem} />}
-      {!data && !live.error && <p aria-busy="true">Reading the namespace…</p>}
-      {data && <EntriesTable data={data} namespace={namespace} go={go} />}
+      {!data && !live.error && !live.problem && <p aria-busy="true">Reading the namespace…</p>}
+      {data && (
+        <div class={live.problem ? 'stale' : ''}>
+          <EntriesTable data={data} namespace={namespace} go={go} />
+        </div>
+      )}
     </main>
   );
 }
@@ -222,11 +229,18 @@ function EntriesTable({
                     {row.cells.healthy}
                   </td>
                   <td class={row.cells.routable === 'False' ? 'bad' : ''}>{row.cells.routable}</td>
-                  <td>{row.cells.group}</td>
+                  <td>
+                    {row.cells.group.startsWith('<') ? (
+                      row.cells.group
+                    ) : (
+                      <a href={groupHref(namespace, row.cells.group)}>{row.cells.group}</a>
+                    )}
+                  </td>
                   <td>{row.cells.age}</td>
                   <td>{row.cells.network}</td>
                   <td>{row.cells.locality}</td>
                   <td class="identity">{row.cells.identity}</td>
+                  <td>{row.cells.agent}</td>
                 </tr>
               ))}
             </tbody>

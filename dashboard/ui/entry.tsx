@@ -1,5 +1,7 @@
 import type { EntryResponse } from '../api-types.ts';
 import { Freshness, HeaderRow, Problem } from './common.tsx';
+import { clock } from './format.ts';
+import { HealthTimeline } from './health-timeline.tsx';
 import { useLive } from './live.ts';
 import { entriesHref } from './route.ts';
 
@@ -16,7 +18,14 @@ export function Entry({ namespace, name }: { namespace: string; name: string }) 
       </nav>
       <div class="heading">
         <h1 tabIndex={-1}>{name}</h1>
-        {data && <Freshness fetchedAt={live.fetchedAt} readAt={data.readAt} what="entry" />}
+        {data && (
+          <Freshness
+            fetchedAt={live.fetchedAt}
+            readAt={data.readAt}
+            what="entry"
+            problem={live.problem}
+          />
+        )}
       </div>
       {live.error && (
         <Problem
@@ -24,7 +33,7 @@ export function Entry({ namespace, name }: { namespace: string; name: string }) 
         />
       )}
       {live.problem && <Problem text={live.problem} />}
-      {!data && !live.error && <p aria-busy="true">Reading the entry…</p>}
+      {!data && !live.error && !live.problem && <p aria-busy="true">Reading the entry…</p>}
       {data && !live.error && <EntryBody data={data} />}
     </main>
   );
@@ -59,9 +68,7 @@ function EntryBody({ data }: { data: EntryResponse }) {
                     <code>{holder.connectionId}</code>
                     {holder.newest && ' (newest)'}
                   </td>
-                  <td>
-                    {holder.since === null ? '<unknown>' : new Date(holder.since).toISOString()}
-                  </td>
+                  <td>{holder.since === null ? '<unknown>' : clock(holder.since)}</td>
                   <td>{holder.age}</td>
                 </tr>
               ))}
@@ -93,11 +100,15 @@ function EntryBody({ data }: { data: EntryResponse }) {
               </>
             )}
             <dt>Last probe</dt>
-            <dd>{healthy.lastProbeTime ?? '—'}</dd>
+            <dd>{clock(healthy.lastProbeTime)}</dd>
             <dt>Last transition</dt>
-            <dd>{healthy.lastTransitionTime ?? '—'}</dd>
+            <dd>{clock(healthy.lastTransitionTime)}</dd>
           </dl>
         )}
+      </section>
+      <section class="panel wide" aria-labelledby="timeline-title">
+        <h2 id="timeline-title">Health over time</h2>
+        <HealthTimeline events={data.events} now={data.readAt} />
       </section>
       <section class="panel wide" aria-labelledby="events-title">
         <h2 id="events-title">Events</h2>
@@ -117,7 +128,7 @@ function EntryBody({ data }: { data: EntryResponse }) {
                   >
                     <td>{event.type}</td>
                     <td>{event.reason}</td>
-                    <td title={new Date(event.at).toISOString()}>{event.age}</td>
+                    <td title={clock(event.at)}>{event.age}</td>
                     <td>{event.from}</td>
                     <td>{event.message}</td>
                   </tr>

@@ -2,6 +2,7 @@ import { render } from 'preact';
 import { useEffect } from 'preact/hooks';
 import { Entries } from './entries.tsx';
 import { Entry } from './entry.tsx';
+import { Group, Rollout } from './group.tsx';
 import { Overview } from './overview.tsx';
 import { useRoute } from './route.ts';
 import './style.css';
@@ -14,7 +15,9 @@ function App() {
         ? 'Overview · registrar dashboard'
         : route.page === 'entries'
           ? `${route.namespace} · registrar dashboard`
-          : `${route.name} · ${route.namespace} · registrar dashboard`;
+          : route.page === 'rollout'
+            ? `rollout of ${route.name} · ${route.namespace} · registrar dashboard`
+            : `${route.name} · ${route.namespace} · registrar dashboard`;
     // A new page: its heading gets the focus, so a screen reader announces where the reader is.
     document.querySelector<HTMLElement>('#main h1')?.focus();
   }, [route]);
@@ -36,6 +39,8 @@ function App() {
       {route.page === 'overview' && <Overview />}
       {route.page === 'entries' && <Entries namespace={route.namespace} params={route.params} />}
       {route.page === 'entry' && <Entry namespace={route.namespace} name={route.name} />}
+      {route.page === 'group' && <Group namespace={route.namespace} name={route.name} />}
+      {route.page === 'rollout' && <Rollout namespace={route.namespace} name={route.name} />}
     </>
   );
 }

@@ -1,6 +1,7 @@
 import type { CellView, OverviewResponse, Tally } from '../api-types.ts';
+import { CellBar } from './cell-bar.tsx';
 import { Banner, Freshness, HeaderRow, Problem } from './common.tsx';
-import { count } from './format.ts';
+import { clock, count } from './format.ts';
 import { useLive } from './live.ts';
 import { RefusalsPanel } from './refusals-panel.tsx';
 import { entriesHref } from './route.ts';
@@ -34,28 +35,31 @@ export function Overview() {
     <main id="main">
       <div class="heading">
         <h1 tabIndex={-1}>Overview</h1>
-        <Freshness fetchedAt={live.fetchedAt} readAt={data.entriesReadAt} />
+        <Freshness fetchedAt={live.fetchedAt} readAt={data.entriesReadAt} problem={live.problem} />
       </div>
       {live.problem && <Problem text={live.problem} />}
-      {data.banner && <Banner banner={data.banner} />}
-      <Tiles fleet={data.fleet} />
-      {!data.namespacesComplete && (
-        <p class="note">
-          Some namespaces may be missing: this table's namespace index predates the registry's. Run{' '}
-          <code>registrar get we -A</code> once to complete it.
-        </p>
-      )}
-      <div class="panels">
-        <section class="panel wide" aria-labelledby="cells-title">
-          <h2 id="cells-title">Namespaces and zones</h2>
-          <CellsTable cells={data.cells} />
-        </section>
-        <section class="panel" aria-labelledby="failstatic-title">
-          <h2 id="failstatic-title">Fail static</h2>
-          <FailStatic failStatic={data.failStatic} />
-        </section>
-        <RefusalsPanel refusals={data.refusals} generatedAt={data.generatedAt} />
-        <SweepsPanel sweeps={data.sweeps} generatedAt={data.generatedAt} />
+      {/* A banner says what the sweeper does now: not shown from a read that is no longer live. */}
+      {data.banner && !live.problem && <Banner banner={data.banner} />}
+      <div class={live.problem ? 'stale' : ''}>
+        <Tiles fleet={data.fleet} />
+        {!data.namespacesComplete && (
+          <p class="note">
+            Some namespaces may be missing: this table's namespace index predates the registry's.
+            Run <code>registrar get we -A</code> once to complete it.
+          </p>
+        )}
+        <div class="panels">
+          <section class="panel wide" aria-labelledby="cells-title">
+            <h2 id="cells-title">Namespaces and zones</h2>
+            <CellsTable cells={data.cells} />
+          </section>
+          <section class="panel" aria-labelledby="failstatic-title">
+            <h2 id="failstatic-title">Fail static</h2>
+            <FailStatic failStatic={data.failStatic} />
+          </section>
+          <RefusalsPanel refusals={data.refusals} generatedAt={data.generatedAt} />
+          <SweepsPanel sweeps={data.sweeps} generatedAt={data.generatedAt} />
+        </div>
       </div>
     </main>
   );
@@ -102,6 +106,7 @@ function CellsTable({ cells }: { cells: CellView[] }) {
               ['Healthy', 'num'],
               ['Unhealthy', 'num'],
               ['Away', 'num'],
+              'Share',
               'Deletions',
             ]}
           />
@@ -126,12 +131,15 @@ function CellsTable({ cells }: { cells: CellView[] }) {
                 tone="warn"
                 href={entriesHref(cell.namespace, { connection: 'disconnected' })}
               />
+              <td class="bar-cell">
+                <CellBar tally={cell} where={`${cell.namespace} in ${cell.zone}`} />
+              </td>
               <td>
                 <span class={`state state-${cell.failStatic.state.replace(' ', '-')}`}>
                   {STATE_TEXT[cell.failStatic.state] ?? cell.failStatic.state}
                 </span>
                 {cell.failStatic.until && cell.failStatic.state !== 'normal' && (
-                  <span class="until"> until {cell.failStatic.until}</span>
+                  <span class="until"> until {clock(cell.failStatic.until)}</span>
                 )}
               </td>
             </tr>
@@ -162,7 +170,7 @@ function FailStatic({ failStatic }: { failStatic: OverviewResponse['failStatic']
         <span class={`state state-${failStatic.mode}`}>{failStatic.mode}</span>
       </dd>
       <dt>Since</dt>
-      <dd>{failStatic.since ?? '—'}</dd>
+      <dd>{clock(failStatic.since)}</dd>
       {failStatic.why && (
         <>
           <dt>Why</dt>
@@ -172,7 +180,7 @@ function FailStatic({ failStatic }: { failStatic: OverviewResponse['failStatic']
       {failStatic.holdUntil && (
         <>
           <dt>Until</dt>
-          <dd>{failStatic.holdUntil} at the latest</dd>
+          <dd>{clock(failStatic.holdUntil)} at the latest</dd>
         </>
       )}
       {failStatic.heldNamespaces && (
@@ -184,11 +192,11 @@ function FailStatic({ failStatic }: { failStatic: OverviewResponse['failStatic']
       {failStatic.releasedAt && (
         <>
           <dt>Released</dt>
-          <dd>{failStatic.releasedAt}</dd>
+          <dd>{clock(failStatic.releasedAt)}</dd>
         </>
       )}
       <dt>Judged</dt>
-      <dd>{failStatic.evaluatedAt} (the sweeper's last run)</dd>
+      <dd>{clock(failStatic.evaluatedAt)} (the sweeper's last run)</dd>
     </dl>
   );
 }

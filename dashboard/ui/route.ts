@@ -3,12 +3,15 @@ import { useEffect, useState } from 'preact/hooks';
 /**
  * Where the page is, kept in the URL's fragment so that links, the back button and a bookmark
  * work: `#/` the overview, `#/ns/<namespace>?<filters>` a namespace's entries,
- * `#/ns/<namespace>/we/<name>` one entry.
+ * `#/ns/<namespace>/we/<name>` one entry, `#/ns/<namespace>/wg/<name>` one WorkloadGroup,
+ * `#/ns/<namespace>/wg/<name>/rollout` its rollout.
  */
 export type Route =
   | { page: 'overview' }
   | { page: 'entries'; namespace: string; params: URLSearchParams }
-  | { page: 'entry'; namespace: string; name: string };
+  | { page: 'entry'; namespace: string; name: string }
+  | { page: 'group'; namespace: string; name: string }
+  | { page: 'rollout'; namespace: string; name: string };
 
 export function parseRoute(hash: string): Route {
   const [path = '', query = ''] = hash.replace(/^#/, '').split('?');
@@ -16,6 +19,10 @@ export function parseRoute(hash: string): Route {
   if (parts[0] === 'ns' && parts[1]) {
     if (parts[2] === 'we' && parts[3])
       return { page: 'entry', namespace: parts[1], name: parts[3] };
+    if (parts[2] === 'wg' && parts[3]) {
+      const page = parts[4] === 'rollout' ? 'rollout' : 'group';
+      return { page, namespace: parts[1], name: parts[3] };
+    }
     return { page: 'entries', namespace: parts[1], params: new URLSearchParams(query) };
   }
   return { page: 'overview' };
@@ -31,6 +38,14 @@ export function entriesHref(
 
 export function entryHref(namespace: string, name: string): string {
   return `#/ns/${encodeURIComponent(namespace)}/we/${encodeURIComponent(name)}`;
+}
+
+export function groupHref(namespace: string, name: string): string {
+  return `#/ns/${encodeURIComponent(namespace)}/wg/${encodeURIComponent(name)}`;
+}
+
+export function rolloutHref(namespace: string, name: string): string {
+  return `${groupHref(namespace, name)}/rollout`;
 }
 
 export function useRoute(): Route {

@@ -23,10 +23,12 @@ export async function startRuntimeDashboard(options: {
       import('../../dashboard/server/refusals.ts'),
       import('../../dashboard/server/defaults.ts'),
     ]);
-  const [{ DynamoDbEntryPages }, { createDocumentClient }] = await Promise.all([
-    import('../../lib/store/dynamodb-entry-pages.ts'),
-    import('../../lib/store/dynamodb-client.ts'),
-  ]);
+  const [{ DynamoDbEntryPages }, { createDocumentClient }, { DynamoDbRollouts }] =
+    await Promise.all([
+      import('../../lib/store/dynamodb-entry-pages.ts'),
+      import('../../lib/store/dynamodb-client.ts'),
+      import('../../lib/store/dynamodb-rollout.ts'),
+    ]);
   const { region, endpoint, tableName } = options.store;
   const client = createDocumentClient({ region, endpoint });
   const pages = new DynamoDbEntryPages(client, tableName);
@@ -36,6 +38,7 @@ export async function startRuntimeDashboard(options: {
     disruption: deps.store,
     sweepRuns: deps.sweepRuns,
     firstEntries: (namespace, limit) => pages.firstEntries(namespace, limit),
+    groups: new DynamoDbRollouts(client, tableName),
     refusals:
       options.localJsonDir === undefined
         ? noRefusals('this runtime writes no local.json, and keeps no refusal counts beside it')

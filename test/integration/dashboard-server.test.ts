@@ -10,6 +10,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type {
   EntriesResponse,
   EntryResponse,
+  GroupResponse,
   OverviewResponse,
 } from '../../dashboard/api-types.ts';
 import type { DashboardSources } from '../../dashboard/server/dashboard-data.ts';
@@ -19,6 +20,7 @@ import { startDashboard } from '../../dashboard/server/start.ts';
 import { createDynamoDbClient, documentClientFor } from '../../lib/store/dynamodb-client.ts';
 import { DynamoDbEntryPages } from '../../lib/store/dynamodb-entry-pages.ts';
 import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import { DynamoDbRollouts } from '../../lib/store/dynamodb-rollout.ts';
 import { DynamoDbSweepRuns } from '../../lib/store/dynamodb-sweep-runs.ts';
 import { countRequests, type RequestCounter } from '../../lib/store/request-counter.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
@@ -65,6 +67,7 @@ function start(address: string): Promise<RunningDashboard> {
     firstEntries: (namespace, limit) =>
       new DynamoDbEntryPages(readsClient, registry.tableName).firstEntries(namespace, limit),
     refusals: noRefusals('a test table'),
+    groups: new DynamoDbRollouts(readsClient, registry.tableName),
     target: `table '${registry.tableName}'`,
     now: () => Date.now(),
   };
@@ -210,6 +213,26 @@ describe('what the dashboard answers', () => {
     expect(JSON.parse(missing.body).error).toBe(
       'workloadentries "web-9" not found in namespace "shop"',
     );
+  });
+
+  it('one group, with its template and its rollout; a missing one is a 404, a bad name a 400', async () => {
+    const group = await getJson<GroupResponse>('/api/group?namespace=shop&name=web');
+    expect(group).toMatchObject({
+      namespace: 'shop',
+      name: 'web',
+      generation: 1,
+      probe: '<none>',
+      rollout: { entries: 2, upToDate: 2, pending: 0, waiting: 0, state: 'complete' },
+    });
+    expect(group.yaml).toMatch(/^apiVersion: networking\.istio\.io\/v1\nkind: WorkloadGroup\n/);
+    const missing = await fetchRaw('/api/group?namespace=shop&name=api');
+    expect(missing.status).toBe(404);
+    expect(JSON.parse(missing.body).error).toBe(
+      'workloadgroups "api" not found in namespace "shop"',
+    );
+    const bad = await fetchRaw('/api/group?namespace=shop&name=Web_1');
+    expect(bad.status).toBe(400);
+    expect(JSON.parse(bad.body).error).toMatch(/^invalid name "Web_1": a group's name is/);
   });
 
   it('pushes a change to an open page when a VM registers, without being asked', async () => {

@@ -8,6 +8,7 @@ import {
   currentTree,
   type FleetProcess,
   killAll,
+  previousReleaseSkip,
   previousTree,
   startAgent,
   startMixedRuntime,
@@ -200,7 +201,7 @@ async function story(authorizeFrom: Tree, restFrom: Tree, sweepers: Tree[]) {
   }
 }
 
-describe.skipIf(testBackend() === 'dynamodb-local')(
+describe.skipIf(testBackend() === 'dynamodb-local' || previousReleaseSkip() !== undefined)(
   'a deploy half-way: two releases on one table',
   () => {
     it("the previous release's authorizer in front of this release's $connect, sweepers of both", async () => {

@@ -153,6 +153,7 @@ describe('the entries list', () => {
       network: '<none>',
       locality: 'us-east-1/us-east-1a',
       identity: '<none>',
+      agent: '<unknown>',
     });
   });
 

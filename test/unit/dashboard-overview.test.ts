@@ -125,7 +125,7 @@ describe('the overview', () => {
     });
     expect(overview.banner).toEqual({
       level: 'held',
-      title: 'Deletions held in every namespace until 2026-03-01T13:00:00.000Z at the latest',
+      title: 'Deletions held in every namespace until 2026-03-01T13:00:00Z at the latest',
       detail: expect.stringMatching(
         /^more than 55% of the entries of every namespace in every zone went away abnormally\. .*registrar sweep --force\.$/,
       ),
@@ -146,7 +146,7 @@ describe('the overview', () => {
     expect(overview.banner).toMatchObject({
       level: 'slowed',
       title: 'Deletions slowed in 1 cell',
-      detail: expect.stringContaining(`shop in ${ZONE_A} until 2026-03-01T13:00:00.000Z`),
+      detail: expect.stringContaining(`shop in ${ZONE_A} until 2026-03-01T13:00:00Z`),
     });
   });
 
@@ -315,5 +315,64 @@ describe('opening a namespace never read', () => {
     finish();
     expect((await filtered).partial).toBeUndefined();
     expect((await filtered).matched).toBe(4);
+  });
+});
+
+describe('a registry that stops answering, or is replaced', () => {
+  function dashboard() {
+    let down = false;
+    let at = T0;
+    let namespaces = ['shop'];
+    let change: () => void = () => {};
+    const data = new DashboardData(
+      {
+        catalog: {
+          listNamespaces: async () => {
+            if (down) throw new Error('connect ECONNREFUSED 127.0.0.1:41234');
+            return { namespaces, complete: true };
+          },
+          listEntries: async () => [entry('a', ZONE_A, 'connected')],
+          getEntry: async () => undefined,
+        },
+        disruption: { zoneCounts: async () => [], disruptionRecord: async () => undefined },
+        sweepRuns: { recent: async () => [] },
+        refusals: noRefusals('test'),
+        target: 'test',
+        now: () => at,
+        onTargetChange: (listener) => {
+          change = listener;
+        },
+      },
+      1_000,
+    );
+    return {
+      data,
+      stop: () => {
+        down = true;
+        // The next live update is due.
+        at += 2_000;
+      },
+      restartWith: (names: string[]) => {
+        down = false;
+        namespaces = names;
+        change();
+      },
+    };
+  }
+
+  it('serves no numbers read before a failed read as current: a page load reads again', async () => {
+    const registry = dashboard();
+    expect((await registry.data.overview()).fleet.entries).toBe(1);
+    registry.stop();
+    await expect(registry.data.overview(true)).rejects.toThrow('ECONNREFUSED');
+    // A page load asks for no refresh, but the last read failed: no cached answer.
+    await expect(registry.data.overview()).rejects.toThrow('ECONNREFUSED');
+  });
+
+  it("drops what it read from a replaced registry, and shows the new one's", async () => {
+    const registry = dashboard();
+    expect((await registry.data.overview()).cells.map((cell) => cell.namespace)).toEqual(['shop']);
+    registry.restartWith(['books']);
+    expect((await registry.data.overview()).cells.map((cell) => cell.namespace)).toEqual(['books']);
   });
 });

@@ -1,0 +1,186 @@
+/**
+ * `npm test`: the whole chain (type-check, lint, every test, then the DynamoDB Local suite),
+ * or, given file filters or a test name, vitest alone on those. `npm test -- --help` says how.
+ *
+ * Each step runs in a process group of its own, tied to this process (scripts/process-group.ts):
+ * Ctrl-C, a `kill` of npm or of this script, even `kill -9`, ends the step with everything it
+ * started (forks, local runtimes, agents, Chromium), and a step that exits leaves nothing of
+ * its group behind. A runtime a test leaked cannot outlive the run.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { watchParent } from '../infra/local/parent-watch.ts';
+import { guardProcessGroup, signalGroup } from './process-group.ts';
+import { prerequisites } from './test-prerequisites.ts';
+
+const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+export const HELP = `usage: npm test [-- [options] [file filters...] [-- vitest options...]]
+
+  npm test                        type-check, lint, every test, then the integration suite
+                                  again against DynamoDB Local (when Java is installed)
+  npm test -- sweep               only vitest, on the test files whose path contains 'sweep'
+  npm test -- test/unit/a.test.ts test/unit/b.test.ts
+  npm test -- -t 'late disconnect'   only the tests whose name matches, in every file
+  npm test -- sweep -- --reporter=verbose   after a second '--': passed to vitest as is
+
+options:
+  -t, --test-name <pattern>   only tests whose name matches (vitest -t)
+  -h, --help                  this text
+
+Prerequisites beyond 'npm ci': Chromium for the dashboard's browser tests, Java 17 for the
+DynamoDB Local run, the git history and the npm registry for the upgrade tests. Outside CI a
+missing one skips those tests with a line saying how to install it; with CI=true it fails.
+Ctrl-C stops every step and everything a test started.
+`;
+
+export interface TestPlan {
+  help: boolean;
+  /** vitest's arguments after `run`; undefined: the whole chain. */
+  vitestOnly: string[] | undefined;
+}
+
+export class UsageError extends Error {}
+
+/** Reads `npm test -- <args>`; throws UsageError naming an option it does not know. */
+export function planOf(args: readonly string[]): TestPlan {
+  const filters: string[] = [];
+  const passed: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    if (arg === '--') {
+      passed.push(...args.slice(i + 1));
+      break;
+    }
+    if (arg === '-h' || arg === '--help') return { help: true, vitestOnly: undefined };
+    if (arg === '-t' || arg === '--test-name') {
+      const pattern = args[i + 1];
+      if (pattern === undefined || pattern === '') {
+        throw new UsageError(`${arg} needs a pattern: npm test -- ${arg} 'part of a test name'`);
+      }
+      passed.push('-t', pattern);
+      i++;
+      continue;
+    }
+    if (arg.startsWith('--test-name=')) {
+      passed.push('-t', arg.slice('--test-name='.length));
+      continue;
+    }
+    if (arg.startsWith('-')) {
+      throw new UsageError(
+        `unknown option '${arg}'; see 'npm test -- --help' (vitest's own options go after a second '--')`,
+      );
+    }
+    filters.push(arg);
+  }
+  const vitest = [...filters, ...passed];
+  return { help: false, vitestOnly: vitest.length > 0 ? vitest : undefined };
+}
+
+interface Step {
+  title: string;
+  command: string;
+  args: string[];
+}
+
+const node = (script: string, ...args: string[]): Step['args'] => [script, ...args];
+
+function steps(plan: TestPlan): Step[] {
+  const vitest = { title: 'vitest', command: process.execPath };
+  if (plan.vitestOnly) {
+    return [{ ...vitest, args: node('node_modules/vitest/vitest.mjs', 'run', ...plan.vitestOnly) }];
+  }
+  return [
+    { title: 'type-check', command: 'npm', args: ['run', '--silent', 'typecheck'] },
+    { title: 'lint', command: 'npm', args: ['run', '--silent', 'lint'] },
+    { ...vitest, args: node('node_modules/vitest/vitest.mjs', 'run') },
+    {
+      title: 'DynamoDB Local suite',
+      command: process.execPath,
+      args: node('test/dynamodb-local-suite.ts'),
+    },
+  ];
+}
+
+let running: ChildProcess | undefined;
+let stopping: NodeJS.Signals | undefined;
+
+/** Runs one step in its own process group; resolves with its exit code. */
+function run(step: Step): Promise<number> {
+  const child = spawn(step.command, step.args, {
+    cwd: REPO,
+    stdio: 'inherit',
+    detached: true,
+  });
+  const guard = guardProcessGroup(child);
+  running = child;
+  return new Promise((resolve) => {
+    child.once('error', (error) => {
+      process.stderr.write(`npm test: cannot run ${step.title}: ${error.message}\n`);
+      guard.release();
+      resolve(1);
+    });
+    child.once('exit', (code, signal) => {
+      running = undefined;
+      // Whatever the step left in its group (a runtime a test leaked) goes now.
+      guard.release();
+      resolve(code ?? (signal === 'SIGINT' ? 130 : 1));
+    });
+  });
+}
+
+/**
+ * Ctrl-C (or a `kill` of npm or of this script): the running step gets SIGINT, as a terminal
+ * sends it, so vitest stops its workers and its fixtures close what they started; what still
+ * runs after the grace period is killed with the group.
+ */
+function stop(signal: NodeJS.Signals): void {
+  if (stopping) return;
+  stopping = signal;
+  const child = running;
+  if (!child) process.exit(signal === 'SIGINT' ? 130 : 143);
+  signalGroup(child, 'SIGINT');
+  const timer = setTimeout(() => signalGroup(child, 'SIGKILL'), 10_000);
+  timer.unref();
+}
+
+async function main(args: readonly string[]): Promise<number> {
+  let plan: TestPlan;
+  try {
+    plan = planOf(args);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`npm test: ${error.message}\n`);
+    return 2;
+  }
+  if (plan.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGHUP', () => stop('SIGHUP'));
+  // `kill -9` of npm leaves this script running under PID 1: it follows npm instead.
+  watchParent(() => stop('SIGTERM'), 250);
+  const missing = prerequisites(REPO).filter((p) => p.missing !== undefined);
+  for (const p of missing) {
+    process.stderr.write(
+      `npm test: ${p.name}: ${p.missing}; ${process.env.CI === 'true' ? 'CI=true requires it' : p.without}\n`,
+    );
+  }
+  for (const step of steps(plan)) {
+    if (stopping) break;
+    const code = await run(step);
+    if (stopping) return stopping === 'SIGINT' ? 130 : 143;
+    if (code !== 0) {
+      process.stderr.write(`npm test: ${step.title} failed (exit ${code})\n`);
+      return code;
+    }
+  }
+  return stopping ? 130 : 0;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  process.exitCode = await main(process.argv.slice(2));
+}
