@@ -15,7 +15,8 @@ export function stageAgentTree(
   paths: readonly PackagedPath[],
   epochSeconds: number,
 ): void {
-  // mkdtemp makes 0700: the tree's root becomes the archive's `./`.
+  // The tree's root becomes the archive's `./` (mkdtemp would make it 0700).
+  mkdirSync(stage, { recursive: true });
   chmodSync(stage, 0o755);
   for (const path of paths) {
     const target = join(stage, path.target);
