@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { projectVersion } from '../../packaging/agent-package.ts';
 import { buildNpmPackage } from '../../packaging/npm-package.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';
 import { killChild } from '../fixtures/agent-unit.ts';
@@ -14,7 +15,7 @@ import { type RuntimeProcess, startRuntimeProcess } from '../fixtures/local-runt
  * checkout against `npm start`'s runtime, which it finds through REGISTRAR_DATA_DIR.
  */
 const REPO = join(import.meta.dirname, '..', '..');
-const VERSION = '0.2.0-dev';
+const VERSION = projectVersion(REPO);
 // The machine's own Node.js, when it is older than 22 (Debian's or NodeSource's 18/20).
 const OLD_NODE = '/usr/bin/node';
 const oldNodeMajor = existsSync(OLD_NODE)
@@ -142,6 +143,22 @@ describe('the npm package, installed globally into an empty prefix', () => {
       20_000,
     );
     expect(listed).toMatch(/^web-10\.0\.0\.9 /m);
+  });
+
+  it('loads what the CLI requires on first use from inside the bundle: yaml, the go-template engine', () => {
+    const yaml = registrar(['get', 'wg', 'web', '-n', 'shop', '-o', 'yaml']);
+    expect(yaml.stderr).toBe('');
+    expect(yaml.stdout).toMatch(/^kind: WorkloadGroup$/m);
+    const template = registrar([
+      'get',
+      'wg',
+      '-n',
+      'shop',
+      '-o',
+      'go-template={{range .items}}{{.metadata.name}}{{end}}',
+    ]);
+    expect(template.stderr).toBe('');
+    expect(template.stdout).toBe('web');
   });
 
   it.skipIf(oldNodeMajor === undefined || oldNodeMajor >= 22)(
