@@ -161,6 +161,34 @@ describe('the npm package, installed globally into an empty prefix', () => {
     expect(template.stdout).toBe('web');
   });
 
+  it('serves the dashboard from the built page it carries (no sources, no esbuild)', async () => {
+    const dashboard = spawn(bin('registrar'), ['dashboard', '--no-browser', '--port', '0'], {
+      cwd: elsewhere,
+      env: { PATH: process.env.PATH, HOME: elsewhere, REGISTRAR_DATA_DIR: join(work, 'data') },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    try {
+      let output = '';
+      dashboard.stdout?.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+      });
+      dashboard.stderr?.on('data', (chunk: Buffer) => {
+        output += chunk.toString();
+      });
+      const url = await waitFor(
+        () => /registrar dashboard: (\S+)/.exec(output)?.[1],
+        'the dashboard to print its URL',
+        20_000,
+      );
+      const page = await fetch(url);
+      expect(page.status).toBe(200);
+      expect(await page.text()).toContain('/assets/main.js');
+      expect((await fetch(new URL('/assets/main.js', url))).status).toBe(200);
+    } finally {
+      await killChild(dashboard);
+    }
+  });
+
   it.skipIf(oldNodeMajor === undefined || oldNodeMajor >= 22)(
     'on an older Node.js, says which Node.js it needs and which one runs it',
     () => {
