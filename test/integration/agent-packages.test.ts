@@ -1,6 +1,6 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -126,6 +126,51 @@ describe.runIf(tools || process.env.CI === 'true')('the agent packages', () => {
       ),
     ).toBe(true);
     expect(listing.some((l) => l.endsWith(` ${RPM_NODE_DROP_IN}`))).toBe(true);
+  });
+
+  it('the .rpm installs into a scratch root, keeps an edited config on upgrade, and leaves only it (.rpmsave) on erase', () => {
+    // rpm's own database in the root; no scriptlets (they run chrooted, and the root has no
+    // shell): what is checked is what rpm does with the files, from the package's metadata.
+    const root = join(work, 'rpm-root');
+    const rpmIn = (...args: string[]) => run('rpm', ['--root', root, ...args]);
+    rpmIn('--initdb');
+    rpmIn('-i', '--nodeps', '--noscripts', rpm);
+    const config = join(root, 'etc/registrar-agent/agent.yaml');
+    writeFileSync(config, 'url: wss://edited.example/v1\n');
+    const newer = buildRpm({ ...build, version: '1.2.3-dev.1', outDir: join(work, 'newer') });
+    rpmIn('-U', '--nodeps', '--noscripts', newer);
+    expect(rpmIn('-q', 'registrar-agent')).toBe('registrar-agent-1.2.3~dev.1-1.noarch\n');
+    expect(readFileSync(config, 'utf8')).toBe('url: wss://edited.example/v1\n');
+    rpmIn('-e', '--nodeps', '--noscripts', 'registrar-agent');
+    const left = run('find', [
+      root,
+      '-path',
+      join(root, 'root'),
+      '-prune',
+      '-o',
+      '-type',
+      'f',
+      '-print',
+    ])
+      .trim()
+      .split('\n');
+    expect(left).toEqual([`${config}.rpmsave`]);
+    for (const gone of [
+      'opt/registrar-agent',
+      'usr/lib/systemd/system/registrar-agent.service.d',
+    ]) {
+      expect(existsSync(join(root, gone)), gone).toBe(false);
+    }
+  });
+
+  it('every scriptlet of both packages is valid sh', () => {
+    const scripts = [
+      ...['postinst', 'prerm', 'postrm'].map((name) => join(REPO, 'packaging/deb', name)),
+      ...['pre', 'post', 'preun', 'postun'].map((name) =>
+        join(REPO, 'packaging/rpm', `${name}.sh`),
+      ),
+    ];
+    for (const script of scripts) expect(spawnSync('sh', ['-n', script]).status, script).toBe(0);
   });
 
   it('rebuilt from the same sources at the same SOURCE_DATE_EPOCH, both are the same bytes', () => {
