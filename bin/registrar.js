@@ -1,9 +1,14 @@
 #!/usr/bin/env node
-// The operator CLI. Node strips the TypeScript types itself, so there is no build step.
-// The Node.js version is checked first, before any TypeScript loads.
+// The operator CLI. Node strips the TypeScript types itself, so a checkout has no build step.
+// The Node.js version is checked first, before any TypeScript loads. The npm package runs this
+// file bundled (packaging/cli-bundle.ts: <package>/cli/registrar.mjs), already JavaScript, which
+// needs only Node 22.
 import { exitUnlessSupportedNode } from '../scripts/node-version.js';
 
-exitUnlessSupportedNode({ program: 'registrar' });
+exitUnlessSupportedNode({
+  program: 'registrar',
+  bundled: !import.meta.url.endsWith('/bin/registrar.js'),
+});
 
 // The CLI runs functions' code in-process (ec2-event): their EMF metric lines are for
 // CloudWatch, not for the operator's terminal. Read by Powertools when it loads.

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, extname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -107,8 +108,10 @@ async function readDist(): Promise<{ stamp: string; files: Map<string, Buffer> }
  * dist/ for the next start when the checkout is writable). `notice` says what happened.
  */
 export async function loadAssets(notice: (text: string) => void = () => {}): Promise<Assets> {
-  const stamp = await sourceStamp();
   const dist = await readDist();
+  // The npm package (packaging/npm-package.ts) carries the built page and not its sources.
+  if (dist && !existsSync(UI_DIR)) return served(dist.files);
+  const stamp = await sourceStamp();
   if (dist?.stamp === stamp) return served(dist.files);
   let built: Map<string, Buffer>;
   try {

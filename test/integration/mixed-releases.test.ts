@@ -105,11 +105,16 @@ async function story(authorizeFrom: Tree, restFrom: Tree, sweepers: Tree[]) {
       'every agent of both releases registered',
       60_000,
     );
-    // Whose `$connect` ran shows: this release records each agent's version, the previous none.
+    // Whose `$connect` ran shows: from 0.2.0 on, agents send their version and `$connect`
+    // records it (an agent that sent none is shown as 0.1.x); 0.1.0 did neither.
+    const before020 = (tree: Vm['tree']) => tree.version.startsWith('0.1.');
     const wide = await registrar(['get', 'we', '-n', 'shop', '-o', 'wide']);
     for (const vm of vms) {
-      const shown =
-        restFrom === current ? (vm.tree === current ? current.version : '0.1.x') : '<unknown>';
+      const shown = before020(restFrom)
+        ? '<unknown>'
+        : before020(vm.tree)
+          ? '0.1.x'
+          : vm.tree.version;
       const row = wide.split('\n').find((line) => line.startsWith(`${name(vm)} `)) ?? '';
       expect(row.trim().split(/\s+/).at(-1), vm.name).toBe(shown);
     }

@@ -263,7 +263,8 @@ describe.skipIf(testBackend() === 'dynamodb-local' || previousReleaseSkip() !== 
         batch: await old(['token', 'create', '-n', 'batch']),
       };
       await old(['token', 'create', '-n', 'shop', '--ttl', '1h']);
-      const listed = JSON.parse(await old(['token', 'list', '-o', 'json'])) as {
+      // -n: from 0.2.0 on a list without it shows the `default` namespace only, as kubectl's.
+      const listed = JSON.parse(await old(['token', 'list', '-n', 'shop', '-o', 'json'])) as {
         items: { id: string; expiresAt?: string }[];
       };
       const shortLived = listed.items.find(

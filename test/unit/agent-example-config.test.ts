@@ -33,8 +33,13 @@ function load(text: string) {
 }
 
 describe('packaging/agent.example.yaml', () => {
-  it('loads as shipped', () => {
-    expect(load(example)).toMatchObject({ group: 'web', namespace: 'shop' });
+  it('refuses to start as shipped, naming url: an unconfigured package connects nowhere', () => {
+    expect(() => load(example)).toThrow(/url: is required/);
+  });
+
+  it('loads once url is set', () => {
+    const configured = example.replace(/^# url: (\S+).*$/m, 'url: $1');
+    expect(load(configured)).toMatchObject({ group: 'web', namespace: 'shop' });
   });
 
   it('loads with every commented key uncommented, IAM mode included', () => {
