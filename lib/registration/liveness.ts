@@ -1,3 +1,4 @@
+import type { ConnectionActivity } from '../domain/heartbeat.ts';
 import type { EpochMillis } from '../domain/model.ts';
 import type { Holder } from '../store/registry-store.ts';
 
@@ -6,7 +7,12 @@ export interface UnknownAnswer {
   unknown: string;
 }
 
-export type LivenessAnswer = 'alive' | 'gone' | 'unknown' | UnknownAnswer;
+/** Open, and what API Gateway says of its activity (`lastActiveAt`), for the silence check. */
+export interface ActiveAnswer {
+  alive: ConnectionActivity;
+}
+
+export type LivenessAnswer = 'alive' | 'gone' | 'unknown' | UnknownAnswer | ActiveAnswer;
 
 /**
  * Whether a connection still exists, as API Gateway knows it (`GET @connections/{id}`).
@@ -24,6 +30,8 @@ export interface HolderAnswers {
   gone: string[];
   /** Connections it could not answer for, with the cause. */
   unknown: { connectionId: string; reason: string }[];
+  /** Open connections whose activity API Gateway told, for the silence check. */
+  active: { connectionId: string; since: EpochMillis | undefined; activity: ConnectionActivity }[];
 }
 
 /**
@@ -39,11 +47,13 @@ export async function checkHolders(
 ): Promise<HolderAnswers> {
   const settled = holders.filter((h) => h.since === undefined || now - h.since >= settleMs);
   const answers = await Promise.all(settled.map((h) => liveness.check(h.connectionId)));
-  const result: HolderAnswers = { gone: [], unknown: [] };
-  settled.forEach(({ connectionId }, i) => {
+  const result: HolderAnswers = { gone: [], unknown: [], active: [] };
+  settled.forEach(({ connectionId, since }, i) => {
     const answer = answers[i];
     if (answer === 'gone') result.gone.push(connectionId);
     else if (answer === 'unknown') result.unknown.push({ connectionId, reason: 'unknown' });
+    else if (typeof answer === 'object' && 'alive' in answer)
+      result.active.push({ connectionId, since, activity: answer.alive });
     else if (typeof answer === 'object')
       result.unknown.push({ connectionId, reason: answer.unknown });
   });
