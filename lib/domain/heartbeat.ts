@@ -53,7 +53,9 @@ export const FIRST_HEARTBEAT_AGENT = '0.2.0-dev';
 /** The group's heartbeat, or the default when it sets none (apply refuses a bad one). */
 export function heartbeatOf(group: Pick<WorkloadGroup, 'metadata'> | undefined): Heartbeat {
   const parsed = parseHeartbeat(group?.metadata.annotations ?? {});
-  return 'problem' in parsed ? { ...DEFAULT_HEARTBEAT } : (parsed.heartbeat ?? { ...DEFAULT_HEARTBEAT });
+  return 'problem' in parsed
+    ? { ...DEFAULT_HEARTBEAT }
+    : (parsed.heartbeat ?? { ...DEFAULT_HEARTBEAT });
 }
 
 /**
@@ -126,7 +128,8 @@ export function holderHeartbeat(
   if (!group) return { ...DEFAULT_HEARTBEAT };
   const version = holder.agentVersion ? parseReleaseVersion(holder.agentVersion) : undefined;
   const first = parseReleaseVersion(FIRST_HEARTBEAT_AGENT);
-  const heeds = version !== undefined && first !== undefined && compareVersions(version, first) >= 0;
+  const heeds =
+    version !== undefined && first !== undefined && compareVersions(version, first) >= 0;
   const learned = holder.since !== undefined && holder.since >= group.since;
   return heeds && learned ? group.heartbeat : { ...DEFAULT_HEARTBEAT };
 }

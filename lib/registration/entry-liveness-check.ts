@@ -1,6 +1,6 @@
+import { formatDuration } from '../domain/duration.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import { formatHeartbeat, holderHeartbeat, isSilent, silenceOf } from '../domain/heartbeat.ts';
-import { formatDuration } from '../domain/duration.ts';
 import type { EpochMillis } from '../domain/model.ts';
 import type { Holder } from '../store/registry-store.ts';
 import { type GroupHeartbeat, groupKeyOf } from './heartbeat-groups.ts';
@@ -46,7 +46,12 @@ export async function checkEntryLiveness(
     ? groups.get(groupKeyOf(record.entry.metadata.namespace, record.autoRegistrationGroup))
     : undefined;
   const silent = answers.active.filter(({ activity, since }) =>
-    isSilent(activity, since, now, holderHeartbeat(group, { since, agentVersion: record.agentVersion })),
+    isSilent(
+      activity,
+      since,
+      now,
+      holderHeartbeat(group, { since, agentVersion: record.agentVersion }),
+    ),
   );
   const gone = answers.gone;
   if (gone.length === 0 && silent.length === 0) return;
@@ -62,7 +67,10 @@ export async function checkEntryLiveness(
   }
   if (silent.length === 0) return;
   const first = silent[0];
-  const heartbeat = holderHeartbeat(group, { since: first?.since, agentVersion: record.agentVersion });
+  const heartbeat = holderHeartbeat(group, {
+    since: first?.since,
+    agentVersion: record.agentVersion,
+  });
   const why = `sent nothing for ${formatDuration(first ? silenceOf(first.activity, now) : 0)}, past its heartbeat ${formatHeartbeat(heartbeat)}`;
   const ids = silent.map((s) => s.connectionId);
   const outcome = await store.dropHolders(record.entry.metadata, ids, now, { why });

@@ -2,8 +2,8 @@ import type { EpochMillis } from '../domain/model.ts';
 import { type LivenessPolicy, livenessDueAt, livenessWindows } from '../domain/sweep-policy.ts';
 import { checkEntryLiveness } from './entry-liveness-check.ts';
 import { type GroupHeartbeat, groupKeyOf, loadHeartbeatGroups } from './heartbeat-groups.ts';
-import { checkHeartbeatGroups } from './sweep-heartbeat.ts';
 import type { SweepOptions, SweepStore } from './sweep.ts';
+import { checkHeartbeatGroups } from './sweep-heartbeat.ts';
 import { recordFailure, type SweepResult } from './sweep-result.ts';
 
 /**
@@ -84,7 +84,11 @@ async function checkWindows(
     const dueAt = livenessDueAt(windows, record.connection?.connectedAt ?? Number.NaN) ?? position;
     position = dueAt;
     // The heartbeat lane checks it, more often than this one would.
-    if (record.autoRegistrationGroup && groups.has(groupKeyOf(record.entry.metadata.namespace, record.autoRegistrationGroup))) continue;
+    if (
+      record.autoRegistrationGroup &&
+      groups.has(groupKeyOf(record.entry.metadata.namespace, record.autoRegistrationGroup))
+    )
+      continue;
     if (lanes.size >= concurrency) await Promise.race(lanes);
     if (outOfTime()) {
       result.stoppedEarly = true;

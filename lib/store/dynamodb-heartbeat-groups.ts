@@ -35,7 +35,10 @@ export class DynamoDbHeartbeatGroups implements HeartbeatStore {
     if (!item || typeof item.groups !== 'string' || typeof item.listedAt !== 'number') {
       return undefined;
     }
-    return { listedAt: item.listedAt, groups: JSON.parse(item.groups) as HeartbeatGroups['groups'] };
+    return {
+      listedAt: item.listedAt,
+      groups: JSON.parse(item.groups) as HeartbeatGroups['groups'],
+    };
   }
 
   /** One JSON string: group names as keys stay out of DynamoDB's attribute-name rules. */
@@ -43,7 +46,11 @@ export class DynamoDbHeartbeatGroups implements HeartbeatStore {
     await this.#table.client.send(
       new PutCommand({
         TableName: this.#table.name,
-        Item: { ...HEARTBEAT_GROUPS_KEY, listedAt: state.listedAt, groups: JSON.stringify(state.groups) },
+        Item: {
+          ...HEARTBEAT_GROUPS_KEY,
+          listedAt: state.listedAt,
+          groups: JSON.stringify(state.groups),
+        },
       }),
     );
   }

@@ -17,9 +17,9 @@ import {
   type HistoryLost,
 } from './dynamodb-entry-history.ts';
 import { DynamoDbEntryLifecycle } from './dynamodb-entry-lifecycle.ts';
+import { DynamoDbHeartbeatGroups } from './dynamodb-heartbeat-groups.ts';
 import { DynamoDbInstanceIndex } from './dynamodb-instance-index.ts';
 import { DynamoDbSweepIndex } from './dynamodb-sweep-index.ts';
-import { DynamoDbHeartbeatGroups } from './dynamodb-heartbeat-groups.ts';
 import { DynamoDbSweeperState } from './dynamodb-sweeper-state.ts';
 import { RegistryTable } from './dynamodb-table.ts';
 import type {
@@ -40,9 +40,9 @@ import type {
   DeparturesInGrace,
   DisruptionStore,
   EntryDeletion,
-  HeartbeatGroups,
   HealthOutcome,
   HealthReport,
+  HeartbeatGroups,
   HolderRef,
   InstanceStore,
   LeaveChange,

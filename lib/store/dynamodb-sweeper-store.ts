@@ -10,8 +10,8 @@ import { DynamoDbConnectionRecords } from './dynamodb-connection-records.ts';
 import { DynamoDbDepartureQueues } from './dynamodb-departure-queues.ts';
 import { DynamoDbEntryHistory, type HistoryLost } from './dynamodb-entry-history.ts';
 import { DynamoDbEntryLifecycle } from './dynamodb-entry-lifecycle.ts';
-import { DynamoDbSweepIndex } from './dynamodb-sweep-index.ts';
 import { DynamoDbHeartbeatGroups } from './dynamodb-heartbeat-groups.ts';
+import { DynamoDbSweepIndex } from './dynamodb-sweep-index.ts';
 import { DynamoDbSweeperState } from './dynamodb-sweeper-state.ts';
 import { RegistryTable } from './dynamodb-table.ts';
 import type {
