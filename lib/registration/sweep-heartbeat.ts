@@ -41,11 +41,14 @@ export async function checkHeartbeatGroups(
   const sleep = options.sleep ?? ((ms: number) => new Promise((r) => setTimeout(r, ms)));
   const period = passPeriodMs(shortest, sweepIntervalMs);
   const repeat = options.repeatHeartbeatPasses === true && !result.dryRun;
+  const started = elapsed();
   for (let pass = 1; ; pass++) {
-    await onePass(store, options, result, groups, options.now + elapsed());
+    // Whole milliseconds: times are written to entries (disconnectedAt) and compared exactly.
+    const now = options.now + Math.round(elapsed() - started);
+    await onePass(store, options, result, groups, now);
     const next = pass * period;
     if (!repeat || next >= sweepIntervalMs) return;
-    const wait = next - elapsed();
+    const wait = next - (elapsed() - started);
     if (wait > 0) await sleep(wait);
     if (outOfTime()) return;
   }
