@@ -37,6 +37,7 @@ export async function checkEntryLiveness(
     holdersOf(record),
     now,
     options.connectSettleMs ?? 0,
+    true,
   );
   if (answers.unknown.length > 0) {
     result.livenessUnknown += answers.unknown.length;
@@ -71,7 +72,9 @@ export async function checkEntryLiveness(
     since: first?.since,
     agentVersion: record.agentVersion,
   });
-  const why = `sent nothing for ${formatDuration(first ? silenceOf(first.activity, now) : 0)}, past its heartbeat ${formatHeartbeat(heartbeat)}`;
+  // Whole seconds: API Gateway's own times are no finer than that (its Date header).
+  const silence = Math.round((first ? silenceOf(first.activity, now) : 0) / 1000) * 1000;
+  const why = `sent nothing for ${formatDuration(silence)}, past its heartbeat ${formatHeartbeat(heartbeat)}`;
   const ids = silent.map((s) => s.connectionId);
   const outcome = await store.dropHolders(record.entry.metadata, ids, now, { why });
   if (outcome === 'unchanged') return;

@@ -15,8 +15,8 @@ export function groupKeyOf(namespace: string, name: string): string {
 
 /**
  * The groups that set a heartbeat, from the sweeper's record; listed again (the namespace
- * index and a Query per namespace) once the record is a liveness interval old, so a run reads
- * one item, not every namespace. A setting first seen now, or changed, applies from now on:
+ * index and a Query per namespace) once the record is `relistAfterMs` old (the sweeper: one
+ * sweep interval, so a run lists them once however often it is invoked). A setting first seen now, or changed, applies from now on:
  * `since` is when this run saw it, later than any `describe` that could not yet name it. A
  * group that dropped its setting is forgotten. Without a store (an older store, a test's
  * fake), none: every holder keeps the default.
@@ -39,8 +39,11 @@ export async function loadHeartbeatGroups(
         before?.intervalMs === heartbeat.intervalMs && before.misses === heartbeat.misses;
       groups[key] = { ...heartbeat, since: same && before ? before.since : now };
     }
+    // Written only when a setting came, changed or went: a run that finds the same groups
+    // writes nothing (the sweeper lists them every run anyway).
+    const changed = JSON.stringify(groups) !== JSON.stringify(state?.groups ?? {});
     state = { listedAt: now, groups };
-    if (!dryRun) await store.saveHeartbeatGroups?.(state);
+    if (changed && !dryRun) await store.saveHeartbeatGroups?.(state);
   }
   return new Map(
     Object.entries(state.groups).map(([key, { intervalMs, misses, since }]) => [

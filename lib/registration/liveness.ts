@@ -36,22 +36,30 @@ export interface HolderAnswers {
 
 /**
  * The holders API Gateway says are gone, checked side by side. A holder younger than
- * `settleMs` is not asked: API Gateway answers 410 for a connection whose `$connect` is still
- * running too, and dropping it would leave a connection that is about to open holding nothing.
+ * `settleMs` is never dropped as gone: API Gateway answers 410 for a connection whose
+ * `$connect` is still running too, and dropping it would leave a connection that is about to
+ * open holding nothing. With `askUnsettled` (the sweeper's silence check) such a holder is
+ * still asked, for its activity only: an open connection's answer is true at any age, so a
+ * VM that hangs right after connecting is found within its heartbeat's bound, not after the
+ * settle time.
  */
 export async function checkHolders(
   liveness: ConnectionLiveness,
   holders: readonly Holder[],
   now: EpochMillis,
   settleMs: number,
+  askUnsettled = false,
 ): Promise<HolderAnswers> {
-  const settled = holders.filter((h) => h.since === undefined || now - h.since >= settleMs);
-  const answers = await Promise.all(settled.map((h) => liveness.check(h.connectionId)));
+  const settled = (h: Holder) => h.since === undefined || now - h.since >= settleMs;
+  const asked = askUnsettled ? holders : holders.filter(settled);
+  const answers = await Promise.all(asked.map((h) => liveness.check(h.connectionId)));
   const result: HolderAnswers = { gone: [], unknown: [], active: [] };
-  settled.forEach(({ connectionId, since }, i) => {
+  asked.forEach((holder, i) => {
+    const { connectionId, since } = holder;
     const answer = answers[i];
-    if (answer === 'gone') result.gone.push(connectionId);
-    else if (answer === 'unknown') result.unknown.push({ connectionId, reason: 'unknown' });
+    if (answer === 'gone') {
+      if (settled(holder)) result.gone.push(connectionId);
+    } else if (answer === 'unknown') result.unknown.push({ connectionId, reason: 'unknown' });
     else if (typeof answer === 'object' && 'alive' in answer)
       result.active.push({ connectionId, since, activity: answer.alive });
     else if (typeof answer === 'object')

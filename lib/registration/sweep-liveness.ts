@@ -28,18 +28,16 @@ export async function checkLiveness(
 ): Promise<void> {
   const { liveness, policy, now } = options;
   if (!liveness || policy.livenessIntervalMs === undefined || !policy.sweepIntervalMs) return;
-  // The groups that set a heartbeat: their entries are checked by the heartbeat lane, as often
-  // as their bound needs; this lane checks every other entry once per interval. A failed read
-  // leaves every holder on the default, as before heartbeats existed.
-  const groups = await loadHeartbeatGroups(
-    store,
-    now,
-    policy.livenessIntervalMs,
-    result.dryRun,
-  ).catch((error: unknown) => {
-    recordFailure(result, error);
-    return new Map<string, GroupHeartbeat>();
-  });
+  // The groups that set a heartbeat (listed again each run, so a setting applies within a
+  // sweep interval): their entries are checked by the heartbeat lane, as often as their bound
+  // needs; this lane checks every other entry once per interval. A failed read leaves every
+  // holder on the default, as before heartbeats existed.
+  const groups = await loadHeartbeatGroups(store, now, policy.sweepIntervalMs, result.dryRun).catch(
+    (error: unknown) => {
+      recordFailure(result, error);
+      return new Map<string, GroupHeartbeat>();
+    },
+  );
   await Promise.all([
     checkWindows(store, options, result, groups),
     checkHeartbeatGroups(store, options, result, groups),
