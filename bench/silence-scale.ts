@@ -65,7 +65,11 @@ export async function measureSilenceAtScale(
     await inBatches(vms, 64, async (i) => {
       const ip = benchIp(i);
       const connectedAt = seen + 1_000 + (i % 1_000);
-      const built = buildRegistration(group, { group: 'bench', namespace: 'bench', ips: [ip], labels: {} }, connectedAt);
+      const built = buildRegistration(
+        group,
+        { group: 'bench', namespace: 'bench', ips: [ip], labels: {} },
+        connectedAt,
+      );
       await store.connect({
         ...built,
         origin: entryOrigin('bench', ip),
@@ -80,7 +84,10 @@ export async function measureSilenceAtScale(
       });
     });
     const silent = Math.round(vms * silentShare);
-    const silentIds = Array.from({ length: silent }, (_, k) => `c${Math.floor((k * vms) / silent)}`);
+    const silentIds = Array.from(
+      { length: silent },
+      (_, k) => `c${Math.floor((k * vms) / silent)}`,
+    );
     await standIn.markSilent(silentIds, Date.now() - silenceBoundMs(heartbeat) - 5_000);
     const callsBefore = await standIn.calls();
     const began = Date.now();
