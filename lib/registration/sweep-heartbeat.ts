@@ -64,7 +64,11 @@ async function onePass(
   const outOfTime = options.outOfTime ?? (() => false);
   const concurrency = options.livenessConcurrency ?? HEARTBEAT_CONCURRENCY;
   const lanes = new Set<Promise<void>>();
-  for (const key of groups.keys()) {
+  // Each pass starts at another group: a pass that runs out of time does not leave the same
+  // groups unchecked run after run.
+  const keys = [...groups.keys()];
+  const first = Math.floor(now / MIN_PASS_MS) % Math.max(1, keys.length);
+  for (const key of [...keys.slice(first), ...keys.slice(0, first)]) {
     const slash = key.indexOf('/');
     const group: ObjectRef = { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
     try {

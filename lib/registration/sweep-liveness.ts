@@ -1,7 +1,7 @@
 import type { EpochMillis } from '../domain/model.ts';
 import { type LivenessPolicy, livenessDueAt, livenessWindows } from '../domain/sweep-policy.ts';
 import { checkEntryLiveness } from './entry-liveness-check.ts';
-import { type GroupHeartbeat, groupKeyOf, loadHeartbeatGroups } from './heartbeat-groups.ts';
+import { type GroupHeartbeat, loadHeartbeatGroups } from './heartbeat-groups.ts';
 import type { SweepOptions, SweepStore } from './sweep.ts';
 import { checkHeartbeatGroups } from './sweep-heartbeat.ts';
 import { recordFailure, type SweepResult } from './sweep-result.ts';
@@ -18,8 +18,8 @@ export const LIVENESS_CONCURRENCY = 32;
  * check (each once per interval) and drops those API Gateway says are gone, so a VM whose
  * `$disconnect` was lost is marked disconnected within the interval, and deleted after the
  * grace period. It runs beside the deletion lane for the whole run, with its own lanes, so
- * no backlog of deletions takes its time. Entries of groups that set a heartbeat are the
- * heartbeat lane's (sweep-heartbeat.ts), checked as often as their bound needs.
+ * no backlog of deletions takes its time. Entries of groups that set a heartbeat are also
+ * checked by the heartbeat lane (sweep-heartbeat.ts), as often as their bound needs.
  */
 export async function checkLiveness(
   store: SweepStore,
@@ -29,9 +29,10 @@ export async function checkLiveness(
   const { liveness, policy, now } = options;
   if (!liveness || policy.livenessIntervalMs === undefined || !policy.sweepIntervalMs) return;
   // The groups that set a heartbeat (listed again each run, so a setting applies within a
-  // sweep interval): their entries are checked by the heartbeat lane, as often as their bound
-  // needs; this lane checks every other entry once per interval. A failed read leaves every
-  // holder on the default, as before heartbeats existed.
+  // sweep interval): the heartbeat lane checks their entries as often as their bound needs;
+  // this lane still checks every connected entry once per interval, theirs too, so an entry a
+  // pass did not reach (a group larger than a pass can check) is never left unchecked. A
+  // failed read leaves every holder on the default, as before heartbeats existed.
   const groups = await loadHeartbeatGroups(store, now, policy.sweepIntervalMs, result.dryRun).catch(
     (error: unknown) => {
       recordFailure(result, error);
@@ -81,12 +82,6 @@ async function checkWindows(
   for await (const record of connected) {
     const dueAt = livenessDueAt(windows, record.connection?.connectedAt ?? Number.NaN) ?? position;
     position = dueAt;
-    // The heartbeat lane checks it, more often than this one would.
-    if (
-      record.autoRegistrationGroup &&
-      groups.has(groupKeyOf(record.entry.metadata.namespace, record.autoRegistrationGroup))
-    )
-      continue;
     if (lanes.size >= concurrency) await Promise.race(lanes);
     if (outOfTime()) {
       result.stoppedEarly = true;
