@@ -20,6 +20,7 @@ import {
 import { HealthReporter } from './health-reporter.ts';
 import type { Logger } from './logger.ts';
 import { MaintenanceNotices } from './maintenance-notices.ts';
+import { pingIntervalMs } from './ping-interval.ts';
 import { ProbeWatcher } from './probe-watcher.ts';
 import type { ProbeCheck } from './probes/probe-result.ts';
 import type { ProbeSettings } from './probes/probe-runner.ts';
@@ -92,6 +93,8 @@ export class Supervisor {
   #retryTimer: Timer | undefined;
   #rotateTimer: Timer | undefined;
   #pingTimer: Timer | undefined;
+  /** The ping interval the registrar named (its group's heartbeat); undefined: configured. */
+  #pingMs: number | undefined;
   #failures = 0;
   #refusals = 0;
   #linkSeq = 0;
@@ -318,6 +321,7 @@ export class Supervisor {
         this.#emit({ type: 'registered', name, linkId: current.id });
         this.#maintenance.apply(reply.maintenance, current.id);
         this.#probe.apply((reply.probe as Probe | null | undefined) ?? null);
+        this.#applyHeartbeat(reply.heartbeat, current);
         return;
       } catch (error) {
         if (error instanceof RequestError && error.kind === 'closed') return;
@@ -471,9 +475,23 @@ export class Supervisor {
     this.#rotateTimer = this.#o.clock.setTimer(delay, () => this.#attempt('rotate'));
   }
 
+  /**
+   * Pings at the interval the registrar names: it closes a connection silent for that interval
+   * times its group's miss count. A changed interval takes effect now, not after one more
+   * ping at the old pace.
+   */
+  #applyHeartbeat(heartbeat: unknown, current: Current): void {
+    const ms = pingIntervalMs(heartbeat, this.#o.timing.pingIntervalMs);
+    if (ms === (this.#pingMs ?? this.#o.timing.pingIntervalMs)) return;
+    this.#pingMs = ms;
+    this.#o.logger.info('pinging at the interval the registrar named', { intervalMs: ms });
+    if (this.#current === current) this.#schedulePing(current);
+  }
+
   #schedulePing(current: Current): void {
     this.#pingTimer?.cancel();
-    this.#pingTimer = this.#o.clock.setTimer(this.#o.timing.pingIntervalMs, async () => {
+    const interval = this.#pingMs ?? this.#o.timing.pingIntervalMs;
+    this.#pingTimer = this.#o.clock.setTimer(interval, async () => {
       if (this.#current !== current) return;
       this.#schedulePing(current);
       const sentAt = this.#o.clock.now();

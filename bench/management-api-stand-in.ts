@@ -3,11 +3,14 @@
  * own, answering over HTTP after a fixed latency: the sweeper's liveness checks go through the
  * real SDK client (ManagementApiLiveness) as on AWS, and the stand-in's own CPU is not counted
  * in the sweeper's. It serves with the local gateway's handler (infra/local/management-api.ts):
- * a connection the bench marks gone is 410 GoneException, any other is open.
+ * a connection the bench marks gone is 410 GoneException, any other is open. An open one's
+ * `LastActiveAt` is now (a VM that pings), or the time the bench said it fell silent; `DELETE`
+ * closes it (gone from then on) and is recorded with its time.
  *
  * Run as a child of the bench: `fork(this file)` with BENCH_STAND_IN_LATENCY_MS set. Messages:
- * `{ gone: string[] }`, `{ count: true }` and `{ drain: true }` (the ids asked about since the
- * last drain), each answered `{ ack, calls, ids? }`.
+ * `{ gone: string[] }`, `{ silent: string[], since: number }`, `{ count: true }`, `{ drain:
+ * true }` (the ids asked about since the last drain) and `{ closes: true }` (the DELETEs so
+ * far, with their times), each answered `{ ack, calls, ids?, closes? }`.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -24,10 +27,20 @@ export interface ManagementApiStandIn {
   calls(): Promise<number>;
   /** The connections asked about since the last call of this. */
   checkedSince(): Promise<string[]>;
+  /** From now on these connections answer `LastActiveAt` = `since` (silent since then). */
+  markSilent(connectionIds: readonly string[], since: number): Promise<void>;
+  /** The connections closed with DELETE so far, and when (epoch ms). */
+  closes(): Promise<{ id: string; at: number }[]>;
   close(): Promise<void>;
 }
 
-type Reply = { ack: number; calls: number; port?: number; ids?: string[] };
+type Reply = {
+  ack: number;
+  calls: number;
+  port?: number;
+  ids?: string[];
+  closes?: { id: string; at: number }[];
+};
 
 export async function startManagementApiStandIn(latencyMs: number): Promise<ManagementApiStandIn> {
   const child = fork(fileURLToPath(import.meta.url), [], {
@@ -60,6 +73,10 @@ export async function startManagementApiStandIn(latencyMs: number): Promise<Mana
     },
     calls: async () => (await ask({ count: true })).calls,
     checkedSince: async () => (await ask({ drain: true })).ids ?? [],
+    markSilent: async (connectionIds, since) => {
+      await ask({ silent: connectionIds, since });
+    },
+    closes: async () => (await ask({ closes: true })).closes ?? [],
     close: () => stop(child, killOnExit),
   };
 }
@@ -76,15 +93,27 @@ function stop(child: ChildProcess, killOnExit: () => void): Promise<void> {
 /** The child: one HTTP server, the set of gone connections, a call counter. */
 function serve(latencyMs: number): void {
   const gone = new Set<string>();
+  const silent = new Map<string, number>();
+  const closes: { id: string; at: number }[] = [];
   let calls = 0;
   let asked: string[] = [];
   const connections: ManagedConnections = {
     describe: (id) =>
       gone.has(id)
         ? undefined
-        : { connectedAt: 0, lastActiveAt: 0, sourceIp: '10.0.0.1', userAgent: 'bench' },
+        : {
+            connectedAt: 0,
+            lastActiveAt: silent.get(id) ?? Date.now(),
+            sourceIp: '10.0.0.1',
+            userAgent: 'bench',
+          },
     post: () => false,
-    remove: () => false,
+    remove: (id) => {
+      if (gone.has(id)) return false;
+      gone.add(id);
+      closes.push({ id, at: Date.now() });
+      return true;
+    },
   };
   const server = createServer((req, res) => {
     calls += 1;
@@ -95,13 +124,30 @@ function serve(latencyMs: number): void {
   const listening = new Promise<number>((resolve) =>
     server.listen(0, '127.0.0.1', () => resolve((server.address() as AddressInfo).port)),
   );
-  process.on('message', async (message: { ack: number; gone?: string[]; drain?: boolean }) => {
-    for (const id of message.gone ?? []) gone.add(id);
-    const port = await listening;
-    const ids = message.drain ? asked : undefined;
-    if (message.drain) asked = [];
-    process.send?.({ ack: message.ack, calls, port, ...(ids ? { ids } : {}) });
-  });
+  process.on(
+    'message',
+    async (message: {
+      ack: number;
+      gone?: string[];
+      silent?: string[];
+      since?: number;
+      drain?: boolean;
+      closes?: boolean;
+    }) => {
+      for (const id of message.gone ?? []) gone.add(id);
+      for (const id of message.silent ?? []) silent.set(id, message.since ?? Date.now());
+      const port = await listening;
+      const ids = message.drain ? asked : undefined;
+      if (message.drain) asked = [];
+      process.send?.({
+        ack: message.ack,
+        calls,
+        port,
+        ...(ids ? { ids } : {}),
+        ...(message.closes ? { closes } : {}),
+      });
+    },
+  );
   process.on('SIGTERM', () => {
     server.closeAllConnections();
     server.close(() => process.exit(0));

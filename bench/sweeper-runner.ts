@@ -9,6 +9,7 @@ import { ManagementApiLiveness } from '../lib/gateway/management-api-liveness.ts
 import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbSweepPolicyStore } from '../lib/store/dynamodb-sweep-policy-store.ts';
 import { DynamoDbTokenStore } from '../lib/store/dynamodb-token-store.ts';
+import { closerOf } from '../lib/wiring/message.ts';
 
 /** What one sweeper invocation took: its outcome, its wall time and its CPU. */
 export interface SweeperRun {
@@ -57,6 +58,8 @@ export function sweeperRunner(options: {
       region: config.region,
       local: true,
     }),
+    // Connections silent past their heartbeat are closed through the same endpoint.
+    ...closerOf(config),
     now: () => now,
   };
   const handler = createSweeperHandler(deps);

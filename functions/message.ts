@@ -104,6 +104,7 @@ async function answer(
             described.probe,
             connection.connectionId,
             described.maintenance,
+            described.heartbeat,
           ),
           registrarVersion: RELEASE,
         },

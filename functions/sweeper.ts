@@ -161,6 +161,8 @@ export function createSweeperHandler(
         deletesPerSecond: sweep.deletesPerSecond,
         outOfTime: () => context.getRemainingTimeInMillis() < DEADLINE_MARGIN_MS,
         liveness: deps.liveness,
+        closeConnection: deps.closeConnection,
+        repeatHeartbeatPasses: true,
         connectSettleMs: deps.config.connectSettleMs,
         failStatic: { ...sweep.failStatic, sweepIntervalMs: sweep.sweepIntervalMs },
       });
@@ -177,6 +179,13 @@ export function createSweeperHandler(
     recordCount(METRIC.livenessChecks, result.livenessChecked);
     recordCount(METRIC.livenessUnknown, result.livenessUnknown);
     recordCount(METRIC.sweepStoppedEarly, result.stoppedEarly ? 1 : 0);
+    if (result.silentDropped > 0) {
+      logger.warn('connections silent past their heartbeat were closed; their entries left', {
+        silent: result.silentDropped,
+        closeFailed: result.silentCloseFailed,
+        ...(result.firstCloseFailure ? { firstCloseFailure: result.firstCloseFailure } : {}),
+      });
+    }
     if (result.livenessUnknown > 0) {
       logger.warn('API Gateway could not answer some liveness checks; their holders are kept', {
         unknown: result.livenessUnknown,

@@ -57,6 +57,8 @@ export const EVENT_REASONS = {
   Disconnected: { from: 'disconnect', type: 'Normal' },
   /** A liveness check found holders gone without a `$disconnect` (API Gateway said 410). */
   ConnectionsGone: { from: 'liveness', type: 'Warning' },
+  /** A liveness check found holders open but silent past the heartbeat's bound: closed. */
+  Silent: { from: 'liveness', type: 'Warning' },
   Healthy: { from: 'agent', type: 'Normal' },
   Unhealthy: { from: 'agent', type: 'Warning' },
   /** The agent said its VM is shutting down. */
@@ -187,6 +189,21 @@ export function connectionsGoneEvent(
     at,
     `API Gateway says connection ${which} is gone, and no $disconnect came for it; ${last ? `no connection holds the entry: disconnected${after}` : 'another connection still holds the entry'}`,
     last && departure === 'abnormal' ? 'Warning' : 'Normal',
+  );
+}
+
+/** Holders open but silent past the heartbeat's bound (hung VM, cut network, frozen agent). */
+export function connectionsSilentEvent(
+  at: EpochMillis,
+  connectionIds: readonly string[],
+  last: boolean,
+  why: string,
+): EntryEvent {
+  return entryEvent(
+    'Silent',
+    at,
+    `connection ${connectionIds.join(', ')} ${why}: closed; ${last ? 'no connection holds the entry: disconnected, not routable' : 'another connection still holds the entry'}`,
+    last ? 'Warning' : 'Normal',
   );
 }
 

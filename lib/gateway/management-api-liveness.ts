@@ -1,4 +1,5 @@
 import type { SignedHttpClient } from '../aws/signed-http.ts';
+import type { ConnectionActivity } from '../domain/heartbeat.ts';
 import type { ConnectionLiveness, LivenessAnswer } from '../registration/liveness.ts';
 import { connectionPath, managementApiClient } from './management-api-client.ts';
 
@@ -16,7 +17,9 @@ export interface ManagementApiOptions {
  * that is not. A signed request without the SDK client (lib/aws/signed-http.ts; issue 27: the
  * client was ~25 KB of the `$disconnect` and sweeper bundles); only the deployed functions
  * and the local runtime check liveness, so the credentials are Lambda's or dummies. Throttling
- * and 5xx are tried once more; what still fails is 'unknown', named.
+ * and 5xx are tried once more; what still fails is 'unknown', named. An open connection's
+ * answer carries its activity (`lastActiveAt`, `connectedAt`, and the answer's `Date`, all in
+ * API Gateway's clock), which the sweeper compares with the heartbeat's bound.
  */
 export class ManagementApiLiveness implements ConnectionLiveness {
   readonly #http: SignedHttpClient;
@@ -38,7 +41,7 @@ export class ManagementApiLiveness implements ConnectionLiveness {
   async check(connectionId: string): Promise<LivenessAnswer> {
     try {
       const answer = await this.#http.send('GET', connectionPath(connectionId));
-      if (answer.status === 200) return 'alive';
+      if (answer.status === 200) return { alive: activityOf(answer) };
       if (answer.status === 410) return 'gone';
       // AccessDenied, throttling past the retries: named, so the sweeper's log and metric say
       // why checks are not landing.
@@ -51,7 +54,40 @@ export class ManagementApiLiveness implements ConnectionLiveness {
   }
 }
 
-/** `@connections/{id}` below the stage, the id escaped as the SDK escapes a path label. */
+/**
+ * GetConnection's body as AWS sends it (`{"connectedAt","identity","lastActiveAt"}`, ISO 8601;
+ * the SDK reads these JSON names) and the answer's `Date` header. PascalCase names are read
+ * too (the local gateway's). A field that is missing or not a time is left out: without
+ * `lastActiveAt` nothing is known about silence, and nothing is closed.
+ */
+export function activityOf(answer: {
+  text: string;
+  headers: Record<string, string | string[] | undefined>;
+}): ConnectionActivity {
+  const activity: ConnectionActivity = {};
+  let body: Record<string, unknown> = {};
+  try {
+    const json = JSON.parse(answer.text) as unknown;
+    if (json && typeof json === 'object') body = json as Record<string, unknown>;
+  } catch {
+    // Not JSON: nothing known but that it is open.
+  }
+  const lastActiveAt = timeOf(body.lastActiveAt ?? body.LastActiveAt);
+  const connectedAt = timeOf(body.connectedAt ?? body.ConnectedAt);
+  const header = answer.headers.date;
+  const answeredAt = timeOf(Array.isArray(header) ? header[0] : header);
+  if (lastActiveAt !== undefined) activity.lastActiveAt = lastActiveAt;
+  if (connectedAt !== undefined) activity.connectedAt = connectedAt;
+  if (answeredAt !== undefined) activity.answeredAt = answeredAt;
+  return activity;
+}
+
+function timeOf(value: unknown): number | undefined {
+  if (typeof value !== 'string' && typeof value !== 'number') return undefined;
+  const at = typeof value === 'number' ? value * 1000 : Date.parse(value);
+  return Number.isFinite(at) ? at : undefined;
+}
+
 /** `ForbiddenException: Forbidden`, from API Gateway's error header and body. */
 function describeRefusal(answer: {
   status: number;

@@ -1,5 +1,6 @@
 import * as z from 'zod';
 import { parseCidrList } from '../domain/cidr.ts';
+import { parseHeartbeat } from '../domain/heartbeat.ts';
 import { GROUP_ANNOTATIONS } from '../domain/tenant-limits.ts';
 import {
   annotations,
@@ -58,6 +59,14 @@ const probe = z
 
 /** The registrar's own group annotations, checked where they are written (`apply`). */
 const groupMetadata = z.looseObject(metadataFields).superRefine((metadata, ctx) => {
+  const heartbeat = parseHeartbeat(metadata.annotations ?? {});
+  if ('problem' in heartbeat) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['annotations', heartbeat.annotation],
+      message: heartbeat.problem,
+    });
+  }
   const key = GROUP_ANNOTATIONS.addressRanges;
   const ranges = metadata.annotations?.[key];
   if (ranges === undefined) return;

@@ -1,3 +1,4 @@
+import type { Heartbeat } from '../domain/heartbeat.ts';
 import type { Probe, WorkloadEntry } from '../domain/model.ts';
 import type { MaintenanceNotice } from './maintenance-notice.ts';
 
@@ -29,6 +30,12 @@ export interface DescribeReply {
   maintenance?: MaintenanceNotice;
   /** The registrar's release, so an agent knows what it talks to (docs/agent.md). */
   registrarVersion?: string;
+  /**
+   * Additive: how often the agent pings, and how many pings may be missed before the
+   * registrar closes the connection as silent (its group's heartbeat, or the default 300 x 2).
+   * An older agent ignores it and keeps its 5-minute ping, which the default bound allows.
+   */
+  heartbeat?: { intervalSeconds: number; misses: number };
   /** Fields of the message this registrar did not read (a newer agent's): no effect. */
   ignoredFields?: string[];
 }
@@ -53,6 +60,7 @@ export function describeReply(
   probe: Probe | undefined,
   connectionId: string,
   maintenance?: MaintenanceNotice,
+  heartbeat?: Heartbeat,
 ): DescribeReply {
   const reply: DescribeReply = {
     action: 'describe',
@@ -62,6 +70,12 @@ export function describeReply(
     connectionId,
   };
   if (maintenance) reply.maintenance = maintenance;
+  if (heartbeat) {
+    reply.heartbeat = {
+      intervalSeconds: heartbeat.intervalMs / 1000,
+      misses: heartbeat.misses,
+    };
+  }
   return reply;
 }
 

@@ -1,5 +1,6 @@
 import { renderWorkloadEntry } from '../domain/entry-record.ts';
 import { NotRegisteredError } from '../domain/errors.ts';
+import { type Heartbeat, heartbeatOf } from '../domain/heartbeat.ts';
 import type { ObjectRef, Probe, WorkloadEntry } from '../domain/model.ts';
 import { formatRef } from '../domain/model.ts';
 import { type MaintenanceNotice, maintenanceOf } from '../protocol/maintenance-notice.ts';
@@ -11,6 +12,8 @@ export interface ConnectionDescription {
   entry: WorkloadEntry;
   /** The probe of the entry's group: the agent learns what to run from it. */
   probe: Probe | undefined;
+  /** How often the agent pings: its group's heartbeat, or the default (domain/heartbeat.ts). */
+  heartbeat: Heartbeat;
   /** The operator's cordon (or last uncordon): told again on every registration. */
   maintenance?: MaintenanceNotice;
 }
@@ -41,6 +44,7 @@ export async function describeConnection(
   return {
     entry: renderWorkloadEntry(record),
     probe: group?.group.spec.probe,
+    heartbeat: heartbeatOf(group?.group),
     ...(maintenance ? { maintenance } : {}),
   };
 }

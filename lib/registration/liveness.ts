@@ -1,3 +1,4 @@
+import type { ConnectionActivity } from '../domain/heartbeat.ts';
 import type { EpochMillis } from '../domain/model.ts';
 import type { Holder } from '../store/registry-store.ts';
 
@@ -6,7 +7,12 @@ export interface UnknownAnswer {
   unknown: string;
 }
 
-export type LivenessAnswer = 'alive' | 'gone' | 'unknown' | UnknownAnswer;
+/** Open, and what API Gateway says of its activity (`lastActiveAt`), for the silence check. */
+export interface ActiveAnswer {
+  alive: ConnectionActivity;
+}
+
+export type LivenessAnswer = 'alive' | 'gone' | 'unknown' | UnknownAnswer | ActiveAnswer;
 
 /**
  * Whether a connection still exists, as API Gateway knows it (`GET @connections/{id}`).
@@ -24,26 +30,38 @@ export interface HolderAnswers {
   gone: string[];
   /** Connections it could not answer for, with the cause. */
   unknown: { connectionId: string; reason: string }[];
+  /** Open connections whose activity API Gateway told, for the silence check. */
+  active: { connectionId: string; since: EpochMillis | undefined; activity: ConnectionActivity }[];
 }
 
 /**
  * The holders API Gateway says are gone, checked side by side. A holder younger than
- * `settleMs` is not asked: API Gateway answers 410 for a connection whose `$connect` is still
- * running too, and dropping it would leave a connection that is about to open holding nothing.
+ * `settleMs` is never dropped as gone: API Gateway answers 410 for a connection whose
+ * `$connect` is still running too, and dropping it would leave a connection that is about to
+ * open holding nothing. With `askUnsettled` (the sweeper's silence check) such a holder is
+ * still asked, for its activity only: an open connection's answer is true at any age, so a
+ * VM that hangs right after connecting is found within its heartbeat's bound, not after the
+ * settle time.
  */
 export async function checkHolders(
   liveness: ConnectionLiveness,
   holders: readonly Holder[],
   now: EpochMillis,
   settleMs: number,
+  askUnsettled = false,
 ): Promise<HolderAnswers> {
-  const settled = holders.filter((h) => h.since === undefined || now - h.since >= settleMs);
-  const answers = await Promise.all(settled.map((h) => liveness.check(h.connectionId)));
-  const result: HolderAnswers = { gone: [], unknown: [] };
-  settled.forEach(({ connectionId }, i) => {
+  const settled = (h: Holder) => h.since === undefined || now - h.since >= settleMs;
+  const asked = askUnsettled ? holders : holders.filter(settled);
+  const answers = await Promise.all(asked.map((h) => liveness.check(h.connectionId)));
+  const result: HolderAnswers = { gone: [], unknown: [], active: [] };
+  asked.forEach((holder, i) => {
+    const { connectionId, since } = holder;
     const answer = answers[i];
-    if (answer === 'gone') result.gone.push(connectionId);
-    else if (answer === 'unknown') result.unknown.push({ connectionId, reason: 'unknown' });
+    if (answer === 'gone') {
+      if (settled(holder)) result.gone.push(connectionId);
+    } else if (answer === 'unknown') result.unknown.push({ connectionId, reason: 'unknown' });
+    else if (typeof answer === 'object' && 'alive' in answer)
+      result.active.push({ connectionId, since, activity: answer.alive });
     else if (typeof answer === 'object')
       result.unknown.push({ connectionId, reason: answer.unknown });
   });

@@ -1,9 +1,9 @@
-import type { EntryRecord } from '../domain/entry-record.ts';
 import type { EpochMillis } from '../domain/model.ts';
 import { type LivenessPolicy, livenessDueAt, livenessWindows } from '../domain/sweep-policy.ts';
-import type { Holder } from '../store/registry-store.ts';
-import { type ConnectionLiveness, checkHolders } from './liveness.ts';
+import { checkEntryLiveness } from './entry-liveness-check.ts';
+import { type GroupHeartbeat, loadHeartbeatGroups } from './heartbeat-groups.ts';
 import type { SweepOptions, SweepStore } from './sweep.ts';
+import { checkHeartbeatGroups } from './sweep-heartbeat.ts';
 import { recordFailure, type SweepResult } from './sweep-result.ts';
 
 /**
@@ -18,7 +18,8 @@ export const LIVENESS_CONCURRENCY = 32;
  * check (each once per interval) and drops those API Gateway says are gone, so a VM whose
  * `$disconnect` was lost is marked disconnected within the interval, and deleted after the
  * grace period. It runs beside the deletion lane for the whole run, with its own lanes, so
- * no backlog of deletions takes its time.
+ * no backlog of deletions takes its time. Entries of groups that set a heartbeat are also
+ * checked by the heartbeat lane (sweep-heartbeat.ts), as often as their bound needs.
  */
 export async function checkLiveness(
   store: SweepStore,
@@ -27,6 +28,32 @@ export async function checkLiveness(
 ): Promise<void> {
   const { liveness, policy, now } = options;
   if (!liveness || policy.livenessIntervalMs === undefined || !policy.sweepIntervalMs) return;
+  // The groups that set a heartbeat (listed again each run, so a setting applies within a
+  // sweep interval): the heartbeat lane checks their entries as often as their bound needs;
+  // this lane still checks every connected entry once per interval, theirs too, so an entry a
+  // pass did not reach (a group larger than a pass can check) is never left unchecked. A
+  // failed read leaves every holder on the default, as before heartbeats existed.
+  const groups = await loadHeartbeatGroups(store, now, policy.sweepIntervalMs, result.dryRun).catch(
+    (error: unknown) => {
+      recordFailure(result, error);
+      return new Map<string, GroupHeartbeat>();
+    },
+  );
+  await Promise.all([
+    checkWindows(store, options, result, groups),
+    checkHeartbeatGroups(store, options, result, groups),
+  ]);
+}
+
+async function checkWindows(
+  store: SweepStore,
+  options: SweepOptions,
+  result: SweepResult,
+  groups: ReadonlyMap<string, GroupHeartbeat>,
+): Promise<void> {
+  const { policy, now } = options;
+  const livenessIntervalMs = policy.livenessIntervalMs as number;
+  const sweepIntervalMs = policy.sweepIntervalMs as number;
   const outOfTime = options.outOfTime ?? (() => false);
   const concurrency = options.livenessConcurrency ?? LIVENESS_CONCURRENCY;
   // Each run covers the time since the previous one: a schedule that fires late, early or
@@ -39,12 +66,12 @@ export async function checkLiveness(
     recordFailure(result, error);
     return;
   }
-  const from = mark ?? now - policy.sweepIntervalMs;
+  const from = mark ?? now - sweepIntervalMs;
   const windows = livenessWindows({ from, to: now }, policy as LivenessPolicy);
   // Entries arrive in due-time order; `resumeAt` is the earliest due time not known to be
   // checked: where the next run starts. It only moves back (a stop, a failure).
   let resumeAt = now;
-  let position = windows.length > 0 ? Math.max(from, now - policy.livenessIntervalMs) : now;
+  let position = windows.length > 0 ? Math.max(from, now - livenessIntervalMs) : now;
   const connected = store.connectedIn(windows, Number.POSITIVE_INFINITY, (error) => {
     // A shard's read failed: what it had not returned yet is due at or after the position
     // reached in the merged order.
@@ -61,7 +88,12 @@ export async function checkLiveness(
       resumeAt = Math.min(resumeAt, dueAt);
       break;
     }
-    const lane = checkEntry(record, dueAt).finally(() => lanes.delete(lane));
+    const lane = checkEntryLiveness(record, { store, options, result, groups, now })
+      .catch((error: unknown) => {
+        recordFailure(result, error);
+        resumeAt = Math.min(resumeAt, dueAt);
+      })
+      .finally(() => lanes.delete(lane));
     lanes.add(lane);
   }
   await Promise.all(lanes);
@@ -70,40 +102,4 @@ export async function checkLiveness(
   if (!result.dryRun && (mark === undefined || resumeAt > mark)) {
     await store.setLivenessMark(resumeAt).catch((error: unknown) => recordFailure(result, error));
   }
-
-  async function checkEntry(record: EntryRecord, dueAt: EpochMillis): Promise<void> {
-    result.livenessChecked += 1;
-    try {
-      const answers = await checkHolders(
-        liveness as ConnectionLiveness,
-        holders(record),
-        now,
-        options.connectSettleMs ?? 0,
-      );
-      if (answers.unknown.length > 0) {
-        result.livenessUnknown += answers.unknown.length;
-        result.firstUnknown ??= answers.unknown[0]?.reason;
-      }
-      const gone = answers.gone;
-      if (gone.length === 0) return;
-      if (result.dryRun) {
-        result.phantomsDropped += gone.length;
-        return;
-      }
-      const outcome = await store.dropHolders(record.entry.metadata, gone, now);
-      if (outcome !== 'unchanged') result.phantomsDropped += gone.length;
-      if (outcome === 'disconnected') result.livenessDisconnected += 1;
-    } catch (error) {
-      recordFailure(result, error);
-      resumeAt = Math.min(resumeAt, dueAt);
-    }
-  }
-}
-
-function holders(record: EntryRecord): Holder[] {
-  const connection = record.connection;
-  return (connection?.connectionIds ?? []).map((connectionId) => ({
-    connectionId,
-    since: connection?.holderSince?.[connectionId],
-  }));
 }

@@ -26,6 +26,11 @@ export interface SweepResult {
   livenessDisconnected: number;
   /** Holders API Gateway could not answer for (throttled, denied, unreachable): not dropped. */
   livenessUnknown: number;
+  /** Holders open but silent past their heartbeat's bound, dropped (in a dry run: found). */
+  silentDropped: number;
+  /** Silent connections whose close (DELETE @connections) failed; they hold nothing anyway. */
+  silentCloseFailed: number;
+  firstCloseFailure?: string;
   /** Why the first unknown answer was unknown, for the log line. */
   firstUnknown?: string;
   /** The run stopped at its deadline with work left. */
@@ -59,6 +64,8 @@ export function emptyResult(dryRun: boolean): SweepResult {
     phantomsDropped: 0,
     livenessDisconnected: 0,
     livenessUnknown: 0,
+    silentDropped: 0,
+    silentCloseFailed: 0,
     stoppedEarly: false,
     failed: 0,
     dryRun,

@@ -1,6 +1,6 @@
 import type { EpochMillis } from '../domain/model.ts';
 import type { LivenessPolicy, SweepPolicy } from '../domain/sweep-policy.ts';
-import type { DisruptionStore, RegistryStore } from '../store/registry-store.ts';
+import type { DisruptionStore, HeartbeatStore, RegistryStore } from '../store/registry-store.ts';
 import type { FailStaticPolicy } from './fail-static-guard.ts';
 import type { ConnectionLiveness } from './liveness.ts';
 import { deleteDue } from './sweep-deletions.ts';
@@ -42,6 +42,18 @@ export interface SweepOptions {
   /** Liveness checks in flight at once; default LIVENESS_CONCURRENCY. */
   livenessConcurrency?: number;
   /**
+   * Closes a connection found silent past its heartbeat (DELETE @connections/{id}); absent,
+   * it is only dropped as a holder (it holds nothing, and is told so if it speaks again).
+   */
+  closeConnection?: (connectionId: string) => Promise<unknown>;
+  /**
+   * Several passes over the heartbeat groups in one run, every half of the shortest bound,
+   * until the sweep interval is over (sweep-heartbeat.ts); the sweeper function sets it.
+   */
+  repeatHeartbeatPasses?: boolean;
+  /** Injected so tests move the passes' clock; milliseconds since the run began by default. */
+  elapsedMs?: () => number;
+  /**
    * Fail static (lib/domain/disruption.ts): pace, slow or hold the deletions of abnormally
    * departed entries by the zones' disruption. Absent: every due entry at the normal rate
    * (a manual sweep with explicit flags, tests of the plain rules). Needs a DisruptionStore.
@@ -61,7 +73,8 @@ export type SweepStore = Pick<
   | 'livenessMark'
   | 'setLivenessMark'
 > &
-  Partial<DisruptionStore>;
+  Partial<DisruptionStore> &
+  Partial<HeartbeatStore>;
 
 /**
  * One sweeper run: two lanes side by side for the whole run.

@@ -3,6 +3,7 @@ import type { DepartureKind } from '../domain/disruption.ts';
 import {
   connectionClosedEvent,
   connectionsGoneEvent,
+  connectionsSilentEvent,
   disconnectedEvent,
   type EntryEvent,
   reconnectedEvent,
@@ -241,11 +242,15 @@ export class DynamoDbEntryLifecycle {
     );
   }
 
-  /** Drops holders that API Gateway says are gone (a liveness check, or a $disconnect's). */
+  /**
+   * Drops holders that API Gateway says are gone (a liveness check, or a $disconnect's), or
+   * that a liveness check found silent past their heartbeat (`silent`: why, for the event).
+   */
   async dropHolders(
     entry: ObjectRef,
     gone: readonly string[],
     at: EpochMillis,
+    silent?: { why: string },
   ): Promise<'disconnected' | 'still-held' | 'unchanged'> {
     for (let round = 0; round < ROUNDS; round++) {
       const item = await this.#table.getEntryItem(entry);
@@ -261,7 +266,9 @@ export class DynamoDbEntryLifecycle {
       const cleanExit = item?.cleanExitSince;
       const departure: DepartureKind =
         cleanExit !== undefined && newest <= cleanExit ? 'clean' : 'abnormal';
-      const event = connectionsGoneEvent(at, dropping, last, departure);
+      const event = silent
+        ? connectionsSilentEvent(at, dropping, last, silent.why)
+        : connectionsGoneEvent(at, dropping, last, departure);
       const write = last
         ? leaveAsLast(
             this.#table.name,

@@ -2,6 +2,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DisruptionRecord, ZoneCount } from '../domain/disruption.ts';
 import type { EntryEvent } from '../domain/entry-events.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
+import type { Heartbeat } from '../domain/heartbeat.ts';
 import type { EpochMillis, ObjectRef, WorkloadEntry, WorkloadGroup } from '../domain/model.ts';
 import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
 import { DynamoDbAddressClaims } from './dynamodb-address-claims.ts';
@@ -16,6 +17,7 @@ import {
   type HistoryLost,
 } from './dynamodb-entry-history.ts';
 import { DynamoDbEntryLifecycle } from './dynamodb-entry-lifecycle.ts';
+import { DynamoDbHeartbeatGroups } from './dynamodb-heartbeat-groups.ts';
 import { DynamoDbInstanceIndex } from './dynamodb-instance-index.ts';
 import { DynamoDbSweepIndex } from './dynamodb-sweep-index.ts';
 import { DynamoDbSweeperState } from './dynamodb-sweeper-state.ts';
@@ -40,6 +42,7 @@ import type {
   EntryDeletion,
   HealthOutcome,
   HealthReport,
+  HeartbeatGroups,
   HolderRef,
   InstanceStore,
   LeaveChange,
@@ -71,6 +74,7 @@ export class DynamoDbRegistryStore
   readonly #sweepIndex: DynamoDbSweepIndex;
   readonly #departures: DynamoDbDepartureQueues;
   readonly #sweeper: DynamoDbSweeperState;
+  readonly #heartbeats: DynamoDbHeartbeatGroups;
   readonly #counters: DynamoDbCellCounters;
   readonly #instances: DynamoDbInstanceIndex;
   readonly #addresses: DynamoDbAddressClaims;
@@ -91,6 +95,7 @@ export class DynamoDbRegistryStore
     this.#sweepIndex = new DynamoDbSweepIndex(table, this.#counters, this.#history);
     this.#departures = new DynamoDbDepartureQueues(table, this.#counters);
     this.#sweeper = new DynamoDbSweeperState(table);
+    this.#heartbeats = new DynamoDbHeartbeatGroups(table);
     this.#instances = new DynamoDbInstanceIndex(table, this.#counters, this.#history);
     this.#addresses = new DynamoDbAddressClaims(client, tableName);
     this.#catalog = new DynamoDbCatalog(client, tableName, this.#history);
@@ -132,8 +137,9 @@ export class DynamoDbRegistryStore
     entry: ObjectRef,
     gone: readonly string[],
     at: EpochMillis,
+    silent?: { why: string },
   ): Promise<'disconnected' | 'still-held' | 'unchanged'> {
-    return this.#entries.dropHolders(entry, gone, at);
+    return this.#entries.dropHolders(entry, gone, at, silent);
   }
   reportHealth(report: HealthReport): Promise<HealthOutcome> {
     return this.#entries.reportHealth(report);
@@ -194,6 +200,18 @@ export class DynamoDbRegistryStore
   }
 
   // The sweeper's state: lease, liveness cursor, fail static's record
+  heartbeatGroups(): Promise<HeartbeatGroups | undefined> {
+    return this.#heartbeats.heartbeatGroups();
+  }
+  saveHeartbeatGroups(state: HeartbeatGroups): Promise<void> {
+    return this.#heartbeats.saveHeartbeatGroups(state);
+  }
+  groupHeartbeats(): Promise<{ group: ObjectRef; heartbeat: Heartbeat }[]> {
+    return this.#heartbeats.groupHeartbeats();
+  }
+  heldEntriesOf(group: ObjectRef): AsyncIterable<EntryRecord> {
+    return this.#heartbeats.heldEntriesOf(group);
+  }
   livenessMark(): Promise<EpochMillis | undefined> {
     return this.#sweeper.livenessMark();
   }

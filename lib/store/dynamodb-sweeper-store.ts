@@ -1,6 +1,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DisruptionRecord, ZoneCount } from '../domain/disruption.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
+import type { Heartbeat } from '../domain/heartbeat.ts';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
 import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
 import type { SweepStore } from '../registration/sweep.ts';
@@ -9,6 +10,7 @@ import { DynamoDbConnectionRecords } from './dynamodb-connection-records.ts';
 import { DynamoDbDepartureQueues } from './dynamodb-departure-queues.ts';
 import { DynamoDbEntryHistory, type HistoryLost } from './dynamodb-entry-history.ts';
 import { DynamoDbEntryLifecycle } from './dynamodb-entry-lifecycle.ts';
+import { DynamoDbHeartbeatGroups } from './dynamodb-heartbeat-groups.ts';
 import { DynamoDbSweepIndex } from './dynamodb-sweep-index.ts';
 import { DynamoDbSweeperState } from './dynamodb-sweeper-state.ts';
 import { RegistryTable } from './dynamodb-table.ts';
@@ -17,6 +19,7 @@ import type {
   DepartureKey,
   DisruptionStore,
   EntryDeletion,
+  HeartbeatGroups,
   SweepIndexState,
   SweepLease,
   SweepLeaseStore,
@@ -35,6 +38,7 @@ export class DynamoDbSweeperStore implements SweeperStore {
   readonly #sweepIndex: DynamoDbSweepIndex;
   readonly #departures: DynamoDbDepartureQueues;
   readonly #sweeper: DynamoDbSweeperState;
+  readonly #heartbeats: DynamoDbHeartbeatGroups;
   readonly #counters: DynamoDbCellCounters;
 
   constructor(
@@ -53,6 +57,7 @@ export class DynamoDbSweeperStore implements SweeperStore {
     this.#sweepIndex = new DynamoDbSweepIndex(table, this.#counters, history);
     this.#departures = new DynamoDbDepartureQueues(table, this.#counters);
     this.#sweeper = new DynamoDbSweeperState(table);
+    this.#heartbeats = new DynamoDbHeartbeatGroups(table);
   }
 
   sweepCandidates(
@@ -94,8 +99,21 @@ export class DynamoDbSweeperStore implements SweeperStore {
     entry: ObjectRef,
     gone: readonly string[],
     at: EpochMillis,
+    silent?: { why: string },
   ): Promise<'disconnected' | 'still-held' | 'unchanged'> {
-    return this.#entries.dropHolders(entry, gone, at);
+    return this.#entries.dropHolders(entry, gone, at, silent);
+  }
+  heartbeatGroups(): Promise<HeartbeatGroups | undefined> {
+    return this.#heartbeats.heartbeatGroups();
+  }
+  saveHeartbeatGroups(state: HeartbeatGroups): Promise<void> {
+    return this.#heartbeats.saveHeartbeatGroups(state);
+  }
+  groupHeartbeats(): Promise<{ group: ObjectRef; heartbeat: Heartbeat }[]> {
+    return this.#heartbeats.groupHeartbeats();
+  }
+  heldEntriesOf(group: ObjectRef): AsyncIterable<EntryRecord> {
+    return this.#heartbeats.heldEntriesOf(group);
   }
   livenessMark(): Promise<EpochMillis | undefined> {
     return this.#sweeper.livenessMark();

@@ -1,6 +1,7 @@
 import type { DepartureKind, DisruptionRecord, ZoneCount } from '../domain/disruption.ts';
 import type { DeletionCause } from '../domain/entry-events.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
+import type { Heartbeat } from '../domain/heartbeat.ts';
 import type {
   EpochMillis,
   ObjectRef,
@@ -218,13 +219,15 @@ export interface RegistryStore extends DisruptionStore, InstanceStore, SweepLeas
   /** The connection stops holding its entry (its `$disconnect`). */
   leave(change: LeaveChange): Promise<LeaveResult>;
   /**
-   * Drops holders a liveness check proved gone (API Gateway answered 410). Marks the entry
+   * Drops holders a liveness check proved gone (API Gateway answered 410), or found silent
+   * past their heartbeat (`silent`: the event says Silent and why). Marks the entry
    * disconnected at `at` when no holder is left. Only holders still listed are dropped.
    */
   dropHolders(
     entry: ObjectRef,
     gone: readonly string[],
     at: EpochMillis,
+    silent?: { why: string },
   ): Promise<'disconnected' | 'still-held' | 'unchanged'>;
   reportHealth(report: HealthReport): Promise<HealthOutcome>;
   getConnection(connectionId: string): Promise<ConnectionRecord | undefined>;
@@ -381,4 +384,24 @@ export interface CatalogStore {
   deleteEntry(ref: ObjectRef): Promise<boolean>;
   /** Deletes an entry; the connections that held it when it went, undefined when it was not there. */
   removeEntry(ref: ObjectRef, deletion?: EntryDeletion): Promise<{ holders: string[] } | undefined>;
+}
+
+/**
+ * The sweeper's record of the groups that set a heartbeat (`<namespace>/<name>` as key): the
+ * setting and since when the sweeper applies it (a holder connected before then keeps the
+ * default: it may not have been told), and when the groups were last listed.
+ */
+export interface HeartbeatGroups {
+  listedAt: EpochMillis;
+  groups: Record<string, { intervalMs: number; misses: number; since: EpochMillis }>;
+}
+
+/** What the sweeper's heartbeat lane needs from storage. */
+export interface HeartbeatStore {
+  heartbeatGroups(): Promise<HeartbeatGroups | undefined>;
+  saveHeartbeatGroups(state: HeartbeatGroups): Promise<void>;
+  /** Every group whose annotations set a heartbeat (listed once per liveness interval). */
+  groupHeartbeats(): Promise<{ group: ObjectRef; heartbeat: Heartbeat }[]>;
+  /** The group's auto-registered entries that still have a holder. */
+  heldEntriesOf(group: ObjectRef): AsyncIterable<EntryRecord>;
 }

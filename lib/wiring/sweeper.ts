@@ -6,6 +6,7 @@ import { DynamoDbSweepRuns } from '../store/dynamodb-sweep-runs.ts';
 import { DynamoDbSweeperStore, type SweeperStore } from '../store/dynamodb-sweeper-store.ts';
 import { livenessOf } from './disconnect.ts';
 import { reportHistoryLost } from './history-lost.ts';
+import { closerOf } from './message.ts';
 import { now, tableWiring } from './table.ts';
 
 /**
@@ -15,7 +16,14 @@ import { now, tableWiring } from './table.ts';
  */
 export type SweeperDependencies = Pick<
   Dependencies,
-  'config' | 'liveness' | 'sweepPolicy' | 'sweepRuns' | 'schema' | 'migrations' | 'now'
+  | 'config'
+  | 'liveness'
+  | 'closeConnection'
+  | 'sweepPolicy'
+  | 'sweepRuns'
+  | 'schema'
+  | 'migrations'
+  | 'now'
 > & {
   /** Only what a sweep calls (lib/store/dynamodb-sweeper-store.ts). */
   store: SweeperStore;
@@ -34,6 +42,8 @@ export function sweeperDependencies(
     schema: new DynamoDbSchemaStore(client, config.tableName),
     migrations: registryMigrations(client, config.tableName),
     ...livenessOf(config),
+    // Connections silent past their heartbeat are closed (sweep-heartbeat.ts).
+    ...closerOf(config),
     now,
   };
 }

@@ -412,7 +412,7 @@ describe('functions', () => {
     ]);
   });
 
-  it('give exactly disconnect and the sweeper GET @connections, and message DELETE, on this stage only', () => {
+  it('give exactly disconnect GET @connections, the sweeper GET and DELETE, and message DELETE, on this stage only', () => {
     const lookups = (rolePath: string) =>
       statementsOfRole(template, rolePath).filter((s) =>
         actionsOf([s]).includes('execute-api:ManageConnections'),
@@ -420,11 +420,14 @@ describe('functions', () => {
     for (const name of ['authorize', 'connect'] as const) {
       expect(lookups(ROLES[name]), name).toEqual([]);
     }
-    for (const name of ['disconnect', 'sweeper'] as const) {
-      const [statement, ...others] = lookups(ROLES[name]);
-      expect(others).toEqual([]);
-      expect(JSON.stringify(statement?.Resource)).toMatch(/\/v1\/GET\/@connections\/\*"\]\]\}$/);
-    }
+    const [lookup, ...more] = lookups(ROLES.disconnect);
+    expect(more).toEqual([]);
+    expect(JSON.stringify(lookup?.Resource)).toMatch(/\/v1\/GET\/@connections\/\*"\]\]\}$/);
+    // The sweeper asks (GET) and closes a connection silent past its heartbeat (DELETE).
+    const sweeper = JSON.stringify(lookups(ROLES.sweeper).map((s) => s.Resource));
+    expect(sweeper).toMatch(/\/v1\/GET\/@connections\/\*"/);
+    expect(sweeper).toMatch(/\/v1\/DELETE\/@connections\/\*"/);
+    expect(sweeper).not.toMatch(/\/POST\//);
     // The message function closes a connection over its message budget: DELETE, nothing else.
     const [closing, ...others] = lookups(ROLES.message);
     expect(others).toEqual([]);

@@ -9,7 +9,7 @@ import { handleManagementRequest } from '../../infra/local/management-api.ts';
 import { SignedHttpClient } from '../../lib/aws/signed-http.ts';
 import { closeConnections } from '../../lib/gateway/close-connections.ts';
 import { connectionPath } from '../../lib/gateway/management-api-client.ts';
-import { ManagementApiLiveness } from '../../lib/gateway/management-api-liveness.ts';
+import { activityOf, ManagementApiLiveness } from '../../lib/gateway/management-api-liveness.ts';
 import { wireCapture } from '../fixtures/sdk-wire.ts';
 
 /**
@@ -37,7 +37,12 @@ beforeAll(async () => {
       {
         describe: (id) =>
           open.has(id)
-            ? { connectedAt: 0, lastActiveAt: 0, sourceIp: '10.0.0.1', userAgent: undefined }
+            ? {
+                connectedAt: Date.parse('2026-01-01T00:00:00Z'),
+                lastActiveAt: Date.parse('2026-01-01T00:05:00.250Z'),
+                sourceIp: '10.0.0.1',
+                userAgent: undefined,
+              }
             : undefined,
         post: () => false,
         remove: (id) => open.delete(id),
@@ -62,7 +67,16 @@ describe('the liveness check over @connections', () => {
       region: 'us-east-1',
       local: true,
     });
-    expect(await liveness.check('abc123=')).toBe('alive');
+    const answer = await liveness.check('abc123=');
+    expect(answer).toEqual({
+      alive: {
+        connectedAt: Date.parse('2026-01-01T00:00:00Z'),
+        lastActiveAt: Date.parse('2026-01-01T00:05:00.250Z'),
+        answeredAt: expect.any(Number),
+      },
+    });
+    // The answer's time is the gateway's Date header (whole seconds).
+    expect((answer as { alive: { answeredAt: number } }).alive.answeredAt % 1000).toBe(0);
     expect(await liveness.check('zzz999=')).toBe('gone');
     expect(requests).toEqual([
       'GET /prod/@connections/abc123%3D',
@@ -84,7 +98,7 @@ describe('the liveness check over @connections', () => {
     });
     requests = [];
     refusals = [{ status: 429, type: 'TooManyRequestsException', body: '{"message":"slow"}' }];
-    expect(await liveness.check('abc123=')).toBe('alive');
+    expect(await liveness.check('abc123=')).toMatchObject({ alive: expect.any(Object) });
     expect(requests).toHaveLength(2);
     const nowhere = new ManagementApiLiveness({
       endpoint: 'http://127.0.0.1:1',
@@ -105,7 +119,27 @@ describe('the liveness check over @connections', () => {
     });
     expect(await liveness.check('abc123=')).toMatchObject({ unknown: expect.any(String) });
     url = base;
-    expect(await liveness.check('abc123=')).toBe('alive');
+    expect(await liveness.check('abc123=')).toMatchObject({ alive: expect.any(Object) });
+  });
+});
+
+describe("reading GetConnection's activity", () => {
+  it('reads the JSON names AWS sends (ISO or epoch seconds) and the Date header', () => {
+    expect(
+      activityOf({
+        text: '{"connectedAt":"2026-01-01T00:00:00.000Z","identity":{"sourceIp":"10.0.0.1"},"lastActiveAt":1767225610}',
+        headers: { date: 'Thu, 01 Jan 2026 00:01:00 GMT' },
+      }),
+    ).toEqual({
+      connectedAt: Date.parse('2026-01-01T00:00:00Z'),
+      lastActiveAt: 1_767_225_610_000,
+      answeredAt: Date.parse('2026-01-01T00:01:00Z'),
+    });
+  });
+
+  it('knows nothing of activity from a body without times: never silent', () => {
+    expect(activityOf({ text: 'not json', headers: {} })).toEqual({});
+    expect(activityOf({ text: '{"lastActiveAt":"yesterday"}', headers: {} })).toEqual({});
   });
 });
 

@@ -358,7 +358,9 @@ describe('liveness checks', () => {
     });
 
     expect(result.livenessChecked).toBe(1);
-    expect(api.calls).toEqual([]);
+    // Asked for its activity (silence is judged at any age), but its 410 drops nothing.
+    expect(api.calls).toEqual(['young-c']);
+    expect(result.phantomsDropped).toBe(0);
     expect(
       (await store.getEntry({ namespace: NS, name: 'young' }))?.connection?.connectedAt,
     ).toBeDefined();

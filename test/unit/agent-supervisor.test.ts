@@ -339,6 +339,35 @@ describe('agent supervisor', () => {
     expect(h.links).toHaveLength(2);
   });
 
+  it('pings at the interval the registrar names in describe, from then on', async () => {
+    const h = harness({
+      probe: null,
+      onLink: (link) => {
+        const base = link.respond;
+        link.respond = (action, body) =>
+          action === 'describe'
+            ? {
+                action: 'describe',
+                ok: true,
+                entry: { metadata: { namespace: 'ns', name: 'web-10-0-0-1' } },
+                probe: null,
+                heartbeat: { intervalSeconds: 10, misses: 3 },
+              }
+            : base(action, body);
+      },
+    });
+    const start = h.clock.now();
+    h.supervisor.start();
+    await h.clock.advance(60_000);
+    const link = h.links[0] as FakeLink;
+    // Six pings in the first minute, 10 s apart, where the configured 5 min would send none.
+    const pings = link.sent.filter((s) => s.action === 'ping').map((s) => s.at - start);
+    expect(pings).toEqual([10_000, 20_000, 30_000, 40_000, 50_000, 60_000]);
+    expect(h.logs.some((l) => l.includes('pinging at the interval the registrar named'))).toBe(
+      true,
+    );
+  });
+
   it("keeps a connection whose pings API Gateway throttles: another tenant's ping flood does not make it reconnect", async () => {
     const h = harness({ probe: null });
     h.supervisor.start();

@@ -1,0 +1,102 @@
+import { formatDuration } from '../domain/duration.ts';
+import type { EntryRecord } from '../domain/entry-record.ts';
+import { formatHeartbeat, holderHeartbeat, isSilent, silenceOf } from '../domain/heartbeat.ts';
+import type { EpochMillis } from '../domain/model.ts';
+import type { Holder } from '../store/registry-store.ts';
+import { type GroupHeartbeat, groupKeyOf } from './heartbeat-groups.ts';
+import { type ConnectionLiveness, checkHolders } from './liveness.ts';
+import type { SweepOptions, SweepStore } from './sweep.ts';
+import type { SweepResult } from './sweep-result.ts';
+
+/**
+ * One connected entry's liveness check: its holders asked of API Gateway side by side; those
+ * it says are gone (410) are dropped, and those open but silent past their heartbeat's bound
+ * are dropped with a Silent event and then closed (DELETE @connections). Dropped first, then
+ * closed: the close's `$disconnect` then finds a connection that holds nothing, so the event
+ * that says why the entry left is Silent, not a plain disconnect. A close that fails changes
+ * nothing of that: API Gateway's own answer proved the silence, the entry is no longer
+ * routable, and the connection, if it ever speaks again, is told it holds nothing and
+ * reconnects. Every write is conditional on the holder still being listed, so a check that
+ * runs twice, or that races a reconnect (a new connection is another holder), drops nothing
+ * twice and never the new one. Throws only a store failure.
+ */
+export async function checkEntryLiveness(
+  record: EntryRecord,
+  deps: {
+    store: Pick<SweepStore, 'dropHolders'>;
+    options: SweepOptions;
+    result: SweepResult;
+    groups: ReadonlyMap<string, GroupHeartbeat>;
+    now: EpochMillis;
+  },
+): Promise<void> {
+  const { store, options, result, groups, now } = deps;
+  result.livenessChecked += 1;
+  const answers = await checkHolders(
+    options.liveness as ConnectionLiveness,
+    holdersOf(record),
+    now,
+    options.connectSettleMs ?? 0,
+    true,
+  );
+  if (answers.unknown.length > 0) {
+    result.livenessUnknown += answers.unknown.length;
+    result.firstUnknown ??= answers.unknown[0]?.reason;
+  }
+  const group = record.autoRegistrationGroup
+    ? groups.get(groupKeyOf(record.entry.metadata.namespace, record.autoRegistrationGroup))
+    : undefined;
+  const silent = answers.active.filter(({ activity, since }) =>
+    isSilent(
+      activity,
+      since,
+      now,
+      holderHeartbeat(group, { since, agentVersion: record.agentVersion }),
+    ),
+  );
+  const gone = answers.gone;
+  if (gone.length === 0 && silent.length === 0) return;
+  if (result.dryRun) {
+    result.phantomsDropped += gone.length;
+    result.silentDropped += silent.length;
+    return;
+  }
+  if (gone.length > 0) {
+    const outcome = await store.dropHolders(record.entry.metadata, gone, now);
+    if (outcome !== 'unchanged') result.phantomsDropped += gone.length;
+    if (outcome === 'disconnected') result.livenessDisconnected += 1;
+  }
+  if (silent.length === 0) return;
+  const first = silent[0];
+  const heartbeat = holderHeartbeat(group, {
+    since: first?.since,
+    agentVersion: record.agentVersion,
+  });
+  // Whole seconds: API Gateway's own times are no finer than that (its Date header).
+  const silence = Math.round((first ? silenceOf(first.activity, now) : 0) / 1000) * 1000;
+  const why = `sent nothing for ${formatDuration(silence)}, past its heartbeat ${formatHeartbeat(heartbeat)}`;
+  const ids = silent.map((s) => s.connectionId);
+  const outcome = await store.dropHolders(record.entry.metadata, ids, now, { why });
+  if (outcome === 'unchanged') return;
+  result.silentDropped += ids.length;
+  if (outcome === 'disconnected') result.livenessDisconnected += 1;
+  const close = options.closeConnection;
+  if (!close) return;
+  await Promise.all(
+    ids.map((id) =>
+      close(id).catch((error: unknown) => {
+        // Not a failed run: the entry already left; the log says why the close did not land.
+        result.silentCloseFailed += 1;
+        result.firstCloseFailure ??= error instanceof Error ? error.message : String(error);
+      }),
+    ),
+  );
+}
+
+function holdersOf(record: EntryRecord): Holder[] {
+  const connection = record.connection;
+  return (connection?.connectionIds ?? []).map((connectionId) => ({
+    connectionId,
+    since: connection?.holderSince?.[connectionId],
+  }));
+}

@@ -1,0 +1,106 @@
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { EntryRecord } from '../domain/entry-record.ts';
+import { type Heartbeat, parseHeartbeat } from '../domain/heartbeat.ts';
+import type { ObjectRef, WorkloadGroup } from '../domain/model.ts';
+import { queryItems } from './dynamodb-client.ts';
+import { DynamoDbNamespaceIndex } from './dynamodb-namespace-index.ts';
+import { groupEntryPrefix } from './dynamodb-rollout-entries.ts';
+import type { RegistryTable } from './dynamodb-table.ts';
+import { decodeEntry, GROUP_PREFIX, namespacePartition } from './item-codec.ts';
+import type { HeartbeatGroups, HeartbeatStore } from './registry-store.ts';
+
+/** The sweeper's record of the groups that set a heartbeat, beside its liveness mark. */
+const HEARTBEAT_GROUPS_KEY = { pk: 'SWEEPER', sk: 'heartbeats' };
+
+/** Namespaces listed side by side when the sweeper looks for groups that set a heartbeat. */
+const LIST_CONCURRENCY = 8;
+
+/**
+ * What the sweeper's heartbeat lane reads and writes (lib/registration/sweep-heartbeat.ts):
+ * the groups that set a heartbeat (listed once per liveness interval, not every run), its own
+ * record of them, and the connected entries of one such group (a Query of the group's name
+ * prefix: reads proportional to the group's entries, never to the table).
+ */
+export class DynamoDbHeartbeatGroups implements HeartbeatStore {
+  readonly #table: RegistryTable;
+  readonly #namespaces: DynamoDbNamespaceIndex;
+
+  constructor(table: RegistryTable) {
+    this.#table = table;
+    this.#namespaces = new DynamoDbNamespaceIndex(table.client, table.name);
+  }
+
+  async heartbeatGroups(): Promise<HeartbeatGroups | undefined> {
+    const item = await this.#table.get(HEARTBEAT_GROUPS_KEY);
+    if (!item || typeof item.groups !== 'string' || typeof item.listedAt !== 'number') {
+      return undefined;
+    }
+    return {
+      listedAt: item.listedAt,
+      groups: JSON.parse(item.groups) as HeartbeatGroups['groups'],
+    };
+  }
+
+  /** One JSON string: group names as keys stay out of DynamoDB's attribute-name rules. */
+  async saveHeartbeatGroups(state: HeartbeatGroups): Promise<void> {
+    await this.#table.client.send(
+      new PutCommand({
+        TableName: this.#table.name,
+        Item: {
+          ...HEARTBEAT_GROUPS_KEY,
+          listedAt: state.listedAt,
+          groups: JSON.stringify(state.groups),
+        },
+      }),
+    );
+  }
+
+  /** Every group whose annotations set a heartbeat: the namespace index, a Query per namespace. */
+  async groupHeartbeats(): Promise<{ group: ObjectRef; heartbeat: Heartbeat }[]> {
+    const { namespaces } = await this.#namespaces.list();
+    const found: { group: ObjectRef; heartbeat: Heartbeat }[] = [];
+    let next = 0;
+    const lane = async () => {
+      for (let at = next++; at < namespaces.length; at = next++) {
+        const items = queryItems(this.#table.client, {
+          TableName: this.#table.name,
+          KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+          ProjectionExpression: '#group.metadata',
+          ExpressionAttributeNames: { '#group': 'group' },
+          ExpressionAttributeValues: {
+            ':pk': namespacePartition(namespaces[at] as string),
+            ':prefix': GROUP_PREFIX,
+          },
+        });
+        for await (const item of items) {
+          const metadata = (item.group as Pick<WorkloadGroup, 'metadata'> | undefined)?.metadata;
+          if (!metadata) continue;
+          const parsed = parseHeartbeat(metadata.annotations ?? {});
+          if ('heartbeat' in parsed && parsed.heartbeat) {
+            found.push({
+              group: { namespace: metadata.namespace, name: metadata.name },
+              heartbeat: parsed.heartbeat,
+            });
+          }
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(LIST_CONCURRENCY, namespaces.length) }, lane));
+    return found;
+  }
+
+  /** The group's entries that are still held, one page at a time. */
+  async *heldEntriesOf(group: ObjectRef): AsyncIterable<EntryRecord> {
+    const items = queryItems(this.#table.client, {
+      TableName: this.#table.name,
+      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+      FilterExpression: 'autoRegistrationGroup = :group AND attribute_exists(conns)',
+      ExpressionAttributeValues: {
+        ':pk': namespacePartition(group.namespace),
+        ':prefix': groupEntryPrefix(group.name),
+        ':group': group.name,
+      },
+    });
+    for await (const item of items) yield decodeEntry(item);
+  }
+}
