@@ -102,7 +102,9 @@ describe('get columns', () => {
     expect(run.stdout.split('\n')[0]).toMatch(
       /^NAME\s+ADDRESS\s+CONNECTED\s+HEALTHY\s+ROUTABLE\s+GROUP\s+AGE$/,
     );
-    expect(run.stdout).toMatch(/^web-10\.0\.0\.12\s+10\.0\.0\.12\s+True\s+<none>\s+False\s+web\s+0s$/m);
+    expect(run.stdout).toMatch(
+      /^web-10\.0\.0\.12\s+10\.0\.0\.12\s+True\s+<none>\s+False\s+web\s+0s$/m,
+    );
     expect(run.stdout).toMatch(/^db-1\s+10\.0\.0\.5\s+<none>\s+<none>\s+True\s+<none>\s+0s$/m);
   });
 
