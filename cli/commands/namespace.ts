@@ -84,7 +84,7 @@ export const registerNamespace: CommandRegistration = (program, context) => {
     .description("show namespaces' quotas and limits, with how many entries are connected")
     .addOption(namespaceOption())
     .option('-A, --all-namespaces', 'every namespace with settings or with groups and entries')
-    .addOption(outputOption(['json', 'yaml']))
+    .addOption(outputOption(['name', 'json', 'yaml']))
     .action(
       async (
         options: { namespace?: string; allNamespaces?: boolean; output: OutputSpec },
@@ -109,6 +109,10 @@ export const registerNamespace: CommandRegistration = (program, context) => {
           const connected = await Promise.all(
             rows.map((row) => usage.connectedEntries(row.namespace)),
           );
+          if (options.output.format === 'name') {
+            context.out(rows.map((row) => `namespace/${row.namespace}\n`).join(''));
+            return;
+          }
           if (options.output.format === 'json' || options.output.format === 'yaml') {
             const list = asList(rows.map((row, i) => settingsView(row, connected[i] ?? 0)));
             context.out(options.output.format === 'json' ? toJson(list) : toYaml(list));

@@ -135,6 +135,10 @@ describe('--dry-run writes nothing', () => {
     expect(reset.stdout).toMatch(/^namespace "shop" reset \(server dry run\): /);
     const after = JSON.parse((await ok(['namespace', 'get', '-n', 'shop', '-o', 'json'])).stdout);
     expect(after.items[0].maxEntries).toBe(9);
+    // A listing, so -o name too, as get's.
+    expect((await ok(['namespace', 'get', '-A', '-o', 'name'])).stdout).toBe(
+      'namespace/blog\nnamespace/shop\n',
+    );
   });
 
   it('policy allow and policy revoke', async () => {
