@@ -43,6 +43,8 @@ export interface BundleSide {
   commit: string;
   bytes: number;
   importMs: number;
+  /** From the process's start to the bundle evaluated (bench/bundle-invoke.ts). */
+  initMs: number;
   importCpuMs: number;
   firstMs: number;
   firstCpuMs: number;
@@ -318,6 +320,7 @@ function medians(
   };
   return {
     importMs: median((s) => s.importMs),
+    initMs: median((s) => s.initMs),
     importCpuMs: median((s) => s.importCpuMs),
     firstMs: median((s) => s.firstMs),
     firstCpuMs: median((s) => s.firstCpuMs),

@@ -1,20 +1,28 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, rm, stat, symlink } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { FUNCTION_ENTRIES, type FunctionName, REPO_ROOT } from '../infra/constructs/bundling.ts';
 import { bundleFunction } from './bundle-size.ts';
 
 /**
- * A cold-start proxy: the time a fresh Node process takes to import a function's bundle, the
- * part of a Lambda cold start the bundle decides (the runtime's own start and the first
- * request are the same either way). Two variants:
- * - `sdk-external`: `@aws-sdk/*` left out, resolved at import from node_modules next to the
- *   bundle, as the nodejs22.x runtime resolves it from its own copy;
- * - `sdk-bundled`: everything in the one minified file (what the stack deploys).
- * Each is imported RUNS times, each in a new process; the median is reported.
+ * What a cold Lambda init waits for, as far as the bundle decides it. Every sample is a new
+ * Node process (nothing shared with the bench: no module, no compile cache, no warmed JIT), run
+ * with only Lambda's variables (and NODE_DISABLE_COMPILE_CACHE=1, so no code cache from an
+ * earlier sample is read). The file itself is in the page cache (read once before the first
+ * sample), as on a warm Lambda host. Each process reports two figures:
+ * - `import`: from after its ESM loader is warmed (a one-line module imported first) to the
+ *   bundle's module evaluated: the bundle's own parse, compile and top-level code;
+ * - `init`: from the process's start (performance.timeOrigin) to the same point: Node's
+ *   bootstrap, the loader and the bundle, what Lambda's INIT phase holds besides its own
+ *   runtime client. An empty module's init, measured in the same round, is its floor.
+ * Variants: `sdk-external` (`@aws-sdk/*` left out, resolved at import from node_modules next
+ * to the bundle, as the nodejs22.x runtime resolves its own copy) and `sdk-bundled` (what the
+ * stack deploys). RUNS rounds; each round runs the empty module, then each variant, so a busy
+ * moment of a shared machine weighs on all alike; medians are reported.
  */
-const RUNS = 9;
+const RUNS = Number(process.env.BENCH_COLD_RUNS ?? 9);
 export const VARIANTS = {
   'sdk-external': ['@aws-sdk/*'],
   'sdk-bundled': [],
@@ -26,16 +34,35 @@ export interface ColdStart {
   variant: Variant;
   bundleBytes: number;
   medianImportMs: number;
+  medianInitMs: number;
+  /** The median init of a process importing an empty module, in the same rounds. */
+  medianEmptyInitMs: number;
 }
 
-function importMs(file: string): number {
-  const script = `const t=performance.now();await import(${JSON.stringify(`file://${file}`)});process.stdout.write(String(performance.now()-t));`;
-  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+/** The script each sample runs: warm the loader, then time the import, and the init so far. */
+const PROBE = `await import('data:text/javascript,export default 1');
+const t = performance.now();
+await import(process.argv[1]);
+const end = performance.now();
+process.stdout.write(JSON.stringify({ importMs: end - t, initMs: end }));`;
+
+interface Sample {
+  importMs: number;
+  initMs: number;
+}
+
+function sample(url: string): Sample {
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', PROBE, url], {
     // What Lambda sets; the handler files read nothing else at import.
-    env: { PATH: process.env.PATH, AWS_REGION: 'eu-west-1', NODE_OPTIONS: '' },
+    env: {
+      PATH: process.env.PATH,
+      AWS_REGION: 'eu-west-1',
+      NODE_OPTIONS: '',
+      NODE_DISABLE_COMPILE_CACHE: '1',
+    },
     encoding: 'utf8',
   });
-  return Number(out);
+  return JSON.parse(out) as Sample;
 }
 
 function median(values: number[]): number {
@@ -54,7 +81,10 @@ export async function measureColdStarts(
   try {
     // The external SDK resolves from here, as from the runtime's /var/runtime/node_modules.
     await symlink(join(REPO_ROOT, 'node_modules'), join(dir, 'node_modules'));
+    const empty = join(dir, 'empty.mjs');
+    await writeFile(empty, 'export const handler = async () => ({});\n');
     for (const name of names) {
+      const files: { variant: Variant; file: string; bytes: number }[] = [];
       for (const [variant, externalModules] of Object.entries(VARIANTS) as [
         Variant,
         readonly string[],
@@ -62,10 +92,27 @@ export async function measureColdStarts(
         const outdir = join(dir, `${name}-${variant}`);
         await bundleFunction(name, { externalModules, outdir });
         const file = join(outdir, 'index.mjs');
-        const bundleBytes = (await stat(file)).size;
-        importMs(file); // warm the file cache: Lambda reads the code from local disk too
-        const times = Array.from({ length: RUNS }, () => importMs(file));
-        results.push({ name, variant, bundleBytes, medianImportMs: median(times) });
+        await readFile(file); // into the page cache, as a warm host has the code on local disk
+        files.push({ variant, file, bytes: (await stat(file)).size });
+      }
+      const samples = new Map<string, Sample[]>();
+      const take = (key: string, file: string) =>
+        samples.set(key, [...(samples.get(key) ?? []), sample(pathToFileURL(file).href)]);
+      for (let round = 0; round < RUNS; round++) {
+        take('empty', empty);
+        for (const { variant, file } of files) take(variant, file);
+      }
+      const floor = median((samples.get('empty') ?? []).map((s) => s.initMs));
+      for (const { variant, bytes } of files) {
+        const mine = samples.get(variant) ?? [];
+        results.push({
+          name,
+          variant,
+          bundleBytes: bytes,
+          medianImportMs: median(mine.map((s) => s.importMs)),
+          medianInitMs: median(mine.map((s) => s.initMs)),
+          medianEmptyInitMs: floor,
+        });
       }
     }
   } finally {
@@ -77,13 +124,13 @@ export async function measureColdStarts(
 // `node bench/cold-start.ts`: the table for docs/benchmarks.md.
 if (import.meta.url === `file://${process.argv[1]}`) {
   const results = await measureColdStarts();
-  console.log('| function | SDK external: bundle, import | SDK bundled: bundle, import |');
-  console.log('| --- | --- | --- |');
-  for (const name of new Set(results.map((r) => r.name))) {
-    const cell = (variant: Variant) => {
-      const r = results.find((x) => x.name === name && x.variant === variant);
-      return r ? `${(r.bundleBytes / 1024).toFixed(1)} KB, ${r.medianImportMs.toFixed(1)} ms` : '-';
-    };
-    console.log(`| ${name} | ${cell('sdk-external')} | ${cell('sdk-bundled')} |`);
+  console.log(
+    `| function | variant | bundle KB | import ms | init ms (empty module: floor) | medians of ${RUNS} fresh processes |`,
+  );
+  console.log('| --- | --- | --- | --- | --- | --- |');
+  for (const r of results) {
+    console.log(
+      `| ${r.name} | ${r.variant} | ${(r.bundleBytes / 1024).toFixed(1)} | ${r.medianImportMs.toFixed(1)} | ${r.medianInitMs.toFixed(1)} (${r.medianEmptyInitMs.toFixed(1)}) | |`,
+    );
   }
 }

@@ -8,7 +8,25 @@ import { createDocumentClient } from '../lib/store/dynamodb-client.ts';
 import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../lib/store/dynamodb-token-store.ts';
 
+/**
+ * How the runtime runs. `npm-start` (the default) is what a user gets from `npm start`: the
+ * registry in a data dir on disk (dynalite's LevelDB), one console line per event at info,
+ * read by this process as a terminal would. `memory-quiet` is what this bench measured before
+ * 2026-11-27: `--memory` (an in-memory store) and LOG_LEVEL=ERROR, about twice as fast and not
+ * what anyone runs (issue 38).
+ */
+export type LoadRuntime = 'npm-start' | 'memory-quiet';
+
+export interface LocalLoadOptions {
+  agents?: number;
+  /** Clients connecting at a time (each batch waits for the one before); default all at once. */
+  atOnce?: number;
+  runtime?: LoadRuntime;
+}
+
 export interface LocalLoad {
+  runtime: LoadRuntime;
+  atOnce: number;
   agents: number;
   registered: number;
   refused: number;
@@ -42,12 +60,17 @@ interface LocalJson {
 }
 
 /**
- * `agents` real WebSocket clients connect at once to the local runtime (started as a child
- * process, exactly as `npm start` runs it), each registering its own VM. Latency is from the
- * client's open call to the upgrade's 101 (the authorizer and $connect ran); RSS is the runtime
- * process's, read from /proc while it holds every connection.
+ * `agents` real WebSocket clients (the `ws` package, in this process) connect to the local
+ * runtime, a process of its own started as `npm start` starts it, each registering its own
+ * VM: all at once, or `atOnce` at a time. Nothing is cached between runs: a fresh runtime and
+ * an empty registry each time. Latency is from the client's open call to the upgrade's 101
+ * (the authorizer and $connect ran); RSS is the runtime process's, read from /proc while it
+ * holds every connection.
  */
-export async function measureLocalLoad(agents = 1000): Promise<LocalLoad> {
+export async function measureLocalLoad(options: LocalLoadOptions = {}): Promise<LocalLoad> {
+  const agents = options.agents ?? 1000;
+  const atOnce = Math.min(agents, options.atOnce ?? agents);
+  const mode = options.runtime ?? 'npm-start';
   const dataDir = mkdtempSync(join(tmpdir(), 'registrar-bench-'));
   const runtime = spawn(
     process.execPath,
@@ -56,14 +79,20 @@ export async function measureLocalLoad(agents = 1000): Promise<LocalLoad> {
       '--import',
       './scripts/async-context-frame.js',
       'infra/local/main.ts',
-      '--memory',
+      ...(mode === 'memory-quiet' ? ['--memory'] : []),
       '--port',
       '0',
       '--data-dir',
       dataDir,
     ],
-    { stdio: ['ignore', 'ignore', 'inherit'], env: { ...process.env, LOG_LEVEL: 'ERROR' } },
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, LOG_LEVEL: mode === 'memory-quiet' ? 'ERROR' : 'info' },
+    },
   );
+  // The console's lines are read as a terminal reads them: a runtime whose stdout nobody
+  // drains would block on a full pipe.
+  runtime.stdout?.resume();
   const sockets: WebSocket[] = [];
   try {
     const local = await waitForLocalJson(join(dataDir, 'local.json'), runtime);
@@ -92,30 +121,32 @@ export async function measureLocalLoad(agents = 1000): Promise<LocalLoad> {
     const cpuBefore = threadCpuMs(runtime);
     const clientCpuBefore = process.cpuUsage();
     const started = performance.now();
-    await Promise.all(
-      Array.from({ length: agents }, (_, i) => {
-        const ip = `10.1.${(i >> 8) & 255}.${i & 255}`;
-        const opened = performance.now();
-        const socket = new WebSocket(`${local.url}?group=load&namespace=bench&ip=${ip}`, {
-          headers: { Authorization: `Bearer ${token}` },
+    const connectOne = (i: number) => {
+      const ip = `10.1.${(i >> 8) & 255}.${i & 255}`;
+      const opened = performance.now();
+      const socket = new WebSocket(`${local.url}?group=load&namespace=bench&ip=${ip}`, {
+        headers: { Authorization: `Bearer ${token}` },
+      });
+      sockets.push(socket);
+      return new Promise<void>((resolve) => {
+        socket.once('open', () => {
+          latencies.push(performance.now() - opened);
+          resolve();
         });
-        sockets.push(socket);
-        return new Promise<void>((resolve) => {
-          socket.once('open', () => {
-            latencies.push(performance.now() - opened);
-            resolve();
-          });
-          socket.once('unexpected-response', () => {
-            refused += 1;
-            resolve();
-          });
-          socket.once('error', () => {
-            refused += 1;
-            resolve();
-          });
+        socket.once('unexpected-response', () => {
+          refused += 1;
+          resolve();
         });
-      }),
-    );
+        socket.once('error', () => {
+          refused += 1;
+          resolve();
+        });
+      });
+    };
+    for (let first = 0; first < agents; first += atOnce) {
+      const batch = Array.from({ length: Math.min(atOnce, agents - first) }, (_, i) => first + i);
+      await Promise.all(batch.map(connectOne));
+    }
     const wallMs = performance.now() - started;
     const cpu = cpuSplit(cpuBefore, threadCpuMs(runtime), String(runtime.pid));
     const clientCpu = process.cpuUsage(clientCpuBefore);
@@ -124,6 +155,8 @@ export async function measureLocalLoad(agents = 1000): Promise<LocalLoad> {
     client.destroy();
     latencies.sort((a, b) => a - b);
     return {
+      runtime: mode,
+      atOnce,
       agents,
       registered,
       refused,

@@ -164,9 +164,20 @@ const sections: Record<string, Section> = {
     title: 'Local end-to-end: agents connecting at once through the local gateway',
     run: async () => {
       const { measureLocalLoad } = await import('./local-load.ts');
-      const r = await measureLocalLoad(Number(process.env.BENCH_AGENTS ?? 1000));
+      // BENCH_LOAD_RUNTIME=memory-quiet: the pre-2026-11-27 setup (--memory, LOG_LEVEL=ERROR).
+      const r = await measureLocalLoad({
+        agents: Number(process.env.BENCH_AGENTS ?? 1000),
+        ...(process.env.BENCH_AGENTS_AT_ONCE
+          ? { atOnce: Number(process.env.BENCH_AGENTS_AT_ONCE) }
+          : {}),
+        ...(process.env.BENCH_LOAD_RUNTIME === 'memory-quiet'
+          ? { runtime: 'memory-quiet' as const }
+          : {}),
+      });
       table(
         [
+          'runtime',
+          'at once',
           'agents',
           'registered',
           'refused',
@@ -182,6 +193,8 @@ const sections: Record<string, Section> = {
         ],
         [
           [
+            r.runtime,
+            r.atOnce,
             r.agents,
             r.registered,
             r.refused,
@@ -225,6 +238,7 @@ const sections: Record<string, Section> = {
           'function',
           'KB (budget)',
           'import ms',
+          'init ms (process start to module ready)',
           'import CPU ms',
           'first invocation ms',
           'first invocation CPU ms',
@@ -236,6 +250,7 @@ const sections: Record<string, Section> = {
           p.name,
           `${both((s) => s.bytes / 1024)(p)} (${BUNDLE_BUDGETS[p.name] / 1024})`,
           both((s) => s.importMs)(p),
+          both((s) => s.initMs)(p),
           both((s) => s.importCpuMs)(p),
           both((s) => s.firstMs)(p),
           both((s) => s.firstCpuMs)(p),
@@ -280,17 +295,26 @@ const sections: Record<string, Section> = {
   },
   'cold-start': {
     title:
-      'Cold-start proxy: median import time of each bundle in a fresh process, SDK external vs bundled',
+      'Cold start: each bundle imported by a fresh process per sample (import after a warmed loader, and init from process start), SDK external vs bundled, beside an empty module',
     run: async () => {
       const { measureColdStarts } = await import('./cold-start.ts');
       const rows = await measureColdStarts();
       table(
-        ['function', 'variant', 'bundle KB', 'import ms (median of 9)'],
+        [
+          'function',
+          'variant',
+          'bundle KB',
+          'import ms',
+          'init ms (process start to module ready)',
+          'init ms of an empty module',
+        ],
         rows.map((r) => [
           r.name,
           r.variant,
           (r.bundleBytes / 1024).toFixed(1),
           r.medianImportMs.toFixed(1),
+          r.medianInitMs.toFixed(1),
+          r.medianEmptyInitMs.toFixed(1),
         ]),
       );
     },

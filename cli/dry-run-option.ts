@@ -34,3 +34,19 @@ export function bareDryRunAsClient(argv: readonly string[], takesMode: boolean):
       : '--dry-run=client';
   });
 }
+
+/** What a dry run adds to each line it prints: `(dry run)`, or `(server dry run)`. */
+export function dryRunSuffix(mode: DryRunMode): string {
+  return mode === 'server' ? '(server dry run)' : '(dry run)';
+}
+
+/**
+ * `--dry-run[=client|server]` of a command that changes the registry but has no preview of
+ * its own to tell apart: both modes read what they need and write nothing.
+ */
+export function writeNothingOption(): Option {
+  return dryRunOption({
+    client: 'checks the input, reads the registry and says what would change',
+    server: 'the same, said as a server dry run',
+  });
+}

@@ -54,10 +54,21 @@ export function splitShortOptionValues(argv: readonly string[]): string[] {
   return end === -1 ? split : [...split, ...argv.slice(end)];
 }
 
-/** Whether the command the line names has kubectl's `--dry-run[=mode]` (an optional value). */
+/**
+ * Whether the command the line names has kubectl's `--dry-run[=mode]` (an optional value):
+ * the deepest command its words reach, so `namespace set --dry-run` is read as `delete` is.
+ */
 function dryRunTakesMode(program: Command, argv: readonly string[]): boolean {
-  const name = argv.find((arg) => !arg.startsWith('-'));
-  const command = program.commands.find((c) => c.name() === name);
+  let command: Command | undefined;
+  let at: Command = program;
+  for (const word of argv) {
+    if (word === '--') break;
+    if (word.startsWith('-')) continue;
+    const sub = at.commands.find((c) => c.name() === word || c.aliases().includes(word));
+    if (!sub) break;
+    command = sub;
+    at = sub;
+  }
   return command?.options.some((o) => o.long === '--dry-run' && o.optional) ?? false;
 }
 

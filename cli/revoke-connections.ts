@@ -16,6 +16,7 @@ import {
   managementEndpointOption,
 } from './close-holders.ts';
 import type { CliContext } from './commands/context.ts';
+import { type DryRunMode, dryRunSuffix, writeNothingOption } from './dry-run-option.ts';
 
 /**
  * `token revoke` and `policy revoke` cut what the credential holds (lib/auth/revocation.ts):
@@ -32,6 +33,7 @@ export const KEEP_CONNECTIONS_FLAG = '--keep-connections';
 
 export interface RevokeFlags {
   keepConnections?: boolean;
+  dryRun: DryRunMode;
   managementEndpoint?: string;
   settle: number;
 }
@@ -49,6 +51,7 @@ export function revokeOptions(): Option[] {
     )
       .argParser(parseSettle)
       .default(parseDuration(DEFAULTS.connectSettle), DEFAULTS.connectSettle),
+    writeNothingOption(),
   ];
 }
 
@@ -65,6 +68,32 @@ const REVOKE_WORDS: ClosingWords = {
   consequence: (n) =>
     `${n === 1 ? 'it keeps its entry' : 'they keep their entries'} connected until ${n === 1 ? 'it ends' : 'they end'} (up to 2 h)`,
 };
+
+/**
+ * `--dry-run` of a revoke: the connections `credential` authenticated that the revoke would
+ * close (read from the registry as the revoke reads them), one line each; nothing is closed.
+ */
+export async function previewRevokedConnections(
+  context: CliContext,
+  command: Command,
+  credential: RevokedCredential,
+  flags: RevokeFlags,
+): Promise<void> {
+  const suffix = dryRunSuffix(flags.dryRun);
+  const what = describeCredential(credential);
+  if (flags.keepConnections) {
+    context.out(`connections ${what} authenticated would stay open ${suffix}\n`);
+    return;
+  }
+  const { heldEntries } = await context.stores(command);
+  const found = await connectionsAuthenticatedBy(heldEntries, credential);
+  for (const connection of found) {
+    context.out(
+      `connection ${connection.connectionId} of workloadentry "${formatRef(connection.entry)}" closed ${suffix}\n`,
+    );
+  }
+  if (found.length === 0) context.out(`no connection ${what} authenticated is open ${suffix}\n`);
+}
 
 /** Closes the connections `credential` authenticated; says what it did on stdout/stderr. */
 export async function cutRevokedConnections(

@@ -11,13 +11,17 @@ import { type ApplyOutcome, appliedEntry, appliedGroup } from '../apply-preview.
 import { dryRunOption } from '../dry-run-option.ts';
 import { checkPaceAnnotations, groupChangeRefusals, identityWarnings } from '../group-rules.ts';
 import { readInputs } from '../input-files.ts';
+import { printsObjects, serializeObject } from '../object-output.ts';
+import { asList } from '../output.ts';
+import { type OutputSpec, outputOption } from '../output-option.ts';
 import type { CliIo, CommandRegistration, Stores } from './context.ts';
-import { namespaceOption, QUALIFIED } from './resources.ts';
+import { namespaceOption, QUALIFIED, renderEntry, renderGroup } from './resources.ts';
 
 interface ApplyOptions {
   filename: string[];
   namespace?: string;
   dryRun: 'none' | 'client' | 'server';
+  output: OutputSpec;
 }
 
 const VERB = { created: 'created', updated: 'configured', unchanged: 'unchanged' } as const;
@@ -38,15 +42,21 @@ export const registerApply: CommandRegistration = (program, context) => {
         server: 'also reads it to say created, configured or unchanged',
       }),
     )
+    .addOption(outputOption(['name', 'json', 'yaml', 'jsonpath', 'go-template']))
     .addHelpText(
       'after',
       '\nEvery document is checked before anything is written: one invalid document refuses the input.\n' +
+        '-o name prints TYPE/NAME of each object; -o json|yaml the objects as the registry now holds\n' +
+        'them (with a dry run, as the documents give them), one object or a List, as kubectl does.\n' +
         'registrar diff -f FILE shows what apply would change, line by line.',
     )
     .action(async (options: ApplyOptions, command: Command) => {
       const documents = await readAll(context.io, options);
+      const { output } = options;
       if (options.dryRun === 'client') {
-        for (const document of documents) context.out(`${nameOf(document)} checked (dry run)\n`);
+        if (!printOutput(context, output, documents, documents.map(objectOf))) {
+          for (const document of documents) context.out(`${nameOf(document)} checked (dry run)\n`);
+        }
         return;
       }
       const stores = await context.stores(command);
@@ -56,12 +66,20 @@ export const registerApply: CommandRegistration = (program, context) => {
       const refusals = await groupChangeRefusals(stores, groups, 'apply');
       if (refusals.length > 0) throw new InvalidDocumentsError(refusals);
       await prepareEntries(stores, documents, context.now());
+      const lines: string[] = [];
       for (const document of documents) {
-        const line =
+        lines.push(
           options.dryRun === 'server'
             ? `${nameOf(document)} ${VERB[await previewOne(stores, document)]} (server dry run)`
-            : await applyOne(stores, document, (text) => context.io.stderr.write(`${text}\n`));
-        context.out(`${line}\n`);
+            : await applyOne(stores, document, (text) => context.io.stderr.write(`${text}\n`)),
+        );
+      }
+      const objects =
+        options.dryRun === 'server' || !printsObjects(output)
+          ? documents.map(objectOf)
+          : await Promise.all(documents.map((document) => storedObject(stores, document)));
+      if (!printOutput(context, output, documents, objects)) {
+        context.out(lines.map((line) => `${line}\n`).join(''));
       }
     });
 };
@@ -157,4 +175,39 @@ async function previewOne(stores: Stores, document: IstioDocument): Promise<Appl
   }
   const existing = await stores.catalog.getEntry(document.entry.metadata);
   return appliedEntry(existing, document.entry).outcome;
+}
+
+/** The object a document gives, as written (a dry run's `-o json|yaml`). */
+function objectOf(document: IstioDocument): unknown {
+  return document.kind === 'WorkloadGroup' ? document.group : document.entry;
+}
+
+/** The object as the registry holds it after the apply (a group with its generation). */
+async function storedObject(stores: Stores, document: IstioDocument): Promise<unknown> {
+  if (document.kind === 'WorkloadGroup') {
+    const stored = await stores.registry.getGroup(document.group.metadata);
+    return stored ? renderGroup(stored) : document.group;
+  }
+  const stored = await stores.catalog.getEntry(document.entry.metadata);
+  return stored ? renderEntry(stored) : document.entry;
+}
+
+/**
+ * `-o name`, `-o json|yaml|jsonpath|go-template`: printed instead of apply's lines (false
+ * without -o: the caller prints its lines). One object alone, several as a v1 List.
+ */
+function printOutput(
+  context: { out(text: string): void },
+  output: OutputSpec,
+  documents: readonly IstioDocument[],
+  objects: readonly unknown[],
+): boolean {
+  if (output.format === 'name') {
+    context.out(documents.map((document) => `${nameOf(document)}\n`).join(''));
+    return true;
+  }
+  if (!printsObjects(output)) return false;
+  const value = objects.length === 1 ? objects[0] : asList(objects as never[]);
+  context.out(serializeObject(output, value));
+  return true;
 }

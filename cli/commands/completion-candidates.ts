@@ -89,6 +89,11 @@ function parseLine(words: readonly string[]): Line {
     else if (flag === '--endpoint') line.flags.endpoint = value();
     else if (flag === '--region') line.flags.region = value();
   }
+  // `rollout status|pause|resume` takes only groups: its first argument is `wg/NAME` or `wg`.
+  if (positional[0] === 'rollout') {
+    line.type = 'WorkloadGroup';
+    return line;
+  }
   const type = positional[1]?.split('/')[0]?.toLowerCase();
   if (type && ENTRY_TYPES.has(type)) line.type = 'WorkloadEntry';
   if (type && GROUP_TYPES.has(type)) line.type = 'WorkloadGroup';

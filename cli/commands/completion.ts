@@ -4,7 +4,7 @@ import { completionValuesOf } from '../output-option.ts';
 import { completionCandidates, type RegistryCandidates } from './completion-candidates.ts';
 import type { CliContext, CommandRegistration } from './context.ts';
 
-/** What the resource argument of get, describe and delete completes to. */
+/** What the resource argument of describe, delete, cordon and uncordon completes to. */
 const RESOURCES: [string, string][] = [
   ['we', 'workloadentries'],
   ['wg', 'workloadgroups'],
@@ -12,10 +12,20 @@ const RESOURCES: [string, string][] = [
   ['workloadgroups', 'WorkloadGroups'],
 ];
 
+/** `get` lists two more: the entries' events and their agents' versions. */
+const GET_RESOURCES: [string, string][] = [
+  ...RESOURCES,
+  ['events', "the entries' events"],
+  ['agents', 'entries per agent version'],
+];
+
+/** The commands whose first argument is a group, written as kubectl's `rollout` takes it. */
+const ROLLOUT_COMMANDS = ['rollout status', 'rollout pause', 'rollout resume'];
+
 const SHELLS = ['bash', 'zsh', 'fish', 'powershell'] as const;
 
 /**
- * `registrar completion bash|zsh` prints a script for the shell to source; the script asks
+ * `registrar completion bash|zsh|fish` prints a script for the shell to source; the script asks
  * `registrar complete -- <words>` for the candidates as the user presses Tab, so commands,
  * options and their choices always match the CLI that is installed. Built by @bomb.sh/tab
  * from the command tree (it also knows fish and powershell), not by hand: registered last,
@@ -26,14 +36,17 @@ export const registerCompletion: CommandRegistration = (program, context) => {
   const completion = tab(program, { completionCommandName: 'completion' });
   const script = program.commands.find((command) => command.name() === 'completion');
   script
-    ?.description('print a bash or zsh completion script: source <(registrar completion bash)')
+    ?.description(
+      'print a bash, zsh or fish completion script: source <(registrar completion bash)',
+    )
     .addHelpText(
       'after',
       '\nThe script runs `registrar` from PATH: install the CLI (npm link, or npm install -g in\n' +
         'a checkout), or define it for the session: registrar() { node <checkout>/bin/registrar.js "$@"; }\n\n' +
         'Examples:\n' +
         '  source <(registrar completion bash)                       this shell\n' +
-        "  echo 'source <(registrar completion zsh)' >> ~/.zshrc     every zsh",
+        "  echo 'source <(registrar completion zsh)' >> ~/.zshrc     every zsh\n" +
+        '  registrar completion fish > ~/.config/fish/completions/registrar.fish   fish',
     )
     .action((shell: (typeof SHELLS)[number]) => {
       context.out(scriptFor(completion, shell));
@@ -48,9 +61,11 @@ export const registerCompletion: CommandRegistration = (program, context) => {
       read = await completionCandidates(context, action.args);
     });
 
-  for (const name of ['get', 'describe', 'delete']) {
+  for (const name of ['get', 'describe', 'delete', 'cordon', 'uncordon']) {
     completion.commands.get(name)?.argument('resource', (complete) => {
-      for (const [value, description] of RESOURCES) complete(value, description);
+      for (const [value, description] of name === 'get' ? GET_RESOURCES : RESOURCES) {
+        complete(value, description);
+      }
     });
     completion.commands.get(name)?.argument(
       'names',
@@ -59,6 +74,17 @@ export const registerCompletion: CommandRegistration = (program, context) => {
       },
       true,
     );
+  }
+  // `rollout status wg/<Tab>`: the namespace's groups as wg/NAME (the type and name in one
+  // word, as kubectl's rollout takes them), or after a separate `wg`, their names.
+  for (const path of ROLLOUT_COMMANDS) {
+    completion.commands.get(path)?.argument('resource', (complete) => {
+      complete('wg', 'workloadgroups');
+      for (const value of read.names) complete(`wg/${value}`, '');
+    });
+    completion.commands.get(path)?.argument('name', (complete) => {
+      for (const value of read.names) complete(value, '');
+    });
   }
   for (const [path, command] of commandsByPath(program)) {
     const completed = completion.commands.get(path);

@@ -228,9 +228,11 @@ async function selectedTargets(
 }
 
 /**
- * `--dry-run`: what would be deleted. `client` lists the targets as named (no read); `server`
- * reads each (a missing one is an error, as a real delete would say) and, for a group with
- * cascade background, the auto-registered entries it would take along.
+ * `--dry-run`: what would be deleted. Both modes read each target, as kubectl's client dry
+ * run reads the object it would delete: a missing one is an error, as a real delete would
+ * say, and a group with cascade background lists the auto-registered entries it would take
+ * along (a bare `--dry-run` that named only the group hid what a delete wg really removes).
+ * They differ only in what they say: `(dry run)` or `(server dry run)`.
  */
 async function previewDeletes(
   context: CliContext,
@@ -242,10 +244,6 @@ async function previewDeletes(
   let failed = false;
   for (const { kind, ref } of targets) {
     const shown = `${QUALIFIED[kind]} "${ref.name}"`;
-    if (options.dryRun === 'client') {
-      context.out(`${shown} deleted ${suffix}\n`);
-      continue;
-    }
     const exists =
       kind === 'WorkloadEntry'
         ? (await catalog.getEntry(ref)) !== undefined

@@ -2,12 +2,15 @@ import { readFile } from 'node:fs/promises';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { readConfig } from '../../lib/config.ts';
 import type { Dependencies } from '../../lib/dependencies.ts';
+import { formatRef } from '../../lib/domain/model.ts';
 import {
   EC2_STATES,
   type Ec2StateChangeEvent,
   ec2StateChangeEvent,
+  parseEc2StateChange,
 } from '../../lib/protocol/ec2-state-change.ts';
 import { isInstanceId } from '../../lib/registration/instance-identity.ts';
+import { type DryRunMode, dryRunSuffix, writeNothingOption } from '../dry-run-option.ts';
 import { type CommandRegistration, UsageError } from './context.ts';
 
 interface Ec2EventOptions {
@@ -15,6 +18,7 @@ interface Ec2EventOptions {
   state: string;
   file?: string;
   states?: string;
+  dryRun: DryRunMode;
 }
 
 /**
@@ -43,6 +47,7 @@ export const registerEc2Event: CommandRegistration = (program, context) => {
       '--states <list>',
       'the states that remove entries (default: REGISTRAR_EC2_STATES, else shutting-down,terminated)',
     )
+    .addOption(writeNothingOption())
     .action(async (options: Ec2EventOptions, command: Command) => {
       if ((options.file === undefined) === (options.instanceId === undefined)) {
         throw new UsageError('give --instance-id <id> or --file <event.json>, one of them');
@@ -53,6 +58,26 @@ export const registerEc2Event: CommandRegistration = (program, context) => {
       const { registry, catalog, tokens, terminated } = await context.stores(command);
       const env: Record<string, string | undefined> = { ...context.io.env, REGISTRAR_TABLE: 'cli' };
       if (options.states !== undefined) env.REGISTRAR_EC2_STATES = options.states;
+      if (options.dryRun !== 'none') {
+        // The function's decision without its writes: the instance's entries as the removal
+        // reads them; nothing deleted, no terminated instance remembered.
+        const change = parseEc2StateChange(event);
+        const states = readConfig(env).ec2States;
+        const suffix = dryRunSuffix(options.dryRun);
+        if (!states.includes(change.state)) {
+          context.out(
+            `instance ${change.instanceId} ${change.state}: state ${change.state} is not one that removes entries (${states.join(', ')}) ${suffix}\n`,
+          );
+          return;
+        }
+        const refs = await registry.entriesOfInstance(change.instanceId);
+        for (const ref of refs)
+          context.out(`workloadentry "${formatRef(ref)}" removed ${suffix}\n`);
+        context.out(
+          `instance ${change.instanceId} ${change.state}: ${refs.length} removed ${suffix}\n`,
+        );
+        return;
+      }
       const deps: Dependencies = {
         config: readConfig(env),
         store: Object.assign(registry, catalog),

@@ -13,11 +13,15 @@ import {
   parseLabelSelector,
   SELECTOR_HELP,
 } from '../label-selector.ts';
+import { printsObjects, serializeObject } from '../object-output.ts';
+import { asList } from '../output.ts';
+import { type OutputSpec, outputOption, TABLE } from '../output-option.ts';
 import { type CommandRegistration, UsageError } from './context.ts';
 import { namespaceOf, namespaceOption } from './resources.ts';
 
 interface ExportOptions {
   format: 'istio' | 'linkerd';
+  output: OutputSpec;
   namespace?: string;
   allNamespaces?: boolean;
   selector?: LabelSelector;
@@ -42,6 +46,14 @@ export const registerExport: CommandRegistration = (program, context) => {
     .addOption(namespaceOption())
     .option('-A, --all-namespaces', 'export every namespace')
     .addOption(new Option('-l, --selector <selector>', SELECTOR_HELP).argParser(parseLabelSelector))
+    .addOption(
+      // Multi-document YAML by default (what GitOps repositories hold); -o yaml|json a v1
+      // List, as kubectl get prints several objects; -o name one kind/name a line.
+      outputOption(['name', 'json', 'yaml', 'jsonpath', 'go-template']).default(
+        TABLE,
+        'multi-document YAML',
+      ),
+    )
     .option(
       '--include-unroutable',
       'istio: also export entries the mesh sends no traffic (disconnected, unhealthy, cordoned), marked so istiod keeps them out',
@@ -71,7 +83,18 @@ export const registerExport: CommandRegistration = (program, context) => {
         options.format === 'istio'
           ? desired.objects.map((object) => forApply(object, keptOut.has(refKey(object.metadata))))
           : desired.objects;
-      context.out(objects.map((object) => `---\n${stringify(object)}`).join(''));
+      const { output } = options;
+      if (output.format === 'name') {
+        context.out(
+          objects
+            .map((object) => `${object.kind.toLowerCase()}/${object.metadata.name}\n`)
+            .join(''),
+        );
+      } else if (printsObjects(output)) {
+        context.out(serializeObject(output, asList(objects)));
+      } else {
+        context.out(objects.map((object) => `---\n${stringify(object)}`).join(''));
+      }
       for (const line of exportWarnings(desired.problems, entries, groups)) {
         context.io.stderr.write(`${line}\n`);
       }

@@ -58,11 +58,17 @@ const EVENT_TYPES = new Set(['events', 'event', 'ev']);
 
 export const WATCH_INTERVAL = '2s';
 
+/** What `registrar --help` and `get --help` say get lists: every type it takes, not only two. */
+const GET_DESCRIPTION = `list ${RESOURCE_HELP}, their events or their agents' versions, or show some by name`;
+
 export const registerGet: CommandRegistration = (program, context) => {
   program
     .command('get')
-    .description(`list ${RESOURCE_HELP}, or show some by name`)
-    .argument('<resource>', `TYPE, TYPE1,TYPE2 or TYPE/NAME; types: ${RESOURCE_HELP}`)
+    .description(GET_DESCRIPTION)
+    .argument(
+      '<resource>',
+      `TYPE, TYPE1,TYPE2 or TYPE/NAME; types: ${RESOURCE_HELP}; also events (ev) and agents`,
+    )
     .argument('[names...]', 'objects by name (or more TYPE/NAME)')
     .addOption(namespaceOption())
     .option('-A, --all-namespaces', 'list across all namespaces')

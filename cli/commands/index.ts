@@ -33,7 +33,8 @@ export const COMMANDS: readonly CommandEntry[] = [
   {
     name: 'get',
     term: 'get [options] <resource> [names...]',
-    description: 'list workloadgroups (wg) or workloadentries (we), or show some by name',
+    description:
+      "list workloadgroups (wg) or workloadentries (we), their events or their agents' versions, or show some by name",
     load: async () => (await import('./get.ts')).registerGet,
   },
   {
@@ -133,7 +134,7 @@ export const COMMANDS: readonly CommandEntry[] = [
   {
     name: 'completion',
     term: 'completion <shell>',
-    description: 'print a bash or zsh completion script: source <(registrar completion bash)',
+    description: 'print a bash, zsh or fish completion script: source <(registrar completion bash)',
     load: async () => (await import('./completion.ts')).registerCompletion,
     hidden: ['complete'],
     needsAll: true,

@@ -10,8 +10,9 @@ import {
   runMigrations,
 } from '../../lib/registration/run-migrations.ts';
 import { RELEASE } from '../../lib/release.ts';
+import { type DryRunMode, dryRunSuffix, writeNothingOption } from '../dry-run-option.ts';
 import { interruption } from '../interrupt.ts';
-import { formatAge, formatTable, formatTimestamp, toJson } from '../output.ts';
+import { formatAge, formatTable, formatTimestamp, toJson, toYaml } from '../output.ts';
 import { type OutputSpec, outputOption } from '../output-option.ts';
 import type { CliContext, CommandRegistration } from './context.ts';
 
@@ -28,12 +29,13 @@ export const registerMigrate: CommandRegistration = (program, context) => {
   migrate
     .command('status')
     .description("show the table's schema record and this release's migrations")
-    .addOption(outputOption(['json']))
+    .addOption(outputOption(['json', 'yaml']))
     .action(async (options: { output: OutputSpec }, command: Command) => {
       const { schema, migrations } = await context.tableSchema(command);
       const record = await schema.read();
-      if (options.output.format === 'json') {
-        context.out(toJson(statusJson(record, migrations)));
+      if (options.output.format === 'json' || options.output.format === 'yaml') {
+        const status = statusJson(record, migrations);
+        context.out(options.output.format === 'json' ? toJson(status) : toYaml(status));
         return;
       }
       context.out(statusText(context, record, migrations));
@@ -42,8 +44,17 @@ export const registerMigrate: CommandRegistration = (program, context) => {
   migrate
     .command('run')
     .description("run this release's pending migrations now (the sweeper would, in its spare time)")
-    .action(async (_options: object, command: Command) => {
+    .addOption(writeNothingOption())
+    .action(async (options: { dryRun: DryRunMode }, command: Command) => {
       const { schema, migrations } = await context.tableSchema(command);
+      if (options.dryRun !== 'none') {
+        const record = await schema.read();
+        const pending = migrations.filter((m) => stateOf(record, m) !== 'done');
+        const suffix = dryRunSuffix(options.dryRun);
+        for (const m of pending) context.out(`migration ${m.id} ${m.name} run ${suffix}\n`);
+        if (pending.length === 0) context.out(`nothing to migrate ${suffix}\n`);
+        return;
+      }
       const stop = interruption(context.io);
       try {
         const run = await runMigrations({

@@ -7,6 +7,7 @@ import {
   type NamespaceSettings,
 } from '../../lib/domain/namespace-settings.ts';
 import type { SettingsChange, SettingsField } from '../../lib/store/namespace-settings-store.ts';
+import { type DryRunMode, dryRunSuffix, writeNothingOption } from '../dry-run-option.ts';
 import {
   addressRangesOption,
   connectRateOption,
@@ -22,6 +23,7 @@ import { namespaceOf, namespaceOption } from './resources.ts';
 
 interface SetOptions {
   namespace?: string;
+  dryRun: DryRunMode;
   maxEntries?: Resettable<number>;
   connectRate?: Resettable<number>;
   networks?: Resettable<string[]>;
@@ -48,6 +50,7 @@ export const registerNamespace: CommandRegistration = (program, context) => {
     .addOption(connectRateOption())
     .addOption(networksOption('its entries'))
     .addOption(addressRangesOption())
+    .addOption(writeNothingOption())
     .addHelpText(
       'after',
       '\nExamples:\n' +
@@ -60,6 +63,16 @@ export const registerNamespace: CommandRegistration = (program, context) => {
       const change = settingsChange(options);
       const name = namespaceOf(options);
       await withNamespaceStores(context, command, async ({ settings }) => {
+        if (options.dryRun !== 'none') {
+          // The settings the write would leave: the stored ones with the change applied.
+          const current = (await settings.getSettings(name, true)) ?? { namespace: name };
+          const after: NamespaceSettings = { ...current, ...change.set };
+          for (const field of change.unset) delete after[field];
+          context.out(
+            `namespace "${name}" configured ${dryRunSuffix(options.dryRun)}: ${describeSettings(after)}\n`,
+          );
+          return;
+        }
         const stored = await settings.updateSettings(name, change, context.now());
         context.out(`namespace "${name}" configured: ${describeSettings(stored)}\n`);
       });
@@ -71,7 +84,7 @@ export const registerNamespace: CommandRegistration = (program, context) => {
     .description("show namespaces' quotas and limits, with how many entries are connected")
     .addOption(namespaceOption())
     .option('-A, --all-namespaces', 'every namespace with settings or with groups and entries')
-    .addOption(outputOption(['json', 'yaml']))
+    .addOption(outputOption(['name', 'json', 'yaml']))
     .action(
       async (
         options: { namespace?: string; allNamespaces?: boolean; output: OutputSpec },
@@ -96,6 +109,10 @@ export const registerNamespace: CommandRegistration = (program, context) => {
           const connected = await Promise.all(
             rows.map((row) => usage.connectedEntries(row.namespace)),
           );
+          if (options.output.format === 'name') {
+            context.out(rows.map((row) => `namespace/${row.namespace}\n`).join(''));
+            return;
+          }
           if (options.output.format === 'json' || options.output.format === 'yaml') {
             const list = asList(rows.map((row, i) => settingsView(row, connected[i] ?? 0)));
             context.out(options.output.format === 'json' ? toJson(list) : toYaml(list));
@@ -133,15 +150,23 @@ export const registerNamespace: CommandRegistration = (program, context) => {
     .command('reset')
     .description('put every quota and limit of a namespace back to its default')
     .addOption(namespaceOption())
-    .action(async (options: { namespace?: string }, command: Command) => {
+    .addOption(writeNothingOption())
+    .action(async (options: { namespace?: string; dryRun: DryRunMode }, command: Command) => {
       const name = namespaceOf(options);
       await withNamespaceStores(context, command, async ({ settings }) => {
-        if (!(await settings.deleteSettings(name))) {
+        const dryRun = options.dryRun !== 'none';
+        const had = dryRun
+          ? (await settings.getSettings(name, true)) !== undefined
+          : await settings.deleteSettings(name);
+        if (!had) {
           throw new NotFoundError(
             `namespace "${name}" has no settings: it already has every default; see registrar namespace get -A`,
           );
         }
-        context.out(`namespace "${name}" reset: ${describeSettings({ namespace: name })}\n`);
+        const suffix = dryRun ? ` ${dryRunSuffix(options.dryRun)}` : '';
+        context.out(
+          `namespace "${name}" reset${suffix}: ${describeSettings({ namespace: name })}\n`,
+        );
       });
     });
 };

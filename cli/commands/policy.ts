@@ -5,6 +5,7 @@ import { NotFoundError } from '../../lib/domain/errors.ts';
 import { formatNetwork } from '../../lib/domain/namespace-settings.ts';
 import { isDns1123Subdomain } from '../../lib/domain/validation.ts';
 import type { IamPolicy, PolicyStore } from '../../lib/store/policy-store.ts';
+import { type DryRunMode, dryRunSuffix, writeNothingOption } from '../dry-run-option.ts';
 import { LIST_FORMATS, type ListShape, printList } from '../list-printer.ts';
 import { networksOption } from '../namespace-options.ts';
 import { formatTimestamp } from '../output.ts';
@@ -12,6 +13,7 @@ import { type OutputSpec, outputOption } from '../output-option.ts';
 import {
   cutRevokedConnections,
   KEEP_CONNECTIONS_FLAG,
+  previewRevokedConnections,
   type RevokeFlags,
   revokeOptions,
 } from '../revoke-connections.ts';
@@ -41,6 +43,7 @@ export const registerPolicy: CommandRegistration = (program, context) => {
       ).argParser(parseServiceAccount),
     )
     .addOption(networksOption("the role's entries here", false))
+    .addOption(writeNothingOption())
     .action(
       async (
         options: {
@@ -48,6 +51,7 @@ export const registerPolicy: CommandRegistration = (program, context) => {
           namespace?: string;
           serviceAccount?: string;
           networks?: string[];
+          dryRun: DryRunMode;
         },
         command: Command,
       ) => {
@@ -57,21 +61,24 @@ export const registerPolicy: CommandRegistration = (program, context) => {
             namespace: namespaceOf(options),
             createdAt: context.now(),
           };
-          await policies.putPolicy({
-            ...rule,
-            ...(options.serviceAccount === undefined
-              ? {}
-              : { serviceAccount: options.serviceAccount }),
-            ...(options.networks === undefined ? {} : { networks: options.networks }),
-          });
+          const dryRun = options.dryRun !== 'none';
+          if (!dryRun)
+            await policies.putPolicy({
+              ...rule,
+              ...(options.serviceAccount === undefined
+                ? {}
+                : { serviceAccount: options.serviceAccount }),
+              ...(options.networks === undefined ? {} : { networks: options.networks }),
+            });
           const scope = options.serviceAccount
             ? ` as service account "${options.serviceAccount}"`
             : '';
           const networks = options.networks
             ? `, in networks ${options.networks.map(formatNetwork).join(',')}`
             : '';
+          const suffix = dryRun ? ` ${dryRunSuffix(options.dryRun)}` : '';
           context.out(
-            `role ${rule.roleArn} may register in namespace "${rule.namespace}"${scope}${networks}\n`,
+            `role ${rule.roleArn} may register in namespace "${rule.namespace}"${scope}${networks}${suffix}\n`,
           );
         });
       },
@@ -129,6 +136,26 @@ reconnects are refused (403). ${KEEP_CONNECTIONS_FLAG} only refuses new connects
     .action(
       async (options: RevokeFlags & { roleArn: string; namespace?: string }, command: Command) => {
         const namespace = namespaceOf(options);
+        const credential = { kind: 'policy', roleArn: options.roleArn, namespace } as const;
+        if (options.dryRun !== 'none') {
+          let found = false;
+          await withPolicies(context, command, async (policies) => {
+            found = (await policies.getPolicy(options.roleArn, namespace)) !== undefined;
+          });
+          if (found) {
+            context.out(
+              `role ${options.roleArn} may no longer register in namespace "${namespace}" ${dryRunSuffix(options.dryRun)}\n`,
+            );
+          }
+          // A revoke without a rule still closes what is open: so does its preview.
+          await previewRevokedConnections(context, command, credential, options);
+          if (!found) {
+            throw new NotFoundError(
+              `no policy for role ${options.roleArn} in namespace "${namespace}"; see registrar policy list`,
+            );
+          }
+          return;
+        }
         let deleted = false;
         await withPolicies(context, command, async (policies) => {
           deleted = await policies.deletePolicy(options.roleArn, namespace);
@@ -142,7 +169,7 @@ reconnects are refused (403). ${KEEP_CONNECTIONS_FLAG} only refuses new connects
         await cutRevokedConnections(
           context,
           command,
-          { kind: 'policy', roleArn: options.roleArn, namespace },
+          credential,
           // No rule, no connect of the role could have been authorized since: no second look.
           deleted ? options : { ...options, settle: 0 },
         );

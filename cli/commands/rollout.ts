@@ -6,6 +6,7 @@ import {
   type RolloutStatus,
   rolloutStatus,
 } from '../../lib/rollout/rollout-status.ts';
+import { type DryRunMode, dryRunSuffix, writeNothingOption } from '../dry-run-option.ts';
 import { positiveDurationOption } from '../duration-option.ts';
 import { Interrupted, interruption } from '../interrupt.ts';
 import { toJson, toYaml } from '../output.ts';
@@ -16,6 +17,7 @@ import { namespaceOf, namespaceOption, notFound, QUALIFIED } from './resources.t
 
 interface RolloutOptions {
   namespace?: string;
+  dryRun?: DryRunMode;
   output?: OutputSpec;
   watch?: boolean;
   watchInterval: number;
@@ -93,6 +95,7 @@ export const registerRollout: CommandRegistration = (program, context) => {
       .argument('<resource>', 'wg/NAME, or wg')
       .argument('[name]', 'the group, when the type is given apart')
       .addOption(namespaceOption())
+      .addOption(writeNothingOption())
       .action(
         async (
           resource: string,
@@ -108,6 +111,12 @@ export const registerRollout: CommandRegistration = (program, context) => {
             throw new Error(`workloadgroups "${ref.name}" is already paused`);
           if (verb === 'resume' && !paused)
             throw new Error(`workloadgroups "${ref.name}" is not paused`);
+          if (options.dryRun !== undefined && options.dryRun !== 'none') {
+            context.out(
+              `${QUALIFIED.WorkloadGroup}/${ref.name} ${verb}d ${dryRunSuffix(options.dryRun)}\n`,
+            );
+            return;
+          }
           await stores.rollouts.setPaused(ref, verb === 'pause' ? context.now() : undefined);
           context.out(`${QUALIFIED.WorkloadGroup}/${ref.name} ${verb}d\n`);
         },

@@ -9,18 +9,22 @@ import {
 } from '../../lib/domain/disruption.ts';
 import { formatDuration, parseDuration } from '../../lib/domain/duration.ts';
 import { runSweep } from '../../lib/registration/sweep.ts';
-import type { DeparturesInGrace } from '../../lib/store/registry-store.ts';
 import { printsObjects, serializeObject } from '../object-output.ts';
 import {
   completionValues,
   formatsShown,
+  type OutputFormatName,
   type OutputSpec,
   parseOutput,
   TABLE,
   withCompletionValues,
 } from '../output-option.ts';
-import type { CommandRegistration } from './context.ts';
-import { QUALIFIED } from './resources.ts';
+import { countOf } from '../plural.ts';
+import { namespaceScoped, printSweep, SWEEP_FORMATS } from '../sweep-report.ts';
+import { type CommandRegistration, UsageError } from './context.ts';
+import { parseNamespace } from './resources.ts';
+
+export { inGraceSummary } from '../sweep-report.ts';
 
 /** `sweep status -o`: the status as an object; without -o, as text. */
 const STATUS_FORMATS = ['json', 'yaml', 'jsonpath', 'go-template'] as const;
@@ -31,6 +35,8 @@ interface SweepOptions {
   maxDeletes: number;
   dryRun?: boolean;
   force?: boolean;
+  namespace?: string;
+  output?: string;
 }
 
 /** A positive duration flag (`5m`, `2h`); 0 would mean "sweep everything", so it is refused. */
@@ -77,6 +83,21 @@ export const registerSweep: CommandRegistration = (program, context) => {
         .default(DEFAULTS.sweepMaxDeletes),
     )
     .option('--dry-run', 'show what would be deleted, delete nothing')
+    .addOption(
+      new Option(
+        '-n, --namespace <namespace>',
+        'sweep only this namespace (default: every namespace)',
+      ).argParser(parseNamespace),
+    )
+    .addOption(
+      // Kept as written and parsed in the action: commander gives an option that comes after a
+      // subcommand (`sweep status -o yaml`) to this command when both have it, so `status`
+      // reads it from here too, with its own formats.
+      withCompletionValues(
+        new Option('-o, --output <format>', `output format: ${formatsShown(SWEEP_FORMATS)}`),
+        completionValues(SWEEP_FORMATS),
+      ),
+    )
     .option(
       '--force',
       "release the sweeper's hold (or slowdown) until the disruption ends, then sweep at the normal rate",
@@ -122,7 +143,10 @@ export const registerSweep: CommandRegistration = (program, context) => {
           : recorded
             ? `the registrar's, recorded ${new Date(recorded.recordedAt).toISOString()}`
             : 'defaults';
-      const result = await runSweep(registry, {
+      const { namespace } = options;
+      const output = outputOf(options.output, SWEEP_FORMATS);
+      const scoped = namespace === undefined ? registry : namespaceScoped(registry, namespace);
+      const result = await runSweep(scoped, {
         now: context.now(),
         policy,
         maxDeletes: options.maxDeletes,
@@ -137,26 +161,22 @@ export const registerSweep: CommandRegistration = (program, context) => {
             }
           : {}),
       });
-      const waiting = await registry.departuresInGrace(
-        context.now() - policy.gracePeriodMs,
-        IN_GRACE_COUNT_LIMIT,
-      );
-      const verb = result.dryRun ? 'would be deleted' : 'deleted';
-      for (const entry of result.deleted) {
-        context.out(
-          `${QUALIFIED.WorkloadEntry} "${entry.name}" ${verb} (namespace ${entry.namespace}, ${entry.reason})\n`,
-        );
-      }
-      const summary = [
-        `${result.deleted.length} ${verb}`,
-        `${result.candidatesRead} candidates read`,
-        result.conflicts > 0 ? `${result.conflicts} kept: reconnected after they were read` : '',
-        heldSummary(result.held, result.slowed, result.disruption?.mode),
-        inGraceSummary(waiting, policy.gracePeriodMs, context.now()),
-        `grace period ${formatDuration(policy.gracePeriodMs)}, max connection age ${formatDuration(policy.maxConnectionAgeMs)} (${source})`,
-      ];
-      // The summary goes to stderr so stdout lists only entries, one per line.
-      context.io.stderr.write(`${summary.filter(Boolean).join('; ')}\n`);
+      // Counted in every namespace (the store has no per-namespace count): left out under -n
+      // rather than said of the wrong namespaces.
+      const waiting =
+        namespace === undefined
+          ? await registry.departuresInGrace(
+              context.now() - policy.gracePeriodMs,
+              IN_GRACE_COUNT_LIMIT,
+            )
+          : undefined;
+      printSweep(context, output, {
+        result,
+        namespace,
+        waiting,
+        policy: { ...policy, source },
+        now: context.now(),
+      });
     });
 
   sweep
@@ -176,12 +196,19 @@ export const registerSweep: CommandRegistration = (program, context) => {
       ),
     )
     .action(async (options: { output: OutputSpec }, command: Command) => {
+      // `-o` after `status` lands on `sweep` (see its -o): read it from there.
+      const given = command.parent?.opts<{ output?: string }>().output;
+      const output =
+        given === undefined
+          ? options.output
+          : given === 'text'
+            ? TABLE
+            : outputOf(given, STATUS_FORMATS);
       const { registry } = await context.stores(command);
       const [record, zones] = await Promise.all([
         registry.disruptionRecord(),
         registry.zoneCounts(),
       ]);
-      const { output } = options;
       if (!printsObjects(output)) {
         context.out(statusText(record, zones, context.now()));
         return;
@@ -192,28 +219,24 @@ export const registerSweep: CommandRegistration = (program, context) => {
   registerRollbackIndex(sweep, context);
 };
 
+/** `-o TEXT` with these formats (the table without it); a format they lack is a usage error. */
+function outputOf(
+  text: string | undefined,
+  formats: readonly Exclude<OutputFormatName, 'table'>[],
+): OutputSpec {
+  if (text === undefined) return TABLE;
+  try {
+    return parseOutput(text, formats);
+  } catch (error) {
+    if (!(error instanceof InvalidArgumentError)) throw error;
+    throw new UsageError(
+      `option '-o, --output <format>' argument '${text}' is invalid. ${error.message}`,
+    );
+  }
+}
+
 /** How many departed entries `registrar sweep` counts within their grace, at most. */
 const IN_GRACE_COUNT_LIMIT = 10_000;
-
-/**
- * "2 departed entries within their grace period, the first due in 4m10s": why a sweep left
- * entries that are disconnected, so "0 deleted" is not read as "nothing left".
- */
-export function inGraceSummary(
-  waiting: DeparturesInGrace,
-  gracePeriodMs: number,
-  now: number,
-): string {
-  if (waiting.count === 0) return '';
-  const count = `${waiting.count}${waiting.more ? '+' : ''}`;
-  const noun = waiting.count === 1 && !waiting.more ? 'departed entry' : 'departed entries';
-  const their = waiting.count === 1 && !waiting.more ? 'its' : 'their';
-  const first =
-    waiting.firstDisconnectedAt === undefined
-      ? ''
-      : `, the first due in ${formatDuration(Math.max(1000, Math.ceil((waiting.firstDisconnectedAt + gracePeriodMs - now) / 1000) * 1000))}`;
-  return `${count} ${noun} within ${their} grace period${first}`;
-}
 
 /**
  * `registrar sweep rollback-index`: after rolling the registrar back to release 0.1.0, moves
@@ -232,19 +255,6 @@ function registerRollbackIndex(sweep: Command, context: Parameters<CommandRegist
         `${moved} departed ${moved === 1 ? 'entry' : 'entries'} moved to the keys release 0.1.0 sweeps\n`,
       );
     });
-}
-
-function heldSummary(
-  held: Record<string, number>,
-  slowed: Record<string, number>,
-  mode: string | undefined,
-): string {
-  const count = (counts: Record<string, number>) =>
-    Object.values(counts).reduce((sum, value) => sum + value, 0);
-  const parts = [];
-  if (count(held) > 0) parts.push(`${count(held)} held (${mode}; see registrar sweep status)`);
-  if (count(slowed) > 0) parts.push(`${count(slowed)} deferred by a disrupted cell's slower rate`);
-  return parts.join('; ');
 }
 
 export function statusJson(record: DisruptionRecord | undefined, zones: ZoneCount[], now: number) {
@@ -339,7 +349,9 @@ function statusText(record: DisruptionRecord | undefined, zones: ZoneCount[], no
         (cell) => status.heldNamespaces === null || status.heldNamespaces.includes(cell.namespace),
       )
       .reduce((sum, cell) => sum + Math.max(0, cell.away), 0);
-    lines.push(`holding: ${held} entries away after an abnormal departure ${where}`);
+    lines.push(
+      `holding: ${countOf(held, 'entry', 'entries')} away after an abnormal departure ${where}`,
+    );
   }
   if (status.holdUntil) lines.push(`until:   ${status.holdUntil} at the latest (the hold bound)`);
   if (status.releasedAt) lines.push(`released: ${status.releasedAt} (registrar sweep --force)`);

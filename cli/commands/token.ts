@@ -5,6 +5,7 @@ import { NotFoundError } from '../../lib/domain/errors.ts';
 import { formatNetwork } from '../../lib/domain/namespace-settings.ts';
 import { isDns1123Subdomain } from '../../lib/domain/validation.ts';
 import type { StoredToken } from '../../lib/store/token-store.ts';
+import { type DryRunMode, dryRunSuffix, writeNothingOption } from '../dry-run-option.ts';
 import { positiveDurationOption } from '../duration-option.ts';
 import { LIST_FORMATS, type ListShape, printList } from '../list-printer.ts';
 import { networksOption } from '../namespace-options.ts';
@@ -13,6 +14,7 @@ import { type OutputSpec, outputOption } from '../output-option.ts';
 import {
   cutRevokedConnections,
   KEEP_CONNECTIONS_FLAG,
+  previewRevokedConnections,
   type RevokeFlags,
   revokeOptions,
 } from '../revoke-connections.ts';
@@ -43,6 +45,7 @@ export const registerToken: CommandRegistration = (program, context) => {
       ),
     )
     .addOption(networksOption('entries registered with this token', false))
+    .addOption(writeNothingOption())
     .addHelpText(
       'after',
       '\nThe token is for the namespace of -n (default "default"), as every command: an agent with it\n' +
@@ -50,11 +53,27 @@ export const registerToken: CommandRegistration = (program, context) => {
     )
     .action(
       async (
-        options: { namespace?: string; serviceAccount?: string; ttl: number; networks?: string[] },
+        options: {
+          namespace?: string;
+          serviceAccount?: string;
+          ttl: number;
+          networks?: string[];
+          dryRun: DryRunMode;
+        },
         command: Command,
       ) => {
         const { tokens, sweepPolicy } = await context.stores(command);
         const input = { namespace: namespaceOf(options), ttlMs: options.ttl, now: context.now() };
+        if (options.dryRun !== 'none') {
+          // No token: one printed by a dry run would be a secret nobody stored.
+          const account = options.serviceAccount ?? '<any>';
+          const networks = options.networks?.map(formatNetwork).join(',') ?? '<any>';
+          const expires = formatTimestamp(input.now + input.ttlMs);
+          context.out(
+            `token for namespace "${input.namespace}" (service account ${account}, networks ${networks}, expires ${expires}) created ${dryRunSuffix(options.dryRun)}\n`,
+          );
+          return;
+        }
         const created = createJoinToken(
           options.serviceAccount === undefined
             ? input
@@ -117,6 +136,12 @@ what is still open.`,
     .action(async (id: string, options: RevokeFlags, command: Command) => {
       const { tokens } = await context.stores(command);
       const stored = await tokens.getToken(id);
+      if (stored && options.dryRun !== 'none') {
+        context.out(`token "${id}" revoked ${dryRunSuffix(options.dryRun)}\n`);
+        const credential = { kind: 'token', id, namespace: stored.namespace } as const;
+        await previewRevokedConnections(context, command, credential, options);
+        return;
+      }
       if (!stored || !(await tokens.revokeToken(id, context.now()))) {
         throw new NotFoundError(`token "${id}" not found; see registrar token list`);
       }

@@ -75,15 +75,15 @@ export function describeRolloutStatus(status: RolloutStatus): string[] {
   const lines: string[] = [];
   if (status.state === 'complete') {
     lines.push(
-      `${group} successfully rolled out: ${status.updated} of ${status.entries} entries on generation ${status.generation}`,
+      `${group} successfully rolled out: ${status.updated} of ${status.entries} ${status.entries === 1 ? 'entry' : 'entries'} on generation ${status.generation}`,
     );
   } else if (status.state === 'paused') {
     lines.push(
-      `rollout of ${group} to generation ${status.generation} is paused: ${status.updated} of ${status.entries} entries updated; resume with registrar rollout resume wg/${name} -n ${namespace}`,
+      `rollout of ${group} to generation ${status.generation} is paused: ${status.updated} of ${status.entries} ${status.entries === 1 ? 'entry' : 'entries'} updated; resume with registrar rollout resume wg/${name} -n ${namespace}`,
     );
   } else {
     lines.push(
-      `waiting for rollout of ${group} to generation ${status.generation} to finish: ${status.updated} of ${status.entries} entries updated (pace ${status.pace})`,
+      `waiting for rollout of ${group} to generation ${status.generation} to finish: ${status.updated} of ${status.entries} ${status.entries === 1 ? 'entry' : 'entries'} updated (pace ${status.pace})`,
     );
   }
   if (status.waiting > 0) {

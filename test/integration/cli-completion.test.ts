@@ -74,6 +74,13 @@ describe('registrar completion bash', () => {
     ]);
   });
 
+  it('completes the other types get lists: events and agents', async () => {
+    expect(await bashCompletes('registrar get e')).toEqual(['events']);
+    expect(await bashCompletes('registrar get a')).toEqual(['agents']);
+    // describe and delete take only groups and entries.
+    expect(await bashCompletes('registrar describe e')).toEqual([]);
+  });
+
   it("completes a command's options and an option's choices", async () => {
     expect(await bashCompletes('registrar get we --sho')).toEqual(['--show-labels']);
     expect(await bashCompletes('registrar apply --dry-run ')).toEqual(['none', 'client', 'server']);
@@ -94,6 +101,12 @@ describe('registrar completion bash: what the registry holds', { timeout: 120_00
     ]);
     expect(await bashCompletes('registrar delete wg -n blog ')).toEqual(['web']);
     expect(await bashCompletes('registrar get we -n blog ')).toEqual([]);
+  });
+
+  it("completes a rollout's group as wg/NAME, or its name after a separate wg", async () => {
+    expect(await bashCompletes('registrar rollout status -n shop wg/')).toEqual(['wg/web']);
+    expect(await bashCompletes('registrar rollout pause -n blog ')).toEqual(['wg', 'wg/web']);
+    expect(await bashCompletes('registrar rollout resume wg -n shop ')).toEqual(['web']);
   });
 
   it('completes namespaces after -n, and the formats of -o', async () => {
@@ -118,11 +131,17 @@ describe('registrar completion bash: what the registry holds', { timeout: 120_00
   });
 });
 
-describe('registrar completion zsh', () => {
+describe('registrar completion zsh and fish', () => {
   it('prints a script zsh loads as the completion of registrar', async () => {
     const { stdout } = await run(process.execPath, [bin, 'completion', 'zsh']);
     expect(stdout.split('\n')[0]).toBe('#compdef registrar');
     expect(stdout).toContain('compdef _registrar registrar');
+    expect(stdout).toContain('registrar complete --');
+  });
+
+  it('prints a script fish loads as the completion of registrar', async () => {
+    const { stdout } = await run(process.execPath, [bin, 'completion', 'fish']);
+    expect(stdout).toContain('complete -c registrar');
     expect(stdout).toContain('registrar complete --');
   });
 

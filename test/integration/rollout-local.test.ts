@@ -211,7 +211,7 @@ describe('registrar rollout pause and resume', () => {
     expect(await labelsOf(testbed, '10.3.2.1')).toEqual({ app: 'web', version: 'v1' });
     const paused = await registrar(testbed, ['rollout', 'status', 'wg/web', '-n', NAMESPACE]);
     expect(paused.stdout).toBe(
-      'rollout of workloadgroup "web" to generation 2 is paused: 0 of 1 entries updated; resume with registrar rollout resume wg/web -n shop\n',
+      'rollout of workloadgroup "web" to generation 2 is paused: 0 of 1 entry updated; resume with registrar rollout resume wg/web -n shop\n',
     );
     const json = JSON.parse(
       (await registrar(testbed, ['rollout', 'status', 'wg/web', '-n', NAMESPACE, '-o', 'json']))
