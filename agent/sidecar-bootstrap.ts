@@ -21,7 +21,7 @@ import type { SidecarConfig } from './sidecar-settings.ts';
 
 /** What happened, for tests; the log says the same for people (never the token). */
 export type SidecarEvent =
-  | { type: 'sidecar-written'; written: string[]; unchanged: string[] }
+  | { type: 'sidecar-written'; written: string[]; unchanged: string[]; notWritten: string[] }
   | { type: 'token-written'; expiresAt: string; refreshInMs: number }
   | { type: 'sidecar-refused'; code: string; retryInMs: number | undefined }
   | { type: 'sidecar-failed'; reason: string; retryInMs: number }
@@ -131,7 +131,7 @@ export class SidecarBootstrapper {
     await writeToken(paths.token, reply.token.value, this.#owner);
     this.#failures = 0;
     this.#refusals = 0;
-    this.#said = undefined;
+    if (files.notWritten.length === 0) this.#said = undefined;
     if (!this.#bootstrapped || files.written.length > 0) {
       logger.info(
         `sidecar bootstrapped for ${reply.entry} as service account ${reply.serviceAccount}`,
@@ -141,8 +141,21 @@ export class SidecarBootstrapper {
         },
       );
     }
+    for (const missing of files.notWritten) {
+      // Said once per content: the agent never writes a root-owned file, so the install step
+      // (or the operator) adds the line; asking again cannot help until then.
+      this.#sayOnce(
+        'warn',
+        `${missing.path} is not the agent's to write and lacks the line istio-proxy needs to find istiod; add it as root at install: ${missing.lines.join('; ')}`,
+      );
+    }
     this.#bootstrapped = true;
-    this.#emit({ type: 'sidecar-written', ...files });
+    this.#emit({
+      type: 'sidecar-written',
+      written: files.written,
+      unchanged: files.unchanged,
+      notWritten: files.notWritten.map((missing) => missing.path),
+    });
     if (files.written.length > 0 && config.onChange) await this.#runOnChange(config.onChange);
 
     const lifetimeMs = reply.token.expiresInSeconds * 1000;
