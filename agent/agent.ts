@@ -8,6 +8,7 @@ import { loadIdentityEvidence } from './identity-evidence.ts';
 import { createLogger, type Logger, redactUrl } from './logger.ts';
 import type { ReclaimOutcome } from './memory-reclaim.ts';
 import { createProbeCheck } from './probes/probe-runner.ts';
+import { execPolicy } from './probes/probe-user.ts';
 import { refusalHint } from './refusal-hints.ts';
 import { redactSidecarToken, SidecarBootstrapper, type SidecarEvent } from './sidecar-bootstrap.ts';
 import { type AgentEvent, Supervisor } from './supervisor.ts';
@@ -72,6 +73,11 @@ export async function startAgent(
     auth: config.auth.mode,
     ...(config.auth.mode === 'iam' && evidence ? { identityDocument: evidence.source } : {}),
   });
+  // Decided once, before any probe can run: who a group's exec command runs as, if at all.
+  const exec = await execPolicy({
+    probeUser: config.probeUser,
+    sidecar: config.sidecar?.enabled === true,
+  });
   const supervisor = new Supervisor({
     clock,
     logger,
@@ -88,7 +94,7 @@ export async function startAgent(
     refusalHint: (status, reasonGiven, message) =>
       refusalHint(status, { auth: config.auth, namespace: config.namespace }, reasonGiven, message),
     // The probe's "pod IP" is the VM itself.
-    createCheck: (probe, settings) => createProbeCheck(probe, settings),
+    createCheck: (probe, settings) => createProbeCheck(probe, settings, exec),
     onEvent: (event) => {
       deps.onEvent?.(event);
       // Every registration (start, reconnect, rotation) refreshes the sidecar's identity.
