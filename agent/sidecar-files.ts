@@ -34,7 +34,7 @@ export function renderClusterEnv(env: Record<string, string>): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** The mesh config file (`/etc/istio/config/mesh`): YAML of the MeshConfig keys sent. */
+/** The mesh config file (istio-proxy's `/etc/istio/config/mesh`): YAML of the MeshConfig keys sent. */
 export function renderMeshConfig(meshConfig: SidecarBootstrap['meshConfig']): string {
   return stringify(meshConfig, { lineWidth: 0 });
 }

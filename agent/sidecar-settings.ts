@@ -33,7 +33,8 @@ export const SIDECAR_DEFAULTS: Readonly<SidecarConfig> = Object.freeze({
   prefix: '/',
   paths: Object.freeze({
     clusterEnv: '/var/lib/istio/envoy/cluster.env',
-    meshConfig: '/etc/istio/config/mesh',
+    // Istio's package links /etc/istio to /var/lib/istio: the real path, with no link in it.
+    meshConfig: '/var/lib/istio/config/mesh',
     rootCert: '/etc/certs/root-cert.pem',
     // /run, not /var/run (a symlink to it): the agent writes through no link (safe-files.ts);
     // istio-proxy reads the same file as /var/run/secrets/tokens/istio-token.
