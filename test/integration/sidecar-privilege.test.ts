@@ -1,0 +1,224 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
+import { join } from 'node:path';
+import { build } from 'esbuild';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fullPaths } from '../../agent/sidecar-files.ts';
+import { SIDECAR_DEFAULTS } from '../../agent/sidecar-settings.ts';
+import { buildBootstrap } from '../../lib/mesh-identity/bootstrap.ts';
+import { readMeshSettings } from '../../lib/mesh-identity/mesh-settings.ts';
+import { createTestSigner } from '../fixtures/instance-identity-signer.ts';
+
+/**
+ * The privilege design of `--sidecar` on a VM laid out as Istio's package and VM guide leave it
+ * (istio-proxy owning /var/lib/istio, its envoy and config directories and /etc/certs, and an
+ * old proxy-owned cluster.env), then as the packaging fixes it: the real `systemd-sysusers`
+ * creates registrar-agent and the real `systemd-tmpfiles` applies
+ * packaging/registrar-agent-sidecar.tmpfiles.conf, both under a temporary root. The agent's
+ * writer (bundled, run by the system's node) writes as registrar-agent, never root. Then each
+ * attacker of docs/security.md's VM side tries: istio-proxy after a compromise of Envoy, and
+ * another local user. Users are switched with setpriv, so this runs only as root.
+ */
+const tools = ['/usr/bin/setpriv', '/usr/bin/systemd-sysusers', '/usr/bin/systemd-tmpfiles'];
+const runnable = process.geteuid?.() === 0 && tools.every((tool) => existsSync(tool));
+const REPO = new URL('../../', import.meta.url).pathname;
+const PROXY = 4337;
+const STRANGER = 4444;
+
+let root = '';
+let agentUid = 0;
+let work = '';
+
+/** Runs `script` with sh as uid:gid, no supplementary groups; its exit status. */
+function as(uid: number, script: string): number | null {
+  const gid = uid;
+  return spawnSync(
+    'setpriv',
+    ['--reuid', String(uid), '--regid', String(gid), '--clear-groups', '/bin/sh', '-c', script],
+    { stdio: 'ignore' },
+  ).status;
+}
+
+/** The agent's writer, run as registrar-agent: the report it prints. */
+function writeAsAgent(rootCert: string) {
+  const bootstrap = buildBootstrap(
+    {
+      namespace: 'shop',
+      group: 'web',
+      serviceAccount: 'web',
+      labels: {},
+      ports: { http: 8080 },
+      network: undefined,
+    },
+    readMeshSettings({ REGISTRAR_MESH_ISTIOD_ADDRESS: '10.1.2.3' }),
+    rootCert,
+  );
+  const out = execFileSync(
+    'setpriv',
+    [
+      '--reuid',
+      String(agentUid),
+      '--regid',
+      String(agentUid),
+      '--clear-groups',
+      '/usr/bin/node',
+      join(work, 'writer.mjs'),
+    ],
+    { input: JSON.stringify({ root, bootstrap, proxy: `${PROXY}:${PROXY}` }), encoding: 'utf8' },
+  );
+  return JSON.parse(out) as { written: string[]; notWritten: { path: string; lines: string[] }[] };
+}
+
+const paths = () => fullPaths({ ...SIDECAR_DEFAULTS, prefix: root });
+const pem = () => createTestSigner('istio root CA stand-in').certificatePem;
+
+describe.skipIf(!runnable)(
+  'sidecar privileges: the agent as its own user, on the layout its packaging makes (skipped unless root with setpriv and systemd)',
+  () => {
+    beforeAll(async () => {
+      // Not under the test run's TMPDIR: that is 0700, and the other users must reach this.
+      root = mkdtempSync('/tmp/registrar-sidecar-root-');
+      work = mkdtempSync('/tmp/registrar-sidecar-work-');
+      chmodSync(root, 0o755);
+      chmodSync(work, 0o755);
+      mkdirSync(join(root, 'etc'));
+      writeFileSync(
+        join(root, 'etc/passwd'),
+        `root:x:0:0:root:/root:/bin/sh\nistio-proxy:x:${PROXY}:${PROXY}::/var/lib/istio:/bin/false\n`,
+      );
+      writeFileSync(join(root, 'etc/group'), `root:x:0:\nistio-proxy:x:${PROXY}:\n`);
+      writeFileSync(join(root, 'etc/hosts'), '127.0.0.1 localhost\n');
+      // What Istio's package and its VM guide leave: istio-proxy owns where root reads.
+      for (const dir of ['var/lib/istio/envoy', 'var/lib/istio/config', 'etc/certs']) {
+        mkdirSync(join(root, dir), { recursive: true });
+      }
+      writeFileSync(join(root, 'var/lib/istio/envoy/cluster.env'), "OLD='proxy-owned'\n");
+      writeFileSync(join(root, 'var/lib/istio/envoy/sidecar.env'), '');
+      for (const path of [
+        'var/lib/istio',
+        'var/lib/istio/envoy',
+        'var/lib/istio/envoy/cluster.env',
+        'var/lib/istio/envoy/sidecar.env',
+        'var/lib/istio/config',
+        'etc/certs',
+      ]) {
+        chownSync(join(root, path), PROXY, PROXY);
+      }
+      symlinkSync('/var/lib/istio', join(root, 'etc/istio'));
+      execFileSync('systemd-sysusers', [
+        `--root=${root}`,
+        join(REPO, 'packaging/registrar-agent.sysusers.conf'),
+      ]);
+      execFileSync('systemd-tmpfiles', [
+        `--root=${root}`,
+        '--create',
+        join(REPO, 'packaging/registrar-agent-sidecar.tmpfiles.conf'),
+      ]);
+      const passwd = readFileSync(join(root, 'etc/passwd'), 'utf8');
+      agentUid = Number(/^registrar-agent:x:(\d+):/m.exec(passwd)?.[1]);
+      // The agent's own file writer, bundled for the system's node (the test runner's node
+      // lives under root's home, which other users cannot reach).
+      writeFileSync(
+        join(work, 'writer.ts'),
+        `import { readFileSync } from 'node:fs';
+import { fullPaths, resolveOwner, writeBootstrap, writeToken } from '${REPO}agent/sidecar-files.ts';
+import { SIDECAR_DEFAULTS } from '${REPO}agent/sidecar-settings.ts';
+const input = JSON.parse(readFileSync(0, 'utf8'));
+const paths = fullPaths({ ...SIDECAR_DEFAULTS, prefix: input.root });
+const proxy = await resolveOwner(input.proxy);
+const report = await writeBootstrap(paths, input.bootstrap, proxy);
+await writeToken(paths.token, 'aaa.bbb.ccc', proxy);
+process.stdout.write(JSON.stringify(report));
+`,
+      );
+      await build({
+        entryPoints: [join(work, 'writer.ts')],
+        bundle: true,
+        platform: 'node',
+        format: 'esm',
+        target: 'node20',
+        outfile: join(work, 'writer.mjs'),
+        banner: {
+          js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+        },
+        logLevel: 'warning',
+      });
+    }, 60_000);
+
+    afterAll(() => {
+      if (root) rmSync(root, { recursive: true, force: true });
+      if (work) rmSync(work, { recursive: true, force: true });
+    });
+
+    it('writes every file as registrar-agent, none owned by istio-proxy, and leaves root’s hosts file to the install step', () => {
+      expect(agentUid).toBeGreaterThan(0);
+      const report = writeAsAgent(pem());
+      const p = paths();
+      expect(report.written.sort()).toEqual([p.clusterEnv, p.meshConfig, p.rootCert].sort());
+      for (const file of [p.clusterEnv, p.meshConfig, p.rootCert, p.token]) {
+        expect(statSync(file).uid, file).toBe(agentUid);
+      }
+      expect(statSync(p.token).gid).toBe(PROXY);
+      expect(statSync(p.token).mode & 0o777).toBe(0o640);
+      // /etc is root's: the line is named for the install step, and nothing is written as root.
+      expect(report.notWritten).toEqual([
+        { path: p.hosts, lines: ['10.1.2.3 istiod.istio-system.svc'] },
+      ]);
+      expect(readFileSync(p.hosts, 'utf8')).toBe('127.0.0.1 localhost\n');
+      expect(readFileSync(p.clusterEnv, 'utf8')).not.toContain('proxy-owned');
+    });
+
+    it('a compromised istio-proxy cannot change what root sources, but reads what it needs', () => {
+      const p = paths();
+      const envoy = join(root, 'var/lib/istio/envoy');
+      // Each attempt would make root run the proxy's code at istio's next start.
+      expect(as(PROXY, `echo BASH_ENV=/tmp/x >> ${p.clusterEnv}`)).not.toBe(0);
+      expect(as(PROXY, `ln -sf /tmp/x ${envoy}/cluster.env`)).not.toBe(0);
+      expect(as(PROXY, `mv ${envoy} ${root}/var/lib/istio/moved`)).not.toBe(0);
+      expect(as(PROXY, `echo BASH_ENV=/tmp/x >> ${envoy}/sidecar.env`)).not.toBe(0);
+      expect(as(PROXY, `touch ${root}/var/lib/istio/config/mesh`)).not.toBe(0);
+      expect(readFileSync(p.clusterEnv, 'utf8')).not.toContain('BASH_ENV');
+      // No directory above cluster.env, and no file beside it that root sources, is the proxy's.
+      for (const path of [
+        'var/lib/istio',
+        'var/lib/istio/envoy',
+        'var/lib/istio/envoy/sidecar.env',
+      ]) {
+        expect(statSync(join(root, path)).uid, path).not.toBe(PROXY);
+      }
+      // What istio-proxy reads, and where it keeps its own certificates.
+      expect(as(PROXY, `cat ${p.token} ${p.meshConfig} ${p.rootCert} > /dev/null`)).toBe(0);
+      expect(as(PROXY, `echo cert > ${root}/etc/certs/cert-chain.pem`)).toBe(0);
+    });
+
+    it('a link istio-proxy plants where it may write is replaced, never written through', () => {
+      const p = paths();
+      const before = readFileSync(p.clusterEnv, 'utf8');
+      expect(as(PROXY, `rm -f ${p.rootCert} && ln -s ${p.clusterEnv} ${p.rootCert}`)).toBe(0);
+      const report = writeAsAgent(`${pem()}`);
+      expect(report.written).toContain(p.rootCert);
+      expect(lstatSync(p.rootCert).isSymbolicLink()).toBe(false);
+      expect(readFileSync(p.clusterEnv, 'utf8')).toBe(before);
+    });
+
+    it('another local user reads no mesh identity and writes nothing', () => {
+      const p = paths();
+      expect(as(STRANGER, `cat ${p.token}`)).not.toBe(0);
+      for (const file of [p.clusterEnv, p.meshConfig, p.rootCert]) {
+        expect(as(STRANGER, `echo x >> ${file}`), file).not.toBe(0);
+      }
+    });
+  },
+);
