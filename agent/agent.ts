@@ -10,7 +10,12 @@ import type { ReclaimOutcome } from './memory-reclaim.ts';
 import { createProbeCheck } from './probes/probe-runner.ts';
 import { execPolicy } from './probes/probe-user.ts';
 import { refusalHint } from './refusal-hints.ts';
-import { redactSidecarToken, SidecarBootstrapper, type SidecarEvent } from './sidecar-bootstrap.ts';
+import {
+  redactSidecarToken,
+  rootWarning,
+  SidecarBootstrapper,
+  type SidecarEvent,
+} from './sidecar-bootstrap.ts';
 import { type AgentEvent, Supervisor } from './supervisor.ts';
 import { AGENT_VERSION } from './version.ts';
 
@@ -131,6 +136,8 @@ export async function startAgent(
     if (reclaim !== undefined && reclaim !== 'done') reclaim.cancel();
     reclaim = 'done';
   };
+  const asRoot = config.sidecar && rootWarning(config.sidecar, process.geteuid?.() ?? 0);
+  if (asRoot) logger.warn(asRoot);
   const sidecar = config.sidecar?.enabled
     ? new SidecarBootstrapper({
         config: config.sidecar,

@@ -257,6 +257,15 @@ function runShell(command: string): Promise<number | null> {
   });
 }
 
+/**
+ * Said at start when the agent writes the system's own Istio files as root: the unit of an
+ * older release had a drop-in that set `User=root`, which the agent no longer needs.
+ */
+export function rootWarning(config: SidecarConfig, euid: number): string | undefined {
+  if (!config.enabled || euid !== 0 || config.prefix !== '/') return undefined;
+  return "the agent runs as root with --sidecar: it needs no root (docs/agent.md, 'Put the VM in the mesh'); remove a drop-in that sets User=root and install registrar-agent-sidecar.tmpfiles.conf and registrar-agent-sidecar.conf instead";
+}
+
 /** `--debug` traces every message: a `sidecar` answer's token is replaced before it is logged. */
 export function redactSidecarToken(text: string): string {
   if (!text.includes('"sidecar"')) return text;

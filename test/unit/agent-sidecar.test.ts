@@ -9,6 +9,7 @@ import { memoryLogger } from '../../agent/logger.ts';
 import { writeSafely } from '../../agent/safe-files.ts';
 import {
   redactSidecarToken,
+  rootWarning,
   SidecarBootstrapper,
   type SidecarEvent,
 } from '../../agent/sidecar-bootstrap.ts';
@@ -211,5 +212,13 @@ describe('sidecar files', () => {
     expect(shown).not.toContain('aaa.bbb.ccc');
     expect(shown).toContain('<redacted>');
     expect(redactSidecarToken('{"action":"pong"}')).toBe('{"action":"pong"}');
+  });
+
+  it('warns an agent that writes the system’s Istio files as root that it needs no root', () => {
+    const config = { ...SIDECAR_DEFAULTS, enabled: true };
+    expect(rootWarning(config, 0)).toContain('it needs no root');
+    expect(rootWarning(config, 999)).toBeUndefined();
+    expect(rootWarning({ ...config, prefix: root }, 0)).toBeUndefined();
+    expect(rootWarning({ ...config, enabled: false }, 0)).toBeUndefined();
   });
 });
