@@ -1,17 +1,5 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import {
-  chmodSync,
-  chownSync,
-  existsSync,
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  statSync,
-  symlinkSync,
-  writeFileSync,
-} from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { lstatSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,36 +8,29 @@ import { SIDECAR_DEFAULTS } from '../../agent/sidecar-settings.ts';
 import { buildBootstrap } from '../../lib/mesh-identity/bootstrap.ts';
 import { readMeshSettings } from '../../lib/mesh-identity/mesh-settings.ts';
 import { createTestSigner } from '../fixtures/instance-identity-signer.ts';
+import {
+  shAs as as,
+  asUserArgs,
+  PROXY_UID as PROXY,
+  prepareSidecarLayout,
+  type SidecarLayout,
+  STRANGER_UID as STRANGER,
+  sidecarLayoutAvailable,
+} from '../fixtures/sidecar-layout.ts';
 
 /**
- * The privilege design of `--sidecar` on a VM laid out as Istio's package and VM guide leave it
- * (istio-proxy owning /var/lib/istio, its envoy and config directories and /etc/certs, and an
- * old proxy-owned cluster.env), then as the packaging fixes it: the real `systemd-sysusers`
- * creates registrar-agent and the real `systemd-tmpfiles` applies
- * packaging/registrar-agent-sidecar.tmpfiles.conf, both under a temporary root. The agent's
- * writer (bundled, run by the system's node) writes as registrar-agent, never root. Then each
- * attacker of docs/security.md's VM side tries: istio-proxy after a compromise of Envoy, and
- * another local user. Users are switched with setpriv, so this runs only as root.
+ * The privilege design of `--sidecar` on a VM laid out as Istio's package and VM guide leave it,
+ * then as the agent's packaging fixes it (test/fixtures/sidecar-layout.ts: the real
+ * systemd-sysusers and systemd-tmpfiles under a temporary root). The agent's writer (bundled,
+ * run by the system's node) writes as registrar-agent, never root. Then each attacker of
+ * docs/security.md's VM side tries: istio-proxy after a compromise of Envoy, and another local
+ * user. The whole agent, unprivileged, is test/integration/sidecar-unprivileged-agent.test.ts.
  */
-const tools = ['/usr/bin/setpriv', '/usr/bin/systemd-sysusers', '/usr/bin/systemd-tmpfiles'];
-const runnable = process.geteuid?.() === 0 && tools.every((tool) => existsSync(tool));
 const REPO = new URL('../../', import.meta.url).pathname;
-const PROXY = 4337;
-const STRANGER = 4444;
-
+let layout: SidecarLayout | undefined;
 let root = '';
 let agentUid = 0;
 let work = '';
-
-/** Runs `script` with sh as uid:gid, no supplementary groups; its exit status. */
-function as(uid: number, script: string): number | null {
-  const gid = uid;
-  return spawnSync(
-    'setpriv',
-    ['--reuid', String(uid), '--regid', String(gid), '--clear-groups', '/bin/sh', '-c', script],
-    { stdio: 'ignore' },
-  ).status;
-}
 
 /** The agent's writer, run as registrar-agent: the report it prints. */
 function writeAsAgent(rootCert: string) {
@@ -67,15 +48,7 @@ function writeAsAgent(rootCert: string) {
   );
   const out = execFileSync(
     'setpriv',
-    [
-      '--reuid',
-      String(agentUid),
-      '--regid',
-      String(agentUid),
-      '--clear-groups',
-      '/usr/bin/node',
-      join(work, 'writer.mjs'),
-    ],
+    [...asUserArgs(agentUid), '/usr/bin/node', join(work, 'writer.mjs')],
     { input: JSON.stringify({ root, bootstrap, proxy: `${PROXY}:${PROXY}` }), encoding: 'utf8' },
   );
   return JSON.parse(out) as { written: string[]; notWritten: { path: string; lines: string[] }[] };
@@ -84,50 +57,12 @@ function writeAsAgent(rootCert: string) {
 const paths = () => fullPaths({ ...SIDECAR_DEFAULTS, prefix: root });
 const pem = () => createTestSigner('istio root CA stand-in').certificatePem;
 
-describe.skipIf(!runnable)(
+describe.skipIf(!sidecarLayoutAvailable())(
   'sidecar privileges: the agent as its own user, on the layout its packaging makes (skipped unless root with setpriv and systemd)',
   () => {
     beforeAll(async () => {
-      // Not under the test run's TMPDIR: that is 0700, and the other users must reach this.
-      root = mkdtempSync('/tmp/registrar-sidecar-root-');
-      work = mkdtempSync('/tmp/registrar-sidecar-work-');
-      chmodSync(root, 0o755);
-      chmodSync(work, 0o755);
-      mkdirSync(join(root, 'etc'));
-      writeFileSync(
-        join(root, 'etc/passwd'),
-        `root:x:0:0:root:/root:/bin/sh\nistio-proxy:x:${PROXY}:${PROXY}::/var/lib/istio:/bin/false\n`,
-      );
-      writeFileSync(join(root, 'etc/group'), `root:x:0:\nistio-proxy:x:${PROXY}:\n`);
-      writeFileSync(join(root, 'etc/hosts'), '127.0.0.1 localhost\n');
-      // What Istio's package and its VM guide leave: istio-proxy owns where root reads.
-      for (const dir of ['var/lib/istio/envoy', 'var/lib/istio/config', 'etc/certs']) {
-        mkdirSync(join(root, dir), { recursive: true });
-      }
-      writeFileSync(join(root, 'var/lib/istio/envoy/cluster.env'), "OLD='proxy-owned'\n");
-      writeFileSync(join(root, 'var/lib/istio/envoy/sidecar.env'), '');
-      for (const path of [
-        'var/lib/istio',
-        'var/lib/istio/envoy',
-        'var/lib/istio/envoy/cluster.env',
-        'var/lib/istio/envoy/sidecar.env',
-        'var/lib/istio/config',
-        'etc/certs',
-      ]) {
-        chownSync(join(root, path), PROXY, PROXY);
-      }
-      symlinkSync('/var/lib/istio', join(root, 'etc/istio'));
-      execFileSync('systemd-sysusers', [
-        `--root=${root}`,
-        join(REPO, 'packaging/registrar-agent.sysusers.conf'),
-      ]);
-      execFileSync('systemd-tmpfiles', [
-        `--root=${root}`,
-        '--create',
-        join(REPO, 'packaging/registrar-agent-sidecar.tmpfiles.conf'),
-      ]);
-      const passwd = readFileSync(join(root, 'etc/passwd'), 'utf8');
-      agentUid = Number(/^registrar-agent:x:(\d+):/m.exec(passwd)?.[1]);
+      layout = prepareSidecarLayout();
+      ({ root, work, agentUid } = layout);
       // The agent's own file writer, bundled for the system's node (the test runner's node
       // lives under root's home, which other users cannot reach).
       writeFileSync(
@@ -157,10 +92,7 @@ process.stdout.write(JSON.stringify(report));
       });
     }, 60_000);
 
-    afterAll(() => {
-      if (root) rmSync(root, { recursive: true, force: true });
-      if (work) rmSync(work, { recursive: true, force: true });
-    });
+    afterAll(() => layout?.close());
 
     it('writes every file as registrar-agent, none owned by istio-proxy, and leaves root’s hosts file to the install step', () => {
       expect(agentUid).toBeGreaterThan(0);
