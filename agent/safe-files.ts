@@ -126,8 +126,18 @@ async function openChild(
   return openChild(parent, name, shown, false);
 }
 
-/** The file's content, mode, owner and group as they are now; none for a non-regular file. */
-async function current(dir: FileHandle, name: string) {
+/**
+ * The largest file the agent reads back to compare: far above any bootstrap file or hosts
+ * file, far below what would hurt the agent if someone with write access to a directory it
+ * writes into (istio-proxy in /etc/certs) planted a huge file at the name.
+ */
+const MAX_READ_BYTES = 1024 * 1024;
+
+/**
+ * The file's content, mode, owner and group as they are now; none for a non-regular file. The
+ * content is read only when the size is `size` (when given) and at most MAX_READ_BYTES.
+ */
+async function current(dir: FileHandle, name: string, size?: number) {
   // O_NONBLOCK: a FIFO planted at the name must not hang the agent.
   const handle = await open(at(dir, name), O_RDONLY | O_NOFOLLOW | O_NONBLOCK).catch(
     () => undefined,
@@ -136,7 +146,8 @@ async function current(dir: FileHandle, name: string) {
   try {
     const info = await handle.stat();
     if (!info.isFile()) return undefined;
-    return { info, content: await handle.readFile('utf8') };
+    const readable = info.size <= MAX_READ_BYTES && (size === undefined || info.size === size);
+    return { info, content: readable ? await handle.readFile('utf8') : undefined };
   } finally {
     await handle.close();
   }
@@ -157,7 +168,7 @@ export async function writeSafely(path: string, file: SafeWrite): Promise<'writt
     ...(file.sharedWithGid === undefined ? {} : { sharedWithGid: file.sharedWithGid }),
   });
   try {
-    const now = await current(dir, name);
+    const now = await current(dir, name, Buffer.byteLength(file.content));
     if (
       now &&
       now.content === file.content &&
@@ -188,7 +199,10 @@ export async function writeSafely(path: string, file: SafeWrite): Promise<'writt
   }
 }
 
-/** The text of a regular file, read without following a link anywhere on its path. */
+/**
+ * The text of a regular file, read without following a link anywhere on its path; none when
+ * there is no such file (or its directory is not one the agent may trust).
+ */
 export async function readSafely(path: string): Promise<string | undefined> {
   const slash = path.lastIndexOf('/');
   const dir = await openTrustedDirectory(path.slice(0, slash) || '/', { create: false }).catch(
@@ -196,7 +210,12 @@ export async function readSafely(path: string): Promise<string | undefined> {
   );
   if (!dir) return undefined;
   try {
-    return (await current(dir, path.slice(slash + 1)))?.content;
+    const now = await current(dir, path.slice(slash + 1));
+    // Rewriting a file it could not read would drop what it holds.
+    if (now && now.content === undefined) {
+      throw new Error(`${path} is over ${MAX_READ_BYTES} bytes; the agent does not rewrite it`);
+    }
+    return now?.content;
   } finally {
     await dir.close();
   }

@@ -79,6 +79,14 @@ describe('writes through planted symbolic links', () => {
     expect(await readSafely(join(root, 'etc', 'hosts'))).toBeUndefined();
   });
 
+  it('refuses to read back (and so to rewrite) a huge file planted where a hosts file is read', async () => {
+    const hosts = join(root, 'hosts');
+    await writeFile(hosts, '#'.repeat(2 * 1024 * 1024));
+    await expect(readSafely(hosts)).rejects.toThrow(`${hosts} is over 1048576 bytes`);
+    await writeFile(hosts, '127.0.0.1 localhost\n');
+    expect(await readSafely(hosts)).toBe('127.0.0.1 localhost\n');
+  });
+
   it('is not held up by a FIFO planted at the file name', async () => {
     const target = join(root, 'cluster.env');
     execFileSync('mkfifo', [target]);
