@@ -117,7 +117,9 @@ async function openChild(
         `${shown} is ${link ? 'a symbolic link' : 'not a directory'}: the agent writes through real directories only (name the path without links, e.g. /run for /var/run)`,
       );
     }
-    if (code !== 'ENOENT' || !create) throw error;
+    if (code !== 'ENOENT' || !create) {
+      throw Object.assign(new Error(`cannot open ${shown}: ${code}`), { code });
+    }
   }
   // mkdir never follows a link at its last component: a link planted meanwhile is EEXIST.
   await mkdir(at(parent, name), { mode: 0o755 }).catch((error: NodeJS.ErrnoException) => {
@@ -179,7 +181,17 @@ export async function writeSafely(path: string, file: SafeWrite): Promise<'writt
       return 'unchanged';
     }
     const temporary = `.${name}.${randomBytes(6).toString('hex')}`;
-    const handle = await open(at(dir, temporary), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0o600);
+    const handle = await open(
+      at(dir, temporary),
+      O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
+      0o600,
+    ).catch((error: NodeJS.ErrnoException) => {
+      // Named by the path asked for, not by /proc/self/fd/<n>; the code stays for callers.
+      throw Object.assign(
+        new Error(`cannot write ${path}: ${error.code ?? error.message} in its directory`),
+        { code: error.code },
+      );
+    });
     try {
       await handle.writeFile(file.content, 'utf8');
       if (file.gid !== undefined) await handle.chown(-1, file.gid);

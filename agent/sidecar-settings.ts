@@ -99,7 +99,7 @@ export const SIDECAR_SETTINGS: readonly AgentSetting[] = [
     env: 'REGISTRAR_AGENT_SIDECAR_ON_CHANGE',
     kind: 'value',
     default: 'none',
-    help: 'run (sh -c) after a bootstrap file changed, e.g. systemctl restart istio',
+    help: "run (sh -c, as the agent's user) after a bootstrap file changed; the packaged path unit restarts istio",
   },
 ];
 

@@ -2,6 +2,7 @@ import { execFileSync } from 'node:child_process';
 import {
   chmod,
   chown,
+  copyFile,
   lstat,
   mkdir,
   mkdtemp,
@@ -155,6 +156,31 @@ describe('directories only root or the writer can change', () => {
     expect(info.mode & 0o777).toBe(0o640);
     expect([info.uid, info.gid]).toEqual([process.geteuid?.() ?? 0, gid]);
   });
+
+  it.skipIf(!isRoot)(
+    'names the path it could not write, not the descriptor it wrote through (skipped unless root)',
+    async () => {
+      // Outside the run's TMPDIR (0700): nobody must reach it, and node where nobody may run it.
+      const vm = await mkdtemp('/tmp/registrar-safe-files-');
+      try {
+        await chmod(vm, 0o755);
+        await mkdir(join(vm, 'etc'), { mode: 0o755 });
+        const node = join(vm, 'node');
+        await copyFile(process.execPath, node);
+        await chmod(node, 0o755);
+        const module = new URL('../../agent/safe-files.ts', import.meta.url).pathname;
+        const script = `import('${module}').then((m) => m.writeSafely('${vm}/etc/hosts', { content: 'x', mode: 0o644 })).catch((e) => console.log(e.code, e.message))`;
+        const out = execFileSync(
+          'setpriv',
+          ['--reuid', '65534', '--regid', '65534', '--clear-groups', node, '-e', script],
+          { encoding: 'utf8' },
+        );
+        expect(out.trim()).toBe(`EACCES cannot write ${vm}/etc/hosts: EACCES in its directory`);
+      } finally {
+        await rm(vm, { recursive: true, force: true });
+      }
+    },
+  );
 
   it('refuses a relative path and one that goes up', async () => {
     await expect(writeSafely('etc/hosts', { content: '', mode: 0o644 })).rejects.toThrow(
