@@ -123,7 +123,9 @@ async function openChild(
   }
   // mkdir never follows a link at its last component: a link planted meanwhile is EEXIST.
   await mkdir(at(parent, name), { mode: 0o755 }).catch((error: NodeJS.ErrnoException) => {
-    if (error.code !== 'EEXIST') throw error;
+    if (error.code !== 'EEXIST') {
+      throw Object.assign(new Error(`cannot make ${shown}: ${error.code}`), { code: error.code });
+    }
   });
   return openChild(parent, name, shown, false);
 }
