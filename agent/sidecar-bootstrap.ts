@@ -10,14 +10,9 @@ import type { Clock, Timer } from './clock.ts';
 import type { AgentTiming } from './config.ts';
 import { type AgentLink, RequestError } from './connection.ts';
 import type { Logger } from './logger.ts';
-import {
-  fullPaths,
-  type Owner,
-  resolveOwner,
-  writeBootstrap,
-  writeToken,
-} from './sidecar-files.ts';
+import { fullPaths, resolveOwner, writeBootstrap, writeToken } from './sidecar-files.ts';
 import type { SidecarConfig } from './sidecar-settings.ts';
+import type { Owner } from './system-users.ts';
 
 /** What happened, for tests; the log says the same for people (never the token). */
 export type SidecarEvent =

@@ -1,17 +1,12 @@
-import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import type { SidecarBootstrap } from '../lib/protocol/sidecar-message.ts';
 import { readSafely, writeSafely } from './safe-files.ts';
 import type { SidecarConfig, SidecarPaths } from './sidecar-settings.ts';
+import { lookupUser, type Owner } from './system-users.ts';
 
 /** Marks the one hosts line the agent manages; every other line of the file is kept as it is. */
 export const HOSTS_MARKER = '# managed by registrar-agent (istiod)';
-
-export interface Owner {
-  uid: number;
-  gid: number;
-}
 
 export interface WriteReport {
   /** Full paths written, and full paths left as they were (same content, mode and owner). */
@@ -51,22 +46,13 @@ export function mergeHosts(existing: string, hosts: SidecarBootstrap['hosts']): 
 }
 
 /**
- * `istio-proxy` (a name, looked up in the system's /etc/passwd), `1337` or `1337:1337`. A
- * missing user is an error that says what to install: Istio's sidecar package creates it.
+ * istio-proxy's user: `istio-proxy` (a name, looked up in the system's /etc/passwd), `1337`
+ * or `1337:1337`. A missing user is an error that says what to install: Istio's sidecar
+ * package creates it.
  */
 export async function resolveOwner(owner: string, passwd = '/etc/passwd'): Promise<Owner> {
-  const numeric = /^(\d+)(?::(\d+))?$/.exec(owner);
-  if (numeric) {
-    const uid = Number(numeric[1]);
-    return { uid, gid: numeric[2] === undefined ? uid : Number(numeric[2]) };
-  }
-  const text = await readFile(passwd, 'utf8').catch(() => '');
-  for (const line of text.split('\n')) {
-    const [name, , uid, gid] = line.split(':');
-    if (name === owner && uid !== undefined && gid !== undefined) {
-      return { uid: Number(uid), gid: Number(gid) };
-    }
-  }
+  const found = await lookupUser(owner, passwd);
+  if (found) return found;
   throw new Error(
     `sidecar owner '${owner}' is not a user of this system (${passwd}); install Istio's sidecar package (it creates istio-proxy) or set --sidecar-owner`,
   );

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { Probe } from '../../lib/domain/model.ts';
-import type { Owner } from '../sidecar-files.ts';
+import type { Owner } from '../system-users.ts';
 import { type ProbeResult, seconds } from './probe-result.ts';
 
 export type ExecAction = NonNullable<Probe['exec']>;

@@ -1,4 +1,13 @@
-import { type Owner, resolveOwner } from '../sidecar-files.ts';
+import { lookupUser, type Owner } from '../system-users.ts';
+
+/** The probe user, or an error that says how to fix it. */
+async function resolveProbeUser(user: string, passwd: string): Promise<Owner> {
+  const found = await lookupUser(user, passwd);
+  if (found) return found;
+  throw new Error(
+    `probeUser '${user}' is not a user of this system (${passwd}); create it or set --probe-user`,
+  );
+}
 
 /**
  * Who an `exec` probe runs as. The probe's command comes from the WorkloadGroup, so whoever may
@@ -24,7 +33,7 @@ export async function execPolicy(
   passwd = '/etc/passwd',
 ): Promise<ExecPolicy> {
   if (euid === 0) {
-    const runAs = await resolveOwner(options.probeUser ?? DEFAULT_PROBE_USER, passwd);
+    const runAs = await resolveProbeUser(options.probeUser ?? DEFAULT_PROBE_USER, passwd);
     if (runAs.uid === 0) {
       return {
         refused: `exec probes never run as root; probeUser '${options.probeUser}' is uid 0`,
@@ -33,7 +42,7 @@ export async function execPolicy(
     return { runAs };
   }
   if (options.probeUser !== undefined) {
-    const wanted = await resolveOwner(options.probeUser, passwd);
+    const wanted = await resolveProbeUser(options.probeUser, passwd);
     if (wanted.uid !== euid) {
       throw new Error(
         `probeUser '${options.probeUser}' (uid ${wanted.uid}) is not the agent's own user (uid ${euid}): only an agent started as root can run probes as another user; unset probeUser`,

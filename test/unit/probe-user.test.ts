@@ -80,6 +80,14 @@ describe('an exec probe written by a group editor', () => {
     );
   });
 
+  it('names a probe user this system does not have, and how to fix it', async () => {
+    const passwd = join(dir, 'passwd');
+    await writeFile(passwd, 'root:x:0:0::/root:/bin/sh\n');
+    await expect(execPolicy({ probeUser: 'checks', sidecar: false }, 0, passwd)).rejects.toThrow(
+      `probeUser 'checks' is not a user of this system (${passwd}); create it or set --probe-user`,
+    );
+  });
+
   it('never runs as a user whose uid is 0, whatever its name', async () => {
     const passwd = join(dir, 'passwd');
     await writeFile(passwd, 'toor:x:0:0:root again:/root:/bin/sh\n');
