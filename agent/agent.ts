@@ -8,8 +8,14 @@ import { loadIdentityEvidence } from './identity-evidence.ts';
 import { createLogger, type Logger, redactUrl } from './logger.ts';
 import type { ReclaimOutcome } from './memory-reclaim.ts';
 import { createProbeCheck } from './probes/probe-runner.ts';
+import { execPolicy } from './probes/probe-user.ts';
 import { refusalHint } from './refusal-hints.ts';
-import { redactSidecarToken, SidecarBootstrapper, type SidecarEvent } from './sidecar-bootstrap.ts';
+import {
+  redactSidecarToken,
+  rootWarning,
+  SidecarBootstrapper,
+  type SidecarEvent,
+} from './sidecar-bootstrap.ts';
 import { type AgentEvent, Supervisor } from './supervisor.ts';
 import { AGENT_VERSION } from './version.ts';
 
@@ -72,6 +78,11 @@ export async function startAgent(
     auth: config.auth.mode,
     ...(config.auth.mode === 'iam' && evidence ? { identityDocument: evidence.source } : {}),
   });
+  // Decided once, before any probe can run: who a group's exec command runs as, if at all.
+  const exec = await execPolicy({
+    probeUser: config.probeUser,
+    sidecar: config.sidecar?.enabled === true,
+  });
   const supervisor = new Supervisor({
     clock,
     logger,
@@ -88,7 +99,7 @@ export async function startAgent(
     refusalHint: (status, reasonGiven, message) =>
       refusalHint(status, { auth: config.auth, namespace: config.namespace }, reasonGiven, message),
     // The probe's "pod IP" is the VM itself.
-    createCheck: (probe, settings) => createProbeCheck(probe, settings),
+    createCheck: (probe, settings) => createProbeCheck(probe, settings, exec),
     onEvent: (event) => {
       deps.onEvent?.(event);
       // Every registration (start, reconnect, rotation) refreshes the sidecar's identity.
@@ -125,6 +136,8 @@ export async function startAgent(
     if (reclaim !== undefined && reclaim !== 'done') reclaim.cancel();
     reclaim = 'done';
   };
+  const asRoot = config.sidecar && rootWarning(config.sidecar, process.geteuid?.() ?? 0);
+  if (asRoot) logger.warn(asRoot);
   const sidecar = config.sidecar?.enabled
     ? new SidecarBootstrapper({
         config: config.sidecar,

@@ -188,6 +188,13 @@ export const agentConfigFields = object({
     identityDocument: someText,
     identitySignature: someText,
   }),
+  // A group's editor writes exec probes' commands: they never run as root.
+  probeUser: optional(
+    text(
+      (v) => /^([a-z_][a-z0-9_-]{0,31}|\d+(:\d+)?)$/.test(v) && v !== 'root' && !/^0(:|$)/.test(v),
+      'must be a user name, a uid or uid:gid other than root',
+    ),
+  ),
   logFormat: withDefault(oneOf(['text', 'json'] as const), 'text'),
   debug: withDefault(flag, false),
   imds: object({

@@ -45,6 +45,8 @@ export interface AgentConfig {
   imds: { enabled: boolean; url: string; timeoutMs: number };
   logFormat: LogFormat;
   debug: boolean;
+  /** Who exec probes run as (agent/probes/probe-user.ts); unset: the default there. */
+  probeUser?: string;
   timing: AgentTiming;
   /** The Istio sidecar bootstrap (agent/sidecar-bootstrap.ts); absent or disabled: none. */
   sidecar?: SidecarConfig;
@@ -154,6 +156,7 @@ export function validateAgentConfig(layer: Layer): AgentConfig {
     imds: { enabled: v.imds.enabled, url: v.imds.url, timeoutMs: v.imds.timeout },
     logFormat: v.logFormat,
     debug: v.debug,
+    ...(v.probeUser ? { probeUser: v.probeUser } : {}),
     timing,
     sidecar: toSidecarConfig(v.sidecar),
   };

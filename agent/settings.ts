@@ -252,6 +252,15 @@ export const AGENT_SETTINGS: readonly AgentSetting[] = Object.freeze([
     help: 'log every protocol message sent and received (JSON, never a credential)',
   },
   {
+    key: 'probeUser',
+    flag: 'probe-user',
+    arg: '<user>',
+    env: 'REGISTRAR_AGENT_PROBE_USER',
+    kind: 'value',
+    default: "nobody as root, else the agent's own",
+    help: 'who exec probes run as (never root); only an agent started as root can name another user',
+  },
+  {
     key: 'imds.enabled',
     flag: 'no-imds',
     env: 'REGISTRAR_AGENT_IMDS',

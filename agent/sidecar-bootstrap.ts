@@ -10,18 +10,13 @@ import type { Clock, Timer } from './clock.ts';
 import type { AgentTiming } from './config.ts';
 import { type AgentLink, RequestError } from './connection.ts';
 import type { Logger } from './logger.ts';
-import {
-  fullPaths,
-  type Owner,
-  resolveOwner,
-  writeBootstrap,
-  writeToken,
-} from './sidecar-files.ts';
+import { fullPaths, resolveOwner, writeBootstrap, writeToken } from './sidecar-files.ts';
 import type { SidecarConfig } from './sidecar-settings.ts';
+import type { Owner } from './system-users.ts';
 
 /** What happened, for tests; the log says the same for people (never the token). */
 export type SidecarEvent =
-  | { type: 'sidecar-written'; written: string[]; unchanged: string[] }
+  | { type: 'sidecar-written'; written: string[]; unchanged: string[]; notWritten: string[] }
   | { type: 'token-written'; expiresAt: string; refreshInMs: number }
   | { type: 'sidecar-refused'; code: string; retryInMs: number | undefined }
   | { type: 'sidecar-failed'; reason: string; retryInMs: number }
@@ -131,7 +126,7 @@ export class SidecarBootstrapper {
     await writeToken(paths.token, reply.token.value, this.#owner);
     this.#failures = 0;
     this.#refusals = 0;
-    this.#said = undefined;
+    if (files.notWritten.length === 0) this.#said = undefined;
     if (!this.#bootstrapped || files.written.length > 0) {
       logger.info(
         `sidecar bootstrapped for ${reply.entry} as service account ${reply.serviceAccount}`,
@@ -141,8 +136,21 @@ export class SidecarBootstrapper {
         },
       );
     }
+    for (const missing of files.notWritten) {
+      // Said once per content: the agent never writes a root-owned file, so the install step
+      // (or the operator) adds the line; asking again cannot help until then.
+      this.#sayOnce(
+        'warn',
+        `${missing.path} is not the agent's to write and lacks the line istio-proxy needs to find istiod; add it as root at install: ${missing.lines.join('; ')}`,
+      );
+    }
     this.#bootstrapped = true;
-    this.#emit({ type: 'sidecar-written', ...files });
+    this.#emit({
+      type: 'sidecar-written',
+      written: files.written,
+      unchanged: files.unchanged,
+      notWritten: files.notWritten.map((missing) => missing.path),
+    });
     if (files.written.length > 0 && config.onChange) await this.#runOnChange(config.onChange);
 
     const lifetimeMs = reply.token.expiresInSeconds * 1000;
@@ -242,6 +250,15 @@ function runShell(command: string): Promise<number | null> {
     child.once('error', () => resolve(null));
     child.once('exit', (code) => resolve(code));
   });
+}
+
+/**
+ * Said at start when the agent writes the system's own Istio files as root: the unit of an
+ * older release had a drop-in that set `User=root`, which the agent no longer needs.
+ */
+export function rootWarning(config: SidecarConfig, euid: number): string | undefined {
+  if (!config.enabled || euid !== 0 || config.prefix !== '/') return undefined;
+  return "the agent runs as root with --sidecar: it needs no root (docs/agent.md, 'Put the VM in the mesh'); remove a drop-in that sets User=root and install registrar-agent-sidecar.tmpfiles.conf and registrar-agent-sidecar.conf instead";
 }
 
 /** `--debug` traces every message: a `sidecar` answer's token is replaced before it is logged. */

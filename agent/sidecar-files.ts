@@ -1,22 +1,19 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, stat, unlink } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { stringify } from 'yaml';
 import type { SidecarBootstrap } from '../lib/protocol/sidecar-message.ts';
+import { readSafely, writeSafely } from './safe-files.ts';
 import type { SidecarConfig, SidecarPaths } from './sidecar-settings.ts';
+import { lookupUser, type Owner } from './system-users.ts';
 
 /** Marks the one hosts line the agent manages; every other line of the file is kept as it is. */
 export const HOSTS_MARKER = '# managed by registrar-agent (istiod)';
-
-export interface Owner {
-  uid: number;
-  gid: number;
-}
 
 export interface WriteReport {
   /** Full paths written, and full paths left as they were (same content, mode and owner). */
   written: string[];
   unchanged: string[];
+  /** Files the agent may not write (the system's hosts file), with the lines they lack. */
+  notWritten: { path: string; lines: string[] }[];
 }
 
 /**
@@ -32,7 +29,7 @@ export function renderClusterEnv(env: Record<string, string>): string {
   return `${lines.join('\n')}\n`;
 }
 
-/** The mesh config file (`/etc/istio/config/mesh`): YAML of the MeshConfig keys sent. */
+/** The mesh config file (istio-proxy's `/etc/istio/config/mesh`): YAML of the MeshConfig keys sent. */
 export function renderMeshConfig(meshConfig: SidecarBootstrap['meshConfig']): string {
   return stringify(meshConfig, { lineWidth: 0 });
 }
@@ -49,89 +46,15 @@ export function mergeHosts(existing: string, hosts: SidecarBootstrap['hosts']): 
 }
 
 /**
- * `istio-proxy` (a name, looked up in the system's /etc/passwd), `1337` or `1337:1337`. A
- * missing user is an error that says what to install: Istio's sidecar package creates it.
+ * istio-proxy's user: `istio-proxy` (a name, looked up in the system's /etc/passwd), `1337`
+ * or `1337:1337`. A missing user is an error that says what to install: Istio's sidecar
+ * package creates it.
  */
 export async function resolveOwner(owner: string, passwd = '/etc/passwd'): Promise<Owner> {
-  const numeric = /^(\d+)(?::(\d+))?$/.exec(owner);
-  if (numeric) {
-    const uid = Number(numeric[1]);
-    return { uid, gid: numeric[2] === undefined ? uid : Number(numeric[2]) };
-  }
-  const text = await readFile(passwd, 'utf8').catch(() => '');
-  for (const line of text.split('\n')) {
-    const [name, , uid, gid] = line.split(':');
-    if (name === owner && uid !== undefined && gid !== undefined) {
-      return { uid: Number(uid), gid: Number(gid) };
-    }
-  }
+  const found = await lookupUser(owner, passwd);
+  if (found) return found;
   throw new Error(
     `sidecar owner '${owner}' is not a user of this system (${passwd}); install Istio's sidecar package (it creates istio-proxy) or set --sidecar-owner`,
-  );
-}
-
-/**
- * Writes a file so that a reader sees the old content or the new, never a part: a temporary
- * file beside it (same file system), its mode and owner set, flushed, then renamed over the
- * path. A file whose content, mode and owner are already right is not touched (its mtime
- * stays, and nothing that watches it wakes up). Missing directories are made, owned like the
- * file when an owner is given.
- */
-export async function writeAtomically(
-  path: string,
-  content: string,
-  mode: number,
-  owner: Owner | undefined,
-): Promise<'written' | 'unchanged'> {
-  const current = await stat(path).catch(() => undefined);
-  if (
-    current &&
-    (current.mode & 0o7777) === mode &&
-    (owner === undefined || (current.uid === owner.uid && current.gid === owner.gid)) &&
-    (await readFile(path, 'utf8').catch(() => undefined)) === content
-  ) {
-    return 'unchanged';
-  }
-  await makeDirectories(dirname(path), owner);
-  const temporary = join(dirname(path), `.${basename(path)}.${randomBytes(6).toString('hex')}`);
-  const handle = await open(temporary, 'wx', 0o600);
-  try {
-    await handle.writeFile(content, 'utf8');
-    if (owner) await handle.chown(owner.uid, owner.gid);
-    // After the chown: changing the owner may clear set-id bits, and the umask narrowed `open`.
-    await handle.chmod(mode);
-    await handle.sync();
-    await handle.close();
-    await rename(temporary, path);
-    return 'written';
-  } catch (error) {
-    await handle.close().catch(() => {});
-    await unlink(temporary).catch(() => {});
-    throw error;
-  }
-}
-
-async function makeDirectories(directory: string, owner: Owner | undefined): Promise<void> {
-  const missing: string[] = [];
-  for (let at = directory; !(await exists(at)); at = dirname(at)) {
-    missing.unshift(at);
-    if (dirname(at) === at) break;
-  }
-  for (const made of missing) {
-    await mkdir(made, { mode: 0o755 }).catch((error: NodeJS.ErrnoException) => {
-      if (error.code !== 'EEXIST') throw error;
-    });
-    if (owner) {
-      const handle = await open(made, 'r');
-      await handle.chown(owner.uid, owner.gid).finally(() => handle.close());
-    }
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  return stat(path).then(
-    () => true,
-    () => false,
   );
 }
 
@@ -149,54 +72,78 @@ export function fullPaths(config: SidecarConfig): SidecarPaths {
 }
 
 /**
- * Writes the bootstrap: cluster.env, the mesh config and the root certificate owned by the
- * proxy's user (0644: nothing in them is secret), the hosts file keeping its own owner and
- * mode (only the agent's line changes).
+ * Writes the bootstrap, every file owned by the agent's own user and never handed to another
+ * (docs/security.md, "The VM side"): cluster.env and the mesh config 0644 in directories only
+ * the agent (or root) can change, since root sources cluster.env; the root certificate 0644
+ * in Istio's `/etc/certs`, which istio-proxy may also write (it keeps its own certificates
+ * there, and only it reads that directory); the hosts line where the agent may write it. Where
+ * it may not (`/etc/hosts` is root's), the line the registrar names is checked, and reported
+ * in `notWritten` when it is missing, for the install step to add: nothing is written as root.
  */
 export async function writeBootstrap(
   paths: SidecarPaths,
   bootstrap: SidecarBootstrap,
-  owner: Owner,
+  proxy: Owner,
 ): Promise<WriteReport> {
-  const report: WriteReport = { written: [], unchanged: [] };
+  const report: WriteReport = { written: [], unchanged: [], notWritten: [] };
   const note = (path: string, outcome: 'written' | 'unchanged') =>
     (outcome === 'written' ? report.written : report.unchanged).push(path);
+  const clusterEnv = renderClusterEnv(bootstrap.clusterEnv);
+  note(paths.clusterEnv, await writeSafely(paths.clusterEnv, { content: clusterEnv, mode: 0o644 }));
+  const mesh = renderMeshConfig(bootstrap.meshConfig);
+  note(paths.meshConfig, await writeSafely(paths.meshConfig, { content: mesh, mode: 0o644 }));
   note(
-    paths.clusterEnv,
-    await writeAtomically(paths.clusterEnv, renderClusterEnv(bootstrap.clusterEnv), 0o644, owner),
+    paths.rootCert,
+    await writeSafely(paths.rootCert, {
+      content: bootstrap.rootCert,
+      mode: 0o644,
+      sharedWithGid: proxy.gid,
+    }),
   );
-  note(
-    paths.meshConfig,
-    await writeAtomically(paths.meshConfig, renderMeshConfig(bootstrap.meshConfig), 0o644, owner),
-  );
-  note(paths.rootCert, await writeAtomically(paths.rootCert, bootstrap.rootCert, 0o644, owner));
-  const hostsNow = await stat(paths.hosts).catch(() => undefined);
-  const hostsText = await readFile(paths.hosts, 'utf8').catch(() => '');
+  const hostsText = await readSafely(paths.hosts);
+  const merged = mergeHosts(hostsText ?? '', bootstrap.hosts);
   // No istiod address configured and no line of ours to remove: the hosts file is not touched.
-  if (
-    mergeHosts(hostsText, bootstrap.hosts) === hostsText ||
-    (!hostsNow && bootstrap.hosts.length === 0)
-  ) {
+  if (merged === (hostsText ?? '') || (hostsText === undefined && bootstrap.hosts.length === 0)) {
     report.unchanged.push(paths.hosts);
     return report;
   }
-  note(
-    paths.hosts,
-    await writeAtomically(
-      paths.hosts,
-      mergeHosts(hostsText, bootstrap.hosts),
-      hostsNow ? hostsNow.mode & 0o7777 : 0o644,
-      hostsNow ? { uid: hostsNow.uid, gid: hostsNow.gid } : undefined,
-    ),
-  );
+  try {
+    note(paths.hosts, await writeSafely(paths.hosts, { content: merged, mode: 0o644 }));
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'EACCES' && code !== 'EPERM' && code !== 'EROFS') throw error;
+    const lines = missingHostsLines(hostsText ?? '', bootstrap.hosts);
+    if (lines.length > 0) report.notWritten.push({ path: paths.hosts, lines });
+    else report.unchanged.push(paths.hosts);
+  }
   return report;
 }
 
-/** The mesh identity: readable by the proxy's user alone (0600), never by the agent's group. */
+/**
+ * The hosts lines (as the install step adds them, without the marker) that no line of `text`
+ * already gives: an address with every one of its names, however the line was written.
+ */
+export function missingHostsLines(text: string, hosts: SidecarBootstrap['hosts']): string[] {
+  const given = text.split('\n').map((line) => line.replace(/#.*$/, '').trim().split(/\s+/));
+  return hosts
+    .filter(
+      (entry) =>
+        !given.some(
+          ([address, ...names]) =>
+            address === entry.address && entry.hostnames.every((name) => names.includes(name)),
+        ),
+    )
+    .map((entry) => `${entry.address} ${entry.hostnames.join(' ')}`);
+}
+
+/**
+ * The mesh identity: 0640, the agent's own and istio-proxy's group's to read, nobody else's
+ * (a probe run as another user cannot read it).
+ */
 export function writeToken(
   path: string,
   token: string,
-  owner: Owner,
+  proxy: Owner,
 ): Promise<'written' | 'unchanged'> {
-  return writeAtomically(path, token, 0o600, owner);
+  return writeSafely(path, { content: token, mode: 0o640, gid: proxy.gid });
 }

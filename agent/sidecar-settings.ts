@@ -11,7 +11,10 @@ export interface SidecarConfig {
   /** Put before every path below (a chroot, a container's root, a test's temporary dir). */
   prefix: string;
   paths: SidecarPaths;
-  /** The user (and group) that owns istio-proxy's files: `name`, `uid` or `uid:gid`. */
+  /**
+   * The user istio-proxy runs as (`name`, `uid` or `uid:gid`): its group may read the mesh
+   * identity and write Istio's `/etc/certs`. It owns none of the agent's files.
+   */
   owner: string;
   /** Run with /bin/sh -c after a bootstrap file (not the token) changed. */
   onChange: string | undefined;
@@ -30,9 +33,12 @@ export const SIDECAR_DEFAULTS: Readonly<SidecarConfig> = Object.freeze({
   prefix: '/',
   paths: Object.freeze({
     clusterEnv: '/var/lib/istio/envoy/cluster.env',
-    meshConfig: '/etc/istio/config/mesh',
+    // Istio's package links /etc/istio to /var/lib/istio: the real path, with no link in it.
+    meshConfig: '/var/lib/istio/config/mesh',
     rootCert: '/etc/certs/root-cert.pem',
-    token: '/var/run/secrets/tokens/istio-token',
+    // /run, not /var/run (a symlink to it): the agent writes through no link (safe-files.ts);
+    // istio-proxy reads the same file as /var/run/secrets/tokens/istio-token.
+    token: '/run/secrets/tokens/istio-token',
     hosts: '/etc/hosts',
   }),
   owner: 'istio-proxy',
@@ -71,7 +77,11 @@ export const SIDECAR_SETTINGS: readonly AgentSetting[] = [
   path('clusterEnv', 'sidecar-cluster-env', "istio-proxy's cluster.env"),
   path('meshConfig', 'sidecar-mesh-config', 'the mesh config istio-proxy reads'),
   path('rootCert', 'sidecar-root-cert', 'the mesh root certificate'),
-  path('token', 'sidecar-token', 'the mesh identity (ServiceAccount token), mode 0600'),
+  path(
+    'token',
+    'sidecar-token',
+    "the mesh identity (ServiceAccount token), 0640 for the proxy's group",
+  ),
   path('hosts', 'sidecar-hosts', "where istiod's hosts line goes (one managed line)"),
   {
     key: 'sidecar.owner',
@@ -80,7 +90,7 @@ export const SIDECAR_SETTINGS: readonly AgentSetting[] = [
     env: 'REGISTRAR_AGENT_SIDECAR_OWNER',
     kind: 'value',
     default: SIDECAR_DEFAULTS.owner,
-    help: "owner of istio-proxy's files: a user name, uid or uid:gid",
+    help: 'the user istio-proxy runs as (name, uid or uid:gid): its group reads the mesh identity',
   },
   {
     key: 'sidecar.onChange',
@@ -89,7 +99,7 @@ export const SIDECAR_SETTINGS: readonly AgentSetting[] = [
     env: 'REGISTRAR_AGENT_SIDECAR_ON_CHANGE',
     kind: 'value',
     default: 'none',
-    help: 'run (sh -c) after a bootstrap file changed, e.g. systemctl restart istio',
+    help: "run (sh -c, as the agent's user) after a bootstrap file changed; the packaged path unit restarts istio",
   },
 ];
 

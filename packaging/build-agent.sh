@@ -16,5 +16,8 @@ npx esbuild bin/registrar-agent.js \
   --outfile="$out/registrar-agent.mjs" \
   --banner:js="import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);" \
   --log-level=warning ${METAFILE:+--metafile="$METAFILE"}
-cp packaging/registrar-agent.service packaging/grant-memory-reclaim.sh packaging/agent.example.yaml "$out/"
+cp packaging/registrar-agent.service packaging/grant-memory-reclaim.sh packaging/agent.example.yaml \
+  packaging/registrar-agent.sysusers.conf packaging/registrar-agent-sidecar.tmpfiles.conf \
+  packaging/registrar-agent-sidecar.conf packaging/registrar-agent-istio-restart.path \
+  packaging/registrar-agent-istio-restart.service "$out/"
 echo "built $out/registrar-agent.mjs; see docs/agent.md to install it"

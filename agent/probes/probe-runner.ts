@@ -3,6 +3,7 @@ import type { Clock, Timer } from '../clock.ts';
 import { execProbe } from './exec-probe.ts';
 import { httpProbe } from './http-probe.ts';
 import type { ProbeCheck, ProbeResult } from './probe-result.ts';
+import type { ExecPolicy } from './probe-user.ts';
 import { tcpProbe } from './tcp-probe.ts';
 
 /** A health state worth reporting: what the agent sends as `{"action":"health",...}`. */
@@ -45,6 +46,7 @@ export function probeSettings(probe: Probe, scale = 1): ProbeSettings {
 export function createProbeCheck(
   probe: Probe,
   settings: ProbeSettings,
+  exec: ExecPolicy = { runAs: undefined },
   defaultHost = 'localhost',
 ): ProbeCheck | undefined {
   if (probe.httpGet) {
@@ -57,7 +59,11 @@ export function createProbeCheck(
   }
   if (probe.exec) {
     const action = probe.exec;
-    return () => execProbe(action, settings.timeoutMs);
+    if ('refused' in exec) {
+      const refusal = { ok: false, message: exec.refused };
+      return () => Promise.resolve(refusal);
+    }
+    return () => execProbe(action, settings.timeoutMs, exec.runAs);
   }
   return undefined;
 }

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import {
+  join,
   list,
   nonEmpty,
   object,
@@ -7,10 +8,16 @@ import {
   type Problem,
   type Reader,
   readAll,
-  record,
   text,
 } from '../validation/fields.ts';
 import { SIDECAR_ACTION } from './sidecar-action.ts';
+import {
+  allowedEnv,
+  CLUSTER_ENV_KEYS,
+  certificates,
+  hostsProblems,
+  PROXY_METADATA_KEYS,
+} from './sidecar-allow-list.ts';
 
 // The action itself and its errors: in sidecar-action.ts, which the message function imports.
 export {
@@ -27,7 +34,9 @@ export {
  * `/etc/istio/config/mesh` for a VM (`defaultConfig.discoveryAddress`, `meshId`,
  * `proxyMetadata`): no npm package carries Istio's MeshConfig schema (`@kubernetes-models/
  * istio` has its CRDs only), so these keys are checked here, strictly (an unknown key is
- * refused). Plain checks, not a validation library: the agent reads this reply on every VM
+ * refused). cluster.env and `proxyMetadata` hold only the keys of sidecar-allow-list.ts, each
+ * value in its shape; the root certificate must parse; the hosts lines name only the discovery
+ * host. Plain checks, not a validation library: the agent reads this reply on every VM
  * (issue 27).
  */
 export interface SidecarBootstrap {
@@ -71,13 +80,10 @@ export interface SidecarErrorReply {
   error: { code: string; message: string };
 }
 
-// What istio-start.sh sources and istio-agent reads: environment names, plain values.
-const ENV_NAME = /^[A-Z_][A-Z0-9_]*$/;
 const HOST_PORT = /^[A-Za-z0-9.-]+:\d{1,5}$/;
 const HOSTNAME = /^[A-Za-z0-9]([-A-Za-z0-9.]*[A-Za-z0-9])?$/;
 // No control characters anywhere: a value is one line of cluster.env, the mesh file, hosts.
 const ONE_LINE = /^[^\p{Cc}]*$/u;
-const PEM = /^-----BEGIN CERTIFICATE-----[\s\S]+-----END CERTIFICATE-----\s*$/;
 // RFC 3339 in UTC, as the API server writes a TokenRequest's expirationTimestamp.
 const UTC_TIME = /^\d{4}-\d{2}-\d{2}T([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?Z$/;
 
@@ -87,18 +93,17 @@ function isCalendarDate(day: string): boolean {
   return !Number.isNaN(date.getTime()) && date.toISOString().slice(0, 10) === day;
 }
 
-const oneLine = text((v) => ONE_LINE.test(v), 'must be one line without control characters');
-const envMap = record((key) => ENV_NAME.test(key), 'must be an environment variable name', oneLine);
+const isPort = (v: string) => Number(v.slice(v.lastIndexOf(':') + 1)) <= 65535;
 
 const meshConfig = object(
   {
     defaultConfig: object(
       {
-        discoveryAddress: text((v) => HOST_PORT.test(v), 'must be host:port'),
+        discoveryAddress: text((v) => HOST_PORT.test(v) && isPort(v), 'must be host:port'),
         meshId: optional(
           text((v) => v.length > 0 && ONE_LINE.test(v), 'must be one non-empty line'),
         ),
-        proxyMetadata: envMap,
+        proxyMetadata: allowedEnv(PROXY_METADATA_KEYS),
       },
       { strict: true },
     ),
@@ -106,11 +111,11 @@ const meshConfig = object(
   { strict: true },
 ) as Reader<MeshConfig>;
 
-const sidecarBootstrap = object(
+const bootstrapFields = object(
   {
-    clusterEnv: envMap,
+    clusterEnv: allowedEnv(CLUSTER_ENV_KEYS),
     meshConfig,
-    rootCert: text((v) => PEM.test(v), 'must be PEM'),
+    rootCert: certificates,
     hosts: list(
       object(
         {
@@ -126,6 +131,22 @@ const sidecarBootstrap = object(
   },
   { strict: true },
 ) as Reader<SidecarBootstrap>;
+
+/** The fields, then the one rule across them: hosts name only the discovery host. */
+const sidecarBootstrap: Reader<SidecarBootstrap> = (value, path, problems) => {
+  const before = problems.length;
+  const read = bootstrapFields(value, path, problems);
+  if (problems.length === before) {
+    problems.push(
+      ...hostsProblems(
+        read.hosts,
+        read.meshConfig.defaultConfig.discoveryAddress,
+        join(path, 'hosts'),
+      ),
+    );
+  }
+  return read;
+};
 
 const meshToken = object(
   {

@@ -154,6 +154,28 @@ describe('agent against the local runtime', () => {
     }
   });
 
+  // A group editor writes the command; the agent here runs as root (the test runner), so the
+  // probe must run as the probe user (nobody), not as root.
+  it.skipIf(process.geteuid?.() !== 0)(
+    'an exec probe from the group never runs as root (skipped unless the agent runs as root)',
+    async () => {
+      await bed.applyGroup('who', {
+        exec: { command: ['sh', '-c', '[ "$(id -u)" != 0 ] || { echo ran as root; exit 1; }'] },
+        periodSeconds: 1,
+        failureThreshold: 1,
+      });
+      const agent = await bed.agent({ group: 'who', ips: ['10.0.0.8'] });
+      await waitFor(
+        async () => (await bed.entry('who-10.0.0.8'))?.healthy !== undefined,
+        'a health report',
+      );
+      const entry = await bed.entry('who-10.0.0.8');
+      expect(entry?.we.status?.conditions?.[0]?.message).toBeUndefined();
+      expect(entry?.healthy).toBe('True');
+      await agent.stop();
+    },
+  );
+
   it('an exec probe that runs past its timeout is unhealthy', async () => {
     await bed.applyGroup('slow', {
       exec: { command: ['sleep', '5'] },

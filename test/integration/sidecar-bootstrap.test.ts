@@ -95,17 +95,18 @@ describe('sidecar bootstrap: the agent puts the VM into the mesh', () => {
     expect(issued).toMatchObject({ namespace: NAMESPACE, serviceAccount: SERVICE_ACCOUNT });
     expect(issued?.expirationSeconds).toBe(3600);
 
+    // Every file is the agent's own (the proxy's user owns none of them); the mesh identity is
+    // readable by the proxy's group and nobody else.
     const nobody = await resolveOwner('nobody');
+    const self = process.geteuid?.() ?? 0;
     const tokenStat = await stat(files.token);
-    expect(tokenStat.mode & 0o777).toBe(0o600);
-    expect([tokenStat.uid, tokenStat.gid]).toEqual([nobody.uid, nobody.gid]);
-    for (const file of [files.clusterEnv, files.meshConfig, files.rootCert]) {
+    expect(tokenStat.mode & 0o777).toBe(0o640);
+    expect([tokenStat.uid, tokenStat.gid]).toEqual([self, nobody.gid]);
+    for (const file of [files.clusterEnv, files.meshConfig, files.rootCert, files.hosts]) {
       const info = await stat(file);
       expect(info.mode & 0o777, file).toBe(0o644);
-      expect(info.uid, file).toBe(nobody.uid);
+      expect(info.uid, file).toBe(self);
     }
-    // The hosts file keeps its own owner (root here), not the proxy's.
-    expect((await stat(files.hosts)).uid).toBe(process.getuid?.() ?? 0);
     expect(await readFile(changes, 'utf8')).toBe('changed\n');
     // Never logged: not the token, not even in part; the --debug trace of the reply shows it
     // redacted (the test logger records debug lines).

@@ -6,22 +6,20 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEFAULT_TIMING } from '../../agent/config.ts';
 import type { Reply } from '../../agent/connection.ts';
 import { memoryLogger } from '../../agent/logger.ts';
+import { writeSafely } from '../../agent/safe-files.ts';
 import {
   redactSidecarToken,
+  rootWarning,
   SidecarBootstrapper,
   type SidecarEvent,
 } from '../../agent/sidecar-bootstrap.ts';
-import {
-  HOSTS_MARKER,
-  mergeHosts,
-  renderClusterEnv,
-  writeAtomically,
-} from '../../agent/sidecar-files.ts';
+import { HOSTS_MARKER, mergeHosts, renderClusterEnv } from '../../agent/sidecar-files.ts';
 import { SIDECAR_DEFAULTS } from '../../agent/sidecar-settings.ts';
 import { buildBootstrap } from '../../lib/mesh-identity/bootstrap.ts';
 import { readMeshSettings } from '../../lib/mesh-identity/mesh-settings.ts';
 import { FakeLink } from '../fixtures/agent-fake-link.ts';
 import { ManualClock } from '../fixtures/agent-manual-clock.ts';
+import { createTestSigner } from '../fixtures/instance-identity-signer.ts';
 
 /**
  * The agent's sidecar bootstrap with an in-memory link and a manual clock: what it says, when
@@ -36,7 +34,7 @@ afterEach(async () => {
   await rm(root, { recursive: true, force: true });
 });
 
-const PEM = '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n';
+const PEM = createTestSigner('istio root CA stand-in').certificatePem;
 
 function goodReply(clusterEnv?: Record<string, string>): Reply {
   const bootstrap = buildBootstrap(
@@ -198,14 +196,13 @@ describe('sidecar files', () => {
     expect(mergeHosts(after, [])).toBe('127.0.0.1 localhost\n::1 ip6-localhost\n');
   });
 
-  it('leaves a file with the same content, mode and owner untouched, and rewrites one whose mode drifted', async () => {
+  it('leaves a file with the same content and mode untouched, and rewrites one whose mode drifted', async () => {
     const file = join(root, 'a', 'b', 'mesh');
-    const owner = { uid: process.getuid?.() ?? 0, gid: process.getgid?.() ?? 0 };
-    expect(await writeAtomically(file, 'x: 1\n', 0o644, owner)).toBe('written');
+    expect(await writeSafely(file, { content: 'x: 1\n', mode: 0o644 })).toBe('written');
     const { mtimeMs } = await stat(file);
-    expect(await writeAtomically(file, 'x: 1\n', 0o644, owner)).toBe('unchanged');
+    expect(await writeSafely(file, { content: 'x: 1\n', mode: 0o644 })).toBe('unchanged');
     expect((await stat(file)).mtimeMs).toBe(mtimeMs);
-    expect(await writeAtomically(file, 'x: 1\n', 0o600, owner)).toBe('written');
+    expect(await writeSafely(file, { content: 'x: 1\n', mode: 0o600 })).toBe('written');
     expect((await stat(file)).mode & 0o777).toBe(0o600);
     expect(await readFile(file, 'utf8')).toBe('x: 1\n');
   });
@@ -216,5 +213,13 @@ describe('sidecar files', () => {
     expect(shown).not.toContain('aaa.bbb.ccc');
     expect(shown).toContain('<redacted>');
     expect(redactSidecarToken('{"action":"pong"}')).toBe('{"action":"pong"}');
+  });
+
+  it('warns an agent that writes the system’s Istio files as root that it needs no root', () => {
+    const config = { ...SIDECAR_DEFAULTS, enabled: true };
+    expect(rootWarning(config, 0)).toContain('it needs no root');
+    expect(rootWarning(config, 999)).toBeUndefined();
+    expect(rootWarning({ ...config, prefix: root }, 0)).toBeUndefined();
+    expect(rootWarning({ ...config, enabled: false }, 0)).toBeUndefined();
   });
 });

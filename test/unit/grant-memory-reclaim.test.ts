@@ -115,8 +115,56 @@ describe('the unit and the install steps agree on the grant', () => {
     },
   );
 
-  it('does not mount the cgroup tree read-only, which would refuse the granted write', () => {
-    expect(unit).not.toMatch(/^ProtectControlGroups=(yes|true|on|1)/m);
+  // Issue 36: the reclaim used to cost ProtectControlGroups=yes. Now the tree is read-only but
+  // for the one file the grant hands over (mutation: dropping the line, or reopening the
+  // service's whole cgroup directory, fails here).
+  it('mounts the cgroup tree read-only and reopens exactly the file the grant hands over', async () => {
+    expect(unit).toMatch(/^ProtectControlGroups=yes$/m);
     expect(unit).toMatch(/^MemoryAccounting=yes$/m);
+    const reopened = [...unit.matchAll(/^ReadWritePaths=(.*)$/gm)].flatMap((m) =>
+      (m[1] ?? '')
+        .split(/\s+/)
+        .map((path) => path.replace(/^-/, '').replaceAll('%n', 'registrar-agent.service')),
+    );
+    expect(reopened).toEqual([
+      `/sys/fs/cgroup${SERVICE}/memory.reclaim`,
+      `/sys/fs/cgroup/memory${SERVICE}/memory.force_empty`,
+    ]);
   });
+
+  it.skipIf(process.getuid?.() !== 0)(
+    'reopens the very files the grant script hands to the agent, on both cgroup versions',
+    async () => {
+      const reclaim = file(`${SERVICE}/memory.reclaim`);
+      const forceEmpty = file(`memory${SERVICE}/memory.force_empty`);
+      await grant(`0::${SERVICE}\n`);
+      await grant(`4:memory:${SERVICE}\n`);
+      const granted = [reclaim, forceEmpty].map((path) =>
+        path.replace(join(root, 'cgroup'), '/sys/fs/cgroup'),
+      );
+      expect(statSync(reclaim).uid).toBe(NOBODY);
+      expect(statSync(forceEmpty).uid).toBe(NOBODY);
+      expect(unit).toContain(granted[0]?.replace('registrar-agent.service', '%n'));
+      expect(unit).toContain(granted[1]?.replace('registrar-agent.service', '%n'));
+    },
+  );
+
+  // systemd's own score of the unit's sandbox (0 is the tightest, 10 none): 8.3 before issue 36,
+  // 5.6 with no capabilities and the cgroup tree read-only.
+  it.skipIf(!existsSync('/usr/bin/systemd-analyze'))(
+    'keeps systemd’s exposure score of the unit at 5.6 or below (systemd-analyze security)',
+    async () => {
+      const dir = mkdtempSync(join(tmpdir(), 'unit-security-'));
+      try {
+        const copy = join(dir, 'registrar-agent.service');
+        writeFileSync(copy, unit);
+        const { stdout } = await run('systemd-analyze', ['security', '--offline=true', copy]);
+        const score = Number(/Overall exposure level for \S+: ([\d.]+)/.exec(stdout)?.[1]);
+        expect(score).toBeLessThanOrEqual(5.6);
+        expect(stdout).toMatch(/✓ ProtectControlGroups=/);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  );
 });

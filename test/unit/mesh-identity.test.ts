@@ -13,6 +13,7 @@ import {
 } from '../../lib/protocol/sidecar-message.ts';
 import type { IamPolicy } from '../../lib/store/policy-store.ts';
 import type { StoredToken } from '../../lib/store/token-store.ts';
+import { createTestSigner } from '../fixtures/instance-identity-signer.ts';
 import {
   type KubeApiServerStandIn,
   startKubeApiServerStandIn,
@@ -213,7 +214,8 @@ describe('the bootstrap an entry implies', () => {
     ports: { https: 8443, http: 8080 },
     network: 'vpc-1',
   };
-  const pem = '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n';
+  // A real certificate: the agent's allow list parses it (lib/protocol/sidecar-allow-list.ts).
+  const pem = createTestSigner('istio root CA stand-in').certificatePem;
 
   it('carries what Istio derives, and nothing that makes istiod register or health-check it', () => {
     const bootstrap = buildBootstrap(source, settings, pem);

@@ -6,6 +6,7 @@ import {
   readSidecarReply,
   type SidecarReply,
 } from '../../lib/protocol/sidecar-message.ts';
+import { createTestSigner } from '../fixtures/instance-identity-signer.ts';
 
 /**
  * The agent writes istio-proxy's files (one sourced by a shell, one that names where the mesh
@@ -16,7 +17,7 @@ import {
 // biome-ignore lint/suspicious/noExplicitAny: each case spoils some field deep inside the reply.
 type Spoilable = any;
 
-const PEM = '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n';
+const PEM = createTestSigner('istio root CA stand-in').certificatePem;
 
 function reply(): SidecarReply {
   const bootstrap = buildBootstrap(
@@ -29,10 +30,9 @@ function reply(): SidecarReply {
       ports: {},
       network: 'vpc-1',
     },
-    readMeshSettings({ REGISTRAR_MESH_ID: 'mesh1' }),
+    readMeshSettings({ REGISTRAR_MESH_ID: 'mesh1', REGISTRAR_MESH_ISTIOD_ADDRESS: '10.1.1.1' }),
     PEM,
   );
-  bootstrap.hosts = [{ address: '10.1.1.1', hostnames: ['istiod.istio-system.svc'] }];
   return {
     action: 'sidecar',
     ok: true,
@@ -72,21 +72,21 @@ describe('the sidecar answer, checked before anything is written', () => {
       (r) => {
         r.bootstrap.clusterEnv['$(reboot)'] = 'x';
       },
-      "bootstrap.clusterEnv.$(reboot): must be an environment variable name, got '$(reboot)'",
+      "bootstrap.clusterEnv.$(reboot): is not a key Istio's VM bootstrap defines",
     ],
     [
       'a newline in a cluster.env value',
       (r) => {
         r.bootstrap.clusterEnv.POD_NAMESPACE = 'shop\nPATH=/tmp';
       },
-      "bootstrap.clusterEnv.POD_NAMESPACE: must be one line without control characters, got 'shop\nPATH=/tmp'",
+      'bootstrap.clusterEnv.POD_NAMESPACE: must be a name of letters, digits, ".", "_" and "-" on one line, got \'shop\nPATH=/tmp\'',
     ],
     [
       'a value that is not text',
       (r) => {
         r.bootstrap.clusterEnv.POD_NAMESPACE = 7;
       },
-      'bootstrap.clusterEnv.POD_NAMESPACE: must be one line without control characters, got 7',
+      'bootstrap.clusterEnv.POD_NAMESPACE: must be a name of letters, digits, ".", "_" and "-" on one line, got 7',
     ],
     [
       'a discovery address without a port',
@@ -114,14 +114,14 @@ describe('the sidecar answer, checked before anything is written', () => {
       (r) => {
         r.bootstrap.meshConfig.defaultConfig.proxyMetadata['a b'] = 'x';
       },
-      "bootstrap.meshConfig.defaultConfig.proxyMetadata.a b: must be an environment variable name, got 'a b'",
+      "bootstrap.meshConfig.defaultConfig.proxyMetadata.a b: is not a key Istio's VM bootstrap defines",
     ],
     [
       'a root certificate that is not PEM',
       (r) => {
         r.bootstrap.rootCert = 'hello';
       },
-      "bootstrap.rootCert: must be PEM, got 'hello'",
+      "bootstrap.rootCert: must be PEM certificates (base64 between BEGIN/END CERTIFICATE lines, nothing else), got 'hello'",
     ],
     [
       'a hosts address that is not an IP',
@@ -251,5 +251,169 @@ describe('the sidecar answer, checked before anything is written', () => {
     expect(meshConfigProblems('defaultConfig: {}')).toEqual([
       { path: '', message: "must be a mapping, got 'defaultConfig: {}'" },
     ]);
+  });
+});
+
+/**
+ * A registrar, or whoever answers on its URL, that wants root on the VM: istio-start.sh
+ * sources cluster.env as root with `set -a`, pastes ISTIO_SERVICE and ISTIO_NAMESPACE into a
+ * `su -c` command line, and istio-proxy trusts the root certificate and resolves names by the
+ * hosts file. Each hostile field alone makes the whole answer refused (nothing is written).
+ */
+describe('the sidecar answer holds exactly what Istio defines', () => {
+  it.each<[string, (r: Spoilable) => void, string]>([
+    ...['BASH_ENV', 'LD_PRELOAD', 'PATH', 'ISTIO_BIN_BASE', 'EXEC_USER', 'ISTIO_AGENT_FLAGS'].map(
+      (key): [string, (r: Spoilable) => void, string] => [
+        `${key} in cluster.env`,
+        (r) => {
+          r.bootstrap.clusterEnv[key] = '/tmp/x';
+        },
+        `bootstrap.clusterEnv.${key}: is not a key Istio's VM bootstrap defines`,
+      ],
+    ),
+    [
+      'TPROXY mode, which makes istio-start.sh run the proxy as root',
+      (r) => {
+        r.bootstrap.clusterEnv.ISTIO_INBOUND_INTERCEPTION_MODE = 'TPROXY';
+      },
+      "bootstrap.clusterEnv.ISTIO_INBOUND_INTERCEPTION_MODE: is not a key Istio's VM bootstrap defines",
+    ],
+    [
+      'an object method name as a key',
+      (r) => {
+        r.bootstrap.clusterEnv.constructor = 'x';
+      },
+      "bootstrap.clusterEnv.constructor: is not a key Istio's VM bootstrap defines",
+    ],
+    [
+      'LD_PRELOAD in the proxy metadata',
+      (r) => {
+        r.bootstrap.meshConfig.defaultConfig.proxyMetadata.LD_PRELOAD = '/tmp/x.so';
+      },
+      "bootstrap.meshConfig.defaultConfig.proxyMetadata.LD_PRELOAD: is not a key Istio's VM bootstrap defines",
+    ],
+    [
+      'a command in ISTIO_SERVICE (pasted into su -c)',
+      (r) => {
+        r.bootstrap.clusterEnv.ISTIO_SERVICE = 'web.shop;reboot';
+      },
+      'bootstrap.clusterEnv.ISTIO_SERVICE: must be a name of letters, digits',
+    ],
+    [
+      'a command substitution in ISTIO_NAMESPACE',
+      (r) => {
+        r.bootstrap.clusterEnv.ISTIO_NAMESPACE = '$(id)';
+      },
+      'bootstrap.clusterEnv.ISTIO_NAMESPACE: must be a name of letters, digits',
+    ],
+    [
+      'iptables words in the inbound ports',
+      (r) => {
+        r.bootstrap.clusterEnv.ISTIO_INBOUND_PORTS = '8080 -j ACCEPT';
+      },
+      "bootstrap.clusterEnv.ISTIO_INBOUND_PORTS: must be '*' or a list of ports on one line, got '8080 -j ACCEPT'",
+    ],
+    [
+      'a port out of range in the excluded ports',
+      (r) => {
+        r.bootstrap.clusterEnv.ISTIO_LOCAL_EXCLUDE_PORTS = '22,70000';
+      },
+      'bootstrap.clusterEnv.ISTIO_LOCAL_EXCLUDE_PORTS: must be a list of ports',
+    ],
+    [
+      'a service CIDR that is not one',
+      (r) => {
+        r.bootstrap.clusterEnv.ISTIO_SERVICE_CIDR = '10.0.0.0/33';
+      },
+      "bootstrap.clusterEnv.ISTIO_SERVICE_CIDR: must be '*' or a list of CIDRs on one line, got '10.0.0.0/33'",
+    ],
+    [
+      'labels that are not a JSON object of text',
+      (r) => {
+        r.bootstrap.clusterEnv.ISTIO_METAJSON_LABELS = '{"app":1}';
+      },
+      'bootstrap.clusterEnv.ISTIO_METAJSON_LABELS: must be a JSON object of text labels',
+    ],
+    [
+      'DNS capture that is neither true nor false',
+      (r) => {
+        r.bootstrap.clusterEnv.ISTIO_META_DNS_CAPTURE = 'yes';
+      },
+      "bootstrap.clusterEnv.ISTIO_META_DNS_CAPTURE: must be 'true' or 'false' on one line, got 'yes'",
+    ],
+    [
+      'an extra hosts line for another name',
+      (r) => {
+        r.bootstrap.hosts.push({ address: '10.9.9.9', hostnames: ['login.bank.example'] });
+      },
+      "bootstrap.hosts: must be at most one line, for the discovery host 'istiod.istio-system.svc'",
+    ],
+    [
+      'the one hosts line naming another host too',
+      (r) => {
+        r.bootstrap.hosts[0].hostnames.push('login.bank.example');
+      },
+      "bootstrap.hosts.0.hostnames: must be exactly ['istiod.istio-system.svc'], the discovery host",
+    ],
+    [
+      'a hosts line for a name that is not the discovery host',
+      (r) => {
+        r.bootstrap.hosts[0].hostnames = ['localhost'];
+      },
+      'bootstrap.hosts.0.hostnames: must be exactly [\'istiod.istio-system.svc\'], the discovery host, got ["localhost"]',
+    ],
+    [
+      'a hosts line when the discovery address is an IP',
+      (r) => {
+        r.bootstrap.meshConfig.defaultConfig.discoveryAddress = '10.1.1.1:15012';
+      },
+      "bootstrap.hosts: must be at most one line, for the discovery host '10.1.1.1' (and none when it is an address), got 1",
+    ],
+    [
+      'a discovery port out of range',
+      (r) => {
+        r.bootstrap.meshConfig.defaultConfig.discoveryAddress = 'istiod.istio-system.svc:99999';
+      },
+      "bootstrap.meshConfig.defaultConfig.discoveryAddress: must be host:port, got 'istiod.istio-system.svc:99999'",
+    ],
+    [
+      'junk between the PEM markers',
+      (r) => {
+        r.bootstrap.rootCert = '-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n';
+      },
+      'bootstrap.rootCert: certificate 1 is not an X.509 certificate',
+    ],
+    [
+      'shell text between the PEM markers',
+      (r) => {
+        r.bootstrap.rootCert =
+          '-----BEGIN CERTIFICATE-----\n$(reboot)\n-----END CERTIFICATE-----\n';
+      },
+      'bootstrap.rootCert: must be PEM certificates (base64 between BEGIN/END CERTIFICATE lines, nothing else)',
+    ],
+    [
+      'text between two certificates',
+      (r) => {
+        r.bootstrap.rootCert = `${PEM}touch /tmp/pwned\n${PEM}`;
+      },
+      'bootstrap.rootCert: must be PEM certificates',
+    ],
+    [
+      'a private key after the certificate',
+      (r) => {
+        r.bootstrap.rootCert = `${PEM}-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n`;
+      },
+      'bootstrap.rootCert: must be PEM certificates',
+    ],
+  ])('refuses %s', (_, spoil, problem) => {
+    expect(problemsOf(spoil).join('\n')).toContain(problem);
+  });
+
+  it('accepts two certificates (a root and an intermediate), and every key the registrar builds', () => {
+    const twoCertificates = (r: Spoilable) => {
+      r.bootstrap.rootCert = `${PEM}\n${PEM}`;
+    };
+    expect(problemsOf(twoCertificates)).toEqual([]);
+    expect(problemsOf(() => {})).toEqual([]);
   });
 });
