@@ -40,6 +40,7 @@ function writeAsAgent(rootCert: string) {
       group: 'web',
       serviceAccount: 'web',
       labels: {},
+      groupLabels: {},
       ports: { http: 8080 },
       network: undefined,
     },
