@@ -262,9 +262,12 @@ function logDisruption(
   const { cells } = modesOf(state, now);
   const iso = (at: number | undefined) =>
     at === undefined ? undefined : new Date(at).toISOString();
+  // A held namespace's cells with nothing away hold nothing: not named (a hold of every
+  // namespace would list every cell).
+  const away = new Set(state.zones.filter((zone) => zone.away > 0).map((zone) => zone.cell));
   const named = (mode: 'slowed' | 'held') =>
     [...cells]
-      .filter(([, cell]) => cell.mode === mode)
+      .filter(([key, cell]) => cell.mode === mode && (mode === 'slowed' || away.has(key)))
       .map(([key, cell]) => (cell.until === undefined ? key : `${key} until ${iso(cell.until)}`));
   const fields = {
     mode: state.fleetMode,
