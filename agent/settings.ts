@@ -28,7 +28,7 @@ export interface AgentTiming {
    * accidental `delete wg` re-applied), and the VM should be back within this once it is.
    */
   missingGroupRetryMs: number;
-  /** A connection that lived this long resets the backoff; one that died sooner does not. */
+  /** Connections that die younger than this, in a row with no failed attempt between, back off. */
   stableAfterMs: number;
   /** Multiplies the probe's seconds; below 1 only for tests and the benchmark. */
   probeTimeScale: number;
@@ -310,7 +310,7 @@ export const AGENT_SETTINGS: readonly AgentSetting[] = Object.freeze([
   timing(
     'stableAfterMs',
     'stable-after',
-    'a connection up this long resets the backoff; one that dies sooner does not',
+    'connections dying younger than this in a row keep backing off (no tight loop)',
   ),
   timing(
     'drainDelayMs',

@@ -70,7 +70,9 @@ interface Current {
  *   held by at least one live connection throughout;
  * - failures back off exponentially with full jitter (cap 60 s); refusals (400/401/403/404/
  *   409) wait much longer and log the registrar's reason, since retrying cannot fix them;
- *   a connection that dies young does not reset the backoff, so no loop is ever tight;
+ *   the registrar answering again (a connection accepted, or a refusal) resets the failure
+ *   count, so an outage's backoff never delays the recovery from the next one; connections
+ *   that die young in a row keep a count of their own, so no loop is ever tight;
  * - keepalive pings stay inside API Gateway's 10-minute idle timeout; a missing pong is
  *   treated as a dead connection;
  * - a connection the registrar does not count (it answers `NotRegistered`, or two health
@@ -95,7 +97,16 @@ export class Supervisor {
   #pingTimer: Timer | undefined;
   /** The ping interval the registrar named (its group's heartbeat); undefined: configured. */
   #pingMs: number | undefined;
+  /** Failed attempts and lost connections since the registrar last answered. */
   #failures = 0;
+  /**
+   * Accepted connections in a row that closed before `stableAfterMs`. Kept apart from
+   * `#failures`, which an accepted connection resets: a registrar that accepts and then drops
+   * every connection still backs the agent off exponentially.
+   */
+  #shortLived = 0;
+  /** An attempt failed since the registrar last answered: the next accept ends an outage. */
+  #outage = false;
   #refusals = 0;
   #linkSeq = 0;
   /** Connections replaced in a row because they held nothing; reset once one is proven. */
@@ -262,6 +273,15 @@ export class Supervisor {
     const previous = this.#current;
     const current: Current = { link, id: ++this.#linkSeq, openedAt: this.#o.clock.now() };
     this.#current = current;
+    // The registrar answered again: the backoff of the outage (or of failed rotations) is
+    // over. Without this, a registrar restarted soon after an earlier outage met an agent
+    // still counting that outage's failures: 54 s of wait after a restart, where README
+    // promises VMs back within 20 s. An accept that ends an outage (attempts failed before
+    // it) also ends the run of young drops: those were restarts, not a registrar that drops
+    // what it accepts; such a loop never fails an attempt, so #shortLived still backs it off.
+    if (this.#outage) this.#shortLived = 0;
+    this.#outage = false;
+    this.#failures = 0;
     this.#refusals = 0;
     this.#notRegistrarSaid = undefined;
     link.onClose((code, reason) => this.#onClosed(current, code, reason));
@@ -352,6 +372,9 @@ export class Supervisor {
     let delay: number;
     let reason: string;
     if (refused) {
+      // A refusal is an answer: the registrar is up, so the failure count starts over (the
+      // refusal has its own, longer backoff).
+      this.#failures = 0;
       this.#refusals += 1;
       // A missing group is fixed by an operator's apply alone (an accidental `delete wg`
       // re-applied): retried often enough that the VM is back soon after, without a restart.
@@ -375,12 +398,13 @@ export class Supervisor {
       });
     } else {
       this.#failures += 1;
-      delay = failureDelay(this.#failures, timing, clock.random());
+      this.#outage = true;
+      delay = failureDelay(this.#failureCount(), timing, clock.random());
       reason = `connect failed: ${describeError(error)}`;
       const still =
         kind === 'rotate' && this.#current ? ' (the current connection stays open)' : '';
       logger.warn(`reconnecting in ${seconds(delay)} because ${reason}${still}`, {
-        attempt: this.#failures,
+        attempt: this.#failureCount(),
       });
     }
     this.#scheduleRetry(delay, reason, refused, this.#current ? 'rotate' : 'reconnect');
@@ -427,18 +451,28 @@ export class Supervisor {
       this.#endDrainDelay?.();
       return;
     }
-    // Only a connection that stayed up for a while proves the registrar is reachable again.
-    if (clock.now() - closed.openedAt >= timing.stableAfterMs) this.#failures = 0;
+    // A connection that stayed up for a while ends a run of short-lived ones; one that died
+    // young extends it, so a registrar that accepts and drops at once is not retried in a
+    // tight loop even though each accept resets #failures.
+    if (clock.now() - closed.openedAt >= timing.stableAfterMs) this.#shortLived = 0;
+    else this.#shortLived += 1;
     this.#failures += 1;
-    const delay = failureDelay(this.#failures, timing, clock.random());
+    const delay = failureDelay(this.#failureCount(), timing, clock.random());
     const why = `the connection closed (${code}${reason ? ` ${reason}` : ''})`;
     if (this.#opening) {
       // A rotation already under way becomes the reconnect; it schedules its own retry if it fails.
       logger.warn(`${why}; a new connection is already being opened`);
       return;
     }
-    logger.warn(`reconnecting in ${seconds(delay)} because ${why}`, { attempt: this.#failures });
+    logger.warn(`reconnecting in ${seconds(delay)} because ${why}`, {
+      attempt: this.#failureCount(),
+    });
     this.#scheduleRetry(delay, why, false, 'reconnect');
+  }
+
+  /** The exponent of the failure backoff: this outage's failures, or the run of young drops. */
+  #failureCount(): number {
+    return Math.max(this.#failures, this.#shortLived);
   }
 
   /** Opens a new connection in place of `stale`, which stays open until the new one holds. */

@@ -13,7 +13,8 @@ export interface Tally {
   handMade: number;
 }
 
-export type CellState = 'normal' | 'slowed' | 'held' | 'bound passed';
+/** A cell's fail-static word (lib/domain/cell-mode.ts: CellMode), the same everywhere. */
+export type CellState = 'normal' | 'slowed' | 'held';
 
 /** One namespace in one zone: what its entries say, and what the sweeper does there. */
 export interface CellView extends Tally {
@@ -21,6 +22,8 @@ export interface CellView extends Tally {
   zone: string;
   failStatic: {
     state: CellState;
+    /** Why a disrupted cell is at the normal rate anyway (its slowdown's bound passed, ...). */
+    note: string | null;
     /** RFC 3339: until when at the latest (the hold bound). */
     until: string | null;
     /** The cell's counters, as the sweeper judges it: connected, and away abnormally. */
@@ -75,6 +78,7 @@ export interface OverviewResponse {
   namespacesComplete: boolean;
   cells: CellView[];
   failStatic: {
+    /** The fleet's word: held, slowed, normal, hold-expired or released (lib/domain/cell-mode.ts). */
     mode: string;
     since: string | null;
     why: string | null;

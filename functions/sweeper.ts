@@ -3,7 +3,7 @@ import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
 import type { Context, ScheduledEvent } from 'aws-lambda';
 import type { FunctionHandler } from '../lib/dependencies.ts';
-import { describeHoldReason, splitCell } from '../lib/domain/disruption.ts';
+import { describeHoldReason, modesOf, splitCell } from '../lib/domain/disruption.ts';
 import type { SchemaRecord } from '../lib/domain/table-schema.ts';
 import { logger, METRIC, metrics, recordByZone, recordCount } from '../lib/observability.ts';
 import { errorsLoggedAndRethrown } from '../lib/protocol/error-response.ts';
@@ -30,8 +30,8 @@ export interface SweeperSummary {
   /** Deletes and liveness checks that failed; the invocation then fails after the rest. */
   failed: number;
   /**
-   * Fail static: normal, held, hold-expired or released (lib/domain/disruption.ts); `skipped`
-   * when another run held the sweep lease.
+   * Fail static, the fleet's word (lib/domain/cell-mode.ts): normal, slowed, held,
+   * hold-expired or released; `skipped` when another run held the sweep lease.
    */
   mode: string;
   held: number;
@@ -153,9 +153,10 @@ export function createSweeperHandler(
       });
     });
     let result: SweepResult | undefined;
+    const runAt = deps.now();
     try {
       result = await runSweep(deps.store, {
-        now: deps.now(),
+        now: runAt,
         policy: sweep,
         maxDeletes: sweep.maxDeletesPerRun,
         deletesPerSecond: sweep.deletesPerSecond,
@@ -198,7 +199,10 @@ export function createSweeperHandler(
     recordByZone(METRIC.sweepHeld, byZone(result.held));
     recordByZone(METRIC.sweepSlowed, byZone(result.slowed));
     recordByZone(METRIC.sweepHoldExpired, byZone(result.afterHoldBound));
-    logDisruption(result, sweep.failStatic);
+    // The cells' words as the log line, `registrar sweep status` and the dashboard show them.
+    recordByZone(METRIC.cellsSlowed, cellsIn(result, 'slowed', runAt));
+    recordByZone(METRIC.cellsHeld, cellsIn(result, 'held', runAt));
+    logDisruption(result, sweep.failStatic, runAt);
     const summary: SweeperSummary = {
       deleted: result.deleted.length,
       conflicts: result.conflicts,
@@ -209,7 +213,7 @@ export function createSweeperHandler(
       phantomsDropped: result.phantomsDropped,
       stoppedEarly: result.stoppedEarly,
       failed: result.failed,
-      mode: result.disruption?.mode ?? 'normal',
+      mode: result.disruption?.fleetMode ?? 'normal',
       held: sum(result.held),
       slowed: sum(result.slowed),
     };
@@ -250,32 +254,57 @@ export class SweepIncompleteError extends Error {
 }
 
 /**
- * A change of mode is a warning (the local runtime prints it too); a run that stays held or
- * past its bound says so again, so a log search finds the whole episode.
+ * Fail static in one line, in the words `registrar sweep status` and the dashboard use (one
+ * function decides them: lib/domain/cell-mode.ts): the fleet's mode, and each cell that is
+ * slowed or held, with until when. A change of the fleet's word is a warning (the local
+ * runtime prints it too); a run that stays slowed or held says so again, so a log search
+ * finds the whole episode. `deferred` counts this run's deletions held back or slowed, which
+ * may be 0 in a slowed cell (nothing was due yet, or its credit covered them).
  */
 function logDisruption(
   result: SweepResult,
   policy: Parameters<typeof describeHoldReason>[1],
+  now: number,
 ): void {
   const state = result.disruption;
   if (!state) return;
-  const disrupted = state.zones.filter((zone) => zone.disrupted).map((zone) => zone.cell);
+  const { cells } = modesOf(state, now);
+  const iso = (at: number | undefined) =>
+    at === undefined ? undefined : new Date(at).toISOString();
+  // A held namespace's cells with nothing away hold nothing: not named (a hold of every
+  // namespace would list every cell).
+  const away = new Set(state.zones.filter((zone) => zone.away > 0).map((zone) => zone.cell));
+  const named = (mode: 'slowed' | 'held') =>
+    [...cells]
+      .filter(([key, cell]) => cell.mode === mode && (mode === 'slowed' || away.has(key)))
+      .map(([key, cell]) => (cell.until === undefined ? key : `${key} until ${iso(cell.until)}`));
   const fields = {
-    mode: state.mode,
-    since: new Date(state.since).toISOString(),
+    mode: state.fleetMode,
+    since: iso(state.since),
     ...(state.reason ? { why: describeHoldReason(state.reason, policy) } : {}),
-    ...(state.holdUntil ? { holdUntil: new Date(state.holdUntil).toISOString() } : {}),
+    ...(state.holdUntil ? { holdUntil: iso(state.holdUntil) } : {}),
     ...(state.heldNamespaces ? { heldNamespaces: state.heldNamespaces } : {}),
     // Cells: `<namespace>#<zone>`.
-    disruptedZones: disrupted,
-    held: sum(result.held),
-    slowed: sum(result.slowed),
+    slowedCells: named('slowed'),
+    heldCells: named('held'),
+    deferred: { held: sum(result.held), slowed: sum(result.slowed) },
   };
-  if (state.mode !== state.previousMode && state.previousMode !== undefined) {
-    logger.warn(`sweep mode changed: ${state.previousMode} -> ${state.mode}`, fields);
-  } else if (state.mode !== 'normal' || disrupted.length > 0) {
-    logger.warn(`sweep ${state.mode}`, fields);
+  const previous = state.previousFleetMode;
+  if (previous !== undefined && previous !== state.fleetMode) {
+    logger.warn(`sweep mode changed: ${previous} -> ${state.fleetMode}`, fields);
+  } else if (state.fleetMode !== 'normal') {
+    logger.warn(`sweep ${state.fleetMode}`, fields);
   }
+}
+
+/** Cells in a mode this run, by zone (summed over namespaces): the metrics' word per cell. */
+function cellsIn(result: SweepResult, mode: 'slowed' | 'held', now: number) {
+  const byZone: Record<string, number> = {};
+  if (!result.disruption) return byZone;
+  for (const cell of modesOf(result.disruption, now).cells.values()) {
+    if (cell.mode === mode) byZone[cell.zone] = (byZone[cell.zone] ?? 0) + 1;
+  }
+  return byZone;
 }
 
 /** Counts by cell (`<namespace>#<zone>`) summed by zone. */

@@ -49,6 +49,12 @@ export const METRIC = {
   sweepSlowed: 'SweepSlowed',
   /** Fail static: deletions made after a hold outlived its bound (the alarm stays raised). */
   sweepHoldExpired: 'SweepHoldExpired',
+  /**
+   * Fail static: cells (namespaces in a zone) slowed, and held, at this run, by Zone: the
+   * word `registrar sweep status` shows per cell (lib/domain/cell-mode.ts), as a number.
+   */
+  cellsSlowed: 'SweepCellsSlowed',
+  cellsHeld: 'SweepCellsHeld',
   /** Entries removed because EC2 reported their instance shutting down or terminated. */
   instanceEntriesRemoved: 'InstanceEntriesRemoved',
   /** Entries set Healthy False / Draining by their agent's drain. */

@@ -1,13 +1,8 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { DEFAULTS, ENV } from '../../lib/config.ts';
-import {
-  cellKey,
-  type DisruptionRecord,
-  describeHoldReason,
-  NO_ZONE,
-  type ZoneCount,
-} from '../../lib/domain/disruption.ts';
+import { type DisruptionRecord, NO_ZONE, type ZoneCount } from '../../lib/domain/disruption.ts';
 import { formatDuration, parseDuration } from '../../lib/domain/duration.ts';
+import { type CellStatus, failStaticStatus } from '../../lib/domain/fail-static-status.ts';
 import { runSweep } from '../../lib/registration/sweep.ts';
 import { printsObjects, serializeObject } from '../object-output.ts';
 import {
@@ -213,7 +208,7 @@ export const registerSweep: CommandRegistration = (program, context) => {
         context.out(statusText(record, zones, context.now()));
         return;
       }
-      context.out(serializeObject(output, statusJson(record, zones, context.now())));
+      context.out(serializeObject(output, failStaticStatus(record, zones, context.now())));
     });
 
   registerRollbackIndex(sweep, context);
@@ -257,59 +252,7 @@ function registerRollbackIndex(sweep: Command, context: Parameters<CommandRegist
     });
 }
 
-export function statusJson(record: DisruptionRecord | undefined, zones: ZoneCount[], now: number) {
-  const holdUntil =
-    record?.holdSince !== undefined && record.policy
-      ? record.holdSince + record.policy.holdBoundMs
-      : undefined;
-  const iso = (at: number | undefined) => (at === undefined ? null : new Date(at).toISOString());
-  return {
-    mode: record?.mode ?? 'normal',
-    since: iso(record?.since),
-    reason: record?.reason ?? null,
-    why: record?.reason && record.policy ? describeHoldReason(record.reason, record.policy) : null,
-    // null: every namespace (a hold judged a fault of the control plane).
-    heldNamespaces: record?.heldNamespaces ?? null,
-    holdUntil: iso(holdUntil),
-    releasedAt: iso(record?.releasedAt),
-    evaluatedAt: iso(record?.evaluatedAt),
-    away: zones.reduce((sum, zone) => sum + Math.max(0, zone.away), 0),
-    cells: zones.map((zone) => {
-      const state = cellState(record, zone, now);
-      return { ...zone, state: state.state, until: iso(state.until) };
-    }),
-  };
-}
-
-/**
- * What the sweeper does with a cell's abnormally departed entries, and until when at the
- * latest, as the last run decided (lib/domain/disruption.ts: pacingOf).
- */
-function cellState(
-  record: DisruptionRecord | undefined,
-  zone: ZoneCount,
-  now: number,
-): { state: 'held' | 'slowed' | 'bound passed' | 'normal'; until?: number } {
-  if (!record) return { state: 'normal' };
-  const cell = cellKey(zone.namespace, zone.zone);
-  const bound = record.policy?.holdBoundMs;
-  const held =
-    record.mode === 'held' &&
-    zone.away > 0 &&
-    (record.heldNamespaces === undefined || record.heldNamespaces.includes(zone.namespace));
-  if (held) {
-    return record.holdSince !== undefined && bound !== undefined
-      ? { state: 'held', until: record.holdSince + bound }
-      : { state: 'held' };
-  }
-  if (record.mode !== 'normal' || !record.disruptedZones.includes(cell)) return { state: 'normal' };
-  const since = record.slowedSince?.[cell];
-  if (since === undefined || bound === undefined) return { state: 'slowed' };
-  return since + bound <= now
-    ? { state: 'bound passed', until: since + bound }
-    : { state: 'slowed', until: since + bound };
-}
-
+/** The fleet's word (lib/domain/cell-mode.ts) first, in capitals while deletions are held back. */
 const MODE_TEXT: Record<string, string> = {
   normal: 'normal: every due entry is deleted at the normal rate',
   held: 'HELD: abnormally departed entries of the held namespaces are not deleted; clean departures and terminated instances still are',
@@ -318,26 +261,25 @@ const MODE_TEXT: Record<string, string> = {
   released: 'RELEASED by an operator: deletions at the normal rate until the disruption ends',
 };
 
-const STATE_TEXT: Record<string, string> = {
-  normal: 'normal rate',
-  slowed: 'slowed',
-  held: 'held',
-  'bound passed': 'normal rate (slowed past its bound)',
-};
+/** A cell's word, with why a disrupted cell is at the normal rate anyway. */
+function stateText(cell: CellStatus): string {
+  return cell.note ? `${cell.state} (${cell.note})` : cell.state;
+}
 
 function statusText(record: DisruptionRecord | undefined, zones: ZoneCount[], now: number): string {
   if (!record) {
     return 'mode:    normal (the sweeper has not run with fail static yet)\n';
   }
-  const status = statusJson(record, zones, now);
+  const status = failStaticStatus(record, zones, now);
   const ago = (at: number) =>
     `${formatDuration(Math.max(0, Math.round((now - at) / 1000) * 1000))} ago`;
   const slowed = status.cells.filter((cell) => cell.state === 'slowed').length;
   const mode =
-    record.mode === 'normal' && slowed > 0
-      ? `normal: every due entry is deleted at the normal rate, except in the ${slowed} slowed ${slowed === 1 ? 'cell' : 'cells'} below`
-      : (MODE_TEXT[record.mode] ?? record.mode);
-  const lines = [`mode:    ${mode}`, `since:   ${status.since} (${ago(record.since)})`];
+    status.mode === 'slowed'
+      ? `SLOWED: abnormally departed entries are deleted slowly in the ${slowed} slowed ${slowed === 1 ? 'cell' : 'cells'} below; every other due entry is deleted at the normal rate`
+      : (MODE_TEXT[status.mode] ?? status.mode);
+  const since = status.since === null ? record.since : Date.parse(status.since);
+  const lines = [`mode:    ${mode}`, `since:   ${status.since} (${ago(since)})`];
   if (status.why) lines.push(`why:     ${status.why}`);
   if (record.mode === 'held' || record.mode === 'hold-expired') {
     const where = status.heldNamespaces
@@ -366,7 +308,7 @@ function statusText(record: DisruptionRecord | undefined, zones: ZoneCount[], no
         String(cell.connected),
         String(cell.away),
         `${Math.round(share * 100)}%`,
-        STATE_TEXT[cell.state] ?? cell.state,
+        stateText(cell),
         cell.until ?? '',
       ];
     });

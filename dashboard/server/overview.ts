@@ -1,17 +1,17 @@
-import { statusJson } from '../../cli/commands/sweep.ts';
 import {
   cellKey,
   type DisruptionRecord,
   type ZoneCount,
   zoneOf,
 } from '../../lib/domain/disruption.ts';
-import type { Banner, CellState, CellView, OverviewResponse, Tally } from '../api-types.ts';
+import { type FailStaticStatus, failStaticStatus } from '../../lib/domain/fail-static-status.ts';
+import type { Banner, CellView, OverviewResponse, Tally } from '../api-types.ts';
 import type { IndexedEntry } from './entry-rows.ts';
 
 /**
  * The overview's numbers, from what the registry holds: each namespace's entries (read by the
  * dashboard) counted per zone, and the sweeper's own view of each cell (its counters and its
- * fail-static record, exactly as `registrar sweep status` shows them).
+ * fail-static record, in the words `registrar sweep status` uses: lib/domain/fail-static-status.ts).
  *
  * Counting: an auto-registered entry is connected while a connection holds it, and away once
  * the last one went (until the sweeper deletes it). Healthy and unhealthy count the entries in
@@ -46,7 +46,7 @@ export interface OverviewInput {
 export type OverviewCore = Pick<OverviewResponse, 'fleet' | 'cells' | 'failStatic' | 'banner'>;
 
 export function buildOverview({ namespaces, zones, disruption, now }: OverviewInput): OverviewCore {
-  const status = statusJson(disruption, zones, now);
+  const status = failStaticStatus(disruption, zones, now);
   const cells = new Map<string, CellView>();
   const cell = (namespace: string, zone: string): CellView => {
     const key = cellKey(namespace, zone);
@@ -56,7 +56,12 @@ export function buildOverview({ namespaces, zones, disruption, now }: OverviewIn
         namespace,
         zone,
         ...emptyTally(),
-        failStatic: { state: 'normal', until: null, counted: { connected: 0, away: 0 } },
+        failStatic: {
+          state: 'normal',
+          note: null,
+          until: null,
+          counted: { connected: 0, away: 0 },
+        },
       };
       cells.set(key, found);
     }
@@ -72,7 +77,8 @@ export function buildOverview({ namespaces, zones, disruption, now }: OverviewIn
   for (const counted of status.cells) {
     const view = cell(counted.namespace, counted.zone);
     view.failStatic = {
-      state: counted.state as CellState,
+      state: counted.state,
+      note: counted.note,
       until: counted.until,
       counted: { connected: counted.connected, away: counted.away },
     };
@@ -96,7 +102,7 @@ export function buildOverview({ namespaces, zones, disruption, now }: OverviewIn
   };
 }
 
-type Status = ReturnType<typeof statusJson>;
+type Status = FailStaticStatus;
 
 /**
  * Eureka's self-preservation banner, for fail static: shown whenever the sweeper holds or slows

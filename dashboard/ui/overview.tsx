@@ -7,13 +7,6 @@ import { RefusalsPanel } from './refusals-panel.tsx';
 import { entriesHref } from './route.ts';
 import { SweepsPanel } from './sweeps-panel.tsx';
 
-const STATE_TEXT: Record<string, string> = {
-  normal: 'normal',
-  slowed: 'slowed',
-  held: 'held',
-  'bound passed': 'normal (slowed past its bound)',
-};
-
 /** The fleet at a glance: per namespace and zone, fail static, the sweeper, refusals. */
 export function Overview() {
   const live = useLive<OverviewResponse>('/api/overview', '/api/events?view=overview');
@@ -135,9 +128,8 @@ function CellsTable({ cells }: { cells: CellView[] }) {
                 <CellBar tally={cell} where={`${cell.namespace} in ${cell.zone}`} />
               </td>
               <td>
-                <span class={`state state-${cell.failStatic.state.replace(' ', '-')}`}>
-                  {STATE_TEXT[cell.failStatic.state] ?? cell.failStatic.state}
-                </span>
+                <span class={`state state-${cell.failStatic.state}`}>{cell.failStatic.state}</span>
+                {cell.failStatic.note && <span class="until"> ({cell.failStatic.note})</span>}
                 {cell.failStatic.until && cell.failStatic.state !== 'normal' && (
                   <span class="until"> until {clock(cell.failStatic.until)}</span>
                 )}

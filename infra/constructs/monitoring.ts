@@ -74,10 +74,13 @@ function byReason(name: MetricName): MathExpression {
   });
 }
 
-/** A fail-static count by zone for the dashboard: one line per `Zone`. */
-function byZone(name: MetricName): MathExpression {
+/**
+ * A fail-static count by zone for the dashboard: one line per `Zone`. MAX for a number of
+ * cells each run states anew (five runs in a period are not five times the cells).
+ */
+function byZone(name: MetricName, statistic: 'SUM' | 'MAX' = 'SUM'): MathExpression {
   return new MathExpression({
-    expression: `SELECT SUM(${name}) FROM SCHEMA("${METRICS_NAMESPACE}", Zone, service) GROUP BY Zone`,
+    expression: `SELECT ${statistic}(${name}) FROM SCHEMA("${METRICS_NAMESPACE}", Zone, service) GROUP BY Zone`,
     usingMetrics: {},
     period: FIVE_MINUTES,
     label: name,
@@ -333,6 +336,11 @@ export class Monitoring extends Construct {
         byZone(METRIC.sweepHeld),
         byZone(METRIC.sweepSlowed),
         registrarMetric(METRIC.sweepHoldExpired, 'Deleted after the hold bound'),
+      ]),
+      // The cells' words (lib/domain/cell-mode.ts), as `registrar sweep status` shows them.
+      graph('Cells slowed and held, by zone (fail static)', [
+        byZone(METRIC.cellsSlowed, 'MAX'),
+        byZone(METRIC.cellsHeld, 'MAX'),
       ]),
       graph('Entries removed for terminated instances', [
         registrarMetric(METRIC.instanceEntriesRemoved, 'Removed (EC2 state change)'),

@@ -204,8 +204,44 @@ function renderEvent(
     case 'gateway: closing connection':
       return info(`gateway closes connection ${connectionId}: ${record.why}`);
     default:
-      return undefined;
+      return typeof message === 'string' && SWEEP_MODE.test(message)
+        ? warn(sweepModeLine(message, record))
+        : undefined;
   }
+}
+
+/** The sweeper's fail-static line (functions/sweeper.ts): `sweep slowed`, `sweep mode changed: ...`. */
+const SWEEP_MODE = /^sweep (mode changed: \S+ -> \S+|slowed|held|hold-expired|released)$/;
+
+/** Cells named in full up to this many; more are counted. */
+const CELLS_SHOWN = 5;
+
+/**
+ * `sweep slowed: slowed in pay#us-east-1/us-east-1a until ...; deferred this run: 0 held, 2
+ * slowed`: the fleet's word and each slowed or held cell, in the words of `registrar sweep
+ * status`, so the two never disagree.
+ */
+function sweepModeLine(message: string, record: LogRecord): string {
+  const cells = (value: unknown) => {
+    const list = Array.isArray(value) ? value.map(String) : [];
+    const more = list.length > CELLS_SHOWN ? ` and ${list.length - CELLS_SHOWN} more` : '';
+    return `${list.slice(0, CELLS_SHOWN).join(', ')}${more}`;
+  };
+  const parts: string[] = [];
+  if (Array.isArray(record.heldCells) && record.heldCells.length > 0) {
+    parts.push(`held in ${cells(record.heldCells)}`);
+  }
+  if (Array.isArray(record.slowedCells) && record.slowedCells.length > 0) {
+    parts.push(`slowed in ${cells(record.slowedCells)}`);
+  }
+  if (typeof record.why === 'string') parts.push(`why: ${record.why}`);
+  const deferred = record.deferred as { held?: unknown; slowed?: unknown } | undefined;
+  if (deferred && typeof deferred === 'object') {
+    parts.push(
+      `deferred this run: ${Number(deferred.held ?? 0)} held, ${Number(deferred.slowed ?? 0)} slowed`,
+    );
+  }
+  return parts.length > 0 ? `${message}: ${parts.join('; ')}` : message;
 }
 
 const info = (text: string): Event => ({ level: 'INFO', text });

@@ -15,6 +15,14 @@
  * disrupts its own cell of that zone, never another team's. A fault of the control plane cuts
  * every namespace's VMs at once, so it disrupts every cell, and only then is there a hold.
  */
+import {
+  type CellMode,
+  type CellModeOf,
+  cellMode,
+  type FleetMode,
+  fleetMode,
+  type ModeFacts,
+} from './cell-mode.ts';
 import type { EpochMillis } from './model.ts';
 
 /** How an entry's last holder went away. */
@@ -379,23 +387,48 @@ function sinceOf(previous: DisruptionRecord | undefined, mode: SweepMode, now: E
 }
 
 /** How the sweeper treats the deletion of one abnormally departed (or stale) entry. */
-export type Pacing = 'normal' | 'slowed' | 'held';
+export type Pacing = CellMode;
 
-/** The pacing of a cell's abnormally departed entries this run. */
+/** The pacing of a cell's abnormally departed entries this run (lib/domain/cell-mode.ts). */
 export function pacingOf(
   state: DisruptionState,
   namespace: string,
   zone: string,
   now: EpochMillis,
 ): Pacing {
-  if (state.mode === 'held' && isHeld(state, namespace)) return 'held';
-  if (state.mode === 'hold-expired' || state.mode === 'released') return 'normal';
-  const cell = cellKey(namespace, zone);
-  const status = state.zones.find((z) => z.cell === cell);
-  if (!status?.disrupted) return 'normal';
-  // Every slowdown is bounded: a tenant that keeps its own cell disrupted (dripping in new
-  // fakes) keeps it slowed at most the bound, and only its own.
-  return status.slowedUntil !== undefined && now >= status.slowedUntil ? 'normal' : 'slowed';
+  return cellMode(modeFactsOf(state), namespace, cellKey(namespace, zone), now).mode;
+}
+
+/** Each cell's word this run, by cell key, and the fleet's: what the log line and metrics say. */
+export function modesOf(
+  state: DisruptionState,
+  now: EpochMillis,
+): { cells: Map<string, CellModeOf & { namespace: string; zone: string }>; fleet: FleetMode } {
+  const facts = modeFactsOf(state);
+  const cells = new Map<string, CellModeOf & { namespace: string; zone: string }>();
+  for (const zone of state.zones) {
+    const decided = cellMode(facts, zone.namespace, zone.cell, now);
+    cells.set(zone.cell, { ...decided, namespace: zone.namespace, zone: zone.zone });
+  }
+  return {
+    cells,
+    fleet: fleetMode(
+      facts,
+      [...cells.values()].map((cell) => cell.mode),
+    ),
+  };
+}
+
+/** A run's state as the facts a cell's mode is decided by. */
+export function modeFactsOf(state: DisruptionState): ModeFacts {
+  const disrupted = new Map<string, EpochMillis | undefined>();
+  for (const zone of state.zones) if (zone.disrupted) disrupted.set(zone.cell, zone.slowedUntil);
+  return {
+    mode: state.mode,
+    heldNamespaces: state.heldNamespaces,
+    holdUntil: state.holdUntil,
+    disrupted,
+  };
 }
 
 /** Whether a hold of this state applies to the namespace. */
@@ -404,9 +437,20 @@ export function isHeld(state: Pick<DisruptionState, 'heldNamespaces'>, namespace
 }
 
 /**
+ * Most of a slowed cell's largest recent population one run may delete (Eureka's
+ * self-preservation evicts at most 15% of its registry per eviction run), and at least one.
+ * The rate alone bounded nothing in a small cell: 0.1/s over a 1-minute interval is 6
+ * deletions a run, so a 3-VM zone whose agents were all killed left whole in one run once its
+ * grace was over. With the floor it leaves one VM a run (a cell of up to 19 entries), and a
+ * large cell still at the secondary rate.
+ */
+export const SLOWED_RUN_SHARE = 0.1;
+
+/**
  * The slowed cells' deletion credit for this run: what was left, plus the secondary rate
- * times the time since the last run, capped at one sweep interval's worth (a sweeper that was
- * down does not earn a burst). A cell no longer slowed loses its credit.
+ * times the time since the last run, capped at what one run may delete: one sweep interval's
+ * worth at the secondary rate (a sweeper that was down does not earn a burst), and at most
+ * SLOWED_RUN_SHARE of the cell's peak (at least one). A cell no longer slowed loses its credit.
  */
 export function refillCredit(
   state: DisruptionState,
@@ -416,10 +460,12 @@ export function refillCredit(
 ): Record<string, number> {
   const elapsedMs = previous ? Math.max(0, now - previous.evaluatedAt) : policy.sweepIntervalMs;
   const perMs = policy.secondaryDeletesPerSecond / 1000;
-  const cap = Math.max(1, perMs * policy.sweepIntervalMs);
+  const rateCap = perMs * policy.sweepIntervalMs;
   const credit: Record<string, number> = {};
   for (const zone of state.zones) {
     if (pacingOf(state, zone.namespace, zone.zone, now) !== 'slowed') continue;
+    const peak = state.peaks[zone.cell]?.[0]?.[1] ?? zone.connected + zone.away;
+    const cap = Math.max(1, Math.min(rateCap, Math.floor(SLOWED_RUN_SHARE * peak)));
     // A cell that just became disrupted starts with one deletion: never a stall.
     const left = previous?.credit[zone.cell] ?? 1;
     credit[zone.cell] = Math.min(cap, left + perMs * Math.min(elapsedMs, policy.sweepIntervalMs));

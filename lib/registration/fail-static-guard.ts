@@ -4,10 +4,12 @@ import {
   type DisruptionState,
   evaluateDisruption,
   isHeld,
+  modesOf,
   refillCredit,
   type ZoneCount,
 } from '../domain/disruption.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
+import { fleetModeOfRecord } from '../domain/fail-static-status.ts';
 import type { EpochMillis } from '../domain/model.ts';
 import type { SweepPolicy } from '../domain/sweep-policy.ts';
 import type { DisruptionStore } from '../store/registry-store.ts';
@@ -54,7 +56,12 @@ export async function failStaticGuard(
     maxConnectionAgeMs: options.policy.maxConnectionAgeMs,
   });
   const credit = refillCredit(state, previous, now, policy);
-  result.disruption = { ...state, previousMode: previous?.mode };
+  result.disruption = {
+    ...state,
+    previousMode: previous?.mode,
+    fleetMode: modesOf(state, now).fleet,
+    previousFleetMode: previous ? fleetModeOfRecord(previous, previous.evaluatedAt) : undefined,
+  };
   // A held namespace's abnormal departures are not read (a hold costs no reads per held
   // entry): its held entries are counted from its cells.
   if (state.mode === 'held') {

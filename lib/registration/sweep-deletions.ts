@@ -32,6 +32,14 @@ const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(reso
  * because its cell is slowed or held uses its own namespace's turn, never another's. The index
  * only narrows the search: each candidate is re-checked with the pure policy, and hand-made
  * entries are never touched.
+ *
+ * A run's queues are read when it starts, so an entry that becomes due while the run goes on
+ * is not in them: it waits for the next run. So after its first round the lane takes
+ * candidates for at most one sweep interval, then hands over. Without that bound, one namespace's backlog made the run
+ * last as long as its deletions (1,000 at 50/s: 20 s, with sweeps every 300 ms locally), and
+ * another namespace's VM that crashed meanwhile waited all of it (29.5 s instead of one
+ * interval, with 450 of the backlog's entries still listed). With it, the VM waits at most the
+ * rest of the current run's interval, then is served in the next run's first round.
  */
 export async function deleteDue(
   store: SweepStore,
@@ -40,6 +48,7 @@ export async function deleteDue(
 ): Promise<void> {
   const sleep = options.sleep ?? realSleep;
   const outOfTime = options.outOfTime ?? (() => false);
+  const clock = options.clock ?? Date.now;
   const onReadFailure = (error: unknown) => recordFailure(result, error);
   const failStatic = options.failStatic;
   const guard = failStatic
@@ -96,13 +105,24 @@ export async function deleteDue(
     );
     result.namespacesWithDue = active.length;
     // Spacing deletions evenly: 1000 ms / 50 per second = one every 20 ms, for all namespaces.
-    const intervalMs = 1000 / options.deletesPerSecond;
+    const spacingMs = 1000 / options.deletesPerSecond;
+    // The interval counts from the first turn, and the first round is always served: a run
+    // whose reads alone took an interval (a loaded machine, sweeps every 300 ms) still gives
+    // every namespace with due work its turn, or no run would ever delete anything. A manual
+    // sweep (`registrar sweep`) has no schedule: no run comes after it to hand over to.
+    const servingFrom = clock();
+    const budgetMs = options.policy.sweepIntervalMs;
+    const intervalUsed = () => budgetMs !== undefined && clock() - servingFrom >= budgetMs;
     let attempts = 0;
-    while (active.length > 0) {
+    for (let round = 0; active.length > 0; round++) {
       for (let turn = 0; turn < active.length; ) {
         if (result.candidatesRead >= readBudget || attempts >= options.maxDeletes) return;
         if (outOfTime()) {
           result.stoppedEarly = true;
+          return;
+        }
+        if (round > 0 && intervalUsed()) {
+          result.intervalUsed = true;
           return;
         }
         const record = await active[turn]?.take();
@@ -114,7 +134,7 @@ export async function deleteDue(
         result.candidatesRead += 1;
         const pacing = paced(record, guard);
         if (pacing === undefined) continue;
-        if (!result.dryRun && attempts > 0) await sleep(intervalMs);
+        if (!result.dryRun && attempts > 0) await sleep(spacingMs);
         attempts += 1;
         await remove(record, pacing);
       }

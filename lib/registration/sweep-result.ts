@@ -1,3 +1,4 @@
+import type { FleetMode } from '../domain/cell-mode.ts';
 import type { DisruptionState, SweepMode } from '../domain/disruption.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import { sweepReason } from '../domain/sweep-policy.ts';
@@ -36,6 +37,11 @@ export interface SweepResult {
   /** The run stopped at its deadline with work left. */
   stoppedEarly: boolean;
   /**
+   * The deletion lane used its sweep interval with candidates left: the next run goes on,
+   * its first round reading every namespace's queue again (not a deadline: nothing alarms).
+   */
+  intervalUsed: boolean;
+  /**
    * Deletes, reads and liveness checks that failed (a store or API Gateway error the SDK's
    * retries did not get past). Each is isolated: the run goes on with the next entry, and the
    * next run tries the failed ones again. One throttled delete must not stop every other.
@@ -44,8 +50,15 @@ export interface SweepResult {
   /** The first failure's message, for the log line. */
   firstFailure?: string;
   dryRun: boolean;
-  /** With failStatic: the disruption this run saw, and the mode of the run before. */
-  disruption?: DisruptionState & { previousMode: SweepMode | undefined };
+  /**
+   * With failStatic: the disruption this run saw, the mode of the run before, and the fleet's
+   * word (lib/domain/cell-mode.ts) now and as the run before left it.
+   */
+  disruption?: DisruptionState & {
+    previousMode: SweepMode | undefined;
+    fleetMode: FleetMode;
+    previousFleetMode: FleetMode | undefined;
+  };
   /** Deletions held back, by cell (`<namespace>#<zone>`: the cell's entries away abnormally). */
   held: Record<string, number>;
   /** Due deletions deferred by a disrupted cell's secondary rate, by cell. */
@@ -67,6 +80,7 @@ export function emptyResult(dryRun: boolean): SweepResult {
     silentDropped: 0,
     silentCloseFailed: 0,
     stoppedEarly: false,
+    intervalUsed: false,
     failed: 0,
     dryRun,
     held: {},

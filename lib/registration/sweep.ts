@@ -30,6 +30,11 @@ export interface SweepOptions {
   /** Injected so tests pace deletions without waiting; real timers by default. */
   sleep?: (ms: number) => Promise<void>;
   /**
+   * The time as the run goes on (`now` is when it started), for the deletion lane's budget of
+   * one sweep interval; the real clock by default. A test's `sleep` advances it.
+   */
+  clock?: () => EpochMillis;
+  /**
    * True once the run must stop (its invocation is near its deadline). Checked before every
    * candidate and every liveness check, so a mass expiry ends the run early, never in a
    * timeout; what is left is due again on the next run.

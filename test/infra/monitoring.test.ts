@@ -220,6 +220,15 @@ describe('alarms and dashboard', () => {
     );
   });
 
+  it('shows the cells slowed and held by zone, the word sweep status shows, as a gauge', () => {
+    const body = JSON.stringify(template.findResources('AWS::CloudWatch::Dashboard'));
+    for (const metric of ['SweepCellsSlowed', 'SweepCellsHeld']) {
+      expect(body).toMatch(
+        new RegExp(`SELECT MAX\\(${metric}\\) FROM SCHEMA\\([^)]*Zone, service\\) GROUP BY Zone`),
+      );
+    }
+  });
+
   it('sends every alarm, and its recovery, to the alarm topic', () => {
     const alarms = Object.values(template.findResources('AWS::CloudWatch::Alarm'));
     // faults + refusal spike + 7 functions' errors + 6 functions' throttles (not the

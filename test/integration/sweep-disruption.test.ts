@@ -141,17 +141,39 @@ describe('disruption-aware sweeping', () => {
       disrupted: true,
       share: 0.6,
     });
-    // Zone B: all 4 departed VMs at once; zone A: one interval of the secondary rate
-    // (0.1/s x 60 s = 6), the other 6 deferred.
+    // Zone B: all 4 departed VMs at once; zone A: what one run may delete in a slowed cell,
+    // the smaller of one interval at the secondary rate (0.1/s x 60 s = 6) and 10% of its 20
+    // (2); the other 10 deferred.
     expect(first.deleted.filter((e) => e.name.startsWith('b-'))).toHaveLength(4);
-    expect(first.deleted.filter((e) => e.name.startsWith('a-'))).toHaveLength(6);
-    expect(first.slowed).toEqual({ [cellKey(NS, ZONE_A)]: 6 });
+    expect(first.deleted.filter((e) => e.name.startsWith('a-'))).toHaveLength(2);
+    expect(first.slowed).toEqual({ [cellKey(NS, ZONE_A)]: 10 });
 
-    // 30 s later half an interval's credit: 3 more.
+    // 30 s later half an interval's credit (3), still at most 2 a run.
     const second = await sweep(store, due + 30_000);
-    expect(second.deleted.map((e) => e.name).filter((n) => n.startsWith('a-'))).toHaveLength(3);
-    expect(second.slowed).toEqual({ [cellKey(NS, ZONE_A)]: 3 });
-    expect(await remaining(store, a.slice(0, 12))).toBe(3);
+    expect(second.deleted.map((e) => e.name).filter((n) => n.startsWith('a-'))).toHaveLength(2);
+    expect(second.slowed).toEqual({ [cellKey(NS, ZONE_A)]: 8 });
+    expect(await remaining(store, a.slice(0, 12))).toBe(8);
+  });
+
+  it('deletes a slowed 3-VM zone one VM a run, never whole in one run', async () => {
+    // Issue 35: 0.1/s gives a run 6 deletions, so a 3-VM zone whose agents were all killed
+    // left whole in the first run after its grace. A slowed cell's run is also bounded by
+    // its size: 10% of it, at least one.
+    const { store } = await freshStore();
+    const a = await fleet(store, 'a', ZONE_A, 3, T0);
+    await fleet(store, 'b', ZONE_B, 10, T0);
+    await leaveAll(store, a, T0, T0 + MINUTE, 'abnormal');
+
+    const due = T0 + MINUTE + policy.gracePeriodMs;
+    const runs = [];
+    for (let run = 0; run < 3; run++) runs.push(await sweep(store, due + run * MINUTE));
+
+    expect(runs[0]?.disruption?.zones.find((z) => z.zone === ZONE_A)).toMatchObject({
+      disrupted: true,
+    });
+    expect(runs.map((run) => run.deleted.length)).toEqual([1, 1, 1]);
+    expect(runs[0]?.slowed).toEqual({ [cellKey(NS, ZONE_A)]: 2 });
+    expect(await remaining(store, a)).toBe(0);
   });
 
   it('holds every abnormal departure when all zones are disrupted, and keeps removing clean ones', async () => {

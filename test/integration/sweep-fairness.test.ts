@@ -193,6 +193,45 @@ describe('a fair sweep run', () => {
     expect(new Set(served)).toEqual(new Set(['n1', 'n2', 'n3', 'n4']));
     expect(first.namespacesWithDue).toBe(4);
   }, 120_000);
+
+  it("hands over after one sweep interval, so shop's VM that became due during evil's long run leaves in the next", async () => {
+    // `npm start`'s case: sweeps every 300 ms, 1,000 deletions a run at 50/s. A run that
+    // starts on evil's backlog could go on for 20 s; shop's VM, due 100 ms into it, is not in
+    // its queues (read at the start), and waited for all of it.
+    const store = await freshStore();
+    const interval = 300;
+    const grace = 2_000;
+    const start = T0 + HOUR;
+    await departed(store, 'evil', 60, start - grace - 10_000, 'clean');
+    await connected(store, 'shop', 5);
+    const [crashed = ''] = await departed(store, 'shop', 1, start - grace + 100, 'abnormal');
+    let time = start;
+    const paced = (now: number): Partial<SweepOptions> => ({
+      policy: { ...policy, gracePeriodMs: grace, sweepIntervalMs: interval },
+      failStatic: { ...failStatic, sweepIntervalMs: interval },
+      maxDeletes: 1_000,
+      deletesPerSecond: 50,
+      clock: () => time,
+      sleep: async (ms) => {
+        time += ms;
+      },
+      now,
+    });
+
+    const first = await runSweep(store, options(start, paced(start)));
+
+    // 300 ms at one deletion per 20 ms: 16 of evil's 60, then the run hands over.
+    expect(first.intervalUsed).toBe(true);
+    expect(first.stoppedEarly).toBe(false);
+    expect(namesIn(first, 'evil').length).toBeLessThanOrEqual(16);
+    expect(await exists(store, 'shop', crashed)).toBe(true);
+
+    const second = await runSweep(store, options(time, paced(time)));
+    // In the next run's first round: at most one of evil's deletions before it.
+    expect(second.deleted.slice(0, 2).map((entry) => entry.name)).toContain(crashed);
+    expect(await exists(store, 'shop', crashed)).toBe(false);
+    expect((await queued(store, 'evil', 'L')).length).toBeGreaterThan(20);
+  }, 120_000);
 });
 
 describe('the liveness checks under a deletion backlog', () => {

@@ -271,6 +271,43 @@ describe('agent supervisor', () => {
     expect(delays).toEqual([990, 1980, 3960, 7920]);
   });
 
+  it('starts the backoff over once the registrar accepts a connection again, even one that then dies young', async () => {
+    // An outage of six failed attempts, then the registrar is back and accepts; 10 s later it
+    // restarts. The wait after that restart is the first step of the formula, not the seventh.
+    const h = harness({
+      timing: { stableAfterMs: 60_000 },
+      outcomes: Array.from({ length: 6 }, () => network),
+    });
+    h.clock.fallbackRandom = 0.99;
+    h.supervisor.start();
+    await h.clock.advance(5 * 60_000);
+    expect(h.links).toHaveLength(1);
+    await h.clock.advance(10_000);
+    (h.links[0] as FakeLink).serverClose(1001);
+    await h.clock.advance(0);
+
+    const last = h.events.filter((e) => e.type === 'retry-scheduled').at(-1) as {
+      delayMs: number;
+    };
+    expect(last.delayMs).toBe(990);
+  });
+
+  it('starts the backoff over when the registrar answers with a refusal', async () => {
+    // Down (three failures), then up but refusing (the group is not applied yet), then down
+    // again: the failure after the refusal waits the first step, not the fourth.
+    const h = harness({
+      outcomes: [network, network, network, () => refused(404), network],
+    });
+    h.clock.fallbackRandom = 0.99;
+    h.supervisor.start();
+    await h.clock.advance(5 * 60_000);
+    const delays = h.events
+      .filter((e) => e.type === 'retry-scheduled')
+      .map((e) => (e as { delayMs: number }).delayMs);
+    expect(delays.slice(0, 3)).toEqual([990, 1980, 3960]);
+    expect(delays[4]).toBe(990);
+  });
+
   it('reports health once per transition', async () => {
     const h = harness();
     h.results = [

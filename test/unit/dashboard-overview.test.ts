@@ -110,6 +110,7 @@ describe('the overview', () => {
     });
     expect(overview.cells[0]?.failStatic).toEqual({
       state: 'normal',
+      note: null,
       until: null,
       counted: { connected: 3, away: 1 },
     });
@@ -148,6 +149,9 @@ describe('the overview', () => {
       title: 'Deletions slowed in 1 cell',
       detail: expect.stringContaining(`shop in ${ZONE_A} until 2026-03-01T13:00:00Z`),
     });
+    // The fleet's word beside the banner is the cells' word, not the run's "normal".
+    expect(overview.failStatic.mode).toBe('slowed');
+    expect(overview.cells[0]?.failStatic.state).toBe('slowed');
   });
 
   it('shows no banner once a slowdown outlived its bound', () => {
@@ -161,7 +165,11 @@ describe('the overview', () => {
       now: T0 + 2 * 3_600_000,
     });
     expect(overview.banner).toBeNull();
-    expect(overview.cells[0]?.failStatic.state).toBe('bound passed');
+    expect(overview.cells[0]?.failStatic).toMatchObject({
+      state: 'normal',
+      note: 'slowdown bound passed',
+    });
+    expect(overview.failStatic.mode).toBe('normal');
   });
 });
 

@@ -331,6 +331,21 @@ describe('refillCredit', () => {
   });
 });
 
+describe('refillCredit in a small cell', () => {
+  it('lets a slowed 3-VM cell delete one entry a run, whatever the rate earned', () => {
+    const small = evaluate([
+      { namespace: NS, zone: 'a', connected: 0, away: 3 },
+      { namespace: NS, zone: 'b', connected: 10, away: 0 },
+    ]);
+    expect(pacingOf(small, NS, 'a', NOW)).toBe('slowed');
+    const record = nextRecord(small, { [A]: 0 }, NOW);
+    // 30 minutes at 0.1/s would be 180; a minute's worth 6; 10% of 3 VMs, at least one: 1.
+    expect(
+      refillCredit(small, record, NOW + 30 * MINUTE, { ...policy, sweepIntervalMs: MINUTE }),
+    ).toEqual({ [A]: 1 });
+  });
+});
+
 describe('fail static per tenant', () => {
   const cell = (namespace: string, zone: string, connected: number, away: number) => ({
     namespace,

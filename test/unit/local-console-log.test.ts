@@ -219,21 +219,48 @@ describe('the local console', () => {
     };
     const warning = {
       level: 'WARN',
-      message: 'sweep held',
+      message: 'could not record the sweep run',
       ...envelope('registrar-sweeper'),
       held: 1,
     };
     expect(lines([chatter, connected('created'), warning])).toEqual([
       'registered shop/web-10.0.0.12 (connection c1)',
-      'WARN sweep held (registrar-sweeper) held=1',
+      'WARN could not record the sweep run (registrar-sweeper) held=1',
     ]);
     expect(lines([chatter, connected('created'), warning], 'DEBUG')).toEqual([
       'INFO join token accepted connectionId=c1 tokenId=abc namespace=shop',
       'registered shop/web-10.0.0.12 (connection c1)',
-      'WARN sweep held (registrar-sweeper) held=1',
+      'WARN could not record the sweep run (registrar-sweeper) held=1',
     ]);
     expect(lines([chatter, connected('created'), warning], 'WARN')).toEqual([
-      'WARN sweep held (registrar-sweeper) held=1',
+      'WARN could not record the sweep run (registrar-sweeper) held=1',
+    ]);
+  });
+
+  it("tells fail static in the fleet's and the cells' words, never normal beside a slowed cell", () => {
+    // Issue 35: the console printed `sweep normal ... disruptedZones=[pay#us-east-1a] ...
+    // slowed=0` while `registrar sweep status` said the cell was slowed.
+    const slowed = {
+      level: 'WARN',
+      message: 'sweep mode changed: normal -> slowed',
+      ...envelope('registrar-sweeper'),
+      mode: 'slowed',
+      slowedCells: ['pay#us-east-1/us-east-1a until 2026-03-01T13:00:00.000Z'],
+      heldCells: [],
+      deferred: { held: 0, slowed: 0 },
+    };
+    const held = {
+      ...slowed,
+      message: 'sweep held',
+      mode: 'held',
+      why: 'entries went away abnormally and no VM connected for 300s',
+      slowedCells: [],
+      heldCells: ['a#z', 'b#z', 'c#z', 'd#z', 'e#z', 'f#z', 'g#z'],
+      deferred: { held: 12, slowed: 0 },
+    };
+    expect(lines([slowed, held])).toEqual([
+      'sweep mode changed: normal -> slowed: slowed in pay#us-east-1/us-east-1a until 2026-03-01T13:00:00.000Z; deferred this run: 0 held, 0 slowed',
+      'sweep held: held in a#z, b#z, c#z, d#z, e#z and 2 more; why: entries went away abnormally and no VM connected for 300s; deferred this run: 12 held, 0 slowed',
     ]);
   });
 
