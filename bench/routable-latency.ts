@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,7 +18,7 @@ import {
   type KubeApiServerStandIn,
   startKubeApiServerStandIn,
 } from '../test/fixtures/kube-apiserver-stand-in.ts';
-import { openClient, type TestClient } from '../test/fixtures/websocket-client.ts';
+import { openClient } from '../test/fixtures/websocket-client.ts';
 
 /**
  * Time from a VM's crash (its TCP connection ends without a close frame) to "the mesh sends it
@@ -49,17 +50,55 @@ export async function measureRoutableLatency(
 ): Promise<RoutableLatency> {
   const loop = await crashes('loop', vms, intervalMs);
   const stream = await crashes('stream', vms, intervalMs);
-  return { vms, intervalMs, rows: [...loop, ...stream] };
+  // The second way: each VM's client is a process of its own, and the crash is its SIGKILL
+  // (the kernel ends the TCP connection), through the stream path.
+  const killed = await crashes('stream', Math.min(vms, 20), intervalMs, 'sigkill');
+  return { vms, intervalMs, rows: [...loop, ...stream, ...killed] };
+}
+
+/** A VM's connection: closed by the client itself, or by killing the process that holds it. */
+interface Vm {
+  crash(): void;
+  close(): void;
+}
+
+async function inProcessVm(url: string, token: string): Promise<Vm> {
+  const client = await openClient(url, { Authorization: `Bearer ${token}` });
+  return { crash: () => client.socket.terminate(), close: () => client.socket.terminate() };
+}
+
+/** A client in a process of its own (the project's ws), which says "open" once connected. */
+const CLIENT_SCRIPT = [
+  "const WebSocket = require('ws');",
+  "const socket = new WebSocket(process.argv[1], { headers: { Authorization: 'Bearer ' + process.argv[2] } });",
+  "socket.on('open', () => process.stdout.write('open\\n'));",
+  "socket.on('unexpected-response', () => process.exit(3));",
+  "socket.on('error', () => process.exit(4));",
+].join('\n');
+
+async function processVm(url: string, token: string): Promise<Vm> {
+  const child = spawn(process.execPath, ['-e', CLIENT_SCRIPT, url, token], {
+    stdio: ['ignore', 'pipe', 'ignore'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.stdout.once('data', () => resolve());
+    child.once('exit', (code) => reject(new Error(`the client process exited with ${code}`)));
+  });
+  const kill = () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  };
+  return { crash: kill, close: kill };
 }
 
 async function crashes(
   path: 'loop' | 'stream',
   vms: number,
   intervalMs: number,
+  crash: 'terminate' | 'sigkill' = 'terminate',
 ): Promise<RoutableLatency['rows']> {
   const api = await startKubeApiServerStandIn();
   const dir = await mkdtemp(join(tmpdir(), 'bench-routable-'));
-  const clients: TestClient[] = [];
+  const clients: Vm[] = [];
   let runtime: LocalRuntime | undefined;
   try {
     await writeFile(join(dir, 'kubeconfig'), api.kubeconfig);
@@ -105,10 +144,11 @@ async function crashes(
 
     const addresses = Array.from({ length: vms }, (_, i) => `10.1.${i >> 8}.${(i & 255) + 1}`);
     for (const ip of addresses) {
+      const url = `${runtime.url}?group=web&namespace=${NS}&ip=${ip}`;
       clients.push(
-        await openClient(`${runtime.url}?group=web&namespace=${NS}&ip=${ip}`, {
-          Authorization: `Bearer ${created.token}`,
-        }),
+        crash === 'sigkill'
+          ? await processVm(url, created.token)
+          : await inProcessVm(url, created.token),
       );
     }
     if (path === 'stream') await projectAll();
@@ -120,7 +160,7 @@ async function crashes(
       // A random point of the projector's cycle, so the loop's wait is sampled fairly.
       await sleep(Math.random() * intervalMs);
       const crashedAt = performance.now();
-      clients[i]?.socket.terminate();
+      clients[i]?.crash();
       const ref = { namespace: NS, name: name(ip) };
       let registryMs: number | undefined;
       let istioMs: number | undefined;
@@ -154,13 +194,14 @@ async function crashes(
       samples.slices.push(slicesMs ?? Number.NaN);
     }
     client.destroy();
+    const label = crash === 'sigkill' ? `${path}, client process killed` : path;
     return [
-      row(path, 'registry (get we)', samples.registry),
-      row(path, 'istio WorkloadEntry', samples.istio),
-      row(path, 'EndpointSlice', samples.slices),
+      row(label, 'registry (get we)', samples.registry),
+      row(label, 'istio WorkloadEntry', samples.istio),
+      row(label, 'EndpointSlice', samples.slices),
     ];
   } finally {
-    for (const c of clients) c.socket.terminate();
+    for (const c of clients) c.close();
     await runtime?.close();
     await api.close();
     await rm(dir, { recursive: true, force: true });
