@@ -1,3 +1,4 @@
+import { type AgentGiven, agentGivenOf } from './agent-given.ts';
 import { entryName } from './entry-name.ts';
 import {
   type ConnectRequest,
@@ -11,7 +12,6 @@ import {
   type WorkloadEntrySpec,
   type WorkloadGroup,
 } from './model.ts';
-import { type AgentGiven, agentGivenOf } from './template-rollout.ts';
 
 /** The part of a connect (`ConnectChange` in lib/store/registry-store.ts) the group decides. */
 export interface BuiltEntry {
