@@ -3,7 +3,7 @@ import type { EpochMillis } from '../domain/model.ts';
 import { type LivenessPolicy, livenessDueAt, livenessWindows } from '../domain/sweep-policy.ts';
 import type { Holder } from '../store/registry-store.ts';
 import { type ConnectionLiveness, checkHolders } from './liveness.ts';
-import type { SweepOptions, SweepStore } from './sweep.ts';
+import type { SweepOptions, SweepStore } from './sweep-options.ts';
 import { recordFailure, type SweepResult } from './sweep-result.ts';
 
 /**
