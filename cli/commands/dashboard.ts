@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { DASHBOARD_DEFAULTS, isLoopbackAddress } from '../../dashboard/server/defaults.ts';
+import { DASHBOARD_DEFAULTS, isLoopbackAddress } from '../../lib/dashboard-server/defaults.ts';
 import { positiveDurationOption } from '../duration-option.ts';
 import { Interrupted, interruption } from '../interrupt.ts';
 import type { Target } from '../target.ts';
@@ -72,7 +72,7 @@ Pages update themselves; Ctrl-C stops the server (exit 130). docs/operations.md 
       // CLI's own explanation instead of on the page.
       await stores.catalog.listNamespaces();
       const target = context.target() as Target;
-      const { startDashboard } = await import('../../dashboard/server/start.ts');
+      const { startDashboard } = await import('../../lib/dashboard-server/start.ts');
       const opened = await openSources(stores, target, context.io.cwd, context.now);
       const stop = interruption(context.io);
       try {
@@ -117,7 +117,7 @@ async function openSources(stores: Stores, target: Target, cwd: string, now: () 
     import('../../lib/store/dynamodb-client.ts'),
     import('../../lib/store/dynamodb-sweep-runs.ts'),
     import('../../lib/store/dynamodb-entry-pages.ts'),
-    import('../../dashboard/server/refusals.ts'),
+    import('../../lib/dashboard-server/refusals.ts'),
     import('../target.ts'),
   ]);
   const client = createDocumentClient({

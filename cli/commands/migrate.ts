@@ -4,6 +4,7 @@ import {
   incompatibility,
   type SchemaRecord,
 } from '../../lib/domain/table-schema.ts';
+import { formatAge, formatTable, formatTimestamp, toJson } from '../../lib/presentation/output.ts';
 import {
   codeSchema,
   type Migration,
@@ -11,7 +12,6 @@ import {
 } from '../../lib/registration/run-migrations.ts';
 import { RELEASE } from '../../lib/release.ts';
 import { interruption } from '../interrupt.ts';
-import { formatAge, formatTable, formatTimestamp, toJson } from '../output.ts';
 import { type OutputSpec, outputOption } from '../output-option.ts';
 import type { CliContext, CommandRegistration } from './context.ts';
 

@@ -1,4 +1,4 @@
-import type { CellView, OverviewResponse, Tally } from '../api-types.ts';
+import type { CellView, OverviewResponse, Tally } from '../../lib/dashboard-server/api-types.ts';
 import { Banner, Freshness, HeaderRow, Problem } from './common.tsx';
 import { count } from './format.ts';
 import { useLive } from './live.ts';

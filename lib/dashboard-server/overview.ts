@@ -1,11 +1,6 @@
-import { statusJson } from '../../cli/commands/sweep.ts';
-import {
-  cellKey,
-  type DisruptionRecord,
-  type ZoneCount,
-  zoneOf,
-} from '../../lib/domain/disruption.ts';
-import type { Banner, CellState, CellView, OverviewResponse, Tally } from '../api-types.ts';
+import { cellKey, type DisruptionRecord, type ZoneCount, zoneOf } from '../domain/disruption.ts';
+import { statusJson } from '../presentation/fail-static-status.ts';
+import type { Banner, CellState, CellView, OverviewResponse, Tally } from './api-types.ts';
 import type { IndexedEntry } from './entry-rows.ts';
 
 /**
