@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { parse as parseYaml } from 'yaml';
-import { AGENT_SETTINGS, type AgentSetting, CONFIG_FILE_OPTION } from './settings.ts';
+import type { AgentSetting } from './setting-shape.ts';
+import { AGENT_SETTINGS, CONFIG_FILE_OPTION } from './settings.ts';
 
 /**
  * The three places configuration comes from, each turned into the same raw shape (the YAML

@@ -1,5 +1,8 @@
 import { formatDuration } from '../lib/domain/duration.ts';
+import type { AgentSetting } from './setting-shape.ts';
 import { SIDECAR_SETTINGS } from './sidecar-settings.ts';
+
+export type { AgentSetting, SettingKind } from './setting-shape.ts';
 
 /**
  * Every setting the agent accepts, in one table: the flags, the `REGISTRAR_AGENT_*`
@@ -70,27 +73,6 @@ export const DEFAULT_TIMING: Readonly<AgentTiming> = Object.freeze({
 export const MAX_DRAIN_DELAY_MS = 10 * 60_000;
 
 export const DEFAULT_IMDS_URL = 'http://169.254.169.254';
-
-/**
- * How a setting is given on the command line: `value` (`--url <url>`), `list` (repeatable;
- * comma-separated in a variable), `switch` (`--debug` sets true) or `off-switch` (`--no-imds`
- * sets false). A variable always carries the setting's own value (`REGISTRAR_AGENT_IMDS=false`).
- */
-export type SettingKind = 'value' | 'list' | 'switch' | 'off-switch';
-
-export interface AgentSetting {
-  /** The YAML key; nested keys are written `timing.pingInterval`. */
-  key: string;
-  /** The flag without its dashes; none when a flag would be wrong (a secret shows in `ps`). */
-  flag?: string;
-  /** How the flag's value is written in `--help` (`<url>`); none for a switch. */
-  arg?: string;
-  env?: string;
-  kind: SettingKind;
-  /** As `--help` and docs/agent.md show it. */
-  default: string;
-  help: string;
-}
 
 const timing = (
   key: keyof AgentTiming,

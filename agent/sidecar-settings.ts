@@ -1,6 +1,6 @@
 import { isAbsolute } from 'node:path';
 import { flag, nonEmpty, object, optional, text, withDefault } from '../lib/validation/fields.ts';
-import type { AgentSetting } from './settings.ts';
+import type { AgentSetting } from './setting-shape.ts';
 
 /**
  * The sidecar bootstrap's settings (`sidecar.*`): where istio-proxy's files go. The defaults

@@ -1,9 +1,12 @@
 import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { loadAssets } from '../dashboard/server/assets.ts';
-import { DashboardData, type DashboardSources } from '../dashboard/server/dashboard-data.ts';
-import { type RunningDashboard, startDashboardServer } from '../dashboard/server/http-server.ts';
-import { noRefusals } from '../dashboard/server/refusals.ts';
 import { startDynalite } from '../infra/local/dynalite-server.ts';
+import { loadAssets } from '../lib/dashboard-server/assets.ts';
+import { DashboardData, type DashboardSources } from '../lib/dashboard-server/dashboard-data.ts';
+import {
+  type RunningDashboard,
+  startDashboardServer,
+} from '../lib/dashboard-server/http-server.ts';
+import { noRefusals } from '../lib/dashboard-server/refusals.ts';
 import type { EntryRecord } from '../lib/domain/entry-record.ts';
 import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-client.ts';
 import { DynamoDbEntryPages } from '../lib/store/dynamodb-entry-pages.ts';

@@ -1,9 +1,9 @@
 import type { EntryRecord } from '../lib/domain/entry-record.ts';
 import { isAutoRegistered, isConnected } from '../lib/domain/entry-record.ts';
 import { compareVersions, parseReleaseVersion } from '../lib/domain/release-version.ts';
+import { formatTable, toJson, toYaml } from '../lib/presentation/output.ts';
 import type { CliContext } from './commands/context.ts';
 import { agentVersionCell } from './commands/resources.ts';
-import { formatTable, toJson, toYaml } from './output.ts';
 
 /** What `registrar get agents` prints per namespace and agent version. */
 export interface AgentVersionCount {

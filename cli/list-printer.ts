@@ -1,7 +1,7 @@
+import { asList, columnWidths, formatRows, formatTable } from '../lib/presentation/output.ts';
 import type { CliContext } from './commands/context.ts';
 import { jsonPathValues } from './jsonpath.ts';
 import { printsObjects, serializeObject } from './object-output.ts';
-import { asList, columnWidths, formatRows, formatTable } from './output.ts';
 import type { OutputFormatName, OutputSpec } from './output-option.ts';
 
 /**

@@ -1,5 +1,5 @@
+import { toJson, toYaml } from '../lib/presentation/output.ts';
 import { executeJsonPath } from './jsonpath.ts';
-import { toJson, toYaml } from './output.ts';
 import type { OutputSpec } from './output-option.ts';
 
 /** The `-o` formats that print the object (or the List) itself rather than rows. */

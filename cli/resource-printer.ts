@@ -1,8 +1,14 @@
+import {
+  asList,
+  columnWidths,
+  formatLabels,
+  formatRows,
+  formatTable,
+} from '../lib/presentation/output.ts';
 import type { CliContext } from './commands/context.ts';
 import { COLUMNS, QUALIFIED, type ResourceItem, type ResourceKind } from './commands/resources.ts';
 import { jsonPathValues } from './jsonpath.ts';
 import { printsObjects, serializeObject } from './object-output.ts';
-import { asList, columnWidths, formatLabels, formatRows, formatTable } from './output.ts';
 import type { OutputSpec } from './output-option.ts';
 import type { WatchEvent } from './watch.ts';
 

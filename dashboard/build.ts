@@ -3,7 +3,7 @@
  * with esbuild into dashboard/dist/, which `registrar dashboard` serves.
  */
 import { relative } from 'node:path';
-import { buildAssets, DIST_DIR, sourceStamp, writeDist } from './server/assets.ts';
+import { buildAssets, DIST_DIR, sourceStamp, writeDist } from '../lib/dashboard-server/assets.ts';
 
 const started = performance.now();
 const files = await buildAssets();

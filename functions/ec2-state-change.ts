@@ -1,26 +1,21 @@
 import { injectLambdaContext } from '@aws-lambda-powertools/logger/middleware';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import middy from '@middy/core';
-import { rememberGoneInstance } from '../lib/auth/terminated-instances.ts';
 import type { FunctionHandler } from '../lib/dependencies.ts';
-import { formatRef } from '../lib/domain/model.ts';
 import { logger, METRIC, metrics, recordCount } from '../lib/observability.ts';
 import { type Ec2StateChangeEvent, parseEc2StateChange } from '../lib/protocol/ec2-state-change.ts';
 import { errorsLoggedAndRethrown } from '../lib/protocol/error-response.ts';
-import { removeInstanceEntries } from '../lib/registration/remove-instance-entries.ts';
+import {
+  applyInstanceStateChange,
+  type Ec2StateChangeSummary,
+} from '../lib/registration/instance-state-change.ts';
 import {
   type Ec2StateChangeDependencies,
   ec2StateChangeDependencies,
 } from '../lib/wiring/ec2-state-change.ts';
 import { lazyHandler } from '../lib/wiring/lazy-handler.ts';
 
-export interface Ec2StateChangeSummary {
-  instanceId: string;
-  state: string;
-  removed: string[];
-  kept: string[];
-  ignored: boolean;
-}
+export type { Ec2StateChangeSummary } from '../lib/registration/instance-state-change.ts';
 
 /**
  * EventBridge's EC2 instance state-change notifications (the rule lets through the states the
@@ -36,21 +31,9 @@ export function createEc2StateChangeHandler(
   async function onStateChange(event: Ec2StateChangeEvent): Promise<Ec2StateChangeSummary> {
     const change = parseEc2StateChange(event);
     logger.appendKeys({ instanceId: change.instanceId, state: change.state });
-    // First: a connect signed with what the instance left behind is refused from now on,
-    // even if the removal below fails and is retried.
-    const remembered = deps.terminatedInstances
-      ? await rememberGoneInstance(deps.terminatedInstances, change, deps.now())
-      : false;
-    const result = await removeInstanceEntries(deps.store, change, deps.config.ec2States);
-    recordCount(METRIC.instanceEntriesRemoved, result.removed.length);
-    const summary = {
-      instanceId: change.instanceId,
-      state: change.state,
-      removed: result.removed.map(formatRef),
-      kept: result.kept.map(formatRef),
-      ignored: result.ignored,
-    };
-    logger.info('instance state change', { ...summary, rememberedTerminated: remembered });
+    const { rememberedTerminated, ...summary } = await applyInstanceStateChange(deps, change);
+    recordCount(METRIC.instanceEntriesRemoved, summary.removed.length);
+    logger.info('instance state change', { ...summary, rememberedTerminated });
     return summary;
   }
 

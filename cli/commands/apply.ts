@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { isAutoRegistered } from '../../lib/domain/entry-record.ts';
 import { ConflictError } from '../../lib/domain/errors.ts';
 import { toRfc3339 } from '../../lib/domain/model.ts';
+import { asList } from '../../lib/presentation/output.ts';
 import {
   InvalidDocumentsError,
   type IstioDocument,
@@ -12,7 +13,6 @@ import { dryRunOption } from '../dry-run-option.ts';
 import { checkPaceAnnotations, groupChangeRefusals, identityWarnings } from '../group-rules.ts';
 import { readInputs } from '../input-files.ts';
 import { printsObjects, serializeObject } from '../object-output.ts';
-import { asList } from '../output.ts';
 import { type OutputSpec, outputOption } from '../output-option.ts';
 import type { CliIo, CommandRegistration, Stores } from './context.ts';
 import { namespaceOption, QUALIFIED, renderEntry, renderGroup } from './resources.ts';

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import type { DashboardSources } from '../../dashboard/server/dashboard-data.ts';
+import type { DashboardSources } from '../../lib/dashboard-server/dashboard-data.ts';
 import { describeTarget, type Target } from '../target.ts';
 
 /**
@@ -30,7 +30,7 @@ export async function openSources(
     import('../../lib/store/dynamodb-sweep-runs.ts'),
     import('../../lib/store/dynamodb-entry-pages.ts'),
     import('../../lib/store/dynamodb-rollout.ts'),
-    import('../../dashboard/server/refusals.ts'),
+    import('../../lib/dashboard-server/refusals.ts'),
   ]);
   const client = createDocumentClient({
     region: target.region,

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { DASHBOARD_DEFAULTS, isLoopbackAddress } from '../../dashboard/server/defaults.ts';
+import { DASHBOARD_DEFAULTS, isLoopbackAddress } from '../../lib/dashboard-server/defaults.ts';
 import { positiveDurationOption } from '../duration-option.ts';
 import { Interrupted, interruption } from '../interrupt.ts';
 import type { Target } from '../target.ts';
@@ -75,7 +75,7 @@ fails; over the local runtime they follow local.json across restarts. Ctrl-C sto
       const target = context.target() as Target;
       const [{ startDashboard }, { followLocalRuntime, openSources }, { resolveTarget }] =
         await Promise.all([
-          import('../../dashboard/server/start.ts'),
+          import('../../lib/dashboard-server/start.ts'),
           import('./dashboard-sources.ts'),
           import('../target.ts'),
         ]);

@@ -2,16 +2,22 @@ import { type Command, Option } from 'commander';
 import { formatDuration } from '../../lib/domain/duration.ts';
 import { type EntryRecord, isAutoRegistered } from '../../lib/domain/entry-record.ts';
 import type { ObjectRef, StringMap, VerifiedIdentity } from '../../lib/domain/model.ts';
+import { eventsOf, formatEvents } from '../../lib/presentation/entry-events.ts';
+import {
+  formatAge,
+  formatTable,
+  formatTimestamp,
+  parseTimestamp,
+  toYaml,
+} from '../../lib/presentation/output.ts';
 import type { RecordedSweepPolicy } from '../../lib/store/dynamodb-sweep-policy-store.ts';
 import type { StoredGroup } from '../../lib/store/registry-store.ts';
-import { eventsOf, formatEvents } from '../entry-events.ts';
 import {
   type LabelSelector,
   matchesSelector,
   parseLabelSelector,
   SELECTOR_HELP,
 } from '../label-selector.ts';
-import { formatAge, formatTable, formatTimestamp, parseTimestamp, toYaml } from '../output.ts';
 import { parseResourceArgs } from '../resource-args.ts';
 import { type CommandRegistration, ReportedFailure, type Stores, UsageError } from './context.ts';
 import {

@@ -10,6 +10,7 @@ import {
   parseEc2StateChange,
 } from '../../lib/protocol/ec2-state-change.ts';
 import { isInstanceId } from '../../lib/registration/instance-identity.ts';
+import { applyInstanceStateChange } from '../../lib/registration/instance-state-change.ts';
 import { type DryRunMode, dryRunSuffix, writeNothingOption } from '../dry-run-option.ts';
 import { type CommandRegistration, UsageError } from './context.ts';
 
@@ -22,7 +23,7 @@ interface Ec2EventOptions {
 }
 
 /**
- * `registrar ec2-event`: drives the EC2 state-change function's own code against the registry
+ * `registrar ec2-event`: runs the EC2 state-change function's own decisions against the registry
  * the CLI points at (the local runtime's, usually), as EventBridge would on AWS.
  */
 export const registerEc2Event: CommandRegistration = (program, context) => {
@@ -86,19 +87,9 @@ export const registerEc2Event: CommandRegistration = (program, context) => {
         terminatedInstances: terminated,
         now: context.now,
       };
-      // Loaded here, not at start: the function's middy and Powertools stack is ~50 ms that
-      // every other command (and --help) would pay.
-      const [{ createEc2StateChangeHandler }, { logger }] = await Promise.all([
-        import('../../functions/ec2-state-change.ts'),
-        import('../../lib/observability.ts'),
-      ]);
-      const handler = createEc2StateChangeHandler(deps);
-      // The function's JSON log line is for CloudWatch; the terminal gets the CLI's lines.
-      const level = logger.getLevelName();
-      logger.setLogLevel('SILENT');
-      const summary = await handler(event, cliLambdaContext()).finally(() =>
-        logger.setLogLevel(level),
-      );
+      // The function's own decisions (lib/registration/instance-state-change.ts), without its
+      // Lambda wrapping: the terminal gets the CLI's lines, not the function's JSON log.
+      const summary = await applyInstanceStateChange(deps, parseEc2StateChange(event));
       // What was done goes to stdout, as kubectl prints `... deleted`; errors go to stderr.
       for (const entry of summary.removed) context.out(`workloadentry "${entry}" removed\n`);
       const note = summary.ignored
@@ -107,20 +98,3 @@ export const registerEc2Event: CommandRegistration = (program, context) => {
       context.out(`instance ${summary.instanceId} ${summary.state}: ${note}\n`);
     });
 };
-
-function cliLambdaContext() {
-  return {
-    callbackWaitsForEmptyEventLoop: false,
-    functionName: 'registrar-ec2-state-change',
-    functionVersion: '$LATEST',
-    invokedFunctionArn: 'arn:aws:lambda:us-east-1:000000000000:function:registrar-ec2-state-change',
-    memoryLimitInMB: '256',
-    awsRequestId: `cli-${Date.now()}`,
-    logGroupName: '/aws/lambda/registrar-ec2-state-change',
-    logStreamName: 'cli',
-    getRemainingTimeInMillis: () => 60_000,
-    done: () => {},
-    fail: () => {},
-    succeed: () => {},
-  };
-}

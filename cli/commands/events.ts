@@ -1,9 +1,16 @@
 import type { Command } from 'commander';
 import type { EntryEvent } from '../../lib/domain/entry-events.ts';
 import { ISTIO_API_VERSION, toRfc3339 } from '../../lib/domain/model.ts';
-import { eventsOf } from '../entry-events.ts';
+import { eventsOf } from '../../lib/presentation/entry-events.ts';
+import {
+  asList,
+  columnWidths,
+  formatAge,
+  formatRows,
+  toJson,
+  toYaml,
+} from '../../lib/presentation/output.ts';
 import { Interrupted, interruption } from '../interrupt.ts';
-import { asList, columnWidths, formatAge, formatRows, toJson, toYaml } from '../output.ts';
 import type { OutputSpec } from '../output-option.ts';
 import { parseResourceArgs } from '../resource-args.ts';
 import { sleep } from '../watch.ts';

@@ -2,6 +2,7 @@ import { type Command, Option } from 'commander';
 import { stringify } from 'yaml';
 import { type EntryRecord, renderWorkloadEntry } from '../../lib/domain/entry-record.ts';
 import { ANNOTATIONS } from '../../lib/domain/model.ts';
+import { asList } from '../../lib/presentation/output.ts';
 import { desiredWorkloadEntries } from '../../lib/projection/desired-istio.ts';
 import { desiredExternalWorkloads } from '../../lib/projection/desired-linkerd.ts';
 import type { KubeObject } from '../../lib/projection/objects.ts';
@@ -14,7 +15,6 @@ import {
   SELECTOR_HELP,
 } from '../label-selector.ts';
 import { printsObjects, serializeObject } from '../object-output.ts';
-import { asList } from '../output.ts';
 import { type OutputSpec, outputOption, TABLE } from '../output-option.ts';
 import { type CommandRegistration, UsageError } from './context.ts';
 import { namespaceOf, namespaceOption } from './resources.ts';

@@ -5,6 +5,13 @@ import {
   type SchemaRecord,
 } from '../../lib/domain/table-schema.ts';
 import {
+  formatAge,
+  formatTable,
+  formatTimestamp,
+  toJson,
+  toYaml,
+} from '../../lib/presentation/output.ts';
+import {
   codeSchema,
   type Migration,
   runMigrations,
@@ -12,7 +19,6 @@ import {
 import { RELEASE } from '../../lib/release.ts';
 import { type DryRunMode, dryRunSuffix, writeNothingOption } from '../dry-run-option.ts';
 import { interruption } from '../interrupt.ts';
-import { formatAge, formatTable, formatTimestamp, toJson, toYaml } from '../output.ts';
 import { type OutputSpec, outputOption } from '../output-option.ts';
 import type { CliContext, CommandRegistration } from './context.ts';
 

@@ -6,6 +6,13 @@ import {
   formatRate,
   type NamespaceSettings,
 } from '../../lib/domain/namespace-settings.ts';
+import {
+  asList,
+  formatTable,
+  formatTimestamp,
+  toJson,
+  toYaml,
+} from '../../lib/presentation/output.ts';
 import type { SettingsChange, SettingsField } from '../../lib/store/namespace-settings-store.ts';
 import { type DryRunMode, dryRunSuffix, writeNothingOption } from '../dry-run-option.ts';
 import {
@@ -16,7 +23,6 @@ import {
   RESET,
   type Resettable,
 } from '../namespace-options.ts';
-import { asList, formatTable, formatTimestamp, toJson, toYaml } from '../output.ts';
 import { type OutputSpec, outputOption } from '../output-option.ts';
 import { type CliContext, type CommandRegistration, type Stores, UsageError } from './context.ts';
 import { namespaceOf, namespaceOption } from './resources.ts';

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Command } from 'commander';
 import type { ObjectRef } from '../../lib/domain/model.ts';
+import { toJson, toYaml } from '../../lib/presentation/output.ts';
 import {
   describeRolloutStatus,
   type RolloutStatus,
@@ -9,7 +10,6 @@ import {
 import { type DryRunMode, dryRunSuffix, writeNothingOption } from '../dry-run-option.ts';
 import { positiveDurationOption } from '../duration-option.ts';
 import { Interrupted, interruption } from '../interrupt.ts';
-import { toJson, toYaml } from '../output.ts';
 import { type OutputSpec, outputOption } from '../output-option.ts';
 import { parseResourceArgs } from '../resource-args.ts';
 import { type CliContext, type CommandRegistration, type Stores, UsageError } from './context.ts';

@@ -4,12 +4,12 @@ import { ENV } from '../../lib/config-env.ts';
 import { NotFoundError } from '../../lib/domain/errors.ts';
 import { formatNetwork } from '../../lib/domain/namespace-settings.ts';
 import { isDns1123Subdomain } from '../../lib/domain/validation.ts';
+import { formatTimestamp } from '../../lib/presentation/output.ts';
 import type { StoredToken } from '../../lib/store/token-store.ts';
 import { type DryRunMode, dryRunSuffix, writeNothingOption } from '../dry-run-option.ts';
 import { positiveDurationOption } from '../duration-option.ts';
 import { LIST_FORMATS, type ListShape, printList } from '../list-printer.ts';
 import { networksOption } from '../namespace-options.ts';
-import { formatTimestamp } from '../output.ts';
 import { type OutputSpec, outputOption } from '../output-option.ts';
 import {
   cutRevokedConnections,

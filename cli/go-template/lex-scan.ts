@@ -1,6 +1,7 @@
-import type { Fail } from './lexer.ts';
-
 /** The pieces of Go's lexer that read one word of an action. */
+
+/** Reports a lexical error at a position; never returns. */
+export type Fail = (pos: number, message: string) => never;
 
 export const isSpace = (c: string | undefined) =>
   c === ' ' || c === '\t' || c === '\r' || c === '\n';

@@ -1,4 +1,15 @@
-import { atTerminator, goRune, isAlphaNumeric, isSpace, quoted, scanNumber } from './lex-scan.ts';
+import {
+  atTerminator,
+  type Fail,
+  goRune,
+  isAlphaNumeric,
+  isSpace,
+  quoted,
+  scanNumber,
+} from './lex-scan.ts';
+
+// Defined in lex-scan.ts, the lower file, which reports its errors with it too.
+export type { Fail } from './lex-scan.ts';
 
 /**
  * The tokens of a Go text/template: text, and inside `{{ }}` the words of actions. Trim
@@ -36,9 +47,6 @@ export interface Token {
   /** Where the token starts in the source (a string index). */
   pos: number;
 }
-
-/** Reports a lexical error at a position; never returns. */
-export type Fail = (pos: number, message: string) => never;
 
 const KEYWORDS = new Set([
   'if',

@@ -1,4 +1,4 @@
-import type { Tally } from '../api-types.ts';
+import type { Tally } from '../../lib/dashboard-server/api-types.ts';
 import { cellParts } from './cell-parts.ts';
 import { count } from './format.ts';
 

@@ -1,4 +1,4 @@
-import type { Tally } from '../api-types.ts';
+import type { Tally } from '../../lib/dashboard-server/api-types.ts';
 
 /**
  * A cell's entries split into the parts its bar draws, which add up to its entries: healthy,

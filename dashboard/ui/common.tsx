@@ -1,4 +1,4 @@
-import type { Banner as BannerData } from '../api-types.ts';
+import type { Banner as BannerData } from '../../lib/dashboard-server/api-types.ts';
 import { clock } from './format.ts';
 
 /** Eureka's self-preservation banner, for fail static. */

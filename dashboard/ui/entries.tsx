@@ -4,7 +4,7 @@ import {
   type EntriesResponse,
   type EntryColumn,
   HEALTH_FILTERS,
-} from '../api-types.ts';
+} from '../../lib/dashboard-server/api-types.ts';
 import { Freshness, Problem } from './common.tsx';
 import { count } from './format.ts';
 import { useLive } from './live.ts';

@@ -1,4 +1,4 @@
-import type { EntryResponse } from '../api-types.ts';
+import type { EntryResponse } from '../../lib/dashboard-server/api-types.ts';
 import { Freshness, HeaderRow, Problem } from './common.tsx';
 import { clock } from './format.ts';
 import { HealthTimeline } from './health-timeline.tsx';

@@ -1,4 +1,4 @@
-import type { GroupResponse, RolloutView } from '../api-types.ts';
+import type { GroupResponse, RolloutView } from '../../lib/dashboard-server/api-types.ts';
 import { Freshness, Problem } from './common.tsx';
 import { clock, count } from './format.ts';
 import { useLive } from './live.ts';

@@ -1,4 +1,4 @@
-import type { EventView } from '../api-types.ts';
+import type { EventView } from '../../lib/dashboard-server/api-types.ts';
 
 /**
  * An entry's events turned into stretches of one phase each (healthy, unhealthy, connected

@@ -1,4 +1,4 @@
-import type { EventView } from '../api-types.ts';
+import type { EventView } from '../../lib/dashboard-server/api-types.ts';
 import { clock } from './format.ts';
 import { healthStretches, type Phase } from './health-stretches.ts';
 

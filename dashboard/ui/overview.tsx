@@ -1,4 +1,4 @@
-import type { CellView, OverviewResponse, Tally } from '../api-types.ts';
+import type { CellView, OverviewResponse, Tally } from '../../lib/dashboard-server/api-types.ts';
 import { CellBar } from './cell-bar.tsx';
 import { Banner, Freshness, HeaderRow, Problem } from './common.tsx';
 import { clock, count } from './format.ts';

@@ -1,5 +1,5 @@
 import { useMemo } from 'preact/hooks';
-import type { RefusalReport } from '../api-types.ts';
+import type { RefusalReport } from '../../lib/dashboard-server/api-types.ts';
 import { type ChartSeries, TimeChart } from './chart.tsx';
 import { HeaderRow } from './common.tsx';
 import { count, SERIES_COLORS } from './format.ts';

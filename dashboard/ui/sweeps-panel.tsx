@@ -1,5 +1,5 @@
 import { useMemo } from 'preact/hooks';
-import type { OverviewResponse } from '../api-types.ts';
+import type { OverviewResponse } from '../../lib/dashboard-server/api-types.ts';
 import { type ChartSeries, TimeChart } from './chart.tsx';
 import { HeaderRow } from './common.tsx';
 import { COLORS, clock, count, plural } from './format.ts';

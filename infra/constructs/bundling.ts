@@ -42,9 +42,9 @@ export const BUNDLE = {
   sourcesContent: false,
   // Nothing is left to the runtime, the AWS SDK included: production runs the SDK version the
   // tests ran (package-lock.json), not whatever the nodejs22.x runtime ships that month, and
-  // the projector's @aws-sdk/credential-providers is there for sure. Measured (`node
-  // bench/cold-start.ts`, docs/benchmarks.md): the minified bundle imports faster than the
-  // same code loading the SDK's many files from node_modules.
+  // the projector's credential chain (@aws-sdk/credential-provider-node) is there for sure.
+  // Measured (`node bench/cold-start.ts`, docs/benchmarks.md): the minified bundle imports
+  // faster than the same code loading the SDK's many files from node_modules.
   externalModules: [],
   // Prefer ES module builds so esbuild can drop what a handler never imports.
   mainFields: ['module', 'main'],

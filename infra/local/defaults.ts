@@ -1,4 +1,4 @@
-import { DASHBOARD_DEFAULTS } from '../../dashboard/server/defaults.ts';
+import { DASHBOARD_DEFAULTS } from '../../lib/dashboard-server/defaults.ts';
 import { DEFAULT_FLEET_SIZE, routeThrottle } from '../route-throttle.ts';
 
 /**

@@ -232,6 +232,18 @@ type InstalledParse = PegParser['parse'] & {
 
 const requireCjs = createRequire(import.meta.url);
 
+/**
+ * The dynalite release this cache was written against and test/unit/dynalite-expression-cache
+ * .test.ts checks: the parsers' module paths and what a parse does to its context are internals
+ * a minor release may change, so package.json pins exactly this version.
+ */
+export const COVERED_DYNALITE_VERSION = '4.0.0';
+
+/** The version of the dynalite that `require` finds. */
+export function installedDynaliteVersion(): string {
+  return (requireCjs('dynalite/package.json') as { version: string }).version;
+}
+
 /** dynalite's module for `name`, whose `parse` its validations call. */
 export function dynaliteParser(name: ParserName): PegParser {
   return requireCjs(`dynalite/db/${name}`) as PegParser;
@@ -249,8 +261,11 @@ export function freshParse(name: ParserName): PegParser['parse'] {
  */
 export function installExpressionCache(
   check = process.env.REGISTRAR_DYNALITE_PARSE_CHECK === '1',
+  version = installedDynaliteVersion(),
 ): Record<ParserName, ExpressionCacheStats> {
   const stats = {} as Record<ParserName, ExpressionCacheStats>;
+  // Another dynalite (a lock file changed by hand) keeps its own parsers: slower, never wrong.
+  if (version !== COVERED_DYNALITE_VERSION) return stats;
   for (const name of PARSERS) {
     const parser = dynaliteParser(name);
     let parse = parser.parse as InstalledParse;

@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import type { AddressInfo } from 'node:net';
 import type { MessagePort } from 'node:worker_threads';
 import { installExpressionCache } from './dynalite-expression-cache.ts';
+import { closeIteratorsOnReturn } from './dynalite-iterator-close.ts';
 import { answerOverPort } from './store-channel.ts';
 
 /** The part of dynalite's (untyped, CommonJS) factory this runtime uses. */
@@ -48,6 +49,8 @@ export interface RunningDynalite extends RunningDynamo {
 export async function startDynalite(options: DynaliteOptions = {}): Promise<RunningDynalite> {
   if (options.dataDir !== undefined) mkdirSync(options.dataDir, { recursive: true });
   installExpressionCache();
+  // Without it every query leaks a LevelDB iterator: the local runtime grew without bound.
+  closeIteratorsOnReturn();
   // Tables become ACTIVE after createTableMs; the default 500 ms would slow every test's setup.
   const server = dynalite({
     ...(options.dataDir === undefined ? {} : { path: options.dataDir }),

@@ -1,5 +1,9 @@
 import { rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import {
+  REFUSALS_FILE,
+  type RefusalTallyFile,
+} from '../../lib/dashboard-server/refusal-tally-file.ts';
 import { onRefusal } from '../../lib/observability.ts';
 
 /**
@@ -9,19 +13,9 @@ import { onRefusal } from '../../lib/observability.ts';
  * writes nothing to the registry, and a flood of them costs one small file write per period.
  */
 
-/** Written beside `local.json` while the runtime runs; removed when it stops. */
-export const REFUSALS_FILE = 'refusals.json';
-
 export const REFUSAL_BUCKET_MS = 60_000;
 /** Minutes kept: the dashboard shows the last hour. */
 export const REFUSAL_BUCKETS = 60;
-
-/** The file's content: per minute (the bucket's start), the count of each reason. */
-export interface RefusalTallyFile {
-  startedAt: number;
-  bucketMs: number;
-  buckets: [number, Record<string, number>][];
-}
 
 export class RefusalTally {
   readonly #startedAt: number;

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
-import type { DashboardSources } from '../../dashboard/server/dashboard-data.ts';
+import type { DashboardSources } from '../../lib/dashboard-server/dashboard-data.ts';
+import { REFUSALS_FILE } from '../../lib/dashboard-server/refusal-tally-file.ts';
 import type { Dependencies } from '../../lib/dependencies.ts';
-import { REFUSALS_FILE } from './refusal-tally.ts';
 
 /**
  * `npm start --dashboard`: the same read-only view `registrar dashboard` serves, in the runtime's
@@ -19,9 +19,9 @@ export async function startRuntimeDashboard(options: {
   const { deps } = options;
   const [{ startDashboard }, { localRefusals, noRefusals }, { DASHBOARD_DEFAULTS }] =
     await Promise.all([
-      import('../../dashboard/server/start.ts'),
-      import('../../dashboard/server/refusals.ts'),
-      import('../../dashboard/server/defaults.ts'),
+      import('../../lib/dashboard-server/start.ts'),
+      import('../../lib/dashboard-server/refusals.ts'),
+      import('../../lib/dashboard-server/defaults.ts'),
     ]);
   const [{ DynamoDbEntryPages }, { createDocumentClient }, { DynamoDbRollouts }] =
     await Promise.all([

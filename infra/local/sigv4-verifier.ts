@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { Sha256 } from '@aws-crypto/sha256-js';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
+import { NodeSha256 } from '../../lib/aws/node-sha256.ts';
 
 /**
  * API Gateway's IAM authorization of a WebSocket upgrade, for the local gateway: the request is
@@ -209,7 +209,7 @@ async function expectedSignature(
     },
     region: claim.region,
     service: EXECUTE_API,
-    sha256: Sha256,
+    sha256: NodeSha256,
   });
   const signed = await signer.presign(
     new HttpRequest({

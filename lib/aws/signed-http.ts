@@ -1,8 +1,8 @@
-import { createHash, createHmac } from 'node:crypto';
 import type { Agent as HttpAgent } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
+import { NodeSha256 } from './node-sha256.ts';
 
 /**
  * An AWS API call as a SigV4-signed HTTP request, without an SDK client: for the few calls a
@@ -161,28 +161,6 @@ export class SignedHttpClient {
       outgoing.end(request.body as string | undefined);
     });
   }
-}
-
-/** The signer's hash, from node:crypto (the SDK's Node build uses the same). */
-class NodeSha256 {
-  readonly #hash: ReturnType<typeof createHash> | ReturnType<typeof createHmac>;
-  constructor(secret?: Bytes) {
-    this.#hash = secret === undefined ? createHash('sha256') : createHmac('sha256', bytes(secret));
-  }
-  update(data: Bytes): void {
-    this.#hash.update(bytes(data));
-  }
-  async digest(): Promise<Uint8Array> {
-    return new Uint8Array(this.#hash.digest());
-  }
-}
-
-type Bytes = string | ArrayBuffer | ArrayBufferView;
-
-function bytes(data: Bytes): string | Uint8Array {
-  if (typeof data === 'string') return data;
-  if (data instanceof ArrayBuffer) return new Uint8Array(data);
-  return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);
 }
 
 /**

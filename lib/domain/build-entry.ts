@@ -1,3 +1,4 @@
+import { type AgentGiven, agentGivenOf } from './agent-given.ts';
 import { entryName } from './entry-name.ts';
 import {
   type ConnectRequest,
@@ -12,7 +13,6 @@ import {
   type WorkloadGroup,
 } from './model.ts';
 import { isGroupOnlyLabel } from './reserved-labels.ts';
-import { type AgentGiven, agentGivenOf } from './template-rollout.ts';
 
 /** The part of a connect (`ConnectChange` in lib/store/registry-store.ts) the group decides. */
 export interface BuiltEntry {

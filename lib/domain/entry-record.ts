@@ -1,3 +1,4 @@
+import type { AgentGiven } from './agent-given.ts';
 import type { DepartureKind } from './disruption.ts';
 import type { EntryEvent } from './entry-events.ts';
 import {
@@ -10,7 +11,6 @@ import {
   type VerifiedIdentity,
   type WorkloadEntry,
 } from './model.ts';
-import type { AgentGiven } from './template-rollout.ts';
 
 /**
  * Connection state of an auto-registered entry. It is kept apart from the Istio object because

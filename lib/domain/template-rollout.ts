@@ -1,25 +1,7 @@
+import type { AgentGiven } from './agent-given.ts';
 import { mergeLabels, withoutSystemAnnotations } from './build-entry.ts';
 import { entryName } from './entry-name.ts';
-import type { StringMap, WorkloadEntry, WorkloadEntrySpec, WorkloadGroup } from './model.ts';
-
-/**
- * What the agent itself gave when its entry was built (its connect's `label=` and `locality=`),
- * recorded on the entry so a template rollout can rebuild the entry from the new template and
- * let the agent's values win again, as they did at registration (DESIGN rule 5).
- */
-export interface AgentGiven {
-  labels: StringMap;
-  /** Absent: the locality came from the template (it then follows the template). */
-  locality?: string;
-}
-
-/** The agent's share of a connect: its labels as sent, and its locality if it named one. */
-export function agentGivenOf(request: { labels: StringMap; locality?: string }): AgentGiven {
-  return {
-    labels: { ...request.labels },
-    ...(request.locality !== undefined ? { locality: request.locality } : {}),
-  };
-}
+import type { WorkloadEntry, WorkloadEntrySpec, WorkloadGroup } from './model.ts';
 
 /**
  * The entry rebuilt from the group's current template, keeping everything that belongs to the

@@ -1,4 +1,4 @@
-import { fromNodeProviderChain } from '@aws-sdk/credential-providers';
+import { defaultProvider } from '@aws-sdk/credential-provider-node';
 import { KubeConfig } from '@kubernetes/client-node';
 import type { AwsCredentialIdentity, Provider } from '@smithy/types';
 import type { Cluster } from './cluster.ts';
@@ -32,7 +32,7 @@ export async function eksKubeConfig(access: EksAccess): Promise<KubeConfig> {
   const token = await createEksToken({
     clusterName: access.clusterName,
     region: access.region,
-    credentials: access.credentials ?? fromNodeProviderChain(),
+    credentials: access.credentials ?? defaultProvider(),
   });
   const config = new KubeConfig();
   config.loadFromOptions({

@@ -1,7 +1,7 @@
-import { Sha256 } from '@aws-crypto/sha256-js';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 import type { AwsCredentialIdentity, Provider } from '@smithy/types';
+import { NodeSha256 } from '../aws/node-sha256.ts';
 
 export const EKS_TOKEN_PREFIX = 'k8s-aws-v1.';
 /** The header that binds a token to one cluster; it must be signed, not hoisted to the query. */
@@ -29,7 +29,7 @@ export async function createEksToken(input: EksTokenInput): Promise<string> {
     service: 'sts',
     region: input.region,
     credentials: input.credentials,
-    sha256: Sha256,
+    sha256: NodeSha256,
   });
   const request = new HttpRequest({
     method: 'GET',

@@ -2,22 +2,12 @@ import type { EntryRecord } from '../domain/entry-record.ts';
 import type { CatalogStore, StoredGroup } from '../store/registry-store.ts';
 import { type Cluster, KindNotInstalledError } from './cluster.ts';
 import { MANAGED_SELECTOR } from './kinds.ts';
-import { TARGET_KINDS, type Target } from './report.ts';
+import { type NamespaceCoverage, TARGET_KINDS, type Target } from './report.ts';
 
 /** Namespace reads in flight at once: two Queries each (its entries, its groups). */
 const READ_CONCURRENCY = 8;
 
 export type RegistryReader = Pick<CatalogStore, 'listNamespaces' | 'listEntries' | 'listGroups'>;
-
-/** Which namespaces a full reconcile read, and where it learnt them from. */
-export interface NamespaceCoverage {
-  /** Namespaces whose entries were read (one Query each). */
-  read: number;
-  /** False: the index predates some namespaces, so the cluster's were read as well. */
-  indexComplete: boolean;
-  /** Namespaces read only because the cluster holds our objects there (index incomplete). */
-  fromCluster: string[];
-}
 
 export interface RegistrySnapshot {
   entries: EntryRecord[];

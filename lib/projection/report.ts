@@ -1,7 +1,6 @@
 import type { Problem } from './desired.ts';
 import type { RefusedEndpoint } from './endpoint-ranges.ts';
 import type { Kind, ManagedKind } from './kinds.ts';
-import type { NamespaceCoverage } from './registry-read.ts';
 
 export const TARGETS = ['istio', 'linkerd', 'endpointslices'] as const;
 /** What the projector writes: istio WorkloadEntries, linkerd ExternalWorkloads, EndpointSlices. */
@@ -12,6 +11,19 @@ export const TARGET_KINDS: Readonly<Record<Target, ManagedKind>> = {
   linkerd: 'ExternalWorkload',
   endpointslices: 'EndpointSlice',
 };
+
+/**
+ * Which namespaces a full reconcile read, and where it learnt them from. Part of the report
+ * (`namespaces`), filled in by registry-read.ts, which imports it from here.
+ */
+export interface NamespaceCoverage {
+  /** Namespaces whose entries were read (one Query each). */
+  read: number;
+  /** False: the index predates some namespaces, so the cluster's were read as well. */
+  indexComplete: boolean;
+  /** Namespaces read only because the cluster holds our objects there (index incomplete). */
+  fromCluster: string[];
+}
 
 export type ChangeAction = 'created' | 'updated' | 'status-updated' | 'deleted';
 

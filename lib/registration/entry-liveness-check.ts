@@ -5,7 +5,7 @@ import type { EpochMillis } from '../domain/model.ts';
 import type { Holder } from '../store/registry-store.ts';
 import { type GroupHeartbeat, groupKeyOf } from './heartbeat-groups.ts';
 import { type ConnectionLiveness, checkHolders } from './liveness.ts';
-import type { SweepOptions, SweepStore } from './sweep.ts';
+import type { SweepOptions, SweepStore } from './sweep-options.ts';
 import type { SweepResult } from './sweep-result.ts';
 
 /**

@@ -12,7 +12,7 @@ import { isDueForSweep, sweepCutoffs } from '../domain/sweep-policy.ts';
 import type { SweepIndexState } from '../store/registry-store.ts';
 import { type FailStaticGuard, failStaticGuard, isDeliberate } from './fail-static-guard.ts';
 import { type NamespaceFlow, openFlows } from './namespace-flows.ts';
-import type { SweepOptions, SweepStore } from './sweep.ts';
+import type { SweepOptions, SweepStore } from './sweep-options.ts';
 import { countIn, recordFailure, type SweepResult, swept } from './sweep-result.ts';
 
 const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

@@ -1,7 +1,7 @@
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
 import { checkEntryLiveness } from './entry-liveness-check.ts';
 import { type GroupHeartbeat, shortestBoundMs } from './heartbeat-groups.ts';
-import type { SweepOptions, SweepStore } from './sweep.ts';
+import type { SweepOptions, SweepStore } from './sweep-options.ts';
 import { recordFailure, type SweepResult } from './sweep-result.ts';
 
 /** Passes of one run are at least this far apart: each reads every heartbeat group's entries. */

@@ -2,8 +2,8 @@ import type { EpochMillis } from '../domain/model.ts';
 import { type LivenessPolicy, livenessDueAt, livenessWindows } from '../domain/sweep-policy.ts';
 import { checkEntryLiveness } from './entry-liveness-check.ts';
 import { type GroupHeartbeat, loadHeartbeatGroups } from './heartbeat-groups.ts';
-import type { SweepOptions, SweepStore } from './sweep.ts';
 import { checkHeartbeatGroups } from './sweep-heartbeat.ts';
+import type { SweepOptions, SweepStore } from './sweep-options.ts';
 import { recordFailure, type SweepResult } from './sweep-result.ts';
 
 /**

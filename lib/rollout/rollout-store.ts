@@ -1,5 +1,5 @@
+import type { AgentGiven } from '../domain/agent-given.ts';
 import type { EpochMillis, ObjectRef, WorkloadEntry } from '../domain/model.ts';
-import type { AgentGiven } from '../domain/template-rollout.ts';
 import type { EntryDeletion, StoredGroup } from '../store/registry-store.ts';
 
 /**

@@ -4,7 +4,7 @@ import type { EntryRecord } from '../domain/entry-record.ts';
 import type { Heartbeat } from '../domain/heartbeat.ts';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
 import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
-import type { SweepStore } from '../registration/sweep.ts';
+import type { SweepStore } from '../registration/sweep-options.ts';
 import { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { DynamoDbConnectionRecords } from './dynamodb-connection-records.ts';
 import { DynamoDbDepartureQueues } from './dynamodb-departure-queues.ts';

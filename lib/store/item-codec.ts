@@ -3,6 +3,8 @@
  * Pure: the document client does the attribute-value marshalling; this decides the shape.
  * Times are epoch-millisecond numbers so that conditions can compare them.
  */
+
+import type { AgentGiven } from '../domain/agent-given.ts';
 import type {
   ConnectionState,
   CordonState,
@@ -16,7 +18,6 @@ import type {
   WorkloadEntry,
   WorkloadGroup,
 } from '../domain/model.ts';
-import type { AgentGiven } from '../domain/template-rollout.ts';
 import { decodeEvents, encodeEvent, type StoredEvent } from './event-codec.ts';
 import type { ConnectionRecord, StoredGroup } from './registry-store.ts';
 import { SWEEP_SHARDS } from './table-definition.ts';

@@ -1,3 +1,4 @@
+import type { AgentGiven } from '../domain/agent-given.ts';
 import type { DepartureKind, DisruptionRecord, ZoneCount } from '../domain/disruption.ts';
 import type { DeletionCause } from '../domain/entry-events.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
@@ -10,7 +11,6 @@ import type {
   WorkloadGroup,
 } from '../domain/model.ts';
 import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
-import type { AgentGiven } from '../domain/template-rollout.ts';
 
 /** A WorkloadGroup as stored: the Istio object, with `metadata.uid` and `metadata.generation`. */
 export interface StoredGroup {

@@ -1,7 +1,7 @@
 import type { InstanceAttestation } from '../auth/instance-attestation.ts';
 import { loadTrustedCertificates } from '../auth/instance-identity-document.ts';
 import { type Config, ConfigError, ENV } from '../config.ts';
-import type { Dependencies } from '../dependencies.ts';
+import type { Dependencies } from '../function-dependencies.ts';
 import { NamespaceLimits } from '../registration/namespace-limits.ts';
 import { DynamoDbConnectRate } from '../store/dynamodb-connect-rate.ts';
 import { type ConnectStore, DynamoDbConnectStore } from '../store/dynamodb-connect-store.ts';

@@ -1,5 +1,5 @@
 import type { Config } from '../config.ts';
-import type { Dependencies } from '../dependencies.ts';
+import type { Dependencies } from '../function-dependencies.ts';
 import { ManagementApiLiveness } from '../gateway/management-api-liveness.ts';
 import { registryStore } from './registry-store.ts';
 import { now, tableWiring } from './table.ts';

@@ -1,4 +1,4 @@
-import type { Dependencies } from '../dependencies.ts';
+import type { Dependencies } from '../function-dependencies.ts';
 import { RegistryTable } from '../store/dynamodb-table.ts';
 import { DynamoDbTerminatedInstances } from '../store/dynamodb-terminated-instances.ts';
 import { registryStore } from './registry-store.ts';

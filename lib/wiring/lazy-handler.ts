@@ -1,4 +1,4 @@
-import type { FunctionHandler } from '../dependencies.ts';
+import type { FunctionHandler } from '../function-dependencies.ts';
 
 /**
  * The Lambda entry point for a handler factory and its wiring. Dependencies are built on the

@@ -1,4 +1,4 @@
-import type { Dependencies } from '../dependencies.ts';
+import type { Dependencies } from '../function-dependencies.ts';
 import { registryMigrations } from '../store/dynamodb-migrations.ts';
 import { DynamoDbSchemaStore } from '../store/dynamodb-schema-store.ts';
 import { DynamoDbSweepPolicyStore } from '../store/dynamodb-sweep-policy-store.ts';

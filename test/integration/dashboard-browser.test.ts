@@ -10,7 +10,7 @@ vi.hoisted(() => {
 });
 
 import type { Page } from 'playwright-core';
-import type { OverviewResponse } from '../../dashboard/api-types.ts';
+import type { OverviewResponse } from '../../lib/dashboard-server/api-types.ts';
 import { type HttpTarget, startHttpTarget } from '../fixtures/agent-targets.ts';
 import { type AgentTestbed, startAgentTestbed } from '../fixtures/agent-testbed.ts';
 import { type DashboardCli, startDashboardCli } from '../fixtures/dashboard-cli.ts';

@@ -9,7 +9,7 @@ vi.hoisted(() => {
   process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
 });
 
-import type { OverviewResponse } from '../../dashboard/api-types.ts';
+import type { OverviewResponse } from '../../lib/dashboard-server/api-types.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { startDashboardCli } from '../fixtures/dashboard-cli.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { OverviewResponse } from '../../dashboard/api-types.ts';
 import { OptionsError, parseLocalOptions } from '../../infra/local/options.ts';
+import type { OverviewResponse } from '../../lib/dashboard-server/api-types.ts';
 import { startRuntimeProcess } from '../fixtures/local-runtime-process.ts';
 
 /** `npm start --dashboard`: the local runtime serves the same read-only view itself. */

@@ -12,11 +12,11 @@ import type {
   EntryResponse,
   GroupResponse,
   OverviewResponse,
-} from '../../dashboard/api-types.ts';
-import type { DashboardSources } from '../../dashboard/server/dashboard-data.ts';
-import type { RunningDashboard } from '../../dashboard/server/http-server.ts';
-import { noRefusals } from '../../dashboard/server/refusals.ts';
-import { startDashboard } from '../../dashboard/server/start.ts';
+} from '../../lib/dashboard-server/api-types.ts';
+import type { DashboardSources } from '../../lib/dashboard-server/dashboard-data.ts';
+import type { RunningDashboard } from '../../lib/dashboard-server/http-server.ts';
+import { noRefusals } from '../../lib/dashboard-server/refusals.ts';
+import { startDashboard } from '../../lib/dashboard-server/start.ts';
 import { createDynamoDbClient, documentClientFor } from '../../lib/store/dynamodb-client.ts';
 import { DynamoDbEntryPages } from '../../lib/store/dynamodb-entry-pages.ts';
 import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';

@@ -1,6 +1,5 @@
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Sha256 } from '@aws-crypto/sha256-js';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { describe, expect, it } from 'vitest';
@@ -9,6 +8,7 @@ import { systemClock } from '../../agent/clock.ts';
 import { buildConnectUrl } from '../../agent/connect-url.ts';
 import { openLink, RefusedError } from '../../agent/connection.ts';
 import { presignConnectUrl, regionFromUrl } from '../../agent/sigv4.ts';
+import { NodeSha256 } from '../../lib/aws/node-sha256.ts';
 
 const CREDENTIALS = {
   accessKeyId: 'AKIDEXAMPLE',
@@ -46,7 +46,7 @@ async function verify(host: string, target: string, region: string): Promise<boo
     credentials: CREDENTIALS,
     region,
     service: 'execute-api',
-    sha256: Sha256,
+    sha256: NodeSha256,
   });
   const expected = await signer.presign(
     new HttpRequest({

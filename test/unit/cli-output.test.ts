@@ -8,7 +8,7 @@ import {
   formatTable,
   formatTimestamp,
   toJson,
-} from '../../cli/output.ts';
+} from '../../lib/presentation/output.ts';
 
 const NOW = Date.parse('2026-03-01T12:00:00Z');
 const SECOND = 1000;

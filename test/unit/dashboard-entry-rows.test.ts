@@ -4,13 +4,13 @@ import {
   entryQueryParams,
   nameParam,
   namespaceParam,
-} from '../../dashboard/server/api-params.ts';
+} from '../../lib/dashboard-server/api-params.ts';
 import {
   type EntryQuery,
   entriesPage,
   indexEntry,
   sortEntries,
-} from '../../dashboard/server/entry-rows.ts';
+} from '../../lib/dashboard-server/entry-rows.ts';
 import type { EntryRecord } from '../../lib/domain/entry-record.ts';
 
 /**

@@ -5,7 +5,7 @@ import {
   type OpenedSources,
 } from '../../cli/commands/dashboard-sources.ts';
 import type { Target } from '../../cli/target.ts';
-import { noRefusals } from '../../dashboard/server/refusals.ts';
+import { noRefusals } from '../../lib/dashboard-server/refusals.ts';
 
 /**
  * `registrar dashboard` over the local runtime: local.json read again, and the store it names

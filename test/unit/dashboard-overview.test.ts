@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { DashboardData } from '../../dashboard/server/dashboard-data.ts';
-import { indexEntry } from '../../dashboard/server/entry-rows.ts';
-import { NamespaceSnapshots } from '../../dashboard/server/namespace-snapshots.ts';
-import { buildOverview } from '../../dashboard/server/overview.ts';
-import { noRefusals } from '../../dashboard/server/refusals.ts';
+import { DashboardData } from '../../lib/dashboard-server/dashboard-data.ts';
+import { indexEntry } from '../../lib/dashboard-server/entry-rows.ts';
+import { NamespaceSnapshots } from '../../lib/dashboard-server/namespace-snapshots.ts';
+import { buildOverview } from '../../lib/dashboard-server/overview.ts';
+import { noRefusals } from '../../lib/dashboard-server/refusals.ts';
 import type { DisruptionRecord } from '../../lib/domain/disruption.ts';
 import type { EntryRecord } from '../../lib/domain/entry-record.ts';
 

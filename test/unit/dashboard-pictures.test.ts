@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import type { EventView } from '../../dashboard/api-types.ts';
 import { cellParts } from '../../dashboard/ui/cell-parts.ts';
 import { COUNT_INCREMENTS, clock, hourMinute } from '../../dashboard/ui/format.ts';
 import { healthStretches } from '../../dashboard/ui/health-stretches.ts';
+import type { EventView } from '../../lib/dashboard-server/api-types.ts';
 
 /** What the dashboard's pictures are drawn from: the numbers behind each bar and strip. */
 const T0 = Date.parse('2026-11-27T22:00:00.000Z');

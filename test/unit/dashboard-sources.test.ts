@@ -3,14 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { browserCommand } from '../../cli/commands/dashboard-browser.ts';
-import { DashboardData } from '../../dashboard/server/dashboard-data.ts';
-import { isLoopbackAddress } from '../../dashboard/server/defaults.ts';
+import { RefusalTally, startRefusalTally } from '../../infra/local/refusal-tally.ts';
+import { DashboardData } from '../../lib/dashboard-server/dashboard-data.ts';
+import { isLoopbackAddress } from '../../lib/dashboard-server/defaults.ts';
+import { REFUSALS_FILE } from '../../lib/dashboard-server/refusal-tally-file.ts';
 import {
   cloudWatchRefusals,
   localRefusals,
   type MetricDataClient,
-} from '../../dashboard/server/refusals.ts';
-import { REFUSALS_FILE, RefusalTally, startRefusalTally } from '../../infra/local/refusal-tally.ts';
+} from '../../lib/dashboard-server/refusals.ts';
 import { countRefusal } from '../../lib/observability.ts';
 
 /** Where the dashboard's numbers come from besides the table, and how it opens a browser. */

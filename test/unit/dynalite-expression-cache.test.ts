@@ -1,10 +1,14 @@
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   type CachingParser,
+  COVERED_DYNALITE_VERSION,
   cachingParser,
   dynaliteParser,
   freshParse,
+  installExpressionCache,
+  installedDynaliteVersion,
   PARSERS,
   type ParserName,
 } from '../../infra/local/dynalite-expression-cache.ts';
@@ -234,5 +238,31 @@ describe('dynalite expression cache', () => {
     expect(() => checked.parse('a = b', { context: context() })).toThrow(
       /a cached parse differs from parsing a = b/,
     );
+  });
+});
+
+describe('the dynalite release the cache covers', () => {
+  it('is the one package.json pins, exactly, and the one installed', () => {
+    const manifest = JSON.parse(
+      readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
+    ) as { dependencies?: Record<string, string>; devDependencies?: Record<string, string> };
+    // A range (^4.0.0) would let a minor release change the internals the cache reaches into.
+    expect(manifest.devDependencies?.dynalite).toBe(COVERED_DYNALITE_VERSION);
+    // Only the local runtime uses it: no function bundle or installed CLI pulls it in.
+    expect(manifest.dependencies?.dynalite).toBeUndefined();
+    expect(installedDynaliteVersion()).toBe(COVERED_DYNALITE_VERSION);
+  });
+
+  it('leaves the parsers of another dynalite release alone', () => {
+    for (const name of PARSERS) dynaliteParser(name).parse = fresh[name];
+    expect(installExpressionCache(false, '4.1.0')).toStrictEqual({});
+    for (const name of PARSERS) expect(dynaliteParser(name).parse).toBe(fresh[name]);
+  });
+
+  it('goes in front of the parsers of the covered release', () => {
+    for (const name of PARSERS) dynaliteParser(name).parse = fresh[name];
+    const stats = installExpressionCache(false, COVERED_DYNALITE_VERSION);
+    expect(Object.keys(stats).sort()).toStrictEqual([...PARSERS].sort());
+    for (const name of PARSERS) expect(dynaliteParser(name).parse).not.toBe(fresh[name]);
   });
 });

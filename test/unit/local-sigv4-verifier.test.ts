@@ -1,4 +1,3 @@
-import { Sha256 } from '@aws-crypto/sha256-js';
 import { HttpRequest } from '@smithy/protocol-http';
 import { SignatureV4 } from '@smithy/signature-v4';
 import { describe, expect, it } from 'vitest';
@@ -8,6 +7,7 @@ import {
   SigV4Verifier,
   validateCallers,
 } from '../../infra/local/sigv4-verifier.ts';
+import { NodeSha256 } from '../../lib/aws/node-sha256.ts';
 
 /**
  * The local gateway's SigV4 check against requests presigned by the AWS SDK's own signer, for
@@ -37,7 +37,7 @@ async function presigned(options: SignOptions = {}): Promise<PresignedRequest> {
     credentials: options.credentials ?? WEB_VM,
     region: options.region ?? 'us-east-1',
     service: options.service ?? 'execute-api',
-    sha256: Sha256,
+    sha256: NodeSha256,
   });
   const signed = await signer.presign(
     new HttpRequest({

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
+import { agentGivenOf } from '../../lib/domain/agent-given.ts';
 import { buildEntry } from '../../lib/domain/build-entry.ts';
 import type { WorkloadGroup } from '../../lib/domain/model.ts';
 import {
-  agentGivenOf,
   identityChanges,
   isOnCurrentTemplate,
   rolledOutEntry,

@@ -1,10 +1,10 @@
-import { renderGroup } from '../../cli/commands/resources.ts';
-import { toYaml } from '../../cli/output.ts';
-import type { ObjectRef } from '../../lib/domain/model.ts';
-import { rolloutStatus } from '../../lib/rollout/rollout-status.ts';
-import type { RolloutEntry, RolloutRecord, RolloutStore } from '../../lib/rollout/rollout-store.ts';
-import type { StoredGroup } from '../../lib/store/registry-store.ts';
-import type { GroupResponse } from '../api-types.ts';
+import type { ObjectRef } from '../domain/model.ts';
+import { toYaml } from '../presentation/output.ts';
+import { renderGroup } from '../presentation/resource-items.ts';
+import { rolloutStatus } from '../rollout/rollout-status.ts';
+import type { RolloutEntry, RolloutRecord, RolloutStore } from '../rollout/rollout-store.ts';
+import type { StoredGroup } from '../store/registry-store.ts';
+import type { GroupResponse } from './api-types.ts';
 
 /** What the group and rollout pages read: the reads `registrar rollout status` makes. */
 export type GroupReads = Pick<RolloutStore, 'getGroup' | 'getRollout' | 'groupEntries'>;

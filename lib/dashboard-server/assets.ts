@@ -15,10 +15,14 @@ import { fileURLToPath } from 'node:url';
  * otherwise builds again (a checkout whose page changed since `npm ci`), when esbuild is there.
  */
 
+// The page's sources and its build are the dashboard's (dashboard/ui, dashboard/dist); this
+// server, which the CLI and the local runtime both start, only finds them there. The API's
+// types (api-types.ts, beside this file) go into the page too.
 const here = dirname(fileURLToPath(import.meta.url));
-export const DASHBOARD_DIR = join(here, '..');
+export const DASHBOARD_DIR = join(here, '..', '..', 'dashboard');
 export const UI_DIR = join(DASHBOARD_DIR, 'ui');
 export const DIST_DIR = join(DASHBOARD_DIR, 'dist');
+const API_TYPES = join(here, 'api-types.ts');
 const STAMP_FILE = 'stamp.json';
 
 export interface Asset {
@@ -41,7 +45,7 @@ const TYPES: Record<string, string> = {
 /** A hash of every file the bundle is made from (the page's sources and the API's types). */
 export async function sourceStamp(): Promise<string> {
   const hash = createHash('sha256');
-  const files = [...(await listFiles(UI_DIR)), join(DASHBOARD_DIR, 'api-types.ts')].sort();
+  const files = [...(await listFiles(UI_DIR)), API_TYPES].sort();
   for (const file of files) {
     hash.update(relative(DASHBOARD_DIR, file));
     hash.update(await readFile(file));

@@ -1,5 +1,5 @@
-import type { EntryRecord } from '../../lib/domain/entry-record.ts';
-import type { EntryColumn } from '../api-types.ts';
+import type { EntryRecord } from '../domain/entry-record.ts';
+import type { EntryColumn } from './api-types.ts';
 import { type IndexedEntry, indexEntry, sortEntries } from './entry-rows.ts';
 
 /**

@@ -1,19 +1,19 @@
-import { entryItem } from '../../cli/commands/resources.ts';
-import { type LabelSelector, matchesSelector } from '../../cli/label-selector.ts';
-import { parseTimestamp } from '../../cli/output.ts';
 import {
   type EntryRecord,
   effectiveHealth,
   isAutoRegistered,
   isConnected,
-} from '../../lib/domain/entry-record.ts';
+} from '../domain/entry-record.ts';
+import { type LabelSelector, matchesSelector } from '../presentation/label-selector.ts';
+import { parseTimestamp } from '../presentation/output.ts';
+import { entryItem } from '../presentation/resource-items.ts';
 import type {
   CONNECTION_FILTERS,
   EntriesResponse,
   EntryColumn,
   EntryRow,
   HEALTH_FILTERS,
-} from '../api-types.ts';
+} from './api-types.ts';
 
 /**
  * A namespace's entries as the list shows them, sorted, filtered and paged here on the server:

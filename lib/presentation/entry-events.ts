@@ -1,8 +1,8 @@
-import type { DisruptionRecord } from '../lib/domain/disruption.ts';
-import type { EntryEvent } from '../lib/domain/entry-events.ts';
-import { deletionHeldEvent, entryHistory } from '../lib/domain/entry-history.ts';
-import type { EntryRecord } from '../lib/domain/entry-record.ts';
-import type { EpochMillis } from '../lib/domain/model.ts';
+import type { DisruptionRecord } from '../domain/disruption.ts';
+import type { EntryEvent } from '../domain/entry-events.ts';
+import { deletionHeldEvent, entryHistory } from '../domain/entry-history.ts';
+import type { EntryRecord } from '../domain/entry-record.ts';
+import type { EpochMillis } from '../domain/model.ts';
 import { formatAge, formatTable } from './output.ts';
 
 /**

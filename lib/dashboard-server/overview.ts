@@ -1,11 +1,6 @@
-import {
-  cellKey,
-  type DisruptionRecord,
-  type ZoneCount,
-  zoneOf,
-} from '../../lib/domain/disruption.ts';
-import { type FailStaticStatus, failStaticStatus } from '../../lib/domain/fail-static-status.ts';
-import type { Banner, CellView, OverviewResponse, Tally } from '../api-types.ts';
+import { cellKey, type DisruptionRecord, type ZoneCount, zoneOf } from '../domain/disruption.ts';
+import { type FailStaticStatus, failStaticStatus } from '../domain/fail-static-status.ts';
+import type { Banner, CellView, OverviewResponse, Tally } from './api-types.ts';
 import type { IndexedEntry } from './entry-rows.ts';
 
 /**

@@ -1,7 +1,7 @@
-import type { DisruptionRecord, ZoneCount } from '../../lib/domain/disruption.ts';
-import type { EntryRecord } from '../../lib/domain/entry-record.ts';
-import type { SweepRun, SweepRunStore } from '../../lib/store/dynamodb-sweep-runs.ts';
-import type { CatalogStore, DisruptionStore } from '../../lib/store/registry-store.ts';
+import type { DisruptionRecord, ZoneCount } from '../domain/disruption.ts';
+import type { EntryRecord } from '../domain/entry-record.ts';
+import type { SweepRun, SweepRunStore } from '../store/dynamodb-sweep-runs.ts';
+import type { CatalogStore, DisruptionStore } from '../store/registry-store.ts';
 import type {
   EntriesResponse,
   EntryResponse,
@@ -9,7 +9,7 @@ import type {
   OverviewResponse,
   RefusalReport,
   SweepRunView,
-} from '../api-types.ts';
+} from './api-types.ts';
 import { entryDetail } from './entry-detail.ts';
 import { type EntryQuery, entriesPage, indexEntry } from './entry-rows.ts';
 import { type GroupReads, readGroup } from './group-detail.ts';

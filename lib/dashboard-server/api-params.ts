@@ -1,11 +1,11 @@
-import { parseLabelSelector } from '../../cli/label-selector.ts';
-import { isDns1123Label, isDns1123Subdomain } from '../../lib/domain/validation.ts';
+import { isDns1123Label, isDns1123Subdomain } from '../domain/validation.ts';
+import { parseLabelSelector } from '../presentation/label-selector.ts';
 import {
   CONNECTION_FILTERS,
   ENTRY_COLUMNS,
   type EntryColumn,
   HEALTH_FILTERS,
-} from '../api-types.ts';
+} from './api-types.ts';
 import type { ConnectionFilter, EntryQuery, HealthFilter } from './entry-rows.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
-import type { RefusalTallyFile } from '../../infra/local/refusal-tally.ts';
-import { METRIC, METRICS_NAMESPACE } from '../../lib/observability.ts';
-import type { RefusalReport, RefusalSeries } from '../api-types.ts';
+import { METRIC, METRICS_NAMESPACE } from '../observability.ts';
+import type { RefusalReport, RefusalSeries } from './api-types.ts';
+import type { RefusalTallyFile } from './refusal-tally-file.ts';
 
 /**
  * Requests the registrar refused, by reason, over the last hour. Nothing in the registry

@@ -1,14 +1,14 @@
-import { connectedStatus, renderEntry } from '../../cli/commands/resources.ts';
-import { eventsOf } from '../../cli/entry-events.ts';
-import { formatAge, toYaml } from '../../cli/output.ts';
-import type { EntryRecord } from '../../lib/domain/entry-record.ts';
-import { HEALTHY_CONDITION } from '../../lib/domain/model.ts';
-import type { EntryResponse, HolderView } from '../api-types.ts';
+import type { EntryRecord } from '../domain/entry-record.ts';
+import { HEALTHY_CONDITION } from '../domain/model.ts';
+import { eventsOf } from '../presentation/entry-events.ts';
+import { formatAge, toYaml } from '../presentation/output.ts';
+import { connectedStatus, renderEntry } from '../presentation/resource-items.ts';
+import type { EntryResponse, HolderView } from './api-types.ts';
 
 /**
  * One VM's page: its WorkloadEntry as `registrar get we NAME -o yaml` prints it, the
  * connections holding it and their ages, its Healthy condition, and its events as
- * `registrar describe we` shows them (cli/entry-events.ts: the entry's event history, one
+ * `registrar describe we` shows them (lib/presentation/entry-events.ts: the entry's event history, one
  * source for both views).
  */
 export function entryDetail(record: EntryRecord, readAt: number, now: number): EntryResponse {

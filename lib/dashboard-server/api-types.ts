@@ -1,6 +1,6 @@
 /**
  * What the dashboard's server answers and its page reads: JSON over `GET /api/...`. Types
- * only, shared by dashboard/server (Node) and dashboard/ui (the browser bundle).
+ * only, shared by the dashboard server (lib/dashboard-server/, Node) and dashboard/ui (the browser bundle).
  */
 
 /** Entries by connection and health; health counts only entries in service (see overview.ts). */

@@ -1,0 +1,66 @@
+/**
+ * The layout's one direction, checked by `npm run lint` (so in CI): docs/contributing.md,
+ * "Layout". Each deliverable stands on lib/ and on nothing beside it; lib/ stands on nothing
+ * above it; no file imports a file that imports it back. test/unit/dependency-rules.test.ts
+ * plants a circle and a sideways import and holds this file to failing on both.
+ *
+ * CommonJS because dependency-cruiser loads its configuration with require().
+ */
+const DELIVERABLES = '(functions|agent|cli|dashboard|infra/local)';
+
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-circular',
+      severity: 'error',
+      comment:
+        'a file imports a file that imports it back (type imports too): move what both need into the lower file or a small module of its own',
+      from: {},
+      to: { circular: true },
+    },
+    {
+      name: 'no-sideways',
+      severity: 'error',
+      comment:
+        'a deliverable imports another deliverable: what two of them share moves down into lib/',
+      from: { path: `^${DELIVERABLES}/` },
+      to: {
+        path: `^${DELIVERABLES}/`,
+        pathNot: [
+          // A deliverable's own files.
+          '^$1/',
+          // The local runtime is the Lambda host of the local world: it runs the very handlers
+          // Lambda runs (docs/design: "local: infra/local --> same functions/"), so it imports
+          // functions/ as Lambda loads them, and nothing else beside it.
+          '^functions/',
+        ],
+      },
+    },
+    {
+      name: 'no-sideways-into-functions',
+      severity: 'error',
+      comment: 'only the local runtime hosts the functions; others use lib/ directly',
+      from: { path: `^${DELIVERABLES}/`, pathNot: '^(functions|infra/local)/' },
+      to: { path: '^functions/' },
+    },
+    {
+      name: 'lib-stands-alone',
+      severity: 'error',
+      comment: 'lib/ is what the deliverables stand on: it imports none of them, nor infra/',
+      from: { path: '^lib/' },
+      to: { path: '^(functions|agent|cli|dashboard|infra|test|bench)/' },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '^(node_modules|cdk\\.out|dashboard/dist|\\.registrar)' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: {
+      exportsFields: ['exports'],
+      conditionNames: ['import', 'require', 'node', 'default', 'types'],
+      extensions: ['.ts', '.tsx', '.js', '.mjs', '.cjs', '.d.ts'],
+    },
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};
