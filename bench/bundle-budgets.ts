@@ -16,7 +16,10 @@ import type { FunctionName } from '../infra/constructs/bundling.ts';
 const KB = 1024;
 export const BUNDLE_BUDGETS: Readonly<Record<FunctionName, number>> = Object.freeze({
   authorize: 80 * KB,
-  connect: 300 * KB,
+  // 300 KB until the round that closed the connect path to label keys named like object members
+  // and to agent-chosen canonical services (own-property lookups, Istio's derivation sources):
+  // 307.8 KB, 0.6 KB over.
+  connect: 310 * KB,
   disconnect: 290 * KB,
   message: 300 * KB,
   sweeper: 300 * KB,
