@@ -20,9 +20,12 @@ export const BUNDLE_BUDGETS: Readonly<Record<FunctionName, number>> = Object.fre
   // and to agent-chosen canonical services (own-property lookups, Istio's derivation sources):
   // 307.8 KB, 0.6 KB over.
   connect: 310 * KB,
-  disconnect: 290 * KB,
+  // 290 KB until this round: 297.7 KB with the silent-holder drop and the per-cell fail-static word.
+  disconnect: 300 * KB,
   message: 300 * KB,
-  sweeper: 300 * KB,
+  // 300 KB until this round: 307.6 KB with the heartbeat passes (silent VMs) and the slowed
+  // cells' floor.
+  sweeper: 310 * KB,
   ec2StateChange: 290 * KB,
   rollout: 280 * KB,
 });
