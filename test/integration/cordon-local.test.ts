@@ -39,7 +39,8 @@ const logged = (agent: TestAgent, words: string) =>
 async function healthyColumn(testbed: AgentTestbed, name: string): Promise<string | undefined> {
   const run = await registrar(testbed, ['get', 'we', name, '-n', NAMESPACE]);
   const row = run.stdout.split('\n')[1] ?? '';
-  return /\s(True|False \(Maintenance\)|False|<none>)\s+\S+\s+\S+$/.exec(row)?.[1];
+  // HEALTHY, then ROUTABLE, GROUP and AGE.
+  return /\s(True|False \(Maintenance\)|False|<none>)\s+(?:True|False)\s+\S+\s+\S+$/.exec(row)?.[1];
 }
 
 /** The agent's own verdict, kept beside the cordon. */
