@@ -19,7 +19,15 @@ import { fileURLToPath } from 'node:url';
 // server, which the CLI and the local runtime both start, only finds them there. The API's
 // types (api-types.ts, beside this file) go into the page too.
 const here = dirname(fileURLToPath(import.meta.url));
-export const DASHBOARD_DIR = join(here, '..', '..', 'dashboard');
+/**
+ * In a checkout this file is lib/dashboard-server/, beside the dashboard's folder; in the npm
+ * package it is bundled into cli/, and the built page is the package's dist/ (packaging/
+ * npm-package.ts): one level up.
+ */
+const CHECKOUT_DASHBOARD = join(here, '..', '..', 'dashboard');
+export const DASHBOARD_DIR = existsSync(join(CHECKOUT_DASHBOARD, 'ui'))
+  ? CHECKOUT_DASHBOARD
+  : join(here, '..');
 export const UI_DIR = join(DASHBOARD_DIR, 'ui');
 export const DIST_DIR = join(DASHBOARD_DIR, 'dist');
 const API_TYPES = join(here, 'api-types.ts');
