@@ -32,7 +32,10 @@ import { refusedUpgrade } from '../fixtures/websocket-client.ts';
 
 // Long enough for the page to show a crashed VM away before the sweeper deletes it, also when a
 // loaded machine slows the reads (the dashboard reads no more often than 20 x a read's time).
-const GRACE_MS = 8_000;
+// Long enough that a loaded machine's dashboard (refreshing every 500 ms, reading the namespace
+// each time) shows a crashed VM before the sweeper deletes it: at 8 s a full suite's load once
+// hid the whole window.
+const GRACE_MS = 20_000;
 const ZONE = 'us-east-1/us-east-1a';
 const IPS = ['10.0.0.1', '10.0.0.2', '10.0.0.3', '10.0.0.4', '10.0.0.5'];
 
