@@ -39,7 +39,14 @@ export function groupDetail(
     probe: probe
       ? (['httpGet', 'tcpSocket', 'exec'].find((kind) => kind in probe) ?? '<none>')
       : '<none>',
-    yaml: toYaml(group),
+    // Istio's order, whatever order the store kept the attributes in (DynamoDB does not keep
+    // a map's order: the page once opened on `metadata:`).
+    yaml: toYaml({
+      apiVersion: group.apiVersion,
+      kind: group.kind,
+      metadata: group.metadata,
+      spec: group.spec,
+    }),
     rollout: {
       generation: status.generation,
       pace: status.pace,
