@@ -72,7 +72,9 @@ export const registerExport: CommandRegistration = (program, context) => {
       // live health that says otherwise: a dead VM exported as one would get traffic again.
       const unroutable = selected.filter((record) => !servingState(record).ready);
       const leftOut = options.format === 'istio' && !options.includeUnroutable ? unroutable : [];
-      const entries = selected.filter((record) => !leftOut.includes(record));
+      // A Set, not Array.includes: an export of 100,000 entries with many down stays linear.
+      const dropped = new Set(leftOut);
+      const entries = selected.filter((record) => !dropped.has(record));
       const groups = options.format === 'istio' ? [] : await catalog.listGroups(namespace);
       const desired =
         options.format === 'istio'
