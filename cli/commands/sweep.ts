@@ -300,25 +300,25 @@ function statusText(record: DisruptionRecord | undefined, zones: ZoneCount[], no
   lines.push(`checked: ${status.evaluatedAt} (${ago(record.evaluatedAt)}, the sweeper's last run)`);
   if (zones.length > 0) {
     const rows = status.cells.map((cell) => {
-      const total = Math.max(0, cell.connected) + Math.max(0, cell.away);
-      const share = total === 0 ? 0 : Math.max(0, cell.away) / total;
       return [
         cell.namespace,
         cell.zone,
         String(cell.connected),
         String(cell.away),
-        `${Math.round(share * 100)}%`,
+        String(Math.max(0, cell.left ?? 0)),
+        `${Math.round(cell.share * 100)}%`,
         stateText(cell),
         cell.until ?? '',
       ];
     });
     lines.push(
       '',
-      ...table(['NAMESPACE', 'ZONE', 'CONNECTED', 'AWAY', 'SHARE', 'STATE', 'UNTIL'], rows),
+      ...table(['NAMESPACE', 'ZONE', 'CONNECTED', 'AWAY', 'LEFT', 'SHARE', 'STATE', 'UNTIL'], rows),
     );
     lines.push(
       '',
       "Each namespace is judged in each zone on its own: one namespace's departures never slow or hold another's.",
+      'LEFT: entries that departed cleanly and are not swept yet (they count in the population, not as away).',
       'SHARE: entries away after an abnormal departure, of the most the cell had in the last window and grace period.',
     );
     if (zones.some((zone) => zone.zone === NO_ZONE)) {

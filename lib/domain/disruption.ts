@@ -88,12 +88,27 @@ export interface DisruptionPolicy {
   holdBoundMs: number;
 }
 
-/** One cell's counters: entries connected, and entries away after an abnormal departure. */
+/**
+ * One cell's counters: entries connected, entries away after an abnormal departure, and
+ * entries that departed cleanly and are still registered (until swept or back).
+ */
 export interface ZoneCount {
   namespace: string;
   zone: string;
   connected: number;
   away: number;
+  /** Absent where not counted (a table of before, a caller that does not need it): 0. */
+  left?: number;
+}
+
+/**
+ * A cell's population: every entry it registers, connected, away, or departed cleanly and not
+ * yet swept. The clean leavers count: when ten VMs stop and three of their `$disconnect`s are
+ * lost, three of ten went away abnormally, not three of the three still there, even when the
+ * sweeper could not record the ten before they left (its writes failed with the same fault).
+ */
+export function populationOf(count: Pick<ZoneCount, 'connected' | 'away' | 'left'>): number {
+  return Math.max(0, count.connected) + Math.max(0, count.away) + Math.max(0, count.left ?? 0);
 }
 
 export type HoldReason = 'all-zones-disrupted' | 'no-connects';
@@ -131,7 +146,7 @@ export interface DisruptionRecord {
 }
 
 /**
- * A cell's population is its entries connected plus those away abnormally. A cell's share is
+ * A cell's population is its registered entries (see populationOf). A cell's share is
  * taken against its largest population over the lookback, not the one left now: when 8 of 10
  * VMs leave cleanly and 2 crash, 2 of 10 went away abnormally (a VM's own fault), not 2 of 2
  * (which would look like an outage and hold the two back).
@@ -287,7 +302,7 @@ function nextPeaks(input: DisruptionInput): PopulationPeaks {
   const previous = input.previous?.peaks ?? {};
   const current = new Map<string, number>();
   for (const count of input.zones) {
-    const size = Math.max(0, count.connected) + Math.max(0, count.away);
+    const size = populationOf(count);
     const key = cellKey(count.namespace, count.zone);
     current.set(key, (current.get(key) ?? 0) + size);
   }
@@ -315,7 +330,7 @@ function zoneStatus(
   const connected = Math.max(0, count.connected);
   const away = Math.max(0, count.away);
   const cell = cellKey(count.namespace, count.zone);
-  const total = Math.max(connected + away, peak);
+  const total = Math.max(populationOf(count), peak);
   const share = total === 0 ? 0 : away / total;
   const disrupted =
     (share > input.policy.threshold && away >= MIN_AWAY_TO_SLOW) || (sticky.has(cell) && away > 0);
@@ -464,7 +479,7 @@ export function refillCredit(
   const credit: Record<string, number> = {};
   for (const zone of state.zones) {
     if (pacingOf(state, zone.namespace, zone.zone, now) !== 'slowed') continue;
-    const peak = state.peaks[zone.cell]?.[0]?.[1] ?? zone.connected + zone.away;
+    const peak = state.peaks[zone.cell]?.[0]?.[1] ?? populationOf(zone);
     const cap = Math.max(1, Math.min(rateCap, Math.floor(SLOWED_RUN_SHARE * peak)));
     // A cell that just became disrupted starts with one deletion: never a stall.
     const left = previous?.credit[zone.cell] ?? 1;

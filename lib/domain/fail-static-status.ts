@@ -11,6 +11,7 @@ import {
   type DisruptionRecord,
   describeHoldReason,
   type HoldReason,
+  populationOf,
   splitCell,
   type ZoneCount,
 } from './disruption.ts';
@@ -37,6 +38,11 @@ export interface FailStaticStatus {
 }
 
 export interface CellStatus extends ZoneCount {
+  /**
+   * Entries away of the most the cell registered over the last run's lookback (its recorded
+   * peak, or its counters now when larger): the share fail static judges.
+   */
+  share: number;
   /** The cell's word: normal, slowed or held. */
   state: CellMode;
   /** Why a disrupted cell is at the normal rate anyway; null otherwise. */
@@ -79,8 +85,16 @@ export function failStaticStatus(
   const facts = modeFactsOfRecord(record);
   const holdUntil = facts.holdUntil;
   const cells = zones.map((zone): CellStatus => {
-    const decided = cellMode(facts, zone.namespace, cellKey(zone.namespace, zone.zone), now);
-    return { ...zone, state: decided.mode, note: decided.note ?? null, until: iso(decided.until) };
+    const cell = cellKey(zone.namespace, zone.zone);
+    const decided = cellMode(facts, zone.namespace, cell, now);
+    const total = Math.max(populationOf(zone), record?.peaks?.[cell]?.[0]?.[1] ?? 0);
+    return {
+      ...zone,
+      share: total === 0 ? 0 : Math.max(0, zone.away) / total,
+      state: decided.mode,
+      note: decided.note ?? null,
+      until: iso(decided.until),
+    };
   });
   const mode = fleetMode(
     facts,

@@ -19,9 +19,11 @@ import {
 } from '../domain/model.ts';
 import { type Forgery, forgedEntryState, forgedGroupState } from '../domain/registrar-state.ts';
 import { entrySizeRefusal, groupSizeRefusal, type SizeRefusal } from './catalog-item-limits.ts';
+import { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import { DynamoDbEntryHistory } from './dynamodb-entry-history.ts';
 import { DynamoDbNamespaceIndex } from './dynamodb-namespace-index.ts';
+import { RegistryTable } from './dynamodb-table.ts';
 import { encodeEvent } from './event-codec.ts';
 import {
   connectionKey,
@@ -62,12 +64,14 @@ export class DynamoDbCatalog {
   readonly #table: string;
   readonly #namespaces: DynamoDbNamespaceIndex;
   readonly #history: DynamoDbEntryHistory;
+  readonly #counters: DynamoDbCellCounters;
 
   constructor(client: DynamoDBDocumentClient, tableName: string, history?: DynamoDbEntryHistory) {
     this.#client = client;
     this.#table = tableName;
     this.#namespaces = new DynamoDbNamespaceIndex(client, tableName);
     this.#history = history ?? new DynamoDbEntryHistory(client, tableName);
+    this.#counters = new DynamoDbCellCounters(new RegistryTable(client, tableName));
   }
 
   /** The namespace index as it is (no backfill): what the projector's full reconcile reads. */
@@ -184,6 +188,8 @@ export class DynamoDbCatalog {
   ): Promise<{ holders: string[] } | undefined> {
     const old = await this.#delete(entryKey(ref));
     if (!old) return undefined;
+    // Its part leaves its cell's counters, or fail static would count it forever.
+    await this.#counters.countRemoval(decodeEntry(old), 'deleted');
     // Its events outlive it, with who deleted it (dynamodb-entry-history.ts).
     const at = deletion?.at ?? Date.now();
     const cause = deletion?.cause ?? { kind: 'operator' };

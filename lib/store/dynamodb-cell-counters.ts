@@ -15,10 +15,11 @@ import type { ConnectChange } from './registry-store.ts';
 import { ZONE_SHARDS, zonePartition, zoneShardOf } from './table-definition.ts';
 
 type Ref = { namespace?: string; name?: string } | undefined;
+type CounterDelta = { connected?: number; away?: number; left?: number };
 
 /**
  * Fail static's per-cell counters (`ZONE#<shard> / <namespace>#<region>/<zone>`:
- * `connected`, `away`), moved right after the entry write that changed an entry's state
+ * `connected`, `away`, `left`), moved right after the entry write that changed an entry's state
  * (docs/architecture.md, "Fail static: how the disruption is counted"). Each move names the
  * transition it counts, so the SDK retrying an applied `ADD` counts it once.
  */
@@ -35,23 +36,23 @@ export class DynamoDbCellCounters {
     const locality = old
       ? (old.entry as EntryItem['entry']).spec.locality
       : change.entry.spec.locality;
-    const wasAway =
-      old !== undefined && old.departure !== 'clean' && old.disconnectedAt !== undefined;
+    const departed = old !== undefined && old.disconnectedAt !== undefined;
+    const back = !departed ? {} : old.departure === 'clean' ? { left: -1 } : { away: -1 };
     await this.#count(
       change.entry.metadata,
       zoneOf(locality),
-      { connected: 1, ...(wasAway ? { away: -1 } : {}) },
+      { connected: 1, ...back },
       transition(change.entry.metadata, old?.revision, `connect:${change.connectionId}`),
     );
   }
 
-  /** The last holder left: one fewer connected, one more away after an abnormal departure. */
+  /** The last holder left: one fewer connected, one more away (abnormal) or left (clean). */
   async countLeave(old: Record<string, unknown> | undefined, departure: DepartureKind) {
     const entry = old?.entry as EntryItem['entry'] | undefined;
     await this.#count(
       entry?.metadata,
       zoneOf(entry?.spec.locality),
-      { connected: -1, ...(departure === 'abnormal' ? { away: 1 } : {}) },
+      { connected: -1, ...(departure === 'abnormal' ? { away: 1 } : { left: 1 }) },
       transition(entry?.metadata, old?.revision, 'leave'),
     );
   }
@@ -90,9 +91,10 @@ export class DynamoDbCellCounters {
       const key = String(item.sk);
       const cell = splitCell(key);
       if (!cell) continue;
-      const total = totals.get(key) ?? { ...cell, connected: 0, away: 0 };
+      const total = totals.get(key) ?? { ...cell, connected: 0, away: 0, left: 0 };
       total.connected += typeof item.connected === 'number' ? item.connected : 0;
       total.away += typeof item.away === 'number' ? item.away : 0;
+      total.left = (total.left ?? 0) + (typeof item.left === 'number' ? item.left : 0);
       totals.set(key, total);
     }
     return [...totals.entries()]
@@ -104,7 +106,7 @@ export class DynamoDbCellCounters {
    * Moves the counters of the entry's cell (its namespace in its zone) in the entry's shard.
    * `op` names the transition (entry and its revision before it): see zoneCountUpdate.
    */
-  async #count(ref: Ref, zone: string, delta: { connected?: number; away?: number }, op: string) {
+  async #count(ref: Ref, zone: string, delta: CounterDelta, op: string) {
     const cell = cellKey(ref?.namespace ?? '', zone);
     const update = zoneCountUpdate(this.#table.name, cell, zoneShardOf(ref), delta, op);
     if (!update) return;
@@ -117,15 +119,13 @@ export class DynamoDbCellCounters {
   }
 }
 
-/** What removing an entry takes off its zone's counters: its part in `connected` or `away`. */
-function removalDelta(record: EntryRecord): { connected?: number; away?: number } {
+/** What removing an entry takes off its cell's counters: its part in one of them. */
+function removalDelta(record: EntryRecord): CounterDelta {
   const connection = record.connection;
   if (!connection) return {};
   if (connection.connectedAt !== undefined) return { connected: -1 };
-  if (connection.disconnectedAt !== undefined && connection.departure !== 'clean') {
-    return { away: -1 };
-  }
-  return {};
+  if (connection.disconnectedAt === undefined) return {};
+  return connection.departure === 'clean' ? { left: -1 } : { away: -1 };
 }
 
 /** Names one transition of one entry: its reference and the revision it had before it. */

@@ -345,18 +345,19 @@ export function zoneCountUpdate(
   tableName: string,
   cell: string,
   shard: number,
-  delta: { connected?: number; away?: number },
+  delta: { connected?: number; away?: number; left?: number },
   op: string,
 ): UpdateCommandInput | undefined {
   const adds: string[] = [];
   const values: Record<string, number | string> = { ':op': op };
-  if (delta.connected) {
-    adds.push('connected :connected');
-    values[':connected'] = delta.connected;
-  }
-  if (delta.away) {
-    adds.push('away :away');
-    values[':away'] = delta.away;
+  // Named through placeholders: `left` is one of DynamoDB's reserved words.
+  const names: Record<string, string> = {};
+  for (const counter of ['connected', 'away', 'left'] as const) {
+    const by = delta[counter];
+    if (!by) continue;
+    adds.push(`#${counter} :${counter}`);
+    names[`#${counter}`] = counter;
+    values[`:${counter}`] = by;
   }
   if (adds.length === 0) return undefined;
   // `op` names the entry transition being counted. An SDK retry of an ADD whose response was
@@ -368,6 +369,7 @@ export function zoneCountUpdate(
     Key: zoneKey(cell, shard),
     UpdateExpression: `ADD ${adds.join(', ')} SET lastOp = :op`,
     ConditionExpression: 'attribute_not_exists(lastOp) OR lastOp <> :op',
+    ExpressionAttributeNames: names,
     ExpressionAttributeValues: values,
   };
 }

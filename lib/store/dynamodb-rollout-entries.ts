@@ -3,12 +3,14 @@ import { deletedEvent, templateRolledOutEvent } from '../domain/entry-events.ts'
 import type { EpochMillis, ObjectRef, WorkloadEntry } from '../domain/model.ts';
 import { templateChanges } from '../domain/template-rollout.ts';
 import type { OutdatedPage, RolloutEntry, RolloutStore } from '../rollout/rollout-store.ts';
+import { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import { DynamoDbEntryEvents, withEntryEvent } from './dynamodb-entry-events.ts';
 import type { DynamoDbEntryHistory } from './dynamodb-entry-history.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import {
   connectionKey,
+  decodeEntry,
   decodeGroup,
   ENTRY_PREFIX,
   type EntryItem,
@@ -52,11 +54,13 @@ export class DynamoDbRolloutEntries implements EntryStore {
   readonly #table: RegistryTable;
   readonly #history: DynamoDbEntryHistory;
   readonly #events: DynamoDbEntryEvents;
+  readonly #counters: DynamoDbCellCounters;
 
   constructor(table: RegistryTable, history: DynamoDbEntryHistory) {
     this.#table = table;
     this.#history = history;
     this.#events = new DynamoDbEntryEvents(table);
+    this.#counters = new DynamoDbCellCounters(table);
   }
 
   async getGroup(group: ObjectRef): Promise<StoredGroup | undefined> {
@@ -161,6 +165,8 @@ export class DynamoDbRolloutEntries implements EntryStore {
       }),
     );
     if (!Attributes) return undefined;
+    // Its part leaves its cell's counters, or fail static would count it forever.
+    await this.#counters.countRemoval(decodeEntry(Attributes), 'deleted');
     await this.#history.recordDeletion(
       Attributes,
       deletedEvent(deletion.at, deletion.cause ?? { kind: 'operator' }, deletion.note),

@@ -171,7 +171,7 @@ describe('a simulated API Gateway outage', () => {
     expect(status.stdout).toMatch(/^holding: 10 entries away .* in every namespace$/m);
     expect(status.stdout).toMatch(/^until: {3}\d{4}-.*the hold bound/m);
     expect(status.stdout).toMatch(
-      /^\S+\s+eu-west-1\/eu-west-1a\s+0\s+5\s+100%\s+held\s+\d{4}-\S+Z$/m,
+      /^\S+\s+eu-west-1\/eu-west-1a\s+0\s+5\s+0\s+100%\s+held\s+\d{4}-\S+Z$/m,
     );
 
     // A manual sweep respects the hold too.
@@ -200,9 +200,11 @@ describe('deliberate departures during a hold', () => {
     await h?.close();
   });
 
-  it('removes 30 VMs that stop cleanly after the grace period, and a terminated instance at once, while the rest is held', async () => {
-    const stopping = await fleet(h, 2, 30);
-    const dropped = await fleet(h, 3, 10, true);
+  it('removes 10 VMs that stop cleanly after the grace period, and a terminated instance at once, while the rest is held', async () => {
+    // The clean leavers count in the cell's population until swept: 30 dropped of 40 is an
+    // outage (30 of 40 > 55%); 10 dropped after 30 stopped would be a quarter, no hold.
+    const stopping = await fleet(h, 2, 10);
+    const dropped = await fleet(h, 3, 30, true);
 
     await Promise.all(stopping.clients.map((client) => client.close(1000, 'agent closing')));
     await disconnectedAll(h, stopping.ips);
@@ -211,9 +213,9 @@ describe('deliberate departures during a hold', () => {
 
     await sleep(GRACE_MS);
     const run = await h.runtime.sweepNow();
-    expect(run).toMatchObject({ mode: 'held', deleted: 30, held: 10 });
+    expect(run).toMatchObject({ mode: 'held', deleted: 10, held: 30 });
     expect(await count(h, stopping.ips)).toBe(0);
-    expect(await count(h, dropped.ips)).toBe(10);
+    expect(await count(h, dropped.ips)).toBe(30);
 
     // EC2 says one of the dropped VMs is terminated: its entry goes now, hold or not.
     const terminated = `i-03${'0'.repeat(15)}`;
@@ -222,7 +224,7 @@ describe('deliberate departures during a hold', () => {
     expect(event.stdout).toBe(
       `workloadentry "shop/web-10.3.0.1" removed\ninstance ${terminated} terminated: 1 removed\n`,
     );
-    expect(await count(h, dropped.ips)).toBe(9);
+    expect(await count(h, dropped.ips)).toBe(29);
     // Stopping is not in the default states: an instance that stops may start again.
     const stopped = await h.cli([
       'ec2-event',
@@ -232,7 +234,7 @@ describe('deliberate departures during a hold', () => {
       'stopped',
     ]);
     expect(stopped.stdout).toMatch(/is not one that removes entries/);
-    expect(await count(h, dropped.ips)).toBe(9);
+    expect(await count(h, dropped.ips)).toBe(29);
   }, 30_000);
 });
 

@@ -106,9 +106,9 @@ describe('fail static per tenant: one namespace cannot delay another', () => {
     // One word per cell, and the fleet's is the cells' (issue 35: it said normal here).
     expect(status.stdout).toMatch(/^mode: {4}SLOWED: .* in the 1 slowed cell below; /m);
     expect(status.stdout).toMatch(
-      /^evil\s+eu-west-1\/eu-west-1a\s+0\s+\d+\s+100%\s+slowed\s+\d{4}-\S+Z$/m,
+      /^evil\s+eu-west-1\/eu-west-1a\s+0\s+\d+\s+0\s+(9\d|100)%\s+slowed\s+\d{4}-\S+Z$/m,
     );
-    expect(status.stdout).toMatch(/^shop\s+eu-west-1\/eu-west-1a\s+3\s+0\s+0%\s+normal$/m);
+    expect(status.stdout).toMatch(/^shop\s+eu-west-1\/eu-west-1a\s+3\s+0\s+0\s+0%\s+normal$/m);
     await Promise.all(shop.slice(1).map((client) => client.close(1000, 'test over')));
   }, 60_000);
 

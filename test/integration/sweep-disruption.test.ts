@@ -89,7 +89,7 @@ async function remaining(store: Store, names: string[]) {
 }
 
 describe('zone counters', () => {
-  it('count connected and abnormally away entries per zone, and follow reconnects and deletes', async () => {
+  it('count connected, abnormally away and cleanly left entries per zone, and follow reconnects and deletes', async () => {
     const { store } = await freshStore();
     const a = await fleet(store, 'a', ZONE_A, 4, T0);
     await fleet(store, 'b', ZONE_B, 2, T0);
@@ -97,8 +97,8 @@ describe('zone counters', () => {
     await leaveAll(store, a.slice(2, 3), T0, T0 + 1, 'clean');
 
     expect(await store.zoneCounts()).toEqual([
-      { namespace: NS, zone: ZONE_A, connected: 1, away: 2 },
-      { namespace: NS, zone: ZONE_B, connected: 2, away: 0 },
+      { namespace: NS, zone: ZONE_A, connected: 1, away: 2, left: 1 },
+      { namespace: NS, zone: ZONE_B, connected: 2, away: 0, left: 0 },
     ]);
 
     // One comes back, the clean one and one abnormal one are swept.
@@ -106,8 +106,8 @@ describe('zone counters', () => {
     await sweep(store, T0 + 1 + policy.gracePeriodMs);
 
     expect(await store.zoneCounts()).toEqual([
-      { namespace: NS, zone: ZONE_A, connected: 2, away: 0 },
-      { namespace: NS, zone: ZONE_B, connected: 2, away: 0 },
+      { namespace: NS, zone: ZONE_A, connected: 2, away: 0, left: 0 },
+      { namespace: NS, zone: ZONE_B, connected: 2, away: 0, left: 0 },
     ]);
   });
 
@@ -116,7 +116,7 @@ describe('zone counters', () => {
     await fleet(store, 'p', ZONE_A, 1, T0);
     await store.dropHolders({ namespace: NS, name: 'p-0' }, [`p-0-c${T0}`], T0 + MINUTE);
     expect(await store.zoneCounts()).toEqual([
-      { namespace: NS, zone: ZONE_A, connected: 0, away: 1 },
+      { namespace: NS, zone: ZONE_A, connected: 0, away: 1, left: 0 },
     ]);
   });
 });

@@ -81,8 +81,7 @@ describe('a zone counter that drifted up', () => {
   it('does not hold deletions: the sweep counts the away entries from the index', async () => {
     const MINUTE = 60_000;
     const T0 = Date.now() - 60 * MINUTE;
-    // The first test's crashed VM is deleted by hand (which moves no counter: its zone's
-    // 'away' stays 1 where the index has none).
+    // The first test's crashed VM is deleted by hand (its part leaves zone a's counters).
     await truth.deleteEntry({ namespace: 'shop', name: 'vm-1' });
     // A zone of 2 VMs that both crashed, and an 'away' counter one too high (as after a
     // resend that landed behind another transition): 3 would be enough for a hold.

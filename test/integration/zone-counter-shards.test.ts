@@ -81,7 +81,7 @@ describe('cell counters spread over shards', () => {
     expect(perKey.has(UNSHARDED_ZONE_PARTITION)).toBe(false);
 
     expect(await store.zoneCounts()).toEqual([
-      { namespace: 'shop', zone: ZONE, connected: 0, away: count },
+      { namespace: 'shop', zone: ZONE, connected: 0, away: count, left: 0 },
     ]);
   });
 
@@ -114,7 +114,7 @@ describe('cell counters spread over shards', () => {
       );
     }
     expect(await store.zoneCounts()).toEqual([
-      { namespace: 'shop', zone: ZONE, connected: 1, away: 0 },
+      { namespace: 'shop', zone: ZONE, connected: 1, away: 0, left: 0 },
     ]);
   });
 });

@@ -182,6 +182,29 @@ describe('evaluateDisruption', () => {
     ).not.toBe('normal');
   });
 
+  it('counts the clean leavers still registered in the population, with no earlier run to remember it', () => {
+    // Ten VMs stop while the sweeper's state writes fail (no peak recorded): seven
+    // `$disconnect`s land, three are lost and found gone. The seven are still registered
+    // until swept: three of ten went away abnormally, not three of three.
+    const state = evaluate([{ namespace: NS, zone: 'a', connected: 0, away: 3, left: 7 }], {
+      previous: undefined,
+    });
+    expect(state.zones[0]).toMatchObject({ share: 0.3, disrupted: false });
+    expect(state.mode).toBe('normal');
+    // Counted as such, without them, the three are the whole cell: held.
+    const without = evaluate([{ namespace: NS, zone: 'a', connected: 0, away: 3 }]);
+    expect(without.mode).toBe('held');
+    // The population they made is remembered after they are swept.
+    const swept = evaluate([{ namespace: NS, zone: 'a', connected: 0, away: 3, left: 0 }], {
+      previous: nextRecord(state, {}, NOW),
+      now: NOW + MINUTE,
+    });
+    expect(swept.zones[0]?.share).toBe(0.3);
+    // A real outage is still one: one clean leaver beside three lost VMs is 3 of 4.
+    const outage = evaluate([{ namespace: NS, zone: 'a', connected: 0, away: 3, left: 1 }]);
+    expect(outage.mode).toBe('held');
+  });
+
   it('does not slow the one abnormal leaver of a fleet whose population was never recorded', () => {
     // The sweeper's state writes failed while ten VMs were connected (no peak recorded); nine
     // left cleanly and were deleted, one left abnormally: it is 1 of 1, and yet its own
