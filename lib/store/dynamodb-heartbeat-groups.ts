@@ -1,4 +1,4 @@
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import { type Heartbeat, parseHeartbeat } from '../domain/heartbeat.ts';
 import type { ObjectRef, WorkloadGroup } from '../domain/model.ts';
@@ -6,11 +6,18 @@ import { queryItems } from './dynamodb-client.ts';
 import { DynamoDbNamespaceIndex } from './dynamodb-namespace-index.ts';
 import { groupEntryPrefix } from './dynamodb-rollout-entries.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
-import { decodeEntry, GROUP_PREFIX, namespacePartition } from './item-codec.ts';
-import type { HeartbeatGroups, HeartbeatStore } from './registry-store.ts';
+import { decodeEntry, ENTRY_PREFIX, GROUP_PREFIX, namespacePartition } from './item-codec.ts';
+import type {
+  HeartbeatCursor,
+  HeartbeatGroups,
+  HeartbeatStore,
+  NameRange,
+} from './registry-store.ts';
 
 /** The sweeper's record of the groups that set a heartbeat, beside its liveness mark. */
 const HEARTBEAT_GROUPS_KEY = { pk: 'SWEEPER', sk: 'heartbeats' };
+/** Where the heartbeat lane stopped, when a run ran out of time mid-pass. */
+const HEARTBEAT_CURSOR_KEY = { pk: 'SWEEPER', sk: 'heartbeat-cursor' };
 
 /** Namespaces listed side by side when the sweeper looks for groups that set a heartbeat. */
 const LIST_CONCURRENCY = 8;
@@ -89,18 +96,51 @@ export class DynamoDbHeartbeatGroups implements HeartbeatStore {
     return found;
   }
 
-  /** The group's entries that are still held, one page at a time. */
-  async *heldEntriesOf(group: ObjectRef): AsyncIterable<EntryRecord> {
+  /**
+   * The group's entries that are still held, one page at a time, in name order; `range` narrows
+   * the key condition itself (a resumed pass reads only what it has not checked yet).
+   */
+  async *heldEntriesOf(group: ObjectRef, range: NameRange = {}): AsyncIterable<EntryRecord> {
+    const prefix = groupEntryPrefix(group.name);
+    // The sort keys of the group's entries lie in [prefix, prefix + U+FFFF]: BETWEEN bounds them
+    // as begins_with would, and takes a resume point as its lower end (inclusive: the entry at
+    // `after` itself is skipped below).
+    // An empty `after` is the group's start; a cursor names one of the group's own entries.
+    const from = range.after ? `${ENTRY_PREFIX}${range.after}` : prefix;
+    const to = range.upTo !== undefined ? `${ENTRY_PREFIX}${range.upTo}` : `${prefix}\uffff`;
+    if (from > to) return;
     const items = queryItems(this.#table.client, {
       TableName: this.#table.name,
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
       FilterExpression: 'autoRegistrationGroup = :group AND attribute_exists(conns)',
       ExpressionAttributeValues: {
         ':pk': namespacePartition(group.namespace),
-        ':prefix': groupEntryPrefix(group.name),
+        ':from': from,
+        ':to': to,
         ':group': group.name,
       },
     });
-    for await (const item of items) yield decodeEntry(item);
+    for await (const item of items) {
+      if (range.after && item.sk === from) continue;
+      yield decodeEntry(item);
+    }
+  }
+
+  async heartbeatCursor(): Promise<HeartbeatCursor | undefined> {
+    const item = await this.#table.get(HEARTBEAT_CURSOR_KEY);
+    if (!item || typeof item.group !== 'string' || typeof item.after !== 'string') return undefined;
+    return { group: item.group, after: item.after };
+  }
+
+  /** One small item of its own (the groups' record is rewritten whole when a setting changes). */
+  async saveHeartbeatCursor(cursor: HeartbeatCursor | undefined): Promise<void> {
+    const TableName = this.#table.name;
+    if (!cursor) {
+      await this.#table.client.send(new DeleteCommand({ TableName, Key: HEARTBEAT_CURSOR_KEY }));
+      return;
+    }
+    await this.#table.client.send(
+      new PutCommand({ TableName, Item: { ...HEARTBEAT_CURSOR_KEY, ...cursor } }),
+    );
   }
 }

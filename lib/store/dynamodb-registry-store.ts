@@ -42,11 +42,13 @@ import type {
   EntryDeletion,
   HealthOutcome,
   HealthReport,
+  HeartbeatCursor,
   HeartbeatGroups,
   HolderRef,
   InstanceStore,
   LeaveChange,
   LeaveResult,
+  NameRange,
   NamespaceList,
   RegistryStore,
   StoredGroup,
@@ -209,8 +211,16 @@ export class DynamoDbRegistryStore
   groupHeartbeats(): Promise<{ group: ObjectRef; heartbeat: Heartbeat }[]> {
     return this.#heartbeats.groupHeartbeats();
   }
-  heldEntriesOf(group: ObjectRef): AsyncIterable<EntryRecord> {
-    return this.#heartbeats.heldEntriesOf(group);
+  heldEntriesOf(group: ObjectRef, range?: NameRange): AsyncIterable<EntryRecord> {
+    return this.#heartbeats.heldEntriesOf(group, range);
+  }
+
+  heartbeatCursor(): Promise<HeartbeatCursor | undefined> {
+    return this.#heartbeats.heartbeatCursor();
+  }
+
+  saveHeartbeatCursor(cursor: HeartbeatCursor | undefined): Promise<void> {
+    return this.#heartbeats.saveHeartbeatCursor(cursor);
   }
   livenessMark(): Promise<EpochMillis | undefined> {
     return this.#sweeper.livenessMark();

@@ -19,7 +19,9 @@ import type {
   DepartureKey,
   DisruptionStore,
   EntryDeletion,
+  HeartbeatCursor,
   HeartbeatGroups,
+  NameRange,
   SweepIndexState,
   SweepLease,
   SweepLeaseStore,
@@ -112,8 +114,16 @@ export class DynamoDbSweeperStore implements SweeperStore {
   groupHeartbeats(): Promise<{ group: ObjectRef; heartbeat: Heartbeat }[]> {
     return this.#heartbeats.groupHeartbeats();
   }
-  heldEntriesOf(group: ObjectRef): AsyncIterable<EntryRecord> {
-    return this.#heartbeats.heldEntriesOf(group);
+  heldEntriesOf(group: ObjectRef, range?: NameRange): AsyncIterable<EntryRecord> {
+    return this.#heartbeats.heldEntriesOf(group, range);
+  }
+
+  heartbeatCursor(): Promise<HeartbeatCursor | undefined> {
+    return this.#heartbeats.heartbeatCursor();
+  }
+
+  saveHeartbeatCursor(cursor: HeartbeatCursor | undefined): Promise<void> {
+    return this.#heartbeats.saveHeartbeatCursor(cursor);
   }
   livenessMark(): Promise<EpochMillis | undefined> {
     return this.#sweeper.livenessMark();

@@ -402,6 +402,24 @@ export interface HeartbeatStore {
   saveHeartbeatGroups(state: HeartbeatGroups): Promise<void>;
   /** Every group whose annotations set a heartbeat (listed once per liveness interval). */
   groupHeartbeats(): Promise<{ group: ObjectRef; heartbeat: Heartbeat }[]>;
-  /** The group's auto-registered entries that still have a holder. */
-  heldEntriesOf(group: ObjectRef): AsyncIterable<EntryRecord>;
+  /**
+   * The group's auto-registered entries that still have a holder, by name; with `range`, only
+   * those named after `after` and/or at most `upTo` (a lane resuming where it stopped).
+   */
+  heldEntriesOf(group: ObjectRef, range?: NameRange): AsyncIterable<EntryRecord>;
+  /** Where the heartbeat lane stopped when a run ran out of time (none: it finished a pass). */
+  heartbeatCursor?(): Promise<HeartbeatCursor | undefined>;
+  saveHeartbeatCursor?(cursor: HeartbeatCursor | undefined): Promise<void>;
+}
+
+/** Entry names after `after` (exclusive) and at most `upTo` (inclusive), in name order. */
+export interface NameRange {
+  after?: string;
+  upTo?: string;
+}
+
+/** The group (`<namespace>/<name>`) and the last entry name a stopped pass had checked. */
+export interface HeartbeatCursor {
+  group: string;
+  after: string;
 }

@@ -210,9 +210,9 @@ describe("a group's heartbeat", () => {
       .requests()
       .find((r) => r.command === 'Query' && String(r.input.FilterExpression).includes('conns'));
     expect(query?.input).toMatchObject({
-      KeyConditionExpression: 'pk = :pk AND begins_with(sk, :prefix)',
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
       FilterExpression: 'autoRegistrationGroup = :group AND attribute_exists(conns)',
-      ExpressionAttributeValues: { ':prefix': 'WE#web-', ':group': 'web' },
+      ExpressionAttributeValues: { ':from': 'WE#web-', ':to': 'WE#web-\uffff', ':group': 'web' },
     });
   }, 60_000);
 });
@@ -245,4 +245,46 @@ describe('several passes in one run', () => {
     const entry = await store.getEntry({ namespace: NS, name: 'web-10-0-0-8' });
     expect(entry?.connection?.disconnectedAt).toBe(T0 + 40_000);
   }, 60_000);
+});
+
+describe('a pass longer than a run', () => {
+  it("resumes where the last run's deadline stopped it, so the end of a large group is reached", async () => {
+    const { store, lastActive, api, sweep } = await heartbeatBed();
+    // 8 holders that ping, then 4 silent ones: in name order, the silent ones come last.
+    const ips = Array.from({ length: 12 }, (_, i) => `10.0.0.${101 + i}`);
+    for (const [i, ip] of ips.entries()) {
+      await store.connect(connect(ip, `c${i}`, T0 + 1_000));
+      lastActive.set(`c${i}`, i < 8 ? T0 + 55_000 : T0 + 1_000);
+    }
+    // Each run has time for 5 checks: less than half the group.
+    let checks = 0;
+    let budget = 0;
+    const counted = {
+      check: async (id: string) => {
+        checks += 1;
+        return api.liveness.check(id);
+      },
+    };
+    const run = (now: number) => {
+      budget = checks + 5;
+      for (const [i] of ips.entries()) if (i < 8) lastActive.set(`c${i}`, now - 1_000);
+      return sweep(now, { liveness: counted, outOfTime: () => checks >= budget });
+    };
+    const first = await run(T0 + 61_000);
+    expect(first.stoppedEarly).toBe(true);
+    expect(first.silentDropped).toBe(0);
+    // The second run goes on after the fifth holder: the 9th and 10th are found.
+    const second = await run(T0 + 121_000);
+    expect(second.silentDropped).toBe(2);
+    const third = await run(T0 + 181_000);
+    expect(third.silentDropped).toBe(2);
+    expect(api.closed.sort()).toEqual(['c10', 'c11', 'c8', 'c9']);
+    // The pingers were never taken out.
+    for (const ip of ips.slice(0, 8)) {
+      const name = `web-${ip.replaceAll('.', '-')}`;
+      expect((await store.getEntry({ namespace: NS, name }))?.connection?.connectedAt).toBe(
+        T0 + 1_000,
+      );
+    }
+  });
 });
