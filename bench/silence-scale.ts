@@ -23,6 +23,8 @@ export interface SilenceAtScale {
   runWallMs: number;
   runCpuMs: number;
   managementCalls: number;
+  /** Silent connections closed so far after each run (with `runs` > 1). */
+  closedByRun: number[];
 }
 
 /**
@@ -38,6 +40,7 @@ export async function measureSilenceAtScale(
   vms = 10_000,
   heartbeat: Heartbeat = { intervalMs: 10_000, misses: 3 },
   silentShare = 0.01,
+  runs = 1,
 ): Promise<SilenceAtScale> {
   const dynamo = await startDynalite();
   const raw = createDynamoDbClient({ region: 'us-east-1', endpoint: dynamo.endpoint });
@@ -93,6 +96,13 @@ export async function measureSilenceAtScale(
     const began = Date.now();
     const run = await sweeper.run(seen + 2 * 60_000);
     const closes = await standIn.closes();
+    // Further scheduled runs, a minute apart in the sweeper's time: each goes on from where
+    // the last one's deadline stopped its pass (the heartbeat cursor).
+    const closedByRun = [closes.length];
+    for (let k = 1; k < runs; k++) {
+      await sweeper.run(seen + (2 + k) * 60_000);
+      closedByRun.push((await standIn.closes()).length);
+    }
     return {
       vms,
       heartbeat: `${heartbeat.intervalMs / 1000}s x ${heartbeat.misses}`,
@@ -103,6 +113,7 @@ export async function measureSilenceAtScale(
       runWallMs: Math.round(run.wallMs),
       runCpuMs: Math.round(run.cpuMs),
       managementCalls: (await standIn.calls()) - callsBefore,
+      closedByRun,
     };
   } finally {
     await standIn.close();
@@ -112,6 +123,11 @@ export async function measureSilenceAtScale(
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  const result = await measureSilenceAtScale(Number(process.argv[2] ?? 10_000));
+  const result = await measureSilenceAtScale(
+    Number(process.argv[2] ?? 10_000),
+    undefined,
+    undefined,
+    Number(process.argv[3] ?? 1),
+  );
   console.log(JSON.stringify(result, null, 2));
 }
