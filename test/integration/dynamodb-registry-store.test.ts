@@ -354,9 +354,10 @@ describe('connect', () => {
       TableName: dynamo.tableName,
       // The entry's counter shard: one key of ZONE_SHARDS, the same for every write of it.
       Key: { pk: `ZONE#${zoneShardOf(ref(name))}`, sk: `${ref(name).namespace}#-` },
-      UpdateExpression: 'ADD connected :connected SET lastOp = :op',
+      UpdateExpression: 'ADD #connected :connected SET lastOp = :op',
       // The transition counted: a resend of this update after a lost response counts nothing.
       ConditionExpression: 'attribute_not_exists(lastOp) OR lastOp <> :op',
+      ExpressionAttributeNames: { '#connected': 'connected' },
       ExpressionAttributeValues: { ':connected': 1, ':op': expect.stringMatching(/@new:connect:/) },
     });
   });
@@ -509,7 +510,7 @@ describe('leave', () => {
     });
     expect(requests.requests()[1]?.input).toMatchObject({
       Key: { pk: `ZONE#${zoneShardOf(ref(name))}`, sk: `${ref(name).namespace}#-` },
-      UpdateExpression: 'ADD connected :connected, away :away SET lastOp = :op',
+      UpdateExpression: 'ADD #connected :connected, #away :away SET lastOp = :op',
       ExpressionAttributeValues: {
         ':connected': -1,
         ':away': 1,
