@@ -6,6 +6,7 @@ import { REPLACED_CLOSE_REASON } from '../lib/protocol/close-reasons.ts';
 import { createDocumentClient } from '../lib/store/dynamodb-client.ts';
 import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../lib/store/dynamodb-token-store.ts';
+import { countRequests } from '../lib/store/request-counter.ts';
 import { startCountingProxy } from './counting-proxy.ts';
 
 export interface EventCost {
@@ -116,12 +117,25 @@ export async function measureRequestCounts(): Promise<EventCost[]> {
       await close(third);
       await until(async () => (await store.getEntry(ref))?.connection?.connectedAt === undefined);
     });
-    await measure('delete by the sweeper (with its history item)', async () => {
-      const record = await store.getEntry(ref);
-      if (!record || (await counted.deleteSwept(record)) !== 'deleted') {
+    // Counted on the deleting client itself: the runtime's own traffic in that window (a
+    // loaded machine's late request of an earlier event) is not the deletion's.
+    const record = await store.getEntry(ref);
+    const sweeperClient = createDocumentClient({ region: 'us-east-1', endpoint: dynamo.endpoint });
+    try {
+      const sweeperRequests = countRequests(sweeperClient);
+      const sweeper = new DynamoDbRegistryStore(sweeperClient, runtime.tableName);
+      if (!record || (await sweeper.deleteSwept(record)) !== 'deleted') {
         throw new Error('the bench entry was not deleted');
       }
-    });
+      const requests = sweeperRequests.counts();
+      costs.push({
+        event: 'delete by the sweeper (with its history item)',
+        requests,
+        ...tally(requests),
+      });
+    } finally {
+      sweeperClient.destroy();
+    }
     return costs;
   } finally {
     client.destroy();
