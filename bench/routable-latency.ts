@@ -13,6 +13,15 @@ import { scopeOfStream } from '../lib/projection/stream-scope.ts';
 import { createDocumentClient } from '../lib/store/dynamodb-client.ts';
 import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../lib/store/dynamodb-token-store.ts';
+import {
+  type AgentCommand,
+  type AgentProcess,
+  type RestartSample,
+  restartAgent,
+  spawnAgent,
+  stopAllAgents,
+} from '../test/fixtures/agent-restart.ts';
+import { startTcpTarget } from '../test/fixtures/agent-targets.ts';
 import { istiodRoutesTo } from '../test/fixtures/istio-routing-rule.ts';
 import {
   type KubeApiServerStandIn,
@@ -248,4 +257,145 @@ async function until(check: () => boolean | Promise<boolean>, timeoutMs: number)
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * A planned restart of the real agent (`systemctl restart`: SIGTERM, the agent drains and
+ * closes with 1000, exits; a new process of the same command starts and connects), run from
+ * its sources under this Node against the local runtime, the projector's loop writing into the
+ * kube-apiserver STAND-IN every `intervalMs`. The projected WorkloadEntry is sampled every
+ * 2 ms and judged with istiod's rule: how long the mesh sent the VM nothing, and whether the
+ * entry stayed the same object (uid) throughout. Per group kind (a TCP probe on a local port,
+ * period 1 s; no probe) and drain delay (the agent's default 10 s; 0, its opt-out).
+ */
+export interface RestartRow {
+  group: string;
+  drainDelay: string;
+  restarts: number;
+  /** SIGTERM to the old process's exit (the drain delay, then a clean close). */
+  exitP50Ms: number;
+  /** SIGTERM to the new process's "registered" log line. */
+  registeredP50Ms: number;
+  unroutableP50Ms: number;
+  unroutableMaxMs: number;
+  /** SIGTERM to routable again. */
+  routableAgainP50Ms: number;
+  routableAgainMaxMs: number;
+  uidKept: boolean;
+  maxSampleGapMs: number;
+}
+
+export async function measureRestartUnroutable(
+  restarts = 5,
+  intervalMs = 100,
+): Promise<RestartRow[]> {
+  const api = await startKubeApiServerStandIn();
+  const dir = await mkdtemp(join(tmpdir(), 'bench-restart-'));
+  const probeTarget = await startTcpTarget();
+  let runtime: LocalRuntime | undefined;
+  try {
+    await writeFile(join(dir, 'kubeconfig'), api.kubeconfig);
+    runtime = await startLocalRuntime({
+      port: 0,
+      memory: true,
+      dataDir: dir,
+      kubeconfig: join(dir, 'kubeconfig'),
+      projectionIntervalMs: intervalMs,
+      sweepIntervalMs: 3_600_000,
+      gracePeriodMs: 3_600_000,
+      logLevel: 'ERROR',
+      functionEnv: { REGISTRAR_GROUP_CACHE_TTL: '0s' },
+    });
+    const client = createDocumentClient({
+      region: 'us-east-1',
+      endpoint: runtime.dynamoDbEndpoint,
+    });
+    const store = new DynamoDbRegistryStore(client, runtime.tableName);
+    const group = (name: string, probe: boolean) =>
+      store.applyGroup({
+        apiVersion: 'networking.istio.io/v1',
+        kind: 'WorkloadGroup',
+        metadata: { name, namespace: NS },
+        spec: {
+          metadata: { labels: { app: name } },
+          template: { ports: { http: 8080 } },
+          ...(probe
+            ? {
+                probe: {
+                  tcpSocket: { port: probeTarget.port, host: '127.0.0.1' },
+                  periodSeconds: 1,
+                  successThreshold: 1,
+                  failureThreshold: 1,
+                },
+              }
+            : {}),
+        },
+      });
+    await group('probed', true);
+    await group('plain', false);
+    const created = createJoinToken({ namespace: NS, ttlMs: 60 * 60_000, now: Date.now() });
+    await new DynamoDbTokenStore(client, runtime.tableName).putToken(created.stored);
+    const rows: RestartRow[] = [];
+    const cases = [
+      { group: 'probed', label: 'TCP probe, period 1 s', drainDelay: '10s' },
+      { group: 'plain', label: 'no probe', drainDelay: '10s' },
+      { group: 'probed', label: 'TCP probe, period 1 s', drainDelay: '0s' },
+      { group: 'plain', label: 'no probe', drainDelay: '0s' },
+    ];
+    for (const [i, c] of cases.entries()) {
+      const ip = `10.2.0.${i + 1}`;
+      const name = `${c.group}-${ip}`;
+      const command: AgentCommand = {
+        url: runtime.url,
+        token: created.token,
+        group: c.group,
+        namespace: NS,
+        ip,
+        drainDelay: c.drainDelay,
+      };
+      const projected = () =>
+        api.object('WorkloadEntry', NS, name) as unknown as WorkloadEntry | undefined;
+      let agent: AgentProcess = spawnAgent(command);
+      await until(() => {
+        const entry = projected();
+        return entry !== undefined && istiodRoutesTo(entry);
+      }, 60_000);
+      const samples: RestartSample[] = [];
+      for (let n = 0; n < restarts; n += 1) {
+        const { sample, next } = await restartAgent({
+          command,
+          current: agent,
+          projected,
+          timeoutMs: 60_000,
+        });
+        samples.push(sample);
+        agent = next;
+      }
+      agent.child.kill('SIGTERM');
+      await agent.exited;
+      const p50 = (pick: (s: RestartSample) => number) => row('', '', samples.map(pick)).p50Ms;
+      const max = (pick: (s: RestartSample) => number) => row('', '', samples.map(pick)).maxMs;
+      rows.push({
+        group: c.label,
+        drainDelay: c.drainDelay,
+        restarts: samples.length,
+        exitP50Ms: p50((s) => s.exitedMs),
+        registeredP50Ms: p50((s) => s.registeredMs),
+        unroutableP50Ms: p50((s) => s.unroutableMs),
+        unroutableMaxMs: max((s) => s.unroutableMs),
+        routableAgainP50Ms: p50((s) => s.routableAgainMs),
+        routableAgainMaxMs: max((s) => s.routableAgainMs),
+        uidKept: samples.every((s) => s.uidKept),
+        maxSampleGapMs: max((s) => s.maxSampleGapMs),
+      });
+    }
+    client.destroy();
+    return rows;
+  } finally {
+    await stopAllAgents();
+    await runtime?.close();
+    await api.close();
+    await probeTarget.close();
+    await rm(dir, { recursive: true, force: true });
+  }
 }

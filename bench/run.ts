@@ -632,6 +632,47 @@ const sections: Record<string, Section> = {
       );
     },
   },
+  restart: {
+    title:
+      "Planned restart to routable again: the real agent restarted as systemctl restart does (SIGTERM, drain, clean close, a new process), the projected WorkloadEntry sampled every 2 ms with istiod's rule",
+    run: async () => {
+      const { measureRestartUnroutable } = await import('./routable-latency.ts');
+      const restarts = Number(process.env.BENCH_RESTARTS ?? 5);
+      const intervalMs = Number(process.env.BENCH_PROJECTION_INTERVAL_MS ?? 100);
+      const rows = await measureRestartUnroutable(restarts, intervalMs);
+      console.log(
+        `${restarts} restarts per row; the projector's loop runs every ${intervalMs} ms\n`,
+      );
+      table(
+        [
+          'group',
+          'drain delay',
+          'restarts',
+          'exit p50 ms',
+          'registered p50 ms',
+          'unroutable p50 ms',
+          'unroutable max ms',
+          'routable again p50 ms',
+          'routable again max ms',
+          'uid kept',
+          'max sample gap ms',
+        ],
+        rows.map((r) => [
+          r.group,
+          r.drainDelay,
+          r.restarts,
+          r.exitP50Ms.toFixed(0),
+          r.registeredP50Ms.toFixed(0),
+          r.unroutableP50Ms.toFixed(0),
+          r.unroutableMaxMs.toFixed(0),
+          r.routableAgainP50Ms.toFixed(0),
+          r.routableAgainMaxMs.toFixed(0),
+          r.uidKept ? 'yes' : 'NO',
+          r.maxSampleGapMs.toFixed(1),
+        ]),
+      );
+    },
+  },
   churn: {
     title:
       'Entry churn over a full 2-hour rotation (make before break through the real $connect/$disconnect handlers, the deployed sweeper every simulated minute)',

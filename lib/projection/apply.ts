@@ -71,6 +71,9 @@ async function applyAction(action: Action, ctx: ApplyContext): Promise<'done' | 
       return writeStatusIfDropped(action.kind, result.object, action.object.status, ctx);
     }
     case 'replace': {
+      if (action.leavesTraffic && action.status !== undefined) {
+        return replaceStatusFirst(action.kind, action.object, action.status, ctx, record);
+      }
       const result = await cluster.replace(action.kind, action.object);
       if (result.outcome !== 'written') return 'conflict';
       record('updated');
@@ -84,6 +87,12 @@ async function applyAction(action: Action, ctx: ApplyContext): Promise<'done' | 
       return writeStatusIfDropped(action.kind, result.object, action.object.status, ctx);
     }
     case 'replaceStatus': {
+      if (action.leavesTraffic) {
+        const result = await leaveTraffic(action.kind, action.object, ctx);
+        if (result.outcome !== 'written') return result.outcome;
+        record('status-updated');
+        return 'done';
+      }
       const result = await cluster.replaceStatus(action.kind, action.object);
       if (result.outcome !== 'written') return 'conflict';
       record('status-updated');
@@ -97,6 +106,75 @@ async function applyAction(action: Action, ctx: ApplyContext): Promise<'done' | 
       return 'done';
     }
   }
+}
+
+/**
+ * Object and status both change and the status takes the object out of traffic (a crash:
+ * new annotations, `Healthy` True -> False): the status first, then the object at the
+ * version that write returned, so the first write to land is the one istiod acts on.
+ */
+async function replaceStatusFirst(
+  kind: ManagedKind,
+  object: KubeObject,
+  status: KubeObject['status'],
+  ctx: ApplyContext,
+  record: (what: ChangeAction) => void,
+): Promise<'done' | 'conflict'> {
+  const written = await leaveTraffic(kind, { ...object, status }, ctx);
+  if (written.outcome !== 'written') return written.outcome;
+  const result = await ctx.cluster.replace(kind, {
+    ...object,
+    metadata: { ...object.metadata, resourceVersion: written.object.metadata.resourceVersion },
+    status: written.object.status,
+  });
+  if (result.outcome !== 'written') return 'conflict';
+  record('updated');
+  return 'done';
+}
+
+/**
+ * Writes a status that takes the object out of traffic (a `Healthy` condition that was True:
+ * the VM crashed, drained, failed its probe, was cordoned). istiod keeps routing to the entry
+ * until this very write lands: with a status subresource no object write can take a stored
+ * `Healthy: True` back, and the annotation `health-checks-enabled` asks for exactly that
+ * condition. So when the API server refuses this write (5xx, 429, a webhook, RBAC missing on
+ * `.../status`), the object is deleted instead, preconditioned on what was read: the mesh
+ * stops routing to it either way, and the next reconcile creates it again (a new uid in the
+ * cluster, the registry's entry untouched), out of traffic until its status lands. The write's
+ * error is still reported. A lost race (409, gone) is only a conflict: re-read and plan again.
+ */
+async function leaveTraffic(
+  kind: ManagedKind,
+  object: KubeObject,
+  ctx: ApplyContext,
+): Promise<{ outcome: 'written'; object: KubeObject } | { outcome: 'done' | 'conflict' }> {
+  let refused: unknown;
+  try {
+    const result = await ctx.cluster.replaceStatus(kind, object);
+    if (result.outcome === 'written') return result;
+    return { outcome: 'conflict' };
+  } catch (error) {
+    refused = error;
+  }
+  let deleted: Awaited<ReturnType<ApplyContext['cluster']['delete']>>;
+  try {
+    deleted = await ctx.cluster.delete(kind, object);
+  } catch (error) {
+    throw new Error(
+      `${messageOf(refused)}; deleting the object instead (to take it out of traffic) failed too: ${messageOf(error)}`,
+    );
+  }
+  if (deleted === 'conflict') return { outcome: 'conflict' };
+  const { namespace, name } = object.metadata;
+  if (deleted === 'deleted') ctx.report.changes.push({ kind, action: 'deleted', namespace, name });
+  ctx.report.errors.push({
+    target: ctx.target,
+    kind,
+    namespace,
+    name,
+    message: `${messageOf(refused)}; the status that takes it out of traffic could not be written, so the object was deleted (the next reconcile creates it again)`,
+  });
+  return { outcome: 'done' };
 }
 
 const DRY_RUN_ACTIONS: Record<Action['type'], ChangeAction> = {

@@ -1,3 +1,4 @@
+import type { Condition } from '../domain/model.ts';
 import type { ManagedKind } from './kinds.ts';
 import { type KubeObject, sameJson, sameList, sameMap } from './objects.ts';
 
@@ -6,10 +7,17 @@ export type Action =
   | { type: 'create'; kind: ManagedKind; object: KubeObject }
   /**
    * The object at the resourceVersion it was read at, with the managed fields set. With
-   * `status`, the status subresource is written after it (at the version the replace returns).
+   * `status`, the status subresource is written after it (at the version the replace returns),
+   * or before it when `leavesTraffic`.
    */
-  | { type: 'replace'; kind: ManagedKind; object: KubeObject; status?: KubeObject['status'] }
-  | { type: 'replaceStatus'; kind: ManagedKind; object: KubeObject }
+  | {
+      type: 'replace';
+      kind: ManagedKind;
+      object: KubeObject;
+      status?: KubeObject['status'];
+      leavesTraffic?: boolean;
+    }
+  | { type: 'replaceStatus'; kind: ManagedKind; object: KubeObject; leavesTraffic?: boolean }
   | { type: 'delete'; kind: ManagedKind; object: KubeObject };
 
 export interface DiffInput {
@@ -45,6 +53,8 @@ export function diff(input: DiffInput): Action[] {
     const objectChanged = !sameObject(desired, actual);
     const statusChanged = !sameList(desired.status?.conditions, actual.status?.conditions);
     const status = statusChanged ? mergedStatus(actual, desired) : actual.status;
+    const leavesTraffic =
+      statusSubresource && losesTrue(actual.status?.conditions, desired.status?.conditions);
     if (objectChanged && statusSubresource) {
       const action: Action = {
         type: 'replace',
@@ -52,11 +62,14 @@ export function diff(input: DiffInput): Action[] {
         object: withOwnedFields(actual, desired, actual.status),
       };
       if (statusChanged) action.status = status;
+      if (leavesTraffic) action.leavesTraffic = true;
       actions.push(action);
     } else if (objectChanged || (statusChanged && !statusSubresource)) {
       actions.push({ type: 'replace', kind, object: withOwnedFields(actual, desired, status) });
     } else if (statusChanged) {
-      actions.push({ type: 'replaceStatus', kind, object: { ...actual, status } });
+      const action: Action = { type: 'replaceStatus', kind, object: { ...actual, status } };
+      if (leavesTraffic) action.leavesTraffic = true;
+      actions.push(action);
     }
   }
   for (const actual of [...input.actual].sort(byRef)) {
@@ -65,6 +78,22 @@ export function diff(input: DiffInput): Action[] {
       actions.push({ type: 'delete', kind, object: actual });
   }
   return actions;
+}
+
+/**
+ * Whether a condition that is `True` in the cluster is not `True` in what is desired: the
+ * change takes the object out of traffic (istiod routes to a WorkloadEntry with health checks
+ * only while its `Healthy` is True). Such a status is written before the object and made to
+ * hold even when its own write fails (apply.ts): with a status subresource, no object write
+ * can take a stored `Healthy: True` back, so a crashed VM's new annotations alone leave it
+ * routable.
+ */
+function losesTrue(actual: Condition[] | undefined, desired: Condition[] | undefined): boolean {
+  return (actual ?? []).some(
+    (condition) =>
+      condition.status === 'True' &&
+      desired?.find((wanted) => wanted.type === condition.type)?.status !== 'True',
+  );
 }
 
 function sameObject(desired: KubeObject, actual: KubeObject): boolean {

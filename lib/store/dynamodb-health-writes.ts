@@ -5,7 +5,7 @@
 import type { UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { drainingEvent, healthEvent } from '../domain/entry-events.ts';
 import { withEntryEvent } from './dynamodb-entry-events.ts';
-import { entryKey } from './item-codec.ts';
+import { DRAINING_MESSAGE, entryKey } from './item-codec.ts';
 import type { HealthReport, HolderRef } from './registry-store.ts';
 
 /**
@@ -64,9 +64,6 @@ export function healthUpdate(
     healthEvent(report.at, report.healthy, report.message),
   );
 }
-
-/** The `Healthy` condition's message while the agent drains. */
-export const DRAINING_MESSAGE = 'the VM is shutting down (drain)';
 
 /**
  * Drain (`{"action":"drain"}` from a holder): `Healthy` turns False with reason Draining, so

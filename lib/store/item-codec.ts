@@ -291,8 +291,24 @@ export function decodeEntry(raw: Item): EntryRecord {
 /** The `Healthy` condition's reason while the agent drains. */
 export const DRAINING_REASON = 'Draining';
 
+/** The `Healthy` condition's message a drain writes (dynamodb-health-writes.ts). */
+export const DRAINING_MESSAGE = 'the VM is shutting down (drain)';
+
 function decodeHealth(item: EntryItem): HealthState | undefined {
   if (item.healthStatus === undefined || item.lastProbeTime === undefined) return undefined;
+  // A planned restart of a VM whose group has no probe (`systemctl restart`): the drain set
+  // Healthy False, and the new process's connect cancelled the drain (removed drainingSince).
+  // The drain's False is meant to last until the agent's next report, but an agent without a
+  // probe sends none: read as it was before the drain (no health; connected is routable), or
+  // the VM would stay out of the mesh for good after its first restart.
+  if (
+    item.drainingSince === undefined &&
+    item.healthChecksEnabled !== true &&
+    item.healthStatus === 'False' &&
+    item.healthMessage === DRAINING_MESSAGE
+  ) {
+    return undefined;
+  }
   const since = item.healthStatus === 'True' ? item.healthyTrueSince : item.healthyFalseSince;
   const health: HealthState = {
     status: item.healthStatus,

@@ -116,8 +116,10 @@ describe('a VM whose connection dies', () => {
     // Istio's own bar: istiod deletes a disconnected entry after its 10 s grace. The grace
     // here is 5 minutes, so a rule that waited for the sweeper would fail by minutes.
     expect(seconds).toBeLessThan(10);
-    // The object is written before its status subresource: istiod already routes nothing once
-    // the annotation lands (no Healthy: True), and the condition saying why follows.
+    // A group without a probe: the object write carries the decision (istiod routes nothing
+    // once the annotation lands, there being no Healthy: True), and the condition saying why
+    // follows. An entry that was Healthy True gets its status first (lib/projection/apply.ts;
+    // test/integration/projection-status-faults.test.ts).
     expect(out.metadata.annotations?.['proxy.istio.io/health-checks-enabled']).toBe('true');
     const condition = await eventually(
       () => projected()?.status?.conditions?.find((c) => c.type === 'Healthy'),

@@ -3,6 +3,7 @@ import type { EntryRecord } from '../../lib/domain/entry-record.ts';
 import { ISTIO_API_VERSION, type WorkloadEntry } from '../../lib/domain/model.ts';
 import {
   connectionKey,
+  DRAINING_MESSAGE,
   decodeConnectionRecord,
   decodeEntry,
   decodeGroup,
@@ -108,6 +109,38 @@ describe('entries', () => {
     });
 
     expect(decoded.health).toEqual({ status: 'True', lastProbeTime: 9, lastTransitionTime: 7 });
+  });
+
+  // A planned restart (`systemctl restart`): the old process drains, the new one connects,
+  // which cancels the drain (removes drainingSince) and leaves the drain's Healthy False.
+  const drainedThenReconnected = {
+    ...entryKey(ref),
+    entry,
+    revision: 3,
+    autoRegistrationGroup: 'web',
+    connectedAt: 20,
+    healthStatus: 'False' as const,
+    healthMessage: DRAINING_MESSAGE,
+    lastProbeTime: 10,
+    healthyFalseSince: 10,
+  };
+
+  it('reads no health for an entry without a probe once a new connect cancelled its drain', () => {
+    // No probe means no report will ever replace the drain's False: the VM would stay out.
+    expect(decodeEntry({ ...drainedThenReconnected, healthChecksEnabled: false }).health).toBe(
+      undefined,
+    );
+    expect(decodeEntry(drainedThenReconnected).health).toBe(undefined);
+  });
+
+  it("keeps the drain's False for an entry with a probe until its agent reports, and while draining", () => {
+    expect(
+      decodeEntry({ ...drainedThenReconnected, healthChecksEnabled: true }).health,
+    ).toMatchObject({ status: 'False', message: DRAINING_MESSAGE });
+    expect(
+      decodeEntry({ ...drainedThenReconnected, healthChecksEnabled: false, drainingSince: 10 })
+        .health,
+    ).toMatchObject({ status: 'False', reason: 'Draining' });
   });
 });
 

@@ -92,14 +92,55 @@ describe('diff', () => {
     expect(action).toMatchObject({ type: 'replace', object: { status: UNHEALTHY } });
   });
 
-  it('replaces the object then its status when both changed', () => {
+  it('replaces the object then its status when both changed and it comes into traffic', () => {
     const [action] = diff({
+      kind: 'WorkloadEntry',
+      statusSubresource: true,
+      desired: [object('a', { labels: { app: 'b' }, status: HEALTHY })],
+      actual: [actual(object('a', { status: UNHEALTHY }))],
+    });
+    expect(action).toMatchObject({ type: 'replace', status: HEALTHY });
+    expect(action).not.toHaveProperty('leavesTraffic');
+  });
+
+  it('marks a change that takes a True condition away, so its status is written first', () => {
+    // A crash: new annotations and Healthy True -> False. istiod acts on the status alone.
+    const [both] = diff({
       kind: 'WorkloadEntry',
       statusSubresource: true,
       desired: [object('a', { labels: { app: 'b' }, status: UNHEALTHY })],
       actual: [actual(object('a', { status: HEALTHY }))],
     });
-    expect(action).toMatchObject({ type: 'replace', status: UNHEALTHY });
+    expect(both).toMatchObject({ type: 'replace', status: UNHEALTHY, leavesTraffic: true });
+    const [statusOnly] = diff({
+      kind: 'WorkloadEntry',
+      statusSubresource: true,
+      desired: [object('a')],
+      actual: [actual(object('a', { status: HEALTHY }))],
+    });
+    expect(statusOnly).toMatchObject({ type: 'replaceStatus', leavesTraffic: true });
+  });
+
+  it('does not mark a status change that keeps True, or an object that carries its status', () => {
+    const [probeTime] = diff({
+      kind: 'WorkloadEntry',
+      statusSubresource: true,
+      desired: [
+        object('a', {
+          status: { conditions: [{ type: 'Healthy', status: 'True', message: 'm' }] },
+        }),
+      ],
+      actual: [actual(object('a', { status: HEALTHY }))],
+    });
+    expect(probeTime).toMatchObject({ type: 'replaceStatus' });
+    expect(probeTime).not.toHaveProperty('leavesTraffic');
+    const [linkerd] = diff({
+      kind: 'ExternalWorkload',
+      statusSubresource: false,
+      desired: [object('a', { status: UNHEALTHY })],
+      actual: [actual(object('a', { status: HEALTHY }))],
+    });
+    expect(linkerd).not.toHaveProperty('leavesTraffic');
   });
 
   it('keeps objects it is told to keep (entries that could not be projected)', () => {
