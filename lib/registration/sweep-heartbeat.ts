@@ -1,5 +1,6 @@
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
 import { checkEntryLiveness } from './entry-liveness-check.ts';
+import { type HeartbeatFlow, heartbeatFlows } from './heartbeat-flows.ts';
 import { type GroupHeartbeat, shortestBoundMs } from './heartbeat-groups.ts';
 import type { SweepOptions, SweepStore } from './sweep-options.ts';
 import { recordFailure, type SweepResult } from './sweep-result.ts';
@@ -25,7 +26,20 @@ export function passPeriodMs(shortestMs: number, sweepIntervalMs: number): numbe
  * price the operator chose). With `repeatHeartbeatPasses` (the sweeper function) a run makes
  * a pass every passPeriodMs until its sweep interval is over or its deadline is near, so a
  * bound shorter than the schedule's one minute is still met; otherwise (a dry run, a manual
- * sweep) one pass. Each pass's time is the run's `now` plus the time elapsed since it began.
+ * sweep) one whole pass. Each pass's time is the run's `now` plus the time elapsed since it
+ * began.
+ *
+ * Fair shares (DESIGN): the lane is shared work, so a pass serves the namespaces in turn, one
+ * check each (heartbeat-flows.ts), and a scheduled run's passes end with its sweep interval,
+ * a pass still going included: what it did not reach waits for the next run's pass, whose
+ * first round again serves every namespace. Before, a pass went through the groups one after
+ * another and a run made its passes by count (one every period), however long each took: a
+ * tenant with the shortest heartbeat (5 s x 2) on 4,000 VMs made each pass ~12.5 s (at 100 ms
+ * a check), so another tenant's silent VM waited for the groups ordered before its own, and the
+ * run, which the next one waits for (the sweep lease; the local schedule), lasted as long as
+ * its passes, so another tenant's crashed VM due meanwhile waited for all of them too: up to
+ * 12 s late with sweeps every second, now 1.6 s at most
+ * (test/integration/heartbeat-fair-shares.test.ts measures both).
  */
 export async function checkHeartbeatGroups(
   store: SweepStore,
@@ -42,55 +56,102 @@ export async function checkHeartbeatGroups(
   const period = passPeriodMs(shortest, sweepIntervalMs);
   const repeat = options.repeatHeartbeatPasses === true && !result.dryRun;
   const started = elapsed();
-  for (let pass = 1; ; pass++) {
+  const sinceStart = () => elapsed() - started;
+  // Only a scheduled run has a next run to hand over to; a manual sweep makes its whole pass.
+  const intervalUsed = repeat ? () => sinceStart() >= sweepIntervalMs : () => false;
+  const pass = { store, options, result, groups, intervalUsed };
+  for (;;) {
     // Whole milliseconds: times are written to entries (disconnectedAt) and compared exactly.
-    const now = options.now + Math.round(elapsed() - started);
-    await onePass(store, options, result, groups, now);
-    const next = pass * period;
-    if (!repeat || next >= sweepIntervalMs) return;
-    const wait = next - (elapsed() - started);
+    await onePass(pass, options.now + Math.round(sinceStart()));
+    if (!repeat || outOfTime()) return;
+    // The next pass on the period's grid (0, period, 2 x period, ...): a slot a slow pass
+    // overran is skipped, never made up, so the passes never outlast the interval.
+    const next = (Math.floor(sinceStart() / period) + 1) * period;
+    if (next >= sweepIntervalMs) return;
+    const wait = next - sinceStart();
     if (wait > 0) await sleep(wait);
     if (outOfTime()) return;
   }
 }
 
 async function onePass(
-  store: SweepStore,
-  options: SweepOptions,
-  result: SweepResult,
-  groups: ReadonlyMap<string, GroupHeartbeat>,
+  pass: {
+    store: SweepStore;
+    options: SweepOptions;
+    result: SweepResult;
+    groups: ReadonlyMap<string, GroupHeartbeat>;
+    intervalUsed: () => boolean;
+  },
   now: EpochMillis,
 ): Promise<void> {
+  const { store, options, result, groups, intervalUsed } = pass;
   const outOfTime = options.outOfTime ?? (() => false);
   const concurrency = options.livenessConcurrency ?? HEARTBEAT_CONCURRENCY;
   const lanes = new Set<Promise<void>>();
-  // Each pass starts at another group: a pass that runs out of time does not leave the same
-  // groups unchecked run after run.
-  const keys = [...groups.keys()];
-  const first = Math.floor(now / MIN_PASS_MS) % Math.max(1, keys.length);
-  for (const key of [...keys.slice(first), ...keys.slice(0, first)]) {
-    const slash = key.indexOf('/');
-    const group: ObjectRef = { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
-    try {
-      for await (const record of (store.heldEntriesOf as NonNullable<SweepStore['heldEntriesOf']>)(
-        group,
-      )) {
-        if (lanes.size >= concurrency) await Promise.race(lanes);
-        if (outOfTime()) {
-          result.stoppedEarly = true;
-          break;
-        }
-        const lane = checkEntryLiveness(record, { store, options, result, groups, now })
-          .catch((error: unknown) => recordFailure(result, error))
-          .finally(() => lanes.delete(lane));
-        lanes.add(lane);
+  const flows = heartbeatFlows(
+    store as Required<Pick<SweepStore, 'heldEntriesOf'>>,
+    [...groups.keys()].map(refOf),
+    Math.floor(now / MIN_PASS_MS),
+    (error) => recordFailure(result, error),
+  );
+  const active: HeartbeatFlow[] = [...flows];
+  try {
+    // Round-robin, one check per namespace per turn; a flow with nothing left leaves the round.
+    for (let turn = 0; active.length > 0; ) {
+      if (lanes.size >= concurrency) await Promise.race(lanes);
+      if (outOfTime()) {
+        result.stoppedEarly = true;
+        break;
       }
-    } catch (error) {
-      // One group's read failed: the others are still checked; the next pass reads it again.
-      recordFailure(result, error);
+      if (intervalUsed()) break;
+      const at = await nextReady(active, turn % active.length);
+      if (at === undefined) continue;
+      const record = await active[at]?.take();
+      if (!record) {
+        active.splice(at, 1);
+        turn = at;
+        continue;
+      }
+      // A flow served out of turn (the one in turn was reading a page) leaves the turn where it
+      // was: the reading flow is served as soon as its page is in.
+      turn = at === turn % active.length ? at + 1 : turn;
+      const lane = checkEntryLiveness(record, { store, options, result, groups, now })
+        .catch((error: unknown) => recordFailure(result, error))
+        .finally(() => lanes.delete(lane));
+      lanes.add(lane);
     }
+  } finally {
+    await Promise.all(flows.map((flow) => flow.close().catch(() => undefined)));
   }
   await Promise.all(lanes);
+}
+
+/**
+ * The flow whose turn it is (`from`), or, while it is reading a page (not ready within a turn
+ * of the event loop: its next entry was not in the page it has), the next one after it that is
+ * ready; when none is, waits for the first to be and returns undefined (the caller looks again,
+ * its deadlines first).
+ */
+async function nextReady(
+  active: readonly HeartbeatFlow[],
+  from: number,
+): Promise<number | undefined> {
+  const inTurn = active[from];
+  if (inTurn && !inTurn.ready) {
+    await Promise.race([inTurn.whenReady(), new Promise((resolve) => setImmediate(resolve))]);
+  }
+  for (let step = 0; step < active.length; step++) {
+    const at = (from + step) % active.length;
+    if (active[at]?.ready) return at;
+  }
+  await Promise.race(active.map((flow) => flow.whenReady()));
+  return undefined;
+}
+
+/** `<namespace>/<name>` (heartbeat-groups.ts groupKeyOf) back to the group. */
+function refOf(key: string): ObjectRef {
+  const slash = key.indexOf('/');
+  return { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
 }
 
 function elapsedSince(start: number): () => number {
