@@ -26,6 +26,8 @@ export interface SweeperSummary {
   livenessChecked: number;
   livenessUnknown: number;
   phantomsDropped: number;
+  /** Holders silent past their group's heartbeat, dropped and closed. */
+  silentDropped: number;
   stoppedEarly: boolean;
   /** Deletes and liveness checks that failed; the invocation then fails after the rest. */
   failed: number;
@@ -46,6 +48,7 @@ const EMPTY_SUMMARY: SweeperSummary = {
   livenessChecked: 0,
   livenessUnknown: 0,
   phantomsDropped: 0,
+  silentDropped: 0,
   stoppedEarly: false,
   failed: 0,
   mode: 'normal',
@@ -180,9 +183,14 @@ export function createSweeperHandler(
     recordCount(METRIC.livenessChecks, result.livenessChecked);
     recordCount(METRIC.livenessUnknown, result.livenessUnknown);
     recordCount(METRIC.sweepStoppedEarly, result.stoppedEarly ? 1 : 0);
+    // Zero included, like PhantomHoldersDropped: a run that found no silence is a data point.
+    // A total, not by namespace (a dimension per tenant is a custom metric each); the log
+    // line below names them.
+    recordCount(METRIC.silentHolders, result.silentDropped);
     if (result.silentDropped > 0) {
       logger.warn('connections silent past their heartbeat were closed; their entries left', {
         silent: result.silentDropped,
+        byNamespace: result.silentByNamespace,
         closeFailed: result.silentCloseFailed,
         ...(result.firstCloseFailure ? { firstCloseFailure: result.firstCloseFailure } : {}),
       });
@@ -211,6 +219,7 @@ export function createSweeperHandler(
       livenessChecked: result.livenessChecked,
       livenessUnknown: result.livenessUnknown,
       phantomsDropped: result.phantomsDropped,
+      silentDropped: result.silentDropped,
       stoppedEarly: result.stoppedEarly,
       failed: result.failed,
       mode: result.disruption?.fleetMode ?? 'normal',

@@ -34,6 +34,12 @@ export const METRIC = {
   swept: 'Swept',
   /** Holders API Gateway said were gone (their `$disconnect` was lost), dropped. */
   phantomHolders: 'PhantomHoldersDropped',
+  /**
+   * Holders open but silent past their group's heartbeat (interval x misses), dropped and
+   * closed by the sweeper: VMs hung or cut off while their connection stayed open. Emitted
+   * every run, zero included; the log line names the namespaces.
+   */
+  silentHolders: 'SilentHoldersDropped',
   /** Connected entries whose holders the sweeper checked with API Gateway. */
   livenessChecks: 'LivenessChecks',
   /**

@@ -318,6 +318,8 @@ export class Monitoring extends Construct {
       graph('Sweeps', [
         registrarMetric(METRIC.swept, 'Entries swept'),
         props.sweeper.metricInvocations({ period: FIVE_MINUTES, label: 'Sweeper runs' }),
+        // Groups with a heartbeat: VMs hung or cut off with their connection open.
+        registrarMetric(METRIC.silentHolders, 'Silent connections closed'),
       ]),
     );
     dashboard.addWidgets(

@@ -203,6 +203,8 @@ function renderEvent(
       return warn(`refused endpoint: ${record.entry}: ${record.reason}`);
     case 'gateway: closing connection':
       return info(`gateway closes connection ${connectionId}: ${record.why}`);
+    case 'connections silent past their heartbeat were closed; their entries left':
+      return warn(silentLine(record));
     default:
       return typeof message === 'string' && SWEEP_MODE.test(message)
         ? warn(sweepModeLine(message, record))
@@ -242,6 +244,29 @@ function sweepModeLine(message: string, record: LogRecord): string {
     );
   }
   return parts.length > 0 ? `${message}: ${parts.join('; ')}` : message;
+}
+
+/**
+ * `sweep closed 3 connections silent past their heartbeat (pay: 1, shop: 2)`: the count the
+ * `SilentHoldersDropped` metric carries, by namespace as the log has it, and the closes that
+ * failed (they hold nothing anyway: the silence was proven, the holders dropped).
+ */
+function silentLine(record: LogRecord): string {
+  const silent = Number(record.silent ?? 0);
+  const byNamespace =
+    record.byNamespace && typeof record.byNamespace === 'object'
+      ? Object.entries(record.byNamespace as Record<string, unknown>)
+          .sort(([a], [b]) => (a < b ? -1 : 1))
+          .map(([namespace, count]) => `${namespace}: ${Number(count)}`)
+      : [];
+  const whose = byNamespace.length > 0 ? ` (${byNamespace.join(', ')})` : '';
+  const failed = Number(record.closeFailed ?? 0);
+  const closes =
+    failed > 0
+      ? `; ${failed} close${failed === 1 ? '' : 's'} failed${typeof record.firstCloseFailure === 'string' ? `: ${record.firstCloseFailure}` : ''}`
+      : '';
+  const connections = silent === 1 ? 'connection silent past its' : 'connections silent past their';
+  return `sweep closed ${silent} ${connections} heartbeat${whose}${closes}`;
 }
 
 const info = (text: string): Event => ({ level: 'INFO', text });

@@ -6,7 +6,7 @@ import type { Holder } from '../store/registry-store.ts';
 import { type GroupHeartbeat, groupKeyOf } from './heartbeat-groups.ts';
 import { type ConnectionLiveness, checkHolders } from './liveness.ts';
 import type { SweepOptions, SweepStore } from './sweep-options.ts';
-import type { SweepResult } from './sweep-result.ts';
+import { countIn, type SweepResult } from './sweep-result.ts';
 
 /**
  * One connected entry's liveness check: its holders asked of API Gateway side by side; those
@@ -59,6 +59,7 @@ export async function checkEntryLiveness(
   if (result.dryRun) {
     result.phantomsDropped += gone.length;
     result.silentDropped += silent.length;
+    countIn(result.silentByNamespace, record.entry.metadata.namespace, silent.length);
     return;
   }
   if (gone.length > 0) {
@@ -79,6 +80,7 @@ export async function checkEntryLiveness(
   const outcome = await store.dropHolders(record.entry.metadata, ids, now, { why });
   if (outcome === 'unchanged') return;
   result.silentDropped += ids.length;
+  countIn(result.silentByNamespace, record.entry.metadata.namespace, ids.length);
   if (outcome === 'disconnected') result.livenessDisconnected += 1;
   const close = options.closeConnection;
   if (!close) return;

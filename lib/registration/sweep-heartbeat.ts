@@ -1,6 +1,7 @@
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
-import type { HeartbeatCursor, NameRange } from '../store/registry-store.ts';
+import type { HeartbeatCursors } from '../store/registry-store.ts';
 import { checkEntryLiveness } from './entry-liveness-check.ts';
+import { type HeartbeatFlow, heartbeatFlows } from './heartbeat-flows.ts';
 import { type GroupHeartbeat, shortestBoundMs } from './heartbeat-groups.ts';
 import type { SweepOptions, SweepStore } from './sweep-options.ts';
 import { recordFailure, type SweepResult } from './sweep-result.ts';
@@ -26,7 +27,20 @@ export function passPeriodMs(shortestMs: number, sweepIntervalMs: number): numbe
  * price the operator chose). With `repeatHeartbeatPasses` (the sweeper function) a run makes
  * a pass every passPeriodMs until its sweep interval is over or its deadline is near, so a
  * bound shorter than the schedule's one minute is still met; otherwise (a dry run, a manual
- * sweep) one pass. Each pass's time is the run's `now` plus the time elapsed since it began.
+ * sweep) one whole pass. Each pass's time is the run's `now` plus the time elapsed since it
+ * began.
+ *
+ * Fair shares (DESIGN): the lane is shared work, so a pass serves the namespaces in turn, one
+ * check each (heartbeat-flows.ts), and a scheduled run's passes end with its sweep interval,
+ * a pass still going included: what it did not reach waits for the next run's pass, whose
+ * first round again serves every namespace. Before, a pass went through the groups one after
+ * another and a run made its passes by count (one every period), however long each took: a
+ * tenant with the shortest heartbeat (5 s x 2) on 4,000 VMs made each pass ~12.5 s (at 100 ms
+ * a check), so another tenant's silent VM waited for the groups ordered before its own, and the
+ * run, which the next one waits for (the sweep lease; the local schedule), lasted as long as
+ * its passes, so another tenant's crashed VM due meanwhile waited for all of them too: up to
+ * 12 s late with sweeps every second, now 1.6 s at most
+ * (test/integration/heartbeat-fair-shares.test.ts measures both).
  */
 export async function checkHeartbeatGroups(
   store: SweepStore,
@@ -42,125 +56,135 @@ export async function checkHeartbeatGroups(
   const sleep = options.sleep ?? ((ms: number) => new Promise((r) => setTimeout(r, ms)));
   const period = passPeriodMs(shortest, sweepIntervalMs);
   const repeat = options.repeatHeartbeatPasses === true && !result.dryRun;
-  // Where the last run stopped, when its deadline cut a pass short: this run goes on from there.
-  let cursor = await readCursor(store, result);
-  const before = cursor;
+  // Where each namespace's share of the last pass stopped, when a run cut it: this run's first
+  // pass goes on from there.
+  const before = await readCursors(store, result);
   const started = elapsed();
+  const sinceStart = () => elapsed() - started;
+  // Only a scheduled run has a next run to hand over to; a manual sweep makes its whole pass.
+  const intervalUsed = repeat ? () => sinceStart() >= sweepIntervalMs : () => false;
+  const pass = { store, options, result, groups, intervalUsed, cursors: before };
   try {
-    for (let pass = 1; ; pass++) {
+    for (;;) {
       // Whole milliseconds: times are written to entries (disconnectedAt) and compared exactly.
-      const now = options.now + Math.round(elapsed() - started);
-      cursor = await onePass(store, options, result, groups, now, cursor);
-      const next = pass * period;
-      if (cursor || !repeat || next >= sweepIntervalMs) return;
-      const wait = next - (elapsed() - started);
+      pass.cursors = await onePass(pass, options.now + Math.round(sinceStart()));
+      if (!repeat || outOfTime()) return;
+      // The next pass on the period's grid (0, period, 2 x period, ...): a slot a slow pass
+      // overran is skipped, never made up, so the passes never outlast the interval.
+      const next = (Math.floor(sinceStart() / period) + 1) * period;
+      if (next >= sweepIntervalMs) return;
+      const wait = next - sinceStart();
       if (wait > 0) await sleep(wait);
       if (outOfTime()) return;
     }
   } finally {
-    if (!result.dryRun && !sameCursor(before, cursor)) {
+    if (!result.dryRun && JSON.stringify(pass.cursors) !== JSON.stringify(before)) {
       await store
-        .saveHeartbeatCursor?.(cursor)
+        .saveHeartbeatCursors?.(pass.cursors)
         .catch((error: unknown) => recordFailure(result, error));
     }
   }
 }
 
-async function readCursor(
-  store: SweepStore,
-  result: SweepResult,
-): Promise<HeartbeatCursor | undefined> {
+async function readCursors(store: SweepStore, result: SweepResult): Promise<HeartbeatCursors> {
   try {
-    return await store.heartbeatCursor?.();
+    return (await store.heartbeatCursors?.()) ?? {};
   } catch (error) {
-    // Unread, the pass starts over: every entry is still checked, only later.
+    // Unread, every namespace's share starts over: every entry is still checked, only later.
     recordFailure(result, error);
-    return undefined;
+    return {};
   }
 }
 
-function sameCursor(a: HeartbeatCursor | undefined, b: HeartbeatCursor | undefined): boolean {
-  return a?.group === b?.group && a?.after === b?.after;
-}
-
-/** One stretch of a pass: a group's entries, or part of them by name. */
-interface Stretch {
-  key: string;
-  range: NameRange;
+async function onePass(
+  pass: {
+    store: SweepStore;
+    options: SweepOptions;
+    result: SweepResult;
+    groups: ReadonlyMap<string, GroupHeartbeat>;
+    intervalUsed: () => boolean;
+    cursors: HeartbeatCursors;
+  },
+  now: EpochMillis,
+): Promise<HeartbeatCursors> {
+  const { store, options, result, groups, intervalUsed, cursors } = pass;
+  const outOfTime = options.outOfTime ?? (() => false);
+  const concurrency = options.livenessConcurrency ?? HEARTBEAT_CONCURRENCY;
+  const lanes = new Set<Promise<void>>();
+  const flows = heartbeatFlows(
+    store as Required<Pick<SweepStore, 'heldEntriesOf'>>,
+    [...groups.keys()].map(refOf),
+    Math.floor(now / MIN_PASS_MS),
+    (error) => recordFailure(result, error),
+    cursors,
+  );
+  const active: HeartbeatFlow[] = [...flows];
+  try {
+    // Round-robin, one check per namespace per turn; a flow with nothing left leaves the round.
+    for (let turn = 0; active.length > 0; ) {
+      if (lanes.size >= concurrency) await Promise.race(lanes);
+      if (outOfTime()) {
+        result.stoppedEarly = true;
+        break;
+      }
+      if (intervalUsed()) break;
+      const at = await nextReady(active, turn % active.length);
+      if (at === undefined) continue;
+      const record = await active[at]?.take();
+      if (!record) {
+        active.splice(at, 1);
+        turn = at;
+        continue;
+      }
+      // A flow served out of turn (the one in turn was reading a page) leaves the turn where it
+      // was: the reading flow is served as soon as its page is in.
+      turn = at === turn % active.length ? at + 1 : turn;
+      const lane = checkEntryLiveness(record, { store, options, result, groups, now })
+        .catch((error: unknown) => recordFailure(result, error))
+        .finally(() => lanes.delete(lane));
+      lanes.add(lane);
+    }
+  } finally {
+    await Promise.all(flows.map((flow) => flow.close().catch(() => undefined)));
+  }
+  await Promise.all(lanes);
+  // A namespace whose share was done has no cursor; one cut before it took anything keeps its
+  // old one (or none: it starts over).
+  const next: HeartbeatCursors = {};
+  for (const flow of flows) {
+    if (flow.done) continue;
+    const at = flow.position ?? cursors[flow.namespace];
+    if (at) next[flow.namespace] = at;
+  }
+  return next;
 }
 
 /**
- * The pass's stretches, in order. Resuming, it starts in the group where the last pass stopped,
- * after the last entry it checked, goes through the other groups, and ends with that group's
- * entries up to where it began: every held entry once, however many runs a pass takes (at
- * 100,000 VMs one run covers less than half a pass). Else each pass starts at another group,
- * so a read that keeps failing in one does not starve the ones after it.
+ * The flow whose turn it is (`from`), or, while it is reading a page (not ready within a turn
+ * of the event loop: its next entry was not in the page it has), the next one after it that is
+ * ready; when none is, waits for the first to be and returns undefined (the caller looks again,
+ * its deadlines first).
  */
-function stretchesOf(
-  groups: ReadonlyMap<string, GroupHeartbeat>,
-  now: EpochMillis,
-  cursor: HeartbeatCursor | undefined,
-): Stretch[] {
-  const keys = [...groups.keys()].sort();
-  const resumeAt = cursor ? keys.indexOf(cursor.group) : -1;
-  if (cursor && resumeAt >= 0) {
-    const rest = [...keys.slice(resumeAt + 1), ...keys.slice(0, resumeAt)];
-    return [
-      { key: cursor.group, range: { after: cursor.after } },
-      ...rest.map((key) => ({ key, range: {} })),
-      { key: cursor.group, range: { upTo: cursor.after } },
-    ];
+async function nextReady(
+  active: readonly HeartbeatFlow[],
+  from: number,
+): Promise<number | undefined> {
+  const inTurn = active[from];
+  if (inTurn && !inTurn.ready) {
+    await Promise.race([inTurn.whenReady(), new Promise((resolve) => setImmediate(resolve))]);
   }
-  const first = Math.floor(now / MIN_PASS_MS) % Math.max(1, keys.length);
-  return [...keys.slice(first), ...keys.slice(0, first)].map((key) => ({ key, range: {} }));
+  for (let step = 0; step < active.length; step++) {
+    const at = (from + step) % active.length;
+    if (active[at]?.ready) return at;
+  }
+  await Promise.race(active.map((flow) => flow.whenReady()));
+  return undefined;
 }
 
-/** One pass; the cursor where it stopped when the run's deadline cut it short. */
-async function onePass(
-  store: SweepStore,
-  options: SweepOptions,
-  result: SweepResult,
-  groups: ReadonlyMap<string, GroupHeartbeat>,
-  now: EpochMillis,
-  resume: HeartbeatCursor | undefined,
-): Promise<HeartbeatCursor | undefined> {
-  const outOfTime = options.outOfTime ?? (() => false);
-  const concurrency = options.livenessConcurrency ?? HEARTBEAT_CONCURRENCY;
-  const heldEntriesOf = (group: ObjectRef, range: NameRange) =>
-    (store.heldEntriesOf as NonNullable<SweepStore['heldEntriesOf']>)(group, range);
-  const lanes = new Set<Promise<void>>();
-  let stoppedAt: HeartbeatCursor | undefined;
-  for (const { key, range } of stretchesOf(groups, now, resume)) {
-    const slash = key.indexOf('/');
-    const group: ObjectRef = { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
-    // The last entry checked in this stretch; before any, where it began ('': the group's start).
-    let last = range.after ?? '';
-    let stopped = false;
-    try {
-      for await (const record of heldEntriesOf(group, range)) {
-        if (lanes.size >= concurrency) await Promise.race(lanes);
-        if (outOfTime()) {
-          stopped = true;
-          break;
-        }
-        const lane = checkEntryLiveness(record, { store, options, result, groups, now })
-          .catch((error: unknown) => recordFailure(result, error))
-          .finally(() => lanes.delete(lane));
-        lanes.add(lane);
-        last = record.entry.metadata.name;
-      }
-    } catch (error) {
-      // One group's read failed: the others are still checked; the next pass reads it again.
-      recordFailure(result, error);
-    }
-    if (stopped) {
-      result.stoppedEarly = true;
-      stoppedAt = { group: key, after: last };
-      break;
-    }
-  }
-  await Promise.all(lanes);
-  return stoppedAt;
+/** `<namespace>/<name>` (heartbeat-groups.ts groupKeyOf) back to the group. */
+function refOf(key: string): ObjectRef {
+  const slash = key.indexOf('/');
+  return { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
 }
 
 function elapsedSince(start: number): () => number {

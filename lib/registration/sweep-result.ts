@@ -29,6 +29,8 @@ export interface SweepResult {
   livenessUnknown: number;
   /** Holders open but silent past their heartbeat's bound, dropped (in a dry run: found). */
   silentDropped: number;
+  /** The same, by namespace: the log line says whose VMs fell silent (a cut network, a hang). */
+  silentByNamespace: Record<string, number>;
   /** Silent connections whose close (DELETE @connections) failed; they hold nothing anyway. */
   silentCloseFailed: number;
   firstCloseFailure?: string;
@@ -78,6 +80,7 @@ export function emptyResult(dryRun: boolean): SweepResult {
     livenessDisconnected: 0,
     livenessUnknown: 0,
     silentDropped: 0,
+    silentByNamespace: {},
     silentCloseFailed: 0,
     stoppedEarly: false,
     intervalUsed: false,

@@ -42,7 +42,7 @@ import type {
   EntryDeletion,
   HealthOutcome,
   HealthReport,
-  HeartbeatCursor,
+  HeartbeatCursors,
   HeartbeatGroups,
   HolderRef,
   InstanceStore,
@@ -215,12 +215,12 @@ export class DynamoDbRegistryStore
     return this.#heartbeats.heldEntriesOf(group, range);
   }
 
-  heartbeatCursor(): Promise<HeartbeatCursor | undefined> {
-    return this.#heartbeats.heartbeatCursor();
+  heartbeatCursors(): Promise<HeartbeatCursors> {
+    return this.#heartbeats.heartbeatCursors();
   }
 
-  saveHeartbeatCursor(cursor: HeartbeatCursor | undefined): Promise<void> {
-    return this.#heartbeats.saveHeartbeatCursor(cursor);
+  saveHeartbeatCursors(cursors: HeartbeatCursors): Promise<void> {
+    return this.#heartbeats.saveHeartbeatCursors(cursors);
   }
   livenessMark(): Promise<EpochMillis | undefined> {
     return this.#sweeper.livenessMark();

@@ -19,7 +19,7 @@ import type {
   DepartureKey,
   DisruptionStore,
   EntryDeletion,
-  HeartbeatCursor,
+  HeartbeatCursors,
   HeartbeatGroups,
   NameRange,
   SweepIndexState,
@@ -118,12 +118,12 @@ export class DynamoDbSweeperStore implements SweeperStore {
     return this.#heartbeats.heldEntriesOf(group, range);
   }
 
-  heartbeatCursor(): Promise<HeartbeatCursor | undefined> {
-    return this.#heartbeats.heartbeatCursor();
+  heartbeatCursors(): Promise<HeartbeatCursors> {
+    return this.#heartbeats.heartbeatCursors();
   }
 
-  saveHeartbeatCursor(cursor: HeartbeatCursor | undefined): Promise<void> {
-    return this.#heartbeats.saveHeartbeatCursor(cursor);
+  saveHeartbeatCursors(cursors: HeartbeatCursors): Promise<void> {
+    return this.#heartbeats.saveHeartbeatCursors(cursors);
   }
   livenessMark(): Promise<EpochMillis | undefined> {
     return this.#sweeper.livenessMark();

@@ -407,9 +407,9 @@ export interface HeartbeatStore {
    * those named after `after` and/or at most `upTo` (a lane resuming where it stopped).
    */
   heldEntriesOf(group: ObjectRef, range?: NameRange): AsyncIterable<EntryRecord>;
-  /** Where the heartbeat lane stopped when a run ran out of time (none: it finished a pass). */
-  heartbeatCursor?(): Promise<HeartbeatCursor | undefined>;
-  saveHeartbeatCursor?(cursor: HeartbeatCursor | undefined): Promise<void>;
+  /** Where each namespace's share of the heartbeat lane stopped when a run's pass was cut. */
+  heartbeatCursors?(): Promise<HeartbeatCursors>;
+  saveHeartbeatCursors?(cursors: HeartbeatCursors): Promise<void>;
 }
 
 /** Entry names after `after` (exclusive) and at most `upTo` (inclusive), in name order. */
@@ -418,8 +418,8 @@ export interface NameRange {
   upTo?: string;
 }
 
-/** The group (`<namespace>/<name>`) and the last entry name a stopped pass had checked. */
-export interface HeartbeatCursor {
-  group: string;
-  after: string;
-}
+/**
+ * By namespace: the group (its name) and the last entry name its share of a cut pass had
+ * checked. A namespace whose share of the pass was done has none.
+ */
+export type HeartbeatCursors = Record<string, { group: string; after: string }>;

@@ -271,6 +271,7 @@ describe('alarms and dashboard', () => {
       METRIC.reconnected,
       METRIC.unregistered,
       METRIC.swept,
+      METRIC.silentHolders,
       METRIC.healthTransitions,
     ]) {
       expect(body).toContain(`\\"WorkloadRegistrar\\",\\"${metric}\\"`);

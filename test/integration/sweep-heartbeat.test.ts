@@ -210,6 +210,8 @@ describe("a group's heartbeat", () => {
       .requests()
       .find((r) => r.command === 'Query' && String(r.input.FilterExpression).includes('conns'));
     expect(query?.input).toMatchObject({
+      // Pages of 100: a pass reads only as far as it gets (it ends with the sweep interval).
+      Limit: 100,
       KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
       FilterExpression: 'autoRegistrationGroup = :group AND attribute_exists(conns)',
       ExpressionAttributeValues: { ':from': 'WE#web-', ':to': 'WE#web-\uffff', ':group': 'web' },

@@ -237,6 +237,29 @@ describe('the local console', () => {
     ]);
   });
 
+  it('tells the connections the sweeper closed for silence, with the count by namespace', () => {
+    const silent = (fields: Record<string, unknown>) => ({
+      level: 'WARN',
+      message: 'connections silent past their heartbeat were closed; their entries left',
+      ...envelope('registrar-sweeper'),
+      ...fields,
+    });
+    expect(
+      lines([
+        silent({ silent: 1, byNamespace: { shop: 1 }, closeFailed: 0 }),
+        silent({
+          silent: 3,
+          byNamespace: { shop: 2, pay: 1 },
+          closeFailed: 1,
+          firstCloseFailure: 'TooManyRequestsException: slow down',
+        }),
+      ]),
+    ).toEqual([
+      'sweep closed 1 connection silent past its heartbeat (shop: 1)',
+      'sweep closed 3 connections silent past their heartbeat (pay: 1, shop: 2); 1 close failed: TooManyRequestsException: slow down',
+    ]);
+  });
+
   it("tells fail static in the fleet's and the cells' words, never normal beside a slowed cell", () => {
     // Issue 35: the console printed `sweep normal ... disruptedZones=[pay#us-east-1a] ...
     // slowed=0` while `registrar sweep status` said the cell was slowed.

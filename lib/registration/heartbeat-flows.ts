@@ -1,0 +1,154 @@
+import type { EntryRecord } from '../domain/entry-record.ts';
+import type { ObjectRef } from '../domain/model.ts';
+import type { HeartbeatCursors, HeartbeatStore, NameRange } from '../store/registry-store.ts';
+
+/**
+ * One namespace's share of a heartbeat pass (sweep-heartbeat.ts): the held entries of its
+ * groups that set a heartbeat, one group after another. The pass serves the namespaces'
+ * flows in turn, one check each, as the deletion lane serves its namespace flows
+ * (namespace-flows.ts): so a namespace's volume, however made (a group of 10,000 VMs, or a
+ * thousand groups of ten), costs another namespace one check per round, never a pass.
+ *
+ * The next record is always asked for ahead (`pending`): every flow reads its first page as
+ * the pass opens, side by side, and a flow's next page is on its way while the others take
+ * their turns. A flow still reading a page is not waited for (`ready`): the pass serves the
+ * others meanwhile, so one namespace's reads (its large pages, a slow store) never stand in
+ * the way of another's turn.
+ */
+export class HeartbeatFlow {
+  readonly namespace: string;
+  readonly #records: AsyncIterator<EntryRecord>;
+  #pending: Promise<IteratorResult<EntryRecord>>;
+  #ready = false;
+  #done = false;
+  #last: { group: string; after: string } | undefined;
+
+  constructor(namespace: string, records: AsyncIterable<EntryRecord>) {
+    this.namespace = namespace;
+    this.#records = records[Symbol.asyncIterator]();
+    this.#pending = this.#readAhead();
+  }
+
+  /** Its next entry (or its end) is read: a turn given to it now does not wait. */
+  get ready(): boolean {
+    return this.#ready;
+  }
+
+  /** Settles once `ready`. */
+  async whenReady(): Promise<void> {
+    await this.#pending;
+  }
+
+  /** The next held entry of the namespace's heartbeat groups; undefined once there is none. */
+  async take(): Promise<EntryRecord | undefined> {
+    const next = await this.#pending;
+    if (next.done) {
+      this.#done = true;
+      return undefined;
+    }
+    this.#pending = this.#readAhead();
+    const group = next.value.autoRegistrationGroup;
+    if (group !== undefined) this.#last = { group, after: next.value.entry.metadata.name };
+    return next.value;
+  }
+
+  /** Every entry of its share was taken. */
+  get done(): boolean {
+    return this.#done;
+  }
+
+  /** The last entry taken (its group's name and its own), where a cut pass resumes. */
+  get position(): { group: string; after: string } | undefined {
+    return this.#last;
+  }
+
+  #readAhead(): Promise<IteratorResult<EntryRecord>> {
+    this.#ready = false;
+    return this.#records.next().then((next) => {
+      this.#ready = true;
+      return next;
+    });
+  }
+
+  /** Ends its reads (a pass that stops at the end of its run's interval, or its deadline). */
+  async close(): Promise<void> {
+    await this.#records.return?.();
+  }
+}
+
+/**
+ * A flow per namespace, in turn order: namespaces and each namespace's groups rotated by
+ * `slot` (the pass's time in MIN_PASS_MS), so a pass that stops early does not leave the same
+ * namespaces for last pass after pass. A namespace with a cursor (its share of the last pass
+ * was cut: the run's interval or deadline came first) starts in the cursor's group after the
+ * entry it names, goes through its other groups, and ends with that group's entries up to
+ * it: every held entry once, however many runs the namespace's share takes (one group of
+ * 100,000 VMs is more than a run checks). A group whose read fails is reported and skipped;
+ * its namespace's other groups still come.
+ */
+export function heartbeatFlows(
+  store: Pick<HeartbeatStore, 'heldEntriesOf'>,
+  groups: Iterable<ObjectRef>,
+  slot: number,
+  onReadFailure: (error: unknown) => void,
+  cursors: HeartbeatCursors = {},
+): HeartbeatFlow[] {
+  const byNamespace = new Map<string, ObjectRef[]>();
+  for (const group of groups) {
+    const list = byNamespace.get(group.namespace) ?? [];
+    list.push(group);
+    byNamespace.set(group.namespace, list);
+  }
+  const namespaces = rotated([...byNamespace.keys()].sort(), slot);
+  return namespaces.map((namespace) => {
+    const own = (byNamespace.get(namespace) ?? []).sort((a, b) => (a.name < b.name ? -1 : 1));
+    return new HeartbeatFlow(
+      namespace,
+      heldEntriesOfAll(store, stretchesOf(own, slot, cursors[namespace]), onReadFailure),
+    );
+  });
+}
+
+/** One stretch of a namespace's share: a group's held entries, or those in a name range. */
+interface Stretch {
+  group: ObjectRef;
+  range: NameRange;
+}
+
+function stretchesOf(
+  groups: readonly ObjectRef[],
+  slot: number,
+  cursor: { group: string; after: string } | undefined,
+): Stretch[] {
+  const at = cursor ? groups.findIndex((group) => group.name === cursor.group) : -1;
+  const resumed = at >= 0 ? groups[at] : undefined;
+  if (!cursor || !resumed) return rotated(groups, slot).map((group) => ({ group, range: {} }));
+  const others = [...groups.slice(at + 1), ...groups.slice(0, at)];
+  return [
+    { group: resumed, range: { after: cursor.after } },
+    ...others.map((group) => ({ group, range: {} })),
+    { group: resumed, range: { upTo: cursor.after } },
+  ];
+}
+
+async function* heldEntriesOfAll(
+  store: Pick<HeartbeatStore, 'heldEntriesOf'>,
+  stretches: readonly Stretch[],
+  onReadFailure: (error: unknown) => void,
+): AsyncGenerator<EntryRecord> {
+  for (const { group, range } of stretches) {
+    try {
+      for await (const record of store.heldEntriesOf(group, range)) yield record;
+    } catch (error) {
+      // One group's read failed: the namespace's other groups are still checked, and the
+      // next pass reads this one again.
+      onReadFailure(error);
+    }
+  }
+}
+
+function rotated<T>(items: readonly T[], slot: number): T[] {
+  if (items.length === 0) return [];
+  const first = ((slot % items.length) + items.length) % items.length;
+  return [...items.slice(first), ...items.slice(0, first)];
+}
