@@ -37,11 +37,23 @@ export interface BundleOptions {
 /** `$connect` in IAM mode trusts its stack's Region by default: one certificate. */
 export const CONNECT_CERTIFICATE_REGIONS: readonly string[] = ['us-east-1'];
 
+/**
+ * Functions whose constructs name their entry themselves (infra/constructs/projector.ts,
+ * mesh-identity.ts): bundled with the same settings, without FUNCTION_ALIASES, as deployed.
+ */
+const OTHER_ENTRIES = {
+  project: 'functions/project.ts',
+  meshIdentity: 'functions/mesh-identity.ts',
+} as const;
+
+export type BundledFunction = FunctionName | keyof typeof OTHER_ENTRIES;
+
 export async function bundleFunction(
-  name: FunctionName | 'project',
+  name: BundledFunction,
   options: BundleOptions = {},
 ): Promise<Metafile> {
-  const entry = name === 'project' ? 'functions/project.ts' : FUNCTION_ENTRIES[name];
+  const other = name === 'project' || name === 'meshIdentity';
+  const entry = other ? OTHER_ENTRIES[name] : FUNCTION_ENTRIES[name];
   const result = await build({
     entryPoints: [join(REPO_ROOT, entry)],
     bundle: true,
@@ -59,7 +71,7 @@ export async function bundleFunction(
     define: bundleDefine(
       options.certificateRegions ?? (name === 'connect' ? CONNECT_CERTIFICATE_REGIONS : []),
     ),
-    ...(name === 'project' ? {} : { alias: { ...FUNCTION_ALIASES } }),
+    ...(other ? {} : { alias: { ...FUNCTION_ALIASES } }),
     metafile: true,
     logLevel: 'silent',
   });

@@ -319,6 +319,100 @@ const sections: Record<string, Section> = {
       );
     },
   },
+  'handler-memory': {
+    title:
+      'Lambda heap over warm invocations: each bundle in its own process, heap after a full GC per batch, slope after the warm-up quarter (dynalite, management API stand-in)',
+    run: async () => {
+      const { HEAP_FUNCTIONS, INTERPRETER_ONLY, measureHandlerHeap } = await import(
+        './handler-heap.ts'
+      );
+      // BENCH_HEAP_INVOCATIONS: one count for every function (default: 12,000 on the request
+      // path, 2,400 sweeper and rollout runs). BENCH_HEAP_FUNCTIONS: a comma-separated subset.
+      const count = process.env.BENCH_HEAP_INVOCATIONS;
+      const chosen = process.env.BENCH_HEAP_FUNCTIONS?.split(',').filter(Boolean);
+      const unknown = chosen?.filter(
+        (name) => !(HEAP_FUNCTIONS as readonly string[]).includes(name),
+      );
+      if (unknown?.length) {
+        throw new Error(
+          `unknown function ${unknown.join(', ')}; choose from ${HEAP_FUNCTIONS.join(', ')}`,
+        );
+      }
+      const kb = (bytes: number) => (bytes / 1024).toFixed(0);
+      // BENCH_HEAP_V8_FLAGS=interpreter: the test's setting (no compilers); default as Lambda.
+      const v8Flags = process.env.BENCH_HEAP_V8_FLAGS === 'interpreter' ? INTERPRETER_ONLY : [];
+      const results = await measureHandlerHeap({
+        v8Flags,
+        ...(chosen ? { functions: chosen as (typeof HEAP_FUNCTIONS)[number][] } : {}),
+        invocations: count
+          ? Number(count)
+          : {
+              authorize: 12_000,
+              connect: 12_000,
+              disconnect: 12_000,
+              message: 12_000,
+              sweeper: 2_400,
+              ec2StateChange: 12_000,
+              rollout: 2_400,
+              meshIdentity: 12_000,
+            },
+        batches: 16,
+        onCheckpoint: (name, c) =>
+          console.log(
+            `${name} after ${c.invocations}: heap ${kb(c.heapUsed)} KB (code ${kb(c.code)} KB), external ${kb(c.external)} KB`,
+          ),
+      });
+      console.log('');
+      table(
+        [
+          'function',
+          'invocations',
+          'heap after import KB',
+          'heap after warm-up KB',
+          'heap at end KB',
+          'slope KB / 1,000',
+          'slope without code KB / 1,000',
+          'accepted',
+          'ms / invocation',
+        ],
+        results.map((r) => {
+          const warm = r.checkpoints.find((c) => c.invocations === r.warmup);
+          const last = r.checkpoints.at(-1);
+          return [
+            r.name,
+            r.invocations,
+            kb(r.imported.heapUsed),
+            `${kb(warm?.heapUsed ?? 0)} (after ${r.warmup})`,
+            kb(last?.heapUsed ?? 0),
+            (r.slopePer1000 / 1024).toFixed(1),
+            (r.objectSlopePer1000 / 1024).toFixed(1),
+            `${r.accepted}${r.firstUnexpected ? ` (first other: ${r.firstUnexpected})` : ''}`,
+            (r.invokeMs / r.invocations).toFixed(2),
+          ];
+        }),
+      );
+      if (chosen && !chosen.includes('meshIdentity')) return;
+      // The message budget's bound (lib/domain/message-budget.ts: 10,000 connections): each
+      // sidecar ask from a connection of its own; the slope counts the second half only.
+      const churn = Number(process.env.BENCH_HEAP_CHURN_ASKS ?? 30_000);
+      console.log(`\nmeshIdentity, each of ${churn} asks from a new connection:`);
+      const [bound] = await measureHandlerHeap({
+        functions: ['meshIdentity'],
+        invocations: churn,
+        batches: 15,
+        warmupBatches: 8,
+        sidecarChurn: true,
+        v8Flags,
+        onCheckpoint: (_name, c) =>
+          console.log(`after ${c.invocations}: heap ${kb(c.heapUsed)} KB`),
+      });
+      if (bound) {
+        console.log(
+          `slope after ${bound.warmup}: ${(bound.slopePer1000 / 1024).toFixed(1)} KB / 1,000; accepted ${bound.accepted}`,
+        );
+      }
+    },
+  },
   scale: {
     title:
       'Fleet scale: the deployed sweeper handler, the SDK management API client against an HTTP stand-in (25 ms), rotations through $connect/$disconnect, DynamoDB Local (simulated clock); one namespace, then the fair-sweeper case',
