@@ -8,7 +8,7 @@ import { createDynamoDbClient } from '../lib/store/dynamodb-client.ts';
 import { ensureTable } from '../lib/store/ensure-table.ts';
 import { bundleFunction } from './bundle-size.ts';
 import type { RunnerReply } from './handler-heap-runner.ts';
-import { heapSlopePer1000 } from './heap-slope.ts';
+import { heapSlopePer1000, sustainedHeapSlopePer1000 } from './heap-slope.ts';
 import {
   API,
   Fleet,
@@ -72,6 +72,8 @@ export interface HandlerHeap {
   checkpoints: HeapCheckpoint[];
   /** Theil-Sen slope of heapUsed over the checkpoints after the warm-up, bytes / 1,000 invocations. */
   slopePer1000: number;
+  /** The smaller of the two halves' slopes (heap-slope.ts): growth that lasts, not a step. */
+  sustainedSlopePer1000: number;
   /** The same without compiled code (heapUsed - code): what the function's objects add. */
   objectSlopePer1000: number;
   /** Invocations answered as the workload expects (Allow, 200, a summary; mesh identity: its refusal). */
@@ -219,6 +221,9 @@ async function measureOne(
       imported: runner.imported,
       checkpoints,
       slopePer1000: heapSlopePer1000(
+        counted.map((c) => ({ invocations: c.invocations, bytes: c.heapUsed })),
+      ),
+      sustainedSlopePer1000: sustainedHeapSlopePer1000(
         counted.map((c) => ({ invocations: c.invocations, bytes: c.heapUsed })),
       ),
       objectSlopePer1000: heapSlopePer1000(
