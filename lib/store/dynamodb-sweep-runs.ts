@@ -1,6 +1,6 @@
-import { type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { type DynamoDBDocumentClient, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { EpochMillis } from '../domain/model.ts';
-import { queryItems } from './dynamodb-client.ts';
+import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import { PARTITIONS } from './table-definition.ts';
 
 /**
@@ -13,7 +13,7 @@ import { PARTITIONS } from './table-definition.ts';
  * overwrites the item of RUN_SLOTS intervals before it (120 x 1 min = the last 2 hours), so the
  * table never holds more than RUN_SLOTS of them, and a reader drops a slot older than the ring
  * (a gap in the runs leaves old items behind). Two runs within one interval (a tick skipped and
- * caught up, a manual `sweepNow` of the local runtime) share a slot: the later one is kept.
+ * caught up, a manual `sweepNow` of the local runtime) share a slot: their counts add up.
  *
  * Cost: one PutItem of ~300 bytes per run (1 WRU; 43,200 a month at one run a minute), and a
  * reader's Query of at most RUN_SLOTS small items (~36 KB: 5 RRU eventually consistent).
@@ -82,16 +82,53 @@ export class DynamoDbSweepRuns implements SweepRunStore {
   }
 
   async record(run: SweepRun): Promise<void> {
-    const slot = Math.floor(run.at / this.#slotMs) % RUN_SLOTS;
+    const interval = Math.floor(run.at / this.#slotMs);
+    const slot = interval % RUN_SLOTS;
+    const Key = { pk: PARTITIONS.sweeper, sk: `${RUN_PREFIX}${String(slot).padStart(3, '0')}` };
+    // A second run within the same interval (a tick caught up after a long run, a manual
+    // sweep) adds its counts to the first's: overwriting it lost the first run's deletions
+    // from the chart (CI: "0 deleted" beside a VM the sweeper had just deleted).
+    const names: Record<string, string> = {
+      '#interval': 'interval',
+      '#at': 'at',
+      '#mode': 'mode',
+      '#stopped': 'stoppedEarly',
+    };
+    const values: Record<string, unknown> = {
+      ':interval': interval,
+      ':at': run.at,
+      ':mode': run.mode,
+      ':stopped': run.stoppedEarly,
+    };
+    const adds = COUNTS.map((field, i) => {
+      names[`#c${i}`] = field;
+      values[`:c${i}`] = run[field];
+      return `#c${i} :c${i}`;
+    });
+    try {
+      await this.#client.send(
+        new UpdateCommand({
+          TableName: this.#table,
+          Key,
+          ConditionExpression: '#interval = :interval',
+          UpdateExpression: `SET #at = :at, #mode = :mode, #stopped = :stopped ADD ${adds.join(', ')}`,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+        }),
+      );
+      return;
+    } catch (error) {
+      if (!isConditionFailed(error)) throw error;
+    }
+    // The first run of its interval: it takes the slot from the run RUN_SLOTS intervals before.
     const item: Record<string, unknown> = {
-      pk: PARTITIONS.sweeper,
-      sk: `${RUN_PREFIX}${String(slot).padStart(3, '0')}`,
+      ...Key,
+      interval,
       at: run.at,
       mode: run.mode,
       stoppedEarly: run.stoppedEarly,
     };
     for (const field of COUNTS) item[field] = run[field];
-    // Unconditional: the newest run of a slot wins, and a retried put writes the same item.
     await this.#client.send(new PutCommand({ TableName: this.#table, Item: item }));
   }
 

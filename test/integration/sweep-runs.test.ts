@@ -69,6 +69,20 @@ describe('the sweeper runs ring', () => {
     ]);
   });
 
+  it("adds a second run of the same interval to the first, so neither run's deletions vanish", async () => {
+    const registry = await freshRegistry(dynamo.endpoint);
+    const runs = new DynamoDbSweepRuns(registry.client, registry.tableName, MINUTE);
+    // A run that deleted a VM, then a run caught up within the same minute that deleted none.
+    await runs.record(run(T0 + 1_000, 1, { livenessChecked: 2 }));
+    await runs.record(run(T0 + 30_000, 0, { livenessChecked: 3, mode: 'held' }));
+    expect(await runs.recent(0)).toEqual([
+      run(T0 + 30_000, 1, { livenessChecked: 5, mode: 'held' }),
+    ]);
+    // The next interval starts its own count.
+    await runs.record(run(T0 + MINUTE, 0));
+    expect((await runs.recent(0)).map((r) => r.deleted)).toEqual([1, 0]);
+  });
+
   it('never holds more than RUN_SLOTS items, however many runs there were', async () => {
     const registry = await freshRegistry(dynamo.endpoint);
     const runs = new DynamoDbSweepRuns(registry.client, registry.tableName, MINUTE);
