@@ -1,7 +1,7 @@
 /**
  * `npm run package [-- --out DIR]`: builds every artifact (packaging/build-artifacts.ts) of
- * this checkout's version into dist/packages/ (or DIR). `npm run release` does the same for a
- * release, with checksums (scripts/release.ts).
+ * this checkout as it is (its node_modules, uncommitted changes included) into dist/packages/
+ * (or DIR). `npm run release` builds a commit alone, with checksums (scripts/release.ts).
  */
 
 import { resolve } from 'node:path';

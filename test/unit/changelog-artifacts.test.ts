@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { compareVersions, parseReleaseVersion } from '../../lib/domain/release-version.ts';
+import { recordedArtifacts } from '../../packaging/release-record.ts';
 import { readChangelog } from '../fixtures/previous-release.ts';
 
 /**
@@ -10,12 +11,6 @@ import { readChangelog } from '../fixtures/previous-release.ts';
  */
 const text = readFileSync(new URL('../../CHANGELOG.md', import.meta.url), 'utf8');
 const FIRST_WITH_ARTIFACTS = parseReleaseVersion('0.2.0');
-
-function section(version: string): string {
-  const start = text.indexOf(`\n## ${version} - `);
-  const end = text.indexOf('\n## ', start + 1);
-  return text.slice(start, end === -1 ? undefined : end);
-}
 
 describe('CHANGELOG.md artifacts', () => {
   const releases = readChangelog().releases.filter((release) => {
@@ -30,8 +25,7 @@ describe('CHANGELOG.md artifacts', () => {
   it.each(releases.filter((r) => r.commit !== 'pending').map((r) => [r.version]))(
     '%s lists its npm package, .deb, .rpm and bundle with a SHA-256 each',
     (version) => {
-      const rows = [...section(version).matchAll(/^\| `([^`]+)` \| `([0-9a-f]{64})` \|$/gm)];
-      expect(rows.map((row) => row[1])).toEqual([
+      expect(recordedArtifacts(text, version).map((row) => row.name)).toEqual([
         `workload-registrar-${version}.tgz`,
         `registrar-agent_${version}_all.deb`,
         `registrar-agent-${version}-1.noarch.rpm`,
