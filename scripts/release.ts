@@ -37,16 +37,19 @@ if (values.check) {
     process.exit(2);
   }
   const outDir = mkdtempSync(join(tmpdir(), `registrar-release-check-${version}-`));
+  let ok = false;
   try {
     const built = buildFromCommit({ repo: root, commit, outDir, log });
-    const { ok, lines } = compareArtifacts(recordedArtifacts(changelog, version), built);
+    const compared = compareArtifacts(recordedArtifacts(changelog, version), built);
+    ok = compared.ok;
     process.stdout.write(
-      `release ${version} of ${commit}, rebuilt:\n${lines.map((l) => `  ${l}\n`).join('')}`,
+      `release ${version} of ${commit}, rebuilt:\n${compared.lines.map((l) => `  ${l}\n`).join('')}`,
     );
-    process.exit(ok ? 0 : 1);
   } finally {
+    // Before exiting: process.exit skips a finally still to come.
     rmSync(outDir, { recursive: true, force: true });
   }
+  process.exit(ok ? 0 : 1);
 }
 
 const status = execFileSync('git', ['-C', root, 'status', '--porcelain', '--untracked-files=no'], {

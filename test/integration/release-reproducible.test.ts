@@ -1,5 +1,6 @@
 import { execFile, spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { recordedArtifacts } from '../../packaging/release-record.ts';
@@ -48,7 +49,12 @@ describe.skipIf(
     const { version } = previousRelease(readChangelog());
     const recorded = recordedArtifacts(readFileSync(join(REPO, 'CHANGELOG.md'), 'utf8'), version);
     expect(recorded.length).toBe(4);
+    const scratch = () =>
+      readdirSync(tmpdir()).filter((name) => name.startsWith('registrar-release-'));
+    const before = scratch();
     const check = await releaseCheck(version);
+    // The release's tree (with its node_modules) and the built artifacts are gone again.
+    expect(scratch().filter((name) => !before.includes(name))).toEqual([]);
     expect(check.stderr).not.toMatch(/failed|Error/);
     expect(check.code, check.stdout).toBe(0);
     for (const { name, sha256 } of recorded) {
