@@ -67,6 +67,22 @@ export interface SweepResult {
   slowed: Record<string, number>;
   /** Deletions of abnormally departed entries made after a hold outlived its bound, by cell. */
   afterHoldBound: Record<string, number>;
+  /** The heartbeat lane this run served, when heartbeat groups exist (sweep-heartbeat.ts). */
+  heartbeat?: HeartbeatLaneReport;
+}
+
+/** What a run's heartbeat lane did: for its metrics and the warning to add lanes. */
+export interface HeartbeatLaneReport {
+  lane: number;
+  /** The plan it worked from (lib/domain/heartbeat-lanes.ts) and the plan it published, if any. */
+  planVersion: number;
+  published?: number;
+  /** Holders it checked (all its passes). */
+  checked: number;
+  /** Passes over its whole share that ended in this run, and how long each took (ms). */
+  passesMs: number[];
+  /** The shortest silence bound among the heartbeat groups: a pass must take less. */
+  shortestBoundMs: number;
 }
 
 export function emptyResult(dryRun: boolean): SweepResult {
