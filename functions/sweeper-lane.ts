@@ -130,6 +130,12 @@ export function reportHeartbeatLane(result: SweepResult): void {
     });
   }
   if (late.length > 0) warnLate(report, late);
+  if (report.staleLanes) {
+    logger.warn(
+      `heartbeat lanes ${report.staleLanes.join(', ')} have not run for two sweep intervals; their shares of the heartbeat groups are checked only by the liveness interval until they do`,
+      { staleLanes: report.staleLanes },
+    );
+  }
 }
 
 function warnLate(report: HeartbeatLaneReport, late: number[]): void {

@@ -26,8 +26,8 @@ export interface LaneRun {
   state: HeartbeatLaneState;
   /** Samples are kept only with more than one lane (they serve the plan alone). */
   sampling: boolean;
-  /** The state as read, to write it only when it changed. */
-  read: string;
+  /** Lane 0 with several lanes: the lanes whose item says they have not run lately. */
+  stale?: number[];
 }
 
 /**
@@ -50,6 +50,7 @@ export async function openLane(
   let plan: LanePlan = FIRST_PLAN;
   let published: number | undefined;
   let stored: HeartbeatLaneState | undefined;
+  let stale: number[] | undefined;
   try {
     if (!multi) {
       stored = await store.heartbeatLane?.(0);
@@ -59,6 +60,7 @@ export async function openLane(
         store.heartbeatLanes?.() ?? new Map<number, HeartbeatLaneState>(),
       ]);
       stored = states.get(0);
+      stale = staleLanes(states, lanes, options);
       // A plan published now takes effect from a later run (its `from`), not this one.
       published = (await publishPlan(store, options, record, states, groups))?.version;
       plan = effectivePlan(record, options.now);
@@ -85,7 +87,7 @@ export async function openLane(
     share: shareOf(plan, lane, groups),
     state,
     sampling: multi,
-    read: JSON.stringify(stored ?? null),
+    ...(stale ? { stale } : {}),
   };
 }
 
@@ -97,9 +99,10 @@ export function recordStretch(run: LaneRun, read: StretchRead): void {
 }
 
 /**
- * Writes the lane's item when it changed, keeping only samples of its current share (a
- * group that left it, or dropped its heartbeat, is no longer its to report). A failed write
- * is a failure of this lane's run: its next run resumes from the cursor it last wrote.
+ * Writes the lane's item, every run (its `ranAt` tells lane 0 it runs), keeping only samples
+ * of its current share (a group that left it, or dropped its heartbeat, is no longer its to
+ * report). A failed write is a failure of this lane's run: its next run resumes from the
+ * cursor it last wrote.
  */
 export async function saveLane(store: SweepStore, run: LaneRun, result: SweepResult) {
   if (result.dryRun) return;
@@ -109,11 +112,28 @@ export async function saveLane(store: SweepStore, run: LaneRun, result: SweepRes
     const names = run.state.samples[key];
     if (names) samples[key] = names.filter((name) => inRange(name, range));
   }
-  const state = { ...run.state, samples };
-  if (JSON.stringify(state) === run.read) return;
   await store
-    .saveHeartbeatLane?.(run.lane, state)
+    .saveHeartbeatLane?.(run.lane, { ...run.state, samples })
     .catch((error: unknown) => recordFailure(result, error));
+}
+
+/**
+ * Lanes 1 .. lanes-1 whose item was last written more than two sweep intervals ago (or
+ * never): their invocations fail or do not start (a missing rule, a throttled function), so
+ * their shares go unchecked but by the liveness windows. Lane 0's log names them.
+ */
+function staleLanes(
+  states: ReadonlyMap<number, HeartbeatLaneState>,
+  lanes: number,
+  options: SweepOptions,
+): number[] {
+  const interval = options.policy.sweepIntervalMs ?? 60_000;
+  const stale: number[] = [];
+  for (let lane = 1; lane < lanes; lane++) {
+    const ranAt = states.get(lane)?.ranAt;
+    if (ranAt === undefined || ranAt < options.now - 2 * interval) stale.push(lane);
+  }
+  return stale;
 }
 
 /** Lane `lane`'s share under `plan`: each heartbeat group it checks, whole or a range. */

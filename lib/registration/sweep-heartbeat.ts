@@ -65,6 +65,7 @@ export async function checkHeartbeatGroups(
     lane: run.lane,
     planVersion: run.plan.version,
     ...(run.published === undefined ? {} : { published: run.published }),
+    ...(run.stale && run.stale.length > 0 ? { staleLanes: run.stale } : {}),
     checked: 0,
     passesMs: [],
     shortestBoundMs: shortest,
@@ -97,6 +98,7 @@ export async function checkHeartbeatGroups(
       if (outOfTime()) return;
     }
   } finally {
+    run.state.ranAt = options.now;
     await saveLane(store, run, result);
   }
 }

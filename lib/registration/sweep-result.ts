@@ -83,6 +83,8 @@ export interface HeartbeatLaneReport {
   passesMs: number[];
   /** The shortest silence bound among the heartbeat groups: a pass must take less. */
   shortestBoundMs: number;
+  /** Lane 0: the lanes that have not run for two sweep intervals (their shares wait). */
+  staleLanes?: number[];
 }
 
 export function emptyResult(dryRun: boolean): SweepResult {

@@ -438,6 +438,8 @@ export interface HeartbeatLaneState {
   complete: boolean;
   samples: GroupSamples;
   passStartedAt?: EpochMillis;
+  /** When the lane last ran (written every run: lane 0 names the lanes that stopped running). */
+  ranAt?: EpochMillis;
 }
 
 /** Entry names after `after` (exclusive) and at most `upTo` (inclusive), in name order. */
