@@ -88,13 +88,17 @@ async function lanesBed(options: { big?: number } = {}) {
   const asked = new Map<string, number>();
   const closed: string[] = [];
   const sweeperStore = new DynamoDbSweeperStore(client, tableName);
-  const faults = { laneRead: new Set<number>(), laneWrite: new Set<number>() };
+  const faults = { laneRead: new Set<number>(), laneWrite: new Set<number>(), lanesQuery: false };
   // The real adapter; a lane's own item can be made to fail (a throttled read or write).
   const overrides: Partial<DynamoDbSweeperStore> = {
     heartbeatLane: (lane) =>
       faults.laneRead.has(lane)
         ? Promise.reject(new Error(`ProvisionedThroughputExceededException (lane ${lane})`))
         : sweeperStore.heartbeatLane(lane),
+    heartbeatLanes: () =>
+      faults.lanesQuery
+        ? Promise.reject(new Error('ProvisionedThroughputExceededException (lanes)'))
+        : sweeperStore.heartbeatLanes(),
     saveHeartbeatLane: (lane, state) =>
       faults.laneWrite.has(lane)
         ? Promise.reject(new Error(`ProvisionedThroughputExceededException (lane ${lane})`))
@@ -295,6 +299,15 @@ describe('heartbeat lanes', () => {
     expect(third.every((run) => run.status === 'fulfilled')).toBe(true);
     const held = bed.held.filter((id) => !bed.gone.has(id));
     expect([...bed.asked.keys()].sort()).toEqual(held.sort());
+
+    // Lane 0 cannot read the lanes' items: it skips its heartbeat share this tick rather
+    // than take every lane's (no plan read, no pass), and the other lanes go on.
+    bed.faults.lanesQuery = true;
+    bed.asked.clear();
+    bed.setClock(at + 2 * TICK);
+    await expect(bed.invoke(0)).rejects.toThrow(/lanes/);
+    expect(bed.asked.size).toBe(0);
+    expect((await bed.invoke(1)).heartbeat?.checked).toBeGreaterThan(0);
   }, 120_000);
 
   it("runs one invocation of a lane at a time, and never takes the sweep's lease", async () => {
