@@ -42,6 +42,10 @@ export function passPeriodMs(shortestMs: number, sweepIntervalMs: number): numbe
  * its passes, so another tenant's crashed VM due meanwhile waited for all of them too: up to
  * 12 s late with sweeps every second, now 1.6 s at most
  * (test/integration/heartbeat-fair-shares.test.ts measures both).
+ *
+ * With several heartbeat lanes (`heartbeatLanes`, lib/domain/heartbeat-lanes.ts), this run
+ * checks only its lane's share (heartbeat-lane-state.ts: the plan, the share, the lane's own
+ * cursors and samples); lane 0 also publishes the next plan.
  */
 export async function checkHeartbeatGroups(
   store: SweepStore,
