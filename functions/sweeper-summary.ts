@@ -27,6 +27,8 @@ export interface SweeperSummary {
     checked: number;
     /** Passes over the lane's whole share that ended in this run, each one's time (ms). */
     passesMs: number[];
+    /** Lane 0: lanes that have not run for two sweep intervals (their shares wait). */
+    staleLanes?: number[];
   };
 }
 

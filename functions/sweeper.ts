@@ -302,8 +302,10 @@ function byZone(byCell: Record<string, number>): Record<string, number> {
 export function heartbeatOf(result: SweepResult): Pick<SweeperSummary, 'heartbeat'> {
   const report = result.heartbeat;
   if (!report) return {};
-  const { lane, planVersion, checked, passesMs } = report;
-  return { heartbeat: { lane, planVersion, checked, passesMs } };
+  const { lane, planVersion, checked, passesMs, staleLanes } = report;
+  return {
+    heartbeat: { lane, planVersion, checked, passesMs, ...(staleLanes ? { staleLanes } : {}) },
+  };
 }
 
 function sum(counts: Record<string, number>): number {

@@ -310,6 +310,21 @@ describe('heartbeat lanes', () => {
     expect((await bed.invoke(1)).heartbeat?.checked).toBeGreaterThan(0);
   }, 120_000);
 
+  it("names a lane that stopped running in lane 0's summary, and no lane while all run", async () => {
+    const bed = await lanesBed({ big: 60 });
+    let at = await bed.warm(T0 + TICK);
+    expect(summaryOf((await bed.round(at))[0]).heartbeat?.staleLanes).toBeUndefined();
+    // Lane 1's rule is gone: only lanes 0 and 2 run for three ticks.
+    let last: SweeperSummary | undefined;
+    for (let tick = 0; tick < 3; tick++) {
+      at += TICK;
+      bed.setClock(at);
+      last = await bed.invoke(0);
+      await bed.invoke(2);
+    }
+    expect(last?.heartbeat?.staleLanes).toEqual([1]);
+  }, 120_000);
+
   it("runs one invocation of a lane at a time, and never takes the sweep's lease", async () => {
     const bed = await lanesBed({ big: 30 });
     const at = T0 + TICK;
