@@ -64,8 +64,9 @@ export const METRIC = {
   /**
    * Heartbeat lanes (lib/domain/heartbeat-lanes.ts), by `Lane`: the holders a lane's run
    * checked; how long each pass over its whole share took; and passes that took longer than
-   * the shortest heartbeat bound (1 each: a silent VM in that share may be found late; add
-   * lanes). Emitted by every lane's run while heartbeat groups exist.
+   * their period, half the shortest heartbeat bound (1 each: the next pass slot was skipped,
+   * so a silent VM in that share may be found late; add lanes). Emitted by every lane's run
+   * while heartbeat groups exist.
    */
   heartbeatChecks: 'HeartbeatChecks',
   heartbeatPassSeconds: 'HeartbeatPassSeconds',

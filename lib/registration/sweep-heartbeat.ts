@@ -73,6 +73,7 @@ export async function checkHeartbeatGroups(
     checked: 0,
     passesMs: [],
     shortestBoundMs: shortest,
+    periodMs: period,
   };
   result.heartbeat = report;
   const started = elapsed();

@@ -81,8 +81,13 @@ export interface HeartbeatLaneReport {
   checked: number;
   /** Passes over its whole share that ended in this run, and how long each took (ms). */
   passesMs: number[];
-  /** The shortest silence bound among the heartbeat groups: a pass must take less. */
+  /** The shortest silence bound among the heartbeat groups. */
   shortestBoundMs: number;
+  /**
+   * How often a pass starts (half the shortest bound, 5 s to one interval): a pass over the
+   * lane's share must take less, or its next slot is skipped and an entry waits twice as long.
+   */
+  periodMs: number;
   /** Lane 0: the lanes that have not run for two sweep intervals (their shares wait). */
   staleLanes?: number[];
 }
