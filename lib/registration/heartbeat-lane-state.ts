@@ -60,7 +60,7 @@ export async function openLane(
         store.heartbeatLanes?.() ?? new Map<number, HeartbeatLaneState>(),
       ]);
       stored = states.get(0);
-      stale = staleLanes(states, lanes, options);
+      stale = staleLanes(states, effectivePlan(record, options.now), options);
       // A plan published now takes effect from a later run (its `from`), not this one.
       published = (await publishPlan(store, options, record, states, groups))?.version;
       plan = effectivePlan(record, options.now);
@@ -118,20 +118,22 @@ export async function saveLane(store: SweepStore, run: LaneRun, result: SweepRes
 }
 
 /**
- * Lanes 1 .. lanes-1 whose item was last written more than two sweep intervals ago (or
- * never): their invocations fail or do not start (a missing rule, a throttled function), so
- * their shares go unchecked but by the liveness windows. Lane 0's log names them.
+ * Lanes 1 .. n-1 of the plan in effect that have not written their item for two sweep
+ * intervals: their invocations fail or do not start (a rule deleted by hand, a throttled
+ * function), so their shares go unchecked but by the liveness windows. A lane that never
+ * wrote counts once the plan has been in effect that long (right after a deploy that adds
+ * lanes, their first runs race this one). Lane 0's log names them.
  */
 function staleLanes(
   states: ReadonlyMap<number, HeartbeatLaneState>,
-  lanes: number,
+  plan: LanePlan,
   options: SweepOptions,
 ): number[] {
-  const interval = options.policy.sweepIntervalMs ?? 60_000;
+  const since = options.now - 2 * (options.policy.sweepIntervalMs ?? 60_000);
   const stale: number[] = [];
-  for (let lane = 1; lane < lanes; lane++) {
+  for (let lane = 1; lane < plan.lanes; lane++) {
     const ranAt = states.get(lane)?.ranAt;
-    if (ranAt === undefined || ranAt < options.now - 2 * interval) stale.push(lane);
+    if (ranAt === undefined ? plan.from < since : ranAt < since) stale.push(lane);
   }
   return stale;
 }
