@@ -73,6 +73,52 @@ const sections: Record<string, Section> = {
       );
     },
   },
+  'silence-lanes': {
+    title:
+      'Silence with heartbeat lanes: the deployed sweeper handler, each lane run alone (BENCH_SILENCE_VMS, default 10,000; BENCH_SILENCE_SETTINGS, default "10x3:1 10x3:3": <interval s>x<misses>:<lanes>)',
+    run: async () => {
+      const { measureSilenceLanes } = await import('./silence-lanes.ts');
+      const settings = (process.env.BENCH_SILENCE_SETTINGS ?? '10x3:1 10x3:3')
+        .split(' ')
+        .map((spec) => {
+          const [beat = '10x3', lanes = '1'] = spec.split(':');
+          const [interval = 10, misses = 3] = beat.split('x').map(Number);
+          return { heartbeat: { intervalMs: interval * 1000, misses }, lanes: Number(lanes) };
+        });
+      const results = await measureSilenceLanes(
+        Number(process.env.BENCH_SILENCE_VMS ?? 10_000),
+        settings,
+      );
+      table(
+        [
+          'setting',
+          'lanes',
+          'lane',
+          'checks',
+          'full passes',
+          'first pass s',
+          'CPU / check ms',
+          'silent closed',
+          'last closed s',
+          'load',
+        ],
+        results.flatMap((r) =>
+          r.perLane.map((lane) => [
+            r.heartbeat,
+            r.lanes,
+            lane.lane,
+            lane.checks,
+            lane.fullPasses,
+            (lane.firstPassMs / 1000).toFixed(1),
+            lane.cpuPerCheckMs.toFixed(2),
+            lane.closed,
+            (lane.lastCloseMs / 1000).toFixed(1),
+            lane.load,
+          ]),
+        ),
+      );
+    },
+  },
   liveness: {
     title: 'Liveness checks: GET @connections calls per connected VM per hour (1,000 VMs, 5 min)',
     run: async () => {

@@ -1,5 +1,4 @@
 import { sweeperSizing } from '../infra/constructs/sweeper-sizing.ts';
-import { startDynalite } from '../infra/local/dynalite-server.ts';
 import { buildRegistration } from '../lib/domain/build-entry.ts';
 import { entryOrigin } from '../lib/domain/entry-name.ts';
 import { HEARTBEAT_ANNOTATIONS, type Heartbeat, silenceBoundMs } from '../lib/domain/heartbeat.ts';
@@ -7,6 +6,7 @@ import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-c
 import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { ensureTable } from '../lib/store/ensure-table.ts';
 import { benchGroup, benchIp, inBatches } from './bench-entries.ts';
+import { startDynaliteProcess } from './dynalite-process.ts';
 import { startManagementApiStandIn } from './management-api-stand-in.ts';
 import { sweeperRunner } from './sweeper-runner.ts';
 
@@ -22,6 +22,10 @@ export interface SilenceAtScale {
   checks: number;
   runWallMs: number;
   runCpuMs: number;
+  /** The store's CPU (dynalite, its own process) during the run: not in `runCpuMs`. */
+  storeCpuMs: number;
+  /** `runCpuMs / checks`: the sweeper's CPU per holder check. */
+  cpuPerCheckMs: number;
   managementCalls: number;
   /** Silent connections closed so far after each run (with `runs` > 1). */
   closedByRun: number[];
@@ -42,7 +46,8 @@ export async function measureSilenceAtScale(
   silentShare = 0.01,
   runs = 1,
 ): Promise<SilenceAtScale> {
-  const dynamo = await startDynalite();
+  // The store in a process of its own: this process's CPU during a run is the sweeper's.
+  const dynamo = await startDynaliteProcess();
   const raw = createDynamoDbClient({ region: 'us-east-1', endpoint: dynamo.endpoint });
   const standIn = await startManagementApiStandIn(25);
   try {
@@ -93,8 +98,10 @@ export async function measureSilenceAtScale(
     );
     await standIn.markSilent(silentIds, Date.now() - silenceBoundMs(heartbeat) - 5_000);
     const callsBefore = await standIn.calls();
+    const storeCpu = await dynamo.cpuMs();
     const began = Date.now();
     const run = await sweeper.run(seen + 2 * 60_000);
+    const storeCpuMs = (await dynamo.cpuMs()) - storeCpu;
     const closes = await standIn.closes();
     // Further scheduled runs, a minute apart in the sweeper's time: each goes on from where
     // the last one's deadline stopped its pass (the heartbeat cursor).
@@ -103,15 +110,18 @@ export async function measureSilenceAtScale(
       await sweeper.run(seen + (2 + k) * 60_000);
       closedByRun.push((await standIn.closes()).length);
     }
+    const checks = run.summary?.livenessChecked ?? 0;
     return {
       vms,
       heartbeat: `${heartbeat.intervalMs / 1000}s x ${heartbeat.misses}`,
       silent,
       closed: closes.length,
       lastClosedMs: closes.length > 0 ? Math.max(...closes.map((c) => c.at)) - began : Number.NaN,
-      checks: run.summary?.livenessChecked ?? 0,
+      checks,
       runWallMs: Math.round(run.wallMs),
       runCpuMs: Math.round(run.cpuMs),
+      storeCpuMs: Math.round(storeCpuMs),
+      cpuPerCheckMs: Math.round((run.cpuMs / checks) * 1000) / 1000,
       managementCalls: (await standIn.calls()) - callsBefore,
       closedByRun,
     };

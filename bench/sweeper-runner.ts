@@ -24,8 +24,11 @@ export interface SweeperRun {
 }
 
 export interface SweeperRunner {
-  /** One scheduled invocation at simulated time `now`, with a Lambda deadline of `timeoutS`. */
-  run(now: EpochMillis): Promise<SweeperRun>;
+  /**
+   * One scheduled invocation at simulated time `now`, with a Lambda deadline of `timeoutS`:
+   * the sweep (lane 0), or heartbeat lane `lane` (the event its rule sends).
+   */
+  run(now: EpochMillis, lane?: number): Promise<SweeperRun>;
 }
 
 /**
@@ -64,7 +67,7 @@ export function sweeperRunner(options: {
   };
   const handler = createSweeperHandler(deps);
   return {
-    run: async (at) => {
+    run: async (at, lane = 0) => {
       now = at;
       const context = lambdaContext('registrar-sweeper', config.region, options.timeoutS * 1000);
       const cpu = process.cpuUsage();
@@ -73,7 +76,7 @@ export function sweeperRunner(options: {
       let summary: SweeperSummary | undefined;
       let error: string | undefined;
       try {
-        summary = await handler({}, context);
+        summary = await handler(lane === 0 ? {} : { heartbeatLane: lane }, context);
       } catch (failure) {
         error = failure instanceof Error ? failure.message : String(failure);
       }

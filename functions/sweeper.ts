@@ -16,45 +16,13 @@ import { runSweep, type SweepResult } from '../lib/registration/sweep.ts';
 import { RELEASE } from '../lib/release.ts';
 import { lazyHandler } from '../lib/wiring/lazy-handler.ts';
 import { type SweeperDependencies, sweeperDependencies } from '../lib/wiring/sweeper.ts';
+import { type HeartbeatLaneEvent, laneOf, reportHeartbeatLane, runLane } from './sweeper-lane.ts';
+import { EMPTY_SUMMARY, type SweeperSummary } from './sweeper-summary.ts';
 
-export interface SweeperSummary {
-  deleted: number;
-  conflicts: number;
-  candidatesRead: number;
-  /** Namespaces with due candidates this run: each had an equal share of it. */
-  namespacesWithDue: number;
-  livenessChecked: number;
-  livenessUnknown: number;
-  phantomsDropped: number;
-  /** Holders silent past their group's heartbeat, dropped and closed. */
-  silentDropped: number;
-  stoppedEarly: boolean;
-  /** Deletes and liveness checks that failed; the invocation then fails after the rest. */
-  failed: number;
-  /**
-   * Fail static, the fleet's word (lib/domain/cell-mode.ts): normal, slowed, held,
-   * hold-expired or released; `skipped` when another run held the sweep lease.
-   */
-  mode: string;
-  held: number;
-  slowed: number;
-}
+export type { SweeperSummary } from './sweeper-summary.ts';
 
-const EMPTY_SUMMARY: SweeperSummary = {
-  deleted: 0,
-  conflicts: 0,
-  candidatesRead: 0,
-  namespacesWithDue: 0,
-  livenessChecked: 0,
-  livenessUnknown: 0,
-  phantomsDropped: 0,
-  silentDropped: 0,
-  stoppedEarly: false,
-  failed: 0,
-  mode: 'normal',
-  held: 0,
-  slowed: 0,
-};
+/** The schedule's tick (lane 0: the sweep), or heartbeat lane k's (sweeper-lane.ts). */
+export type SweeperEvent = ScheduledEvent | Record<string, never> | HeartbeatLaneEvent;
 
 /**
  * Time kept back from the invocation's deadline: one paced delete or one liveness check (a few
@@ -70,11 +38,12 @@ export const DEADLINE_MARGIN_MS = 5_000;
  */
 export function createSweeperHandler(
   deps: SweeperDependencies,
-): FunctionHandler<ScheduledEvent | Record<string, never>, SweeperSummary> {
-  async function onSchedule(
-    _event: ScheduledEvent | Record<string, never>,
-    context: Context,
-  ): Promise<SweeperSummary> {
+): FunctionHandler<SweeperEvent, SweeperSummary> {
+  async function onSchedule(event: SweeperEvent, context: Context): Promise<SweeperSummary> {
+    // Heartbeat lanes 1 .. n-1 only check their share of the heartbeat groups, under leases
+    // of their own: they never take the sweep's (below), so no lane delays a deletion.
+    const lane = laneOf(event, deps.config.heartbeatLanes);
+    if (lane > 0) return runLane(deps, lane, context, DEADLINE_MARGIN_MS);
     // One run at a time: the lease lasts until this invocation's deadline (on Lambda, the
     // timeout is shorter than the sweep interval), and never longer than one interval (the
     // local runtime's invocations have 15 minutes), so a run that crashes or is killed blocks
@@ -168,6 +137,7 @@ export function createSweeperHandler(
         closeConnection: deps.closeConnection,
         repeatHeartbeatPasses: true,
         connectSettleMs: deps.config.connectSettleMs,
+        heartbeatLanes: deps.config.heartbeatLanes,
         failStatic: { ...sweep.failStatic, sweepIntervalMs: sweep.sweepIntervalMs },
       });
     } finally {
@@ -187,6 +157,7 @@ export function createSweeperHandler(
     // A total, not by namespace (a dimension per tenant is a custom metric each); the log
     // line below names them.
     recordCount(METRIC.silentHolders, result.silentDropped);
+    reportHeartbeatLane(result);
     if (result.silentDropped > 0) {
       logger.warn('connections silent past their heartbeat were closed; their entries left', {
         silent: result.silentDropped,
@@ -225,6 +196,7 @@ export function createSweeperHandler(
       mode: result.disruption?.fleetMode ?? 'normal',
       held: sum(result.held),
       slowed: sum(result.slowed),
+      ...heartbeatOf(result),
     };
     // One small put for registrar dashboard's chart of recent runs; it never fails the run.
     await deps.sweepRuns?.record({ at: deps.now(), ...summary }).catch((error: unknown) => {
@@ -245,7 +217,7 @@ export function createSweeperHandler(
     return summary;
   }
 
-  return middy<ScheduledEvent | Record<string, never>, SweeperSummary>()
+  return middy<SweeperEvent, SweeperSummary>()
     .use(injectLambdaContext(logger, { resetKeys: true }))
     .use(logMetrics(metrics))
     .use(errorsLoggedAndRethrown(logger))
@@ -324,6 +296,16 @@ function byZone(byCell: Record<string, number>): Record<string, number> {
     zones[zone] = (zones[zone] ?? 0) + count;
   }
   return zones;
+}
+
+/** The heartbeat lane's part of a summary (lane 0's and the other lanes' alike). */
+export function heartbeatOf(result: SweepResult): Pick<SweeperSummary, 'heartbeat'> {
+  const report = result.heartbeat;
+  if (!report) return {};
+  const { lane, planVersion, checked, passesMs, staleLanes } = report;
+  return {
+    heartbeat: { lane, planVersion, checked, passesMs, ...(staleLanes ? { staleLanes } : {}) },
+  };
 }
 
 function sum(counts: Record<string, number>): number {

@@ -13,6 +13,7 @@ import {
 } from '../lib/config-schemas.ts';
 import { parseMinorLine } from '../lib/domain/agent-skew.ts';
 import { formatDuration, parseDuration } from '../lib/domain/duration.ts';
+import { MAX_HEARTBEAT_LANES } from '../lib/domain/heartbeat-lanes.ts';
 import { DEFAULT_FLEET_SIZE } from './route-throttle.ts';
 
 /**
@@ -97,6 +98,11 @@ export interface StackOptionsInput {
    * and the two before it (docs/operations.md, "Version skew").
    */
   oldestAgentVersion?: string;
+  /**
+   * Sweeper invocations that share the checks of groups that set a heartbeat (1 to 16,
+   * default 1): docs/operations.md, "Heartbeat lanes".
+   */
+  heartbeatLanes?: string | number;
 }
 
 /** The validated options. */
@@ -128,6 +134,7 @@ export interface StackOptions {
   fleetSize: number;
   /** `MAJOR.MINOR`, or undefined: the skew policy's default. */
   oldestAgentVersion: string | undefined;
+  heartbeatLanes: number;
 }
 
 /** The context keys, one per option, as they are typed on the command line. */
@@ -151,6 +158,7 @@ export const OPTION_KEYS = [
   'ec2States',
   'fleetSize',
   'oldestAgentVersion',
+  'heartbeatLanes',
 ] as const satisfies readonly (keyof StackOptionsInput)[];
 
 export class StackOptionsError extends Error {}
@@ -230,6 +238,14 @@ const schema = z.object({
       message: 'must be MAJOR.MINOR, such as 0.1',
     })
     .optional(),
+  heartbeatLanes: z.coerce
+    .number({ message: `must be a whole number from 1 to ${MAX_HEARTBEAT_LANES}` })
+    .int({ message: `must be a whole number from 1 to ${MAX_HEARTBEAT_LANES}` })
+    .min(1, { message: `must be a whole number from 1 to ${MAX_HEARTBEAT_LANES}` })
+    .max(MAX_HEARTBEAT_LANES, {
+      message: `must be a whole number from 1 to ${MAX_HEARTBEAT_LANES} (16 lanes check 100,000 VMs every 5 s)`,
+    })
+    .default(DEFAULTS.heartbeatLanes),
 });
 
 /**
@@ -312,6 +328,7 @@ export function resolveStackOptions(
     ec2States: Object.freeze(v.ec2States),
     fleetSize: v.fleetSize,
     oldestAgentVersion: v.oldestAgentVersion,
+    heartbeatLanes: v.heartbeatLanes,
   });
 }
 

@@ -32,6 +32,16 @@ export const positiveInteger: Check<number> = (text) => {
     : new Invalid(`must be a positive integer, got '${text}'`);
 };
 
+/** A whole number from `min` to `max` (a count with a ceiling, such as heartbeat lanes). */
+export function wholeNumberIn(min: number, max: number): Check<number> {
+  return (text) => {
+    const value = Number(text);
+    return text.trim() !== '' && Number.isInteger(value) && value >= min && value <= max
+      ? value
+      : new Invalid(`must be a whole number from ${min} to ${max}, got '${text}'`);
+  };
+}
+
 /** A share strictly between 0 and 1, written `55%` or `0.55`. */
 export const share: Check<number> = (text) => {
   const trimmed = text.trim();

@@ -27,6 +27,7 @@ export const ENV = {
   namespaceSettingsCache: 'REGISTRAR_NAMESPACE_SETTINGS_CACHE',
   instanceIdentityRegions: 'REGISTRAR_INSTANCE_IDENTITY_REGIONS',
   oldestAgentVersion: 'REGISTRAR_OLDEST_AGENT_VERSION',
+  heartbeatLanes: 'REGISTRAR_HEARTBEAT_LANES',
 } as const;
 
 export const DEFAULTS = {
@@ -56,4 +57,6 @@ export const DEFAULTS = {
   // How long $connect trusts a namespace's settings once read: an operator's change reaches
   // every connect within it, and a connect reads them at most this often per function instance.
   namespaceSettingsCache: '30s',
+  // One sweeper invocation checks the heartbeat groups' holders (lib/domain/heartbeat-lanes.ts).
+  heartbeatLanes: 1,
 } as const;

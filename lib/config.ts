@@ -3,6 +3,7 @@ import { DEFAULTS, ENV } from './config-env.ts';
 import { type AgentSkewPolicy, agentSkewPolicy } from './domain/agent-skew.ts';
 import type { DisruptionPolicy } from './domain/disruption.ts';
 import { formatDuration, parseDuration } from './domain/duration.ts';
+import { MAX_HEARTBEAT_LANES } from './domain/heartbeat-lanes.ts';
 import type { LivenessPolicy, SweepPolicy } from './domain/sweep-policy.ts';
 import { RELEASE } from './release.ts';
 
@@ -70,6 +71,11 @@ export interface Config {
    * the floor, down for a fleet that lags, up to turn away a release with a known fault.
    */
   agentSkew: AgentSkewPolicy;
+  /**
+   * Sweeper invocations that share the heartbeat groups' checks (lib/domain/heartbeat-lanes.ts):
+   * lane 0 is the scheduled sweep, lanes 1 .. n-1 invocations of their own. 1 to 16.
+   */
+  heartbeatLanes: number;
 }
 
 /** The most liveness windows (index reads per shard) one sweep may make: see readConfig. */
@@ -167,6 +173,11 @@ const FIELDS = {
   },
   instanceIdentityRegions: { variable: ENV.instanceIdentityRegions, check: check.regionList },
   oldestAgentVersion: { variable: ENV.oldestAgentVersion, check: check.minorLine },
+  heartbeatLanes: {
+    variable: ENV.heartbeatLanes,
+    check: check.wholeNumberIn(1, MAX_HEARTBEAT_LANES),
+    prefault: String(DEFAULTS.heartbeatLanes),
+  },
 } as const;
 
 type Fields = typeof FIELDS;
@@ -277,6 +288,7 @@ export function readConfig(env: Record<string, string | undefined>): Readonly<Co
     namespaceSettingsCacheMs: v.namespaceSettingsCache,
     instanceIdentityRegions: Object.freeze(v.instanceIdentityRegions ?? [v.region]),
     agentSkew: Object.freeze(agentSkewPolicy(RELEASE, v.oldestAgentVersion)),
+    heartbeatLanes: v.heartbeatLanes,
   });
 }
 

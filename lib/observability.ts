@@ -61,6 +61,16 @@ export const METRIC = {
    */
   cellsSlowed: 'SweepCellsSlowed',
   cellsHeld: 'SweepCellsHeld',
+  /**
+   * Heartbeat lanes (lib/domain/heartbeat-lanes.ts), by `Lane`: the holders a lane's run
+   * checked; how long each pass over its whole share took; and passes that took longer than
+   * their period, half the shortest heartbeat bound (1 each: the next pass slot was skipped,
+   * so a silent VM in that share may be found late; add lanes). Emitted by every lane's run
+   * while heartbeat groups exist.
+   */
+  heartbeatChecks: 'HeartbeatChecks',
+  heartbeatPassSeconds: 'HeartbeatPassSeconds',
+  heartbeatPassesLate: 'HeartbeatPassesLate',
   /** Entries removed because EC2 reported their instance shutting down or terminated. */
   instanceEntriesRemoved: 'InstanceEntriesRemoved',
   /** Entries set Healthy False / Draining by their agent's drain. */
@@ -145,6 +155,18 @@ export function recordByZone(name: MetricName, byZone: Record<string, number>): 
     total += value;
   }
   metrics.addMetric(name, MetricUnit.Count, total);
+}
+
+/** One value with its heartbeat lane as the `Lane` dimension (16 lanes at most: 16 series). */
+export function recordByLane(
+  name: MetricName,
+  lane: number,
+  value: number,
+  unit: 'Count' | 'Seconds' = 'Count',
+): void {
+  const single = metrics.singleMetric();
+  single.addDimension('Lane', String(lane));
+  single.addMetric(name, unit === 'Seconds' ? MetricUnit.Seconds : MetricUnit.Count, value);
 }
 
 function countByReason(name: MetricName, reason: string): void {

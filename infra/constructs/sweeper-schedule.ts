@@ -1,5 +1,5 @@
 import { Duration } from 'aws-cdk-lib';
-import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
+import { Rule, RuleTargetInput, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import type { Function as RegistrarLambda } from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
@@ -16,10 +16,20 @@ export interface SweeperScheduleProps {
   options: StackOptions;
 }
 
-/** The sweeper function and the EventBridge schedule that runs it. */
+/** EventBridge allows 5 targets a rule. */
+const TARGETS_PER_RULE = 5;
+
+/**
+ * The sweeper function and the EventBridge schedule that runs it; with `heartbeatLanes` n > 1,
+ * also the invocations of heartbeat lanes 1 .. n-1 each tick (functions/sweeper-lane.ts): the
+ * same function, an event naming the lane, on rules of their own (up to 5 lanes a rule), so
+ * the sweep's rule stays as it was.
+ */
 export class SweeperSchedule extends Construct {
   readonly sweeper: RegistrarLambda;
   readonly rule: Rule;
+  /** The rules that start heartbeat lanes 1 .. n-1 (none with one lane). */
+  readonly laneRules: Rule[];
 
   constructor(scope: Construct, id: string, props: SweeperScheduleProps) {
     super(scope, id);
@@ -30,6 +40,8 @@ export class SweeperSchedule extends Construct {
         ...registrarEnvironment(props.registry, props.options),
         [ENV.sweepMaxDeletes]: String(maxDeletes),
         [ENV.sweepDeletesPerSecond]: String(DEFAULTS.sweepDeletesPerSecond),
+        // Lane 0 plans the lanes' shares for this many; a lane's event is checked against it.
+        [ENV.heartbeatLanes]: String(props.options.heartbeatLanes),
       },
       timeout: Duration.seconds(timeoutS),
       memorySize: memoryMb,
@@ -50,5 +62,29 @@ export class SweeperSchedule extends Construct {
       schedule: Schedule.rate(Duration.minutes(props.options.sweepRateMinutes)),
       targets: [new LambdaFunction(sweeper, { retryAttempts: 0 })],
     });
+
+    // Lanes 1 .. n-1, five to a rule: `HeartbeatLanes1` holds lanes 1-5, `HeartbeatLanes6`
+    // lanes 6-10, ... (stable IDs: adding lanes adds rules, never renames one).
+    this.laneRules = [];
+    const lanes = props.options.heartbeatLanes;
+    for (let first = 1; first < lanes; first += TARGETS_PER_RULE) {
+      const last = Math.min(lanes - 1, first + TARGETS_PER_RULE - 1);
+      const targets = [];
+      for (let lane = first; lane <= last; lane++) {
+        targets.push(
+          new LambdaFunction(sweeper, {
+            retryAttempts: 0,
+            event: RuleTargetInput.fromObject({ heartbeatLane: lane }),
+          }),
+        );
+      }
+      this.laneRules.push(
+        new Rule(this, `HeartbeatLanes${first}`, {
+          description: `Runs workload-registrar heartbeat lanes ${first}-${last} (silent VMs of heartbeat groups)`,
+          schedule: Schedule.rate(Duration.minutes(props.options.sweepRateMinutes)),
+          targets,
+        }),
+      );
+    }
   }
 }

@@ -123,6 +123,8 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
             partitions: [PARTITIONS.sweeper, PARTITIONS.config],
           },
           { actions: ['Query', 'UpdateItem', 'DeleteItem'], partitions: [PARTITIONS.zones] },
+          // Lane 0 reads every heartbeat lane's item at once (lib/store/dynamodb-heartbeat-lanes.ts).
+          { actions: ['Query'], partitions: [PARTITIONS.sweeper] },
           // The namespaces whose departures it reads, each from its own index keys.
           { actions: ['Query'], partitions: [PARTITIONS.namespaceIndex] },
         ],

@@ -57,6 +57,7 @@ const FUNCTION_SETTINGS = {
   'secondary-deletes-per-second': ENV.secondaryDeletesPerSecond,
   'hold-bound': ENV.holdBound,
   'ec2-states': ENV.ec2States,
+  'heartbeat-lanes': ENV.heartbeatLanes,
 } as const;
 
 export const USAGE = `Usage: npm start -- [options]
@@ -101,6 +102,7 @@ Options (a flag wins over its environment variable):
   --log-format <f>            REGISTRAR_LOG_FORMAT          human: one line per event (default); json: the functions' raw JSON lines
   --dashboard                                               also serve registrar dashboard's read-only view on 127.0.0.1 (docs/operations.md)
   --dashboard-port <n>        REGISTRAR_DASHBOARD_PORT      its port, 0 = any free (default ${LOCAL_DEFAULTS.dashboardPort}); the flag implies --dashboard
+  --heartbeat-lanes <n>       REGISTRAR_HEARTBEAT_LANES     sweeper invocations sharing the heartbeat groups' checks, 1-16 (default 1)
   Fail static (docs/operations.md):
   --disruption-threshold <s>  REGISTRAR_DISRUPTION_THRESHOLD share of a zone away abnormally that slows it (default 55%)
   --disruption-window <d>     REGISTRAR_DISRUPTION_WINDOW   no connect anywhere for this long, entries away: hold (default 5m)
@@ -146,6 +148,7 @@ export const LOCAL_OPTIONS = {
   'secondary-deletes-per-second': { type: 'string' },
   'hold-bound': { type: 'string' },
   'ec2-states': { type: 'string' },
+  'heartbeat-lanes': { type: 'string' },
   dashboard: { type: 'boolean' },
   'dashboard-port': { type: 'string' },
   'route-throttle': { type: 'string' },

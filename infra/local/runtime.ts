@@ -277,6 +277,20 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       logger.error('sweep failed', { error: String(error) }),
     );
     cleanup.unshift(() => timer.stop());
+    // Heartbeat lanes 1 .. n-1, as the stack's lane rules start them: the same handler, an
+    // event naming the lane, a timer each (a lane's run never doubles up, as the sweep's).
+    for (let lane = 1; lane < deps.config.heartbeatLanes; lane++) {
+      const runLane = () => {
+        const context = lambdaContext('registrar-sweeper', region, 15 * 60_000);
+        return inInvocationScope(context.awsRequestId, () =>
+          sweeper({ heartbeatLane: lane }, context),
+        );
+      };
+      const laneTimer = await startSweepTimer(runLane, sweepIntervalMs, (error) =>
+        logger.error('heartbeat lane failed', { heartbeatLane: lane, error: String(error) }),
+      );
+      cleanup.unshift(() => laneTimer.stop());
+    }
     // dynalite has no TTL: expired history items of deleted entries go on the sweep's pace.
     const history = deps.store as typeof deps.store & Partial<EntryEventStore>;
     if (history.pruneExpiredHistory) {

@@ -1,4 +1,5 @@
 import type { EntryRecord } from '../domain/entry-record.ts';
+import { inRange, SAMPLE_EVERY } from '../domain/heartbeat-lanes.ts';
 import type { ObjectRef } from '../domain/model.ts';
 import type { HeartbeatCursors, HeartbeatStore, NameRange } from '../store/registry-store.ts';
 
@@ -76,6 +77,22 @@ export class HeartbeatFlow {
   }
 }
 
+/** A group of a lane's share and its range of entry names ({} for the whole group). */
+export interface ShareGroup {
+  ref: ObjectRef;
+  range: NameRange;
+}
+
+/**
+ * What a pass read of one stretch: the group, the names it covered (`range`: to the stretch's
+ * end, or to the last name read when the pass was cut), and every SAMPLE_EVERY-th name read.
+ */
+export interface StretchRead {
+  group: ObjectRef;
+  range: NameRange;
+  samples: string[];
+}
+
 /**
  * A flow per namespace, in turn order: namespaces and each namespace's groups rotated by
  * `slot` (the pass's time in MIN_PASS_MS), so a pass that stops early does not leave the same
@@ -84,27 +101,36 @@ export class HeartbeatFlow {
  * entry it names, goes through its other groups, and ends with that group's entries up to
  * it: every held entry once, however many runs the namespace's share takes (one group of
  * 100,000 VMs is more than a run checks). A group whose read fails is reported and skipped;
- * its namespace's other groups still come.
+ * its namespace's other groups still come. A group may be given with a range (a heartbeat
+ * lane's cut of a large group): only that range is read, resumed within it.
  */
 export function heartbeatFlows(
   store: Pick<HeartbeatStore, 'heldEntriesOf'>,
-  groups: Iterable<ObjectRef>,
+  groups: Iterable<ShareGroup>,
   slot: number,
   onReadFailure: (error: unknown) => void,
   cursors: HeartbeatCursors = {},
+  onStretchRead?: (read: StretchRead) => void,
 ): HeartbeatFlow[] {
-  const byNamespace = new Map<string, ObjectRef[]>();
+  const byNamespace = new Map<string, ShareGroup[]>();
   for (const group of groups) {
-    const list = byNamespace.get(group.namespace) ?? [];
+    const list = byNamespace.get(group.ref.namespace) ?? [];
     list.push(group);
-    byNamespace.set(group.namespace, list);
+    byNamespace.set(group.ref.namespace, list);
   }
   const namespaces = rotated([...byNamespace.keys()].sort(), slot);
   return namespaces.map((namespace) => {
-    const own = (byNamespace.get(namespace) ?? []).sort((a, b) => (a.name < b.name ? -1 : 1));
+    const own = (byNamespace.get(namespace) ?? []).sort((a, b) =>
+      a.ref.name < b.ref.name ? -1 : 1,
+    );
     return new HeartbeatFlow(
       namespace,
-      heldEntriesOfAll(store, stretchesOf(own, slot, cursors[namespace]), onReadFailure),
+      heldEntriesOfAll(
+        store,
+        stretchesOf(own, slot, cursors[namespace]),
+        onReadFailure,
+        onStretchRead,
+      ),
     );
   });
 }
@@ -116,18 +142,27 @@ interface Stretch {
 }
 
 function stretchesOf(
-  groups: readonly ObjectRef[],
+  groups: readonly ShareGroup[],
   slot: number,
   cursor: { group: string; after: string } | undefined,
 ): Stretch[] {
-  const at = cursor ? groups.findIndex((group) => group.name === cursor.group) : -1;
+  const whole = (share: ShareGroup) => ({ group: share.ref, range: share.range });
+  const at = cursor ? groups.findIndex((share) => share.ref.name === cursor.group) : -1;
   const resumed = at >= 0 ? groups[at] : undefined;
-  if (!cursor || !resumed) return rotated(groups, slot).map((group) => ({ group, range: {} }));
+  // A cursor outside the group's range (the lane's share changed with a new plan) is no
+  // resume point: the pass starts over.
+  if (!cursor || !resumed || !inRange(cursor.after, resumed.range)) {
+    return rotated(groups, slot).map(whole);
+  }
   const others = [...groups.slice(at + 1), ...groups.slice(0, at)];
+  const { after, upTo } = resumed.range;
   return [
-    { group: resumed, range: { after: cursor.after } },
-    ...others.map((group) => ({ group, range: {} })),
-    { group: resumed, range: { upTo: cursor.after } },
+    { group: resumed.ref, range: { after: cursor.after, ...(upTo === undefined ? {} : { upTo }) } },
+    ...others.map(whole),
+    {
+      group: resumed.ref,
+      range: { ...(after === undefined ? {} : { after }), upTo: cursor.after },
+    },
   ];
 }
 
@@ -135,14 +170,32 @@ async function* heldEntriesOfAll(
   store: Pick<HeartbeatStore, 'heldEntriesOf'>,
   stretches: readonly Stretch[],
   onReadFailure: (error: unknown) => void,
+  onStretchRead: ((read: StretchRead) => void) | undefined,
 ): AsyncGenerator<EntryRecord> {
   for (const { group, range } of stretches) {
+    const samples: string[] = [];
+    let read = 0;
+    let last: string | undefined;
+    let finished = false;
     try {
-      for await (const record of store.heldEntriesOf(group, range)) yield record;
+      for await (const record of store.heldEntriesOf(group, range)) {
+        last = record.entry.metadata.name;
+        if (read % SAMPLE_EVERY === 0) samples.push(last);
+        read += 1;
+        yield record;
+      }
+      finished = true;
     } catch (error) {
       // One group's read failed: the namespace's other groups are still checked, and the
       // next pass reads this one again.
       onReadFailure(error);
+    } finally {
+      // Cut (the pass ended mid-stretch) or failed: what was read up to `last` is still a
+      // fresh reading of that part of the range.
+      if (onStretchRead && (finished || last !== undefined)) {
+        const covered = finished ? range : { ...range, upTo: last as string };
+        onStretchRead({ group, range: covered, samples });
+      }
     }
   }
 }

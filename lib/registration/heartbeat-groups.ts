@@ -45,6 +45,21 @@ export async function loadHeartbeatGroups(
     state = { listedAt: now, groups };
     if (changed && !dryRun) await store.saveHeartbeatGroups?.(state);
   }
+  return asMap(state);
+}
+
+/**
+ * The groups as lane 0 last recorded them, never listed again here: heartbeat lanes 1..n-1
+ * follow lane 0's record (a lane listing too would race it for the record's `since`).
+ */
+export async function recordedHeartbeatGroups(
+  store: Partial<HeartbeatStore>,
+): Promise<Map<string, GroupHeartbeat>> {
+  const state = await store.heartbeatGroups?.();
+  return state ? asMap(state) : new Map();
+}
+
+function asMap(state: HeartbeatGroups): Map<string, GroupHeartbeat> {
   return new Map(
     Object.entries(state.groups).map(([key, { intervalMs, misses, since }]) => [
       key,

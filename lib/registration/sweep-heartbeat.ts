@@ -1,10 +1,11 @@
-import type { EpochMillis, ObjectRef } from '../domain/model.ts';
+import type { EpochMillis } from '../domain/model.ts';
 import type { HeartbeatCursors } from '../store/registry-store.ts';
 import { checkEntryLiveness } from './entry-liveness-check.ts';
 import { type HeartbeatFlow, heartbeatFlows } from './heartbeat-flows.ts';
 import { type GroupHeartbeat, shortestBoundMs } from './heartbeat-groups.ts';
+import { type LaneRun, openLane, recordStretch, saveLane } from './heartbeat-lane-state.ts';
 import type { SweepOptions, SweepStore } from './sweep-options.ts';
-import { recordFailure, type SweepResult } from './sweep-result.ts';
+import { type HeartbeatLaneReport, recordFailure, type SweepResult } from './sweep-result.ts';
 
 /** Passes of one run are at least this far apart: each reads every heartbeat group's entries. */
 export const MIN_PASS_MS = 5_000;
@@ -41,6 +42,10 @@ export function passPeriodMs(shortestMs: number, sweepIntervalMs: number): numbe
  * its passes, so another tenant's crashed VM due meanwhile waited for all of them too: up to
  * 12 s late with sweeps every second, now 1.6 s at most
  * (test/integration/heartbeat-fair-shares.test.ts measures both).
+ *
+ * With several heartbeat lanes (`heartbeatLanes`, lib/domain/heartbeat-lanes.ts), this run
+ * checks only its lane's share (heartbeat-lane-state.ts: the plan, the share, the lane's own
+ * cursors and samples); lane 0 also publishes the next plan.
  */
 export async function checkHeartbeatGroups(
   store: SweepStore,
@@ -56,18 +61,38 @@ export async function checkHeartbeatGroups(
   const sleep = options.sleep ?? ((ms: number) => new Promise((r) => setTimeout(r, ms)));
   const period = passPeriodMs(shortest, sweepIntervalMs);
   const repeat = options.repeatHeartbeatPasses === true && !result.dryRun;
-  // Where each namespace's share of the last pass stopped, when a run cut it: this run's first
-  // pass goes on from there.
-  const before = await readCursors(store, result);
+  // This lane's plan, its share of the groups, and where its share of the last pass stopped
+  // when a run cut it: this run's first pass goes on from there.
+  const run = await openLane(store, options, result, groups);
+  if (!run) return;
+  const report: HeartbeatLaneReport = {
+    lane: run.lane,
+    planVersion: run.plan.version,
+    ...(run.published === undefined ? {} : { published: run.published }),
+    ...(run.stale && run.stale.length > 0 ? { staleLanes: run.stale } : {}),
+    checked: 0,
+    passesMs: [],
+    shortestBoundMs: shortest,
+    periodMs: period,
+  };
+  result.heartbeat = report;
   const started = elapsed();
   const sinceStart = () => elapsed() - started;
   // Only a scheduled run has a next run to hand over to; a manual sweep makes its whole pass.
   const intervalUsed = repeat ? () => sinceStart() >= sweepIntervalMs : () => false;
-  const pass = { store, options, result, groups, intervalUsed, cursors: before };
+  const pass = { store, options, result, groups, intervalUsed, run, report };
   try {
     for (;;) {
       // Whole milliseconds: times are written to entries (disconnectedAt) and compared exactly.
-      pass.cursors = await onePass(pass, options.now + Math.round(sinceStart()));
+      const at = options.now + Math.round(sinceStart());
+      run.state.passStartedAt ??= at;
+      run.state.cursors = await onePass(pass, at);
+      if (Object.keys(run.state.cursors).length === 0) {
+        // A pass over the lane's whole share ended (begun in this run or an earlier one).
+        report.passesMs.push(options.now + Math.round(sinceStart()) - run.state.passStartedAt);
+        run.state.complete = true;
+        delete run.state.passStartedAt;
+      }
       if (!repeat || outOfTime()) return;
       // The next pass on the period's grid (0, period, 2 x period, ...): a slot a slow pass
       // overran is skipped, never made up, so the passes never outlast the interval.
@@ -78,21 +103,8 @@ export async function checkHeartbeatGroups(
       if (outOfTime()) return;
     }
   } finally {
-    if (!result.dryRun && JSON.stringify(pass.cursors) !== JSON.stringify(before)) {
-      await store
-        .saveHeartbeatCursors?.(pass.cursors)
-        .catch((error: unknown) => recordFailure(result, error));
-    }
-  }
-}
-
-async function readCursors(store: SweepStore, result: SweepResult): Promise<HeartbeatCursors> {
-  try {
-    return (await store.heartbeatCursors?.()) ?? {};
-  } catch (error) {
-    // Unread, every namespace's share starts over: every entry is still checked, only later.
-    recordFailure(result, error);
-    return {};
+    run.state.ranAt = options.now;
+    await saveLane(store, run, result);
   }
 }
 
@@ -103,20 +115,23 @@ async function onePass(
     result: SweepResult;
     groups: ReadonlyMap<string, GroupHeartbeat>;
     intervalUsed: () => boolean;
-    cursors: HeartbeatCursors;
+    run: LaneRun;
+    report: HeartbeatLaneReport;
   },
   now: EpochMillis,
 ): Promise<HeartbeatCursors> {
-  const { store, options, result, groups, intervalUsed, cursors } = pass;
+  const { store, options, result, groups, intervalUsed, run, report } = pass;
+  const { cursors } = run.state;
   const outOfTime = options.outOfTime ?? (() => false);
   const concurrency = options.livenessConcurrency ?? HEARTBEAT_CONCURRENCY;
   const lanes = new Set<Promise<void>>();
   const flows = heartbeatFlows(
     store as Required<Pick<SweepStore, 'heldEntriesOf'>>,
-    [...groups.keys()].map(refOf),
+    run.share,
     Math.floor(now / MIN_PASS_MS),
     (error) => recordFailure(result, error),
     cursors,
+    (read) => recordStretch(run, read),
   );
   const active: HeartbeatFlow[] = [...flows];
   try {
@@ -139,6 +154,7 @@ async function onePass(
       // A flow served out of turn (the one in turn was reading a page) leaves the turn where it
       // was: the reading flow is served as soon as its page is in.
       turn = at === turn % active.length ? at + 1 : turn;
+      report.checked += 1;
       const lane = checkEntryLiveness(record, { store, options, result, groups, now })
         .catch((error: unknown) => recordFailure(result, error))
         .finally(() => lanes.delete(lane));
@@ -179,12 +195,6 @@ async function nextReady(
   }
   await Promise.race(active.map((flow) => flow.whenReady()));
   return undefined;
-}
-
-/** `<namespace>/<name>` (heartbeat-groups.ts groupKeyOf) back to the group. */
-function refOf(key: string): ObjectRef {
-  const slash = key.indexOf('/');
-  return { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
 }
 
 function elapsedSince(start: number): () => number {

@@ -53,6 +53,12 @@ export interface SweepOptions {
    * until the sweep interval is over (sweep-heartbeat.ts); the sweeper function sets it.
    */
   repeatHeartbeatPasses?: boolean;
+  /**
+   * Heartbeat lanes (lib/domain/heartbeat-lanes.ts): how many the stack runs (default 1), and
+   * which one this run is (default 0: the scheduled sweep, which also plans the lanes' shares).
+   */
+  heartbeatLanes?: number;
+  heartbeatLane?: number;
   /** Injected so tests move the passes' clock; milliseconds since the run began by default. */
   elapsedMs?: () => number;
   /**

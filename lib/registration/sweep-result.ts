@@ -67,6 +67,29 @@ export interface SweepResult {
   slowed: Record<string, number>;
   /** Deletions of abnormally departed entries made after a hold outlived its bound, by cell. */
   afterHoldBound: Record<string, number>;
+  /** The heartbeat lane this run served, when heartbeat groups exist (sweep-heartbeat.ts). */
+  heartbeat?: HeartbeatLaneReport;
+}
+
+/** What a run's heartbeat lane did: for its metrics and the warning to add lanes. */
+export interface HeartbeatLaneReport {
+  lane: number;
+  /** The plan it worked from (lib/domain/heartbeat-lanes.ts) and the plan it published, if any. */
+  planVersion: number;
+  published?: number;
+  /** Holders it checked (all its passes). */
+  checked: number;
+  /** Passes over its whole share that ended in this run, and how long each took (ms). */
+  passesMs: number[];
+  /** The shortest silence bound among the heartbeat groups. */
+  shortestBoundMs: number;
+  /**
+   * How often a pass starts (half the shortest bound, 5 s to one interval): a pass over the
+   * lane's share must take less, or its next slot is skipped and an entry waits twice as long.
+   */
+  periodMs: number;
+  /** Lane 0: the lanes that have not run for two sweep intervals (their shares wait). */
+  staleLanes?: number[];
 }
 
 export function emptyResult(dryRun: boolean): SweepResult {

@@ -1,7 +1,9 @@
+import { recordedHeartbeatGroups } from './heartbeat-groups.ts';
 import { deleteDue } from './sweep-deletions.ts';
+import { checkHeartbeatGroups } from './sweep-heartbeat.ts';
 import { checkLiveness } from './sweep-liveness.ts';
 import type { SweepOptions, SweepStore } from './sweep-options.ts';
-import { emptyResult, type SweepResult } from './sweep-result.ts';
+import { emptyResult, recordFailure, type SweepResult } from './sweep-result.ts';
 
 export { LIVENESS_CONCURRENCY } from './sweep-liveness.ts';
 export type { SweepOptions, SweepStore } from './sweep-options.ts';
@@ -20,5 +22,25 @@ export type { SweepResult, SweptEntry } from './sweep-result.ts';
 export async function runSweep(store: SweepStore, options: SweepOptions): Promise<SweepResult> {
   const result = emptyResult(options.dryRun ?? false);
   await Promise.all([deleteDue(store, options, result), checkLiveness(store, options, result)]);
+  return result;
+}
+
+/**
+ * One run of heartbeat lane `options.heartbeatLane` (1 .. heartbeatLanes - 1): only the
+ * heartbeat passes over its share (lib/domain/heartbeat-lanes.ts), no deletions, no liveness
+ * windows, no listing of the groups (it follows lane 0's record of them). A failure is this
+ * lane's alone: the other lanes' shares and lane 0's sweep go on.
+ */
+export async function runHeartbeatLane(
+  store: SweepStore,
+  options: SweepOptions,
+): Promise<SweepResult> {
+  const result = emptyResult(options.dryRun ?? false);
+  if (!options.liveness) return result;
+  const groups = await recordedHeartbeatGroups(store).catch((error: unknown) => {
+    recordFailure(result, error);
+    return undefined;
+  });
+  if (groups) await checkHeartbeatGroups(store, options, result, groups);
   return result;
 }

@@ -1,4 +1,4 @@
-import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import { type Heartbeat, parseHeartbeat } from '../domain/heartbeat.ts';
 import type { ObjectRef, WorkloadGroup } from '../domain/model.ts';
@@ -7,17 +7,10 @@ import { DynamoDbNamespaceIndex } from './dynamodb-namespace-index.ts';
 import { groupEntryPrefix } from './dynamodb-rollout-entries.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import { decodeEntry, ENTRY_PREFIX, GROUP_PREFIX, namespacePartition } from './item-codec.ts';
-import type {
-  HeartbeatCursors,
-  HeartbeatGroups,
-  HeartbeatStore,
-  NameRange,
-} from './registry-store.ts';
+import type { HeartbeatGroups, HeartbeatStore, NameRange } from './registry-store.ts';
 
 /** The sweeper's record of the groups that set a heartbeat, beside its liveness mark. */
 const HEARTBEAT_GROUPS_KEY = { pk: 'SWEEPER', sk: 'heartbeats' };
-/** Where the heartbeat lane stopped, when a run ran out of time mid-pass. */
-const HEARTBEAT_CURSOR_KEY = { pk: 'SWEEPER', sk: 'heartbeat-cursor' };
 
 /** Namespaces listed side by side when the sweeper looks for groups that set a heartbeat. */
 const LIST_CONCURRENCY = 8;
@@ -132,29 +125,5 @@ export class DynamoDbHeartbeatGroups implements HeartbeatStore {
       if (range.after && item.sk === from) continue;
       yield decodeEntry(item);
     }
-  }
-
-  async heartbeatCursors(): Promise<HeartbeatCursors> {
-    const item = await this.#table.get(HEARTBEAT_CURSOR_KEY);
-    if (!item || typeof item.cursors !== 'string') return {};
-    return JSON.parse(item.cursors) as HeartbeatCursors;
-  }
-
-  /**
-   * One small item of its own (the groups' record is rewritten whole when a setting changes);
-   * one JSON string, so namespace names stay out of DynamoDB's attribute-name rules.
-   */
-  async saveHeartbeatCursors(cursors: HeartbeatCursors): Promise<void> {
-    const TableName = this.#table.name;
-    if (Object.keys(cursors).length === 0) {
-      await this.#table.client.send(new DeleteCommand({ TableName, Key: HEARTBEAT_CURSOR_KEY }));
-      return;
-    }
-    await this.#table.client.send(
-      new PutCommand({
-        TableName,
-        Item: { ...HEARTBEAT_CURSOR_KEY, cursors: JSON.stringify(cursors) },
-      }),
-    );
   }
 }

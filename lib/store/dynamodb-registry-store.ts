@@ -3,6 +3,7 @@ import type { DisruptionRecord, ZoneCount } from '../domain/disruption.ts';
 import type { EntryEvent } from '../domain/entry-events.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { Heartbeat } from '../domain/heartbeat.ts';
+import type { LanePlanRecord } from '../domain/heartbeat-lanes.ts';
 import type { EpochMillis, ObjectRef, WorkloadEntry, WorkloadGroup } from '../domain/model.ts';
 import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
 import { DynamoDbAddressClaims } from './dynamodb-address-claims.ts';
@@ -18,6 +19,7 @@ import {
 } from './dynamodb-entry-history.ts';
 import { DynamoDbEntryLifecycle } from './dynamodb-entry-lifecycle.ts';
 import { DynamoDbHeartbeatGroups } from './dynamodb-heartbeat-groups.ts';
+import { DynamoDbHeartbeatLanes } from './dynamodb-heartbeat-lanes.ts';
 import { DynamoDbInstanceIndex } from './dynamodb-instance-index.ts';
 import { DynamoDbSweepIndex } from './dynamodb-sweep-index.ts';
 import { DynamoDbSweeperState } from './dynamodb-sweeper-state.ts';
@@ -42,8 +44,8 @@ import type {
   EntryDeletion,
   HealthOutcome,
   HealthReport,
-  HeartbeatCursors,
   HeartbeatGroups,
+  HeartbeatLaneState,
   HolderRef,
   InstanceStore,
   LeaveChange,
@@ -77,6 +79,7 @@ export class DynamoDbRegistryStore
   readonly #departures: DynamoDbDepartureQueues;
   readonly #sweeper: DynamoDbSweeperState;
   readonly #heartbeats: DynamoDbHeartbeatGroups;
+  readonly #lanes: DynamoDbHeartbeatLanes;
   readonly #counters: DynamoDbCellCounters;
   readonly #instances: DynamoDbInstanceIndex;
   readonly #addresses: DynamoDbAddressClaims;
@@ -98,6 +101,7 @@ export class DynamoDbRegistryStore
     this.#departures = new DynamoDbDepartureQueues(table, this.#counters);
     this.#sweeper = new DynamoDbSweeperState(table);
     this.#heartbeats = new DynamoDbHeartbeatGroups(table);
+    this.#lanes = new DynamoDbHeartbeatLanes(table);
     this.#instances = new DynamoDbInstanceIndex(table, this.#counters, this.#history);
     this.#addresses = new DynamoDbAddressClaims(client, tableName);
     this.#catalog = new DynamoDbCatalog(client, tableName, this.#history);
@@ -215,12 +219,24 @@ export class DynamoDbRegistryStore
     return this.#heartbeats.heldEntriesOf(group, range);
   }
 
-  heartbeatCursors(): Promise<HeartbeatCursors> {
-    return this.#heartbeats.heartbeatCursors();
+  heartbeatLane(lane: number): Promise<HeartbeatLaneState | undefined> {
+    return this.#lanes.heartbeatLane(lane);
   }
 
-  saveHeartbeatCursors(cursors: HeartbeatCursors): Promise<void> {
-    return this.#heartbeats.saveHeartbeatCursors(cursors);
+  saveHeartbeatLane(lane: number, state: HeartbeatLaneState): Promise<void> {
+    return this.#lanes.saveHeartbeatLane(lane, state);
+  }
+
+  heartbeatLanes(): Promise<Map<number, HeartbeatLaneState>> {
+    return this.#lanes.heartbeatLanes();
+  }
+
+  heartbeatPlan(): Promise<LanePlanRecord | undefined> {
+    return this.#lanes.heartbeatPlan();
+  }
+
+  saveHeartbeatPlan(record: LanePlanRecord): Promise<void> {
+    return this.#lanes.saveHeartbeatPlan(record);
   }
   livenessMark(): Promise<EpochMillis | undefined> {
     return this.#sweeper.livenessMark();
@@ -228,11 +244,16 @@ export class DynamoDbRegistryStore
   setLivenessMark(at: EpochMillis): Promise<void> {
     return this.#sweeper.setLivenessMark(at);
   }
-  acquireSweepLease(holder: string, now: EpochMillis, until: EpochMillis): Promise<SweepLease> {
-    return this.#sweeper.acquireSweepLease(holder, now, until);
+  acquireSweepLease(
+    holder: string,
+    now: EpochMillis,
+    until: EpochMillis,
+    lane?: number,
+  ): Promise<SweepLease> {
+    return this.#sweeper.acquireSweepLease(holder, now, until, lane);
   }
-  releaseSweepLease(holder: string): Promise<void> {
-    return this.#sweeper.releaseSweepLease(holder);
+  releaseSweepLease(holder: string, lane?: number): Promise<void> {
+    return this.#sweeper.releaseSweepLease(holder, lane);
   }
   disruptionRecord(): Promise<DisruptionRecord | undefined> {
     return this.#sweeper.disruptionRecord();

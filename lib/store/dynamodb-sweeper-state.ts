@@ -12,6 +12,11 @@ const DISRUPTION_KEY = { pk: 'SWEEPER', sk: 'disruption' };
 /** Which sweeper run holds the sweep, and until when. */
 const SWEEP_LEASE_KEY = { pk: 'SWEEPER', sk: 'lease' };
 
+/** Lane 0's lease is the sweep's; heartbeat lane k's is `lease#heartbeat-<k>`, apart from it. */
+function leaseKey(lane = 0): { pk: string; sk: string } {
+  return lane === 0 ? SWEEP_LEASE_KEY : { pk: 'SWEEPER', sk: `lease#heartbeat-${lane}` };
+}
+
 /**
  * The sweeper's items in the `SWEEPER` partition: its lease (one run at a time), its liveness
  * cursor, and fail static's record with an operator's release beside it.
@@ -46,12 +51,13 @@ export class DynamoDbSweeperState {
     holder: string,
     now: EpochMillis,
     until: EpochMillis,
+    lane = 0,
   ): Promise<SweepLease> {
     try {
       await this.#table.client.send(
         new PutCommand({
           TableName: this.#table.name,
-          Item: { ...SWEEP_LEASE_KEY, holder, until },
+          Item: { ...leaseKey(lane), holder, until },
           ConditionExpression: 'attribute_not_exists(pk) OR #until <= :now OR holder = :holder',
           ExpressionAttributeNames: { '#until': 'until' },
           ExpressionAttributeValues: { ':now': now, ':holder': holder },
@@ -60,7 +66,7 @@ export class DynamoDbSweeperState {
       return { acquired: true };
     } catch (error) {
       if (!isConditionFailed(error)) throw error;
-      const item = await this.#table.get(SWEEP_LEASE_KEY);
+      const item = await this.#table.get(leaseKey(lane));
       return {
         acquired: false,
         holder: String(item?.holder ?? 'unknown'),
@@ -70,10 +76,10 @@ export class DynamoDbSweeperState {
   }
 
   /** Ends the lease (until 0: free whatever any clock says), only if this holder has it. */
-  async releaseSweepLease(holder: string): Promise<void> {
+  async releaseSweepLease(holder: string, lane = 0): Promise<void> {
     await this.#table.tryUpdate({
       TableName: this.#table.name,
-      Key: SWEEP_LEASE_KEY,
+      Key: leaseKey(lane),
       UpdateExpression: 'SET #until = :free',
       ConditionExpression: 'holder = :holder',
       ExpressionAttributeNames: { '#until': 'until' },

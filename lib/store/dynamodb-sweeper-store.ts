@@ -2,6 +2,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { DisruptionRecord, ZoneCount } from '../domain/disruption.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { Heartbeat } from '../domain/heartbeat.ts';
+import type { LanePlanRecord } from '../domain/heartbeat-lanes.ts';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
 import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
 import type { SweepStore } from '../registration/sweep-options.ts';
@@ -11,6 +12,7 @@ import { DynamoDbDepartureQueues } from './dynamodb-departure-queues.ts';
 import { DynamoDbEntryHistory, type HistoryLost } from './dynamodb-entry-history.ts';
 import { DynamoDbEntryLifecycle } from './dynamodb-entry-lifecycle.ts';
 import { DynamoDbHeartbeatGroups } from './dynamodb-heartbeat-groups.ts';
+import { DynamoDbHeartbeatLanes } from './dynamodb-heartbeat-lanes.ts';
 import { DynamoDbSweepIndex } from './dynamodb-sweep-index.ts';
 import { DynamoDbSweeperState } from './dynamodb-sweeper-state.ts';
 import { RegistryTable } from './dynamodb-table.ts';
@@ -19,8 +21,8 @@ import type {
   DepartureKey,
   DisruptionStore,
   EntryDeletion,
-  HeartbeatCursors,
   HeartbeatGroups,
+  HeartbeatLaneState,
   NameRange,
   SweepIndexState,
   SweepLease,
@@ -41,6 +43,7 @@ export class DynamoDbSweeperStore implements SweeperStore {
   readonly #departures: DynamoDbDepartureQueues;
   readonly #sweeper: DynamoDbSweeperState;
   readonly #heartbeats: DynamoDbHeartbeatGroups;
+  readonly #lanes: DynamoDbHeartbeatLanes;
   readonly #counters: DynamoDbCellCounters;
 
   constructor(
@@ -60,6 +63,7 @@ export class DynamoDbSweeperStore implements SweeperStore {
     this.#departures = new DynamoDbDepartureQueues(table, this.#counters);
     this.#sweeper = new DynamoDbSweeperState(table);
     this.#heartbeats = new DynamoDbHeartbeatGroups(table);
+    this.#lanes = new DynamoDbHeartbeatLanes(table);
   }
 
   sweepCandidates(
@@ -118,12 +122,24 @@ export class DynamoDbSweeperStore implements SweeperStore {
     return this.#heartbeats.heldEntriesOf(group, range);
   }
 
-  heartbeatCursors(): Promise<HeartbeatCursors> {
-    return this.#heartbeats.heartbeatCursors();
+  heartbeatLane(lane: number): Promise<HeartbeatLaneState | undefined> {
+    return this.#lanes.heartbeatLane(lane);
   }
 
-  saveHeartbeatCursors(cursors: HeartbeatCursors): Promise<void> {
-    return this.#heartbeats.saveHeartbeatCursors(cursors);
+  saveHeartbeatLane(lane: number, state: HeartbeatLaneState): Promise<void> {
+    return this.#lanes.saveHeartbeatLane(lane, state);
+  }
+
+  heartbeatLanes(): Promise<Map<number, HeartbeatLaneState>> {
+    return this.#lanes.heartbeatLanes();
+  }
+
+  heartbeatPlan(): Promise<LanePlanRecord | undefined> {
+    return this.#lanes.heartbeatPlan();
+  }
+
+  saveHeartbeatPlan(record: LanePlanRecord): Promise<void> {
+    return this.#lanes.saveHeartbeatPlan(record);
   }
   livenessMark(): Promise<EpochMillis | undefined> {
     return this.#sweeper.livenessMark();
@@ -131,11 +147,16 @@ export class DynamoDbSweeperStore implements SweeperStore {
   setLivenessMark(at: EpochMillis): Promise<void> {
     return this.#sweeper.setLivenessMark(at);
   }
-  acquireSweepLease(holder: string, now: EpochMillis, until: EpochMillis): Promise<SweepLease> {
-    return this.#sweeper.acquireSweepLease(holder, now, until);
+  acquireSweepLease(
+    holder: string,
+    now: EpochMillis,
+    until: EpochMillis,
+    lane?: number,
+  ): Promise<SweepLease> {
+    return this.#sweeper.acquireSweepLease(holder, now, until, lane);
   }
-  releaseSweepLease(holder: string): Promise<void> {
-    return this.#sweeper.releaseSweepLease(holder);
+  releaseSweepLease(holder: string, lane?: number): Promise<void> {
+    return this.#sweeper.releaseSweepLease(holder, lane);
   }
   disruptionRecord(): Promise<DisruptionRecord | undefined> {
     return this.#sweeper.disruptionRecord();

@@ -3,6 +3,7 @@ import type { DepartureKind, DisruptionRecord, ZoneCount } from '../domain/disru
 import type { DeletionCause } from '../domain/entry-events.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { Heartbeat } from '../domain/heartbeat.ts';
+import type { GroupSamples, LanePlanRecord } from '../domain/heartbeat-lanes.ts';
 import type {
   EpochMillis,
   ObjectRef,
@@ -187,9 +188,18 @@ export type SweepLease =
  * crashes holds it no longer than its deadline.
  */
 export interface SweepLeaseStore {
-  acquireSweepLease(holder: string, now: EpochMillis, until: EpochMillis): Promise<SweepLease>;
+  /**
+   * `lane` 0 (the default) is the sweep's lease; a heartbeat lane 1..n-1 has one of its own,
+   * so two invocations of one lane never overlap and no lane ever blocks the sweep.
+   */
+  acquireSweepLease(
+    holder: string,
+    now: EpochMillis,
+    until: EpochMillis,
+    lane?: number,
+  ): Promise<SweepLease>;
   /** Lets the next run start at once; a lease taken over by another holder is left alone. */
-  releaseSweepLease(holder: string): Promise<void>;
+  releaseSweepLease(holder: string, lane?: number): Promise<void>;
 }
 
 export interface RegistryStore extends DisruptionStore, InstanceStore, SweepLeaseStore {
@@ -407,9 +417,29 @@ export interface HeartbeatStore {
    * those named after `after` and/or at most `upTo` (a lane resuming where it stopped).
    */
   heldEntriesOf(group: ObjectRef, range?: NameRange): AsyncIterable<EntryRecord>;
-  /** Where each namespace's share of the heartbeat lane stopped when a run's pass was cut. */
-  heartbeatCursors?(): Promise<HeartbeatCursors>;
-  saveHeartbeatCursors?(cursors: HeartbeatCursors): Promise<void>;
+  /** A heartbeat lane's own record: where its pass stopped, its samples (one small item). */
+  heartbeatLane?(lane: number): Promise<HeartbeatLaneState | undefined>;
+  saveHeartbeatLane?(lane: number, state: HeartbeatLaneState): Promise<void>;
+  /** Every lane's record (one Query): lane 0 plans from their samples. */
+  heartbeatLanes?(): Promise<Map<number, HeartbeatLaneState>>;
+  /** How the heartbeat groups' entries are shared among the lanes (lib/domain/heartbeat-lanes.ts). */
+  heartbeatPlan?(): Promise<LanePlanRecord | undefined>;
+  saveHeartbeatPlan?(record: LanePlanRecord): Promise<void>;
+}
+
+/**
+ * A heartbeat lane's state, under one plan version: where each namespace's share of its cut
+ * pass stopped, whether it finished a pass over its whole share under that plan, the names it
+ * sampled (by group), and when the pass now going began (for the pass's duration).
+ */
+export interface HeartbeatLaneState {
+  planVersion: number;
+  cursors: HeartbeatCursors;
+  complete: boolean;
+  samples: GroupSamples;
+  passStartedAt?: EpochMillis;
+  /** When the lane last ran (written every run: lane 0 names the lanes that stopped running). */
+  ranAt?: EpochMillis;
 }
 
 /** Entry names after `after` (exclusive) and at most `upTo` (inclusive), in name order. */

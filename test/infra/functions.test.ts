@@ -229,6 +229,12 @@ describe('functions', () => {
         partitions: ['ZONE*'],
         resource: expect.stringMatching(TABLE),
       },
+      // Lane 0 reads every heartbeat lane's item in one Query.
+      {
+        actions: ['dynamodb:Query'],
+        partitions: ['SWEEPER'],
+        resource: expect.stringMatching(TABLE),
+      },
       // The namespaces whose departures it reads, each from its own sweep index keys.
       {
         actions: ['dynamodb:Query'],

@@ -20,6 +20,21 @@ function refusal(argv: string[], env: Record<string, string> = {}): string {
 }
 
 describe('npm start options', () => {
+  it('passes the heartbeat lanes to the functions, and refuses a count outside 1-16 naming the flag', () => {
+    expect(run(['--heartbeat-lanes', '4']).functionEnv).toMatchObject({
+      REGISTRAR_HEARTBEAT_LANES: '4',
+    });
+    expect(run([], { REGISTRAR_HEARTBEAT_LANES: '2' }).functionEnv).toMatchObject({
+      REGISTRAR_HEARTBEAT_LANES: '2',
+    });
+    expect(refusal(['--heartbeat-lanes', '0'])).toBe(
+      "invalid --heartbeat-lanes '0': must be a whole number from 1 to 16, got '0'",
+    );
+    expect(refusal([], { REGISTRAR_HEARTBEAT_LANES: '17' })).toBe(
+      "invalid REGISTRAR_HEARTBEAT_LANES '17': must be a whole number from 1 to 16, got '17'",
+    );
+  });
+
   it('passes the fail-static settings to the functions, from flags or their variables', () => {
     expect(
       run(['--hold-bound', '2h', '--disruption-threshold', '60%', '--ec2-states', 'terminated'], {
