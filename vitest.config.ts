@@ -3,16 +3,16 @@ import { configDefaults, defineConfig } from 'vitest/config';
 // .ci/run asks for a JSON copy of the results to print one plain summary line at the end.
 const resultsFile = process.env.REGISTRAR_TEST_RESULTS;
 const leaveOutRealCluster =
-  (process.env.CI === 'true' && process.env.REGISTRAR_REAL_CLUSTER_STAGE !== '1') ||
-  process.env.REGISTRAR_TEST_BACKEND === 'dynamodb-local';
+  process.env.CI === 'true' && process.env.REGISTRAR_REAL_CLUSTER_STAGE !== '1';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // In CI the real-cluster tests run in a stage of their own after `npm test`
-    // (test/real-cluster/stage.sh, from .ci/run), not twice; they are about the cluster, not the
-    // store, so the DynamoDB Local run leaves them out too. Elsewhere they run with the rest
-    // when test/real-cluster/build.sh has built their binaries, and skip with one line otherwise.
+    // (test/real-cluster/stage.sh, from .ci/run), not twice (they start their own dynalite, so
+    // the DynamoDB Local pass leaves them out: test/dynamodb-local-files.ts). Elsewhere they run
+    // with the rest when test/real-cluster/build.sh has built their binaries, and skip with one
+    // line otherwise.
     exclude: leaveOutRealCluster
       ? [...configDefaults.exclude, 'test/integration/real-cluster-*.test.ts']
       : configDefaults.exclude,
