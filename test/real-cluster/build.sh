@@ -10,8 +10,8 @@
 #
 # The sources come from the Go module proxy into the module cache ($(go env GOMODCACHE)),
 # never into this repository. The binaries go to a cache outside the clone, keyed by the pins
-# (every go.mod and go.sum here, this script and `go version`), so a warm run only checks that
-# the directory is there:
+# (what every go.mod here requires, replaces and builds, every go.sum, the recipe below and
+# `go version`), so a warm run only checks that the directory is there:
 #
 #   ${REGISTRAR_REAL_CLUSTER_CACHE:-$HOME/.cache/workload-registrar/real-cluster}/<key>/
 #     bin/{kube-apiserver,etcd,pilot-discovery}
@@ -24,12 +24,18 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 modules=(kube-apiserver etcd istiod)
 
-# The pins themselves: a change to any of them (or to how this script builds) is a new key.
+# How this script builds (flags, what is copied): bump it when that changes, so that a cache
+# built the old way is not taken for the new one.
+recipe=1
+
+# The pins themselves: a change to any of them (not to a comment), to the recipe or to the Go
+# version is a new key.
 key_input() {
   for m in "${modules[@]}"; do
-    cat "$here/$m/go.mod" "$here/$m/go.sum"
+    (cd "$here/$m" && go mod edit -json)
+    cat "$here/$m/go.sum"
   done
-  cat "$here/build.sh"
+  echo "recipe $recipe"
   go version
 }
 key="$(key_input | sha256sum | cut -c1-16)"

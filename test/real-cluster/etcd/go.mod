@@ -1,6 +1,7 @@
 // The etcd the real-cluster stage runs beside kube-apiserver (test/real-cluster/build.sh).
-// Debian bookworm ships etcd 3.4.23, older than what kube-apiserver 1.37 checks for; this
-// builds etcd's own server module from the Go module proxy instead.
+// Debian bookworm ships etcd 3.4.23, which lacks RequestWatchProgress (kube-apiserver 1.37
+// checks for it, and without it serves no consistent list from its watch cache); this builds
+// etcd's own server module from the Go module proxy instead.
 module workload-registrar/test/real-cluster/etcd
 
 go 1.26.0
