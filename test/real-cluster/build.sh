@@ -22,6 +22,10 @@
 #        test/real-cluster/build.sh --dir       print the directory only (nothing is built)
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
+# The machine's Go (its official install lives in /usr/local/go, which a bare PATH may lack).
+if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then
+  export PATH="/usr/local/go/bin:$PATH"
+fi
 modules=(kube-apiserver etcd istiod)
 
 # How this script builds (flags, what is copied): bump it when that changes, so that a cache

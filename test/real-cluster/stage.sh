@@ -9,6 +9,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
+# The machine's Go (its official install lives in /usr/local/go, which a bare PATH may lack;
+# build.sh looks there too).
+if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then
+  export PATH="/usr/local/go/bin:$PATH"
+fi
 command -v go >/dev/null || { echo 'real-cluster stage: no go on PATH; it builds kube-apiserver, etcd and istiod from test/real-cluster/' >&2; exit 1; }
 echo "real-cluster stage: $(go version)"
 
