@@ -12,7 +12,11 @@ import { reconcile } from '../../lib/projection/projector.ts';
 import { entryRecord, MemoryCatalog, T0 } from '../fixtures/projection-records.ts';
 import { type RealCluster, startRealCluster } from '../fixtures/real-cluster.ts';
 import { realClusterSkip } from '../fixtures/real-cluster-binaries.ts';
-import { PROJECTOR_ROLE, projectorKubeconfig } from '../fixtures/real-cluster-rbac.ts';
+import {
+  documentedProjectorRole,
+  PROJECTOR_ROLE,
+  projectorKubeconfig,
+} from '../fixtures/real-cluster-rbac.ts';
 
 /**
  * The projector against a REAL kube-apiserver (k8s.io/kubernetes, with etcd) serving Istio's
@@ -198,7 +202,12 @@ describe.skipIf(skipped)('the projector against a real kube-apiserver', () => {
       (rule) => rule.verbs.includes('patch') || rule.verbs.includes('*'),
     );
     expect(patch).toEqual([]);
-    expect(PROJECTOR_ROLE).toBe('workload-registrar-projector');
+    // And the role the server holds is the doc's, rule for rule.
+    const role = await cluster.must<{ rules: unknown[] }>(
+      'GET',
+      `/apis/rbac.authorization.k8s.io/v1/clusterroles/${PROJECTOR_ROLE}`,
+    );
+    expect(role.rules).toEqual(documentedProjectorRole().rules);
   });
 
   it('watches: a version the server no longer keeps ends the watch with 410 Gone, and a watch from a listed version resumes', async () => {
