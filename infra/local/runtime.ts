@@ -273,10 +273,14 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       const context = lambdaContext('registrar-sweeper', region, 15 * 60_000);
       return inInvocationScope(context.awsRequestId, () => sweeper({}, context));
     };
-    const timer = await startSweepTimer(sweepNow, sweepIntervalMs, (error) =>
+    // Not awaited: the runtime answers (local.json, the banner, the CLI) as soon as its gateway
+    // listens. The first run still starts now, and a restart's agents reconnect meanwhile;
+    // waiting for it kept the CLI saying "no local runtime is running" for up to 55 s while
+    // agents were already registered again.
+    const timer = startSweepTimer(sweepNow, sweepIntervalMs, (error) =>
       logger.error('sweep failed', { error: String(error) }),
     );
-    cleanup.unshift(() => timer.stop());
+    cleanup.unshift(async () => (await timer).stop());
     // Heartbeat lanes 1 .. n-1, as the stack's lane rules start them: the same handler, an
     // event naming the lane, a timer each (a lane's run never doubles up, as the sweep's).
     for (let lane = 1; lane < deps.config.heartbeatLanes; lane++) {
@@ -286,10 +290,10 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
           sweeper({ heartbeatLane: lane }, context),
         );
       };
-      const laneTimer = await startSweepTimer(runLane, sweepIntervalMs, (error) =>
+      const laneTimer = startSweepTimer(runLane, sweepIntervalMs, (error) =>
         logger.error('heartbeat lane failed', { heartbeatLane: lane, error: String(error) }),
       );
-      cleanup.unshift(() => laneTimer.stop());
+      cleanup.unshift(async () => (await laneTimer).stop());
     }
     // dynalite has no TTL: expired history items of deleted entries go on the sweep's pace.
     const history = deps.store as typeof deps.store & Partial<EntryEventStore>;
