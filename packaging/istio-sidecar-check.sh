@@ -6,14 +6,14 @@
 #
 # The files: the two istio-start.sh sources as root (sidecar.env, cluster.env), the mesh config,
 # the programs it runs as root, and every directory above them up to /. Each is examined with
-# lstat (GNU stat without -L), from / down, and the walk stops at the first one that fails, so
-# nothing is ever looked at through a link. Each must be what root can trust *now*, whatever
-# created it: a regular file or a directory (a link would make root read whatever istio-proxy
-# points it to: attack "a planted link"; a directory swapped for a link, "a swapped
-# directory"), owned by root or, where the agent writes, registrar-agent (istio-proxy owns
-# what Istio's package and VM guide hand it, and gets it back at every Istio upgrade),
-# writable by neither group nor others ("a planted mode": a 0666 file any local user writes;
-# an ACL shows in the group bits), and a file with no other name (a hard link made while
+# lstat (GNU stat without -L), from / down, and the walk stops at the first one that is not a
+# directory, so nothing is ever looked at through a link. Each must be what root can trust
+# *now*, whatever created it: a regular file or a directory (a link would make root read
+# whatever istio-proxy points it to: attack "a planted link"; a directory swapped for a link, "a
+# swapped directory"), owned by root or, where the agent writes, registrar-agent (istio-proxy
+# owns what Istio's package and VM guide hand it, and gets it back at every Istio upgrade),
+# writable by neither group nor others ("a planted mode": a 0666 file any local user writes; an
+# ACL shows in the group bits), and a file with no other name (a hard link made while
 # istio-proxy owned the directory). Once every path passes, nobody but root and the agent can
 # change any of them before istio-start.sh reads them.
 #
@@ -47,9 +47,11 @@ repair="/opt/registrar-agent/istio-sidecar-repair.sh${root:+ --root=$root}"
 reinstall="put back the file Istio's package installs, as root (apt-get install --reinstall istio-sidecar, or dnf reinstall istio-sidecar)"
 bad=0
 present=0
-# Directories already examined, each with its verdict: a directory shared by two files is
-# examined (and reported) once.
+# Directories already examined, by verdict: a directory shared by two files is examined (and
+# reported) once. Under an unsafe directory that is a directory the walk goes on, to name what
+# is below too (the verdict is already no); under anything else, a link above all, it stops.
 good_dirs=' '
+unsafe_dirs=' '
 bad_dirs=' '
 
 # The name of a uid in the root's own /etc/passwd (under --root the host's would be wrong).
@@ -66,6 +68,7 @@ examine() {
   path=$1 kind=$2 owners=$3 fix=$4
   full=$root$path
   if [ ! -e "$full" ] && [ ! -L "$full" ]; then return 2; fi
+  examined_type=
   if ! info=$(stat -c '%F|%u|%a|%h' -- "$full" 2>&1); then
     bad=$((bad + 1))
     echo "$me: $full: cannot be examined ($info)" >&2
@@ -74,6 +77,7 @@ examine() {
   IFS='|' read -r type uid mode links <<EOF
 $info
 EOF
+  examined_type=$type
   name=$(user_name "$uid")
   why=
   case $kind:$type in
@@ -111,7 +115,7 @@ system_fix() {
 }
 
 # check FILE OWNERS: FILE and every directory above it, from / down; the walk stops at the
-# first directory that is absent or not safe (what is below it is reached through it).
+# first one that is absent, or not a directory (what is below it is reached through it).
 check() {
   file=$1 file_owners=$2
   dir=
@@ -120,7 +124,7 @@ check() {
   set -- / $(echo "${rest%/*}" | tr '/' ' ')
   for part; do
     if [ "$part" = / ]; then dir=/; else dir=${dir%/}/$part; fi
-    case $good_dirs in *" $dir "*) continue ;; esac
+    case $good_dirs$unsafe_dirs in *" $dir "*) continue ;; esac
     case $bad_dirs in *" $dir "*) return ;; esac
     case $dir in
       /var/lib/istio) owners=root fix=$repair ;;
@@ -130,7 +134,13 @@ check() {
     examine "$dir" dir "$owners" "$fix"
     case $? in
       0) good_dirs="$good_dirs$dir " ;;
-      1) bad_dirs="$bad_dirs$dir " && return ;;
+      1)
+        if [ "$examined_type" = directory ]; then
+          unsafe_dirs="$unsafe_dirs$dir "
+        else
+          bad_dirs="$bad_dirs$dir " && return
+        fi
+        ;;
       2) return ;;
     esac
   done
