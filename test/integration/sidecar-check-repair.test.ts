@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import {
   chmodSync,
   chownSync,
@@ -16,6 +16,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { runProgram } from '../fixtures/chroot-root.ts';
 import {
+  asUserArgs,
   PROXY_UID,
   prepareSidecarLayout,
   type SidecarLayout,
@@ -170,6 +171,27 @@ describe.skipIf(!sidecarLayoutAvailable())(
         expect(refused.stdout).not.toContain('ran');
         expect(refused.stderr).toContain(
           "istio-sidecar-check: not running 'sh -c echo ran': it reads the same files as root",
+        );
+      });
+
+      it('runs as the agent’s user too, without root, as the agent’s unit runs it at the agent’s start', () => {
+        const { root, agentUid } = vm();
+        const asAgent = () =>
+          spawnSync(
+            'setpriv',
+            [
+              ...asUserArgs(agentUid),
+              join(root, 'opt/registrar-agent/istio-sidecar-check.sh'),
+              `--root=${root}`,
+            ],
+            { encoding: 'utf8' },
+          );
+        expect(asAgent().status).toBe(0);
+        chmodSync(join(root, 'var/lib/istio/config'), 0o777);
+        const refused = asAgent();
+        expect(refused.status).toBe(1);
+        expect(refused.stderr).toContain(
+          `${root}/var/lib/istio/config: directory, owner registrar-agent (uid ${agentUid}), mode 0777: writable by its group or by others`,
         );
       });
 

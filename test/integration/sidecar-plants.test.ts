@@ -80,9 +80,9 @@ describe.skipIf(SKIP)(
 
     /** What the check says about the path the plant is at, with the command that repairs it. */
     function refusal(root: string, path: string, what: string): RegExp {
-      const escape = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
       return new RegExp(
-        `^istio-sidecar-check: ${escape(join(root, path))}: ${what}[^\\n]*; repair: ${escape(REPAIR)} --root=${escape(root)}$`,
+        `^istio-sidecar-check: ${literal(join(root, path))}: ${what}[^\\n]*; repair: ${literal(REPAIR)} --root=${literal(root)}$`,
         'm',
       );
     }

@@ -88,6 +88,37 @@ describe('the drop-in on istio.service', () => {
   );
 });
 
+// The agent's unit with the sidecar's drop-in, read by systemd as the istio guard above is.
+it.skipIf(!existsSync('/usr/bin/systemd-analyze') || !existsSync('/usr/lib/systemd/system'))(
+  'the agent’s unit with its --sidecar drop-in is one systemd accepts as written (systemd-analyze verify)',
+  async () => {
+    const root = mkdtempSync(join(tmpdir(), 'agent-sidecar-unit-'));
+    try {
+      cpSync('/usr/lib/systemd/system', join(root, 'usr/lib/systemd/system'), { recursive: true });
+      const put = (path: string, text: string, mode = 0o644) => {
+        mkdirSync(dirname(join(root, path)), { recursive: true });
+        writeFileSync(join(root, path), text);
+        chmodSync(join(root, path), mode);
+      };
+      put(
+        '/usr/lib/systemd/system/registrar-agent.service',
+        readFileSync(join(REPO, 'packaging/registrar-agent.service'), 'utf8'),
+      );
+      put('/etc/systemd/system/registrar-agent.service.d/sidecar.conf', AGENT_DROP_IN);
+      for (const program of ['/usr/bin/node', '/bin/sh', CHECK]) put(program, '#!/bin/sh\n', 0o755);
+      const { stdout, stderr } = await run('systemd-analyze', [
+        'verify',
+        `--root=${root}`,
+        '--man=no',
+        'registrar-agent.service',
+      ]).catch((error: { stdout: string; stderr: string }) => error);
+      expect(`${stdout}${stderr}`).toBe('');
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  },
+);
+
 describe('the sidecar’s root steps, installed and linked', () => {
   const installed = new Map(readAgentFiles(REPO).map((path) => [path.target, path]));
 
