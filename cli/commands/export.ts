@@ -25,7 +25,7 @@ interface ExportOptions {
   namespace?: string;
   allNamespaces?: boolean;
   selector?: LabelSelector;
-  includeUnroutable?: boolean;
+  routableOnly?: boolean;
 }
 
 /**
@@ -55,8 +55,8 @@ export const registerExport: CommandRegistration = (program, context) => {
       ),
     )
     .option(
-      '--include-unroutable',
-      'istio: also export entries the mesh sends no traffic (disconnected, unhealthy, cordoned), marked so istiod keeps them out',
+      '--routable-only',
+      'istio: leave out entries the mesh sends no traffic now (with kubectl apply --prune, that deletes them from the cluster)',
     )
     .action(async (options: ExportOptions, command: Command) => {
       if (options.namespace !== undefined && options.allNamespaces) {
@@ -69,9 +69,13 @@ export const registerExport: CommandRegistration = (program, context) => {
         matchesSelector(selector, renderWorkloadEntry(record).metadata.labels),
       );
       // A static WorkloadEntry is always ready to istiod, and kubectl apply cannot carry the
-      // live health that says otherwise: a dead VM exported as one would get traffic again.
+      // live health that says otherwise: a dead VM exported as one would get traffic again. So
+      // it goes out marked (forApply), which istiod's routing rule reads as not ready. Leaving
+      // it out instead would make `kubectl apply --prune` delete it from the cluster while the
+      // registrar still keeps it for the grace: a namespace whose VMs are all down would be
+      // emptied. Out only when asked (--routable-only, for a pipeline that does not prune).
       const unroutable = selected.filter((record) => !servingState(record).ready);
-      const leftOut = options.format === 'istio' && !options.includeUnroutable ? unroutable : [];
+      const leftOut = options.format === 'istio' && options.routableOnly ? unroutable : [];
       // A Set, not Array.includes: an export of 100,000 entries with many down stays linear.
       const dropped = new Set(leftOut);
       const entries = selected.filter((record) => !dropped.has(record));
@@ -100,9 +104,16 @@ export const registerExport: CommandRegistration = (program, context) => {
       for (const line of exportWarnings(desired.problems, entries, groups)) {
         context.io.stderr.write(`${line}\n`);
       }
+      const them = (n: number) => (n === 1 ? 'it' : 'them');
       if (leftOut.length > 0) {
         context.io.stderr.write(
-          `note: ${count(leftOut.length, 'entry', 'entries')} left out because the mesh sends ${leftOut.length === 1 ? 'it' : 'them'} no traffic now (disconnected, unhealthy or cordoned: ${sample(leftOut)}); --include-unroutable exports ${leftOut.length === 1 ? 'it' : 'them'} too, marked so istiod keeps ${leftOut.length === 1 ? 'it' : 'them'} out\n`,
+          `note: ${count(leftOut.length, 'entry', 'entries')} left out because the mesh sends ${them(leftOut.length)} no traffic now (disconnected, unhealthy or cordoned: ${sample(leftOut)}); kubectl apply --prune would delete ${them(leftOut.length)} from the cluster; without --routable-only ${leftOut.length === 1 ? 'it is' : 'they are'} exported marked so istiod keeps ${them(leftOut.length)} out\n`,
+        );
+      }
+      const marked = options.format === 'istio' && !options.routableOnly ? unroutable : [];
+      if (marked.length > 0) {
+        context.io.stderr.write(
+          `note: ${count(marked.length, 'entry', 'entries')} exported out of traffic (disconnected, unhealthy or cordoned: ${sample(marked)}), marked with ${ANNOTATIONS.healthChecksEnabled} and no Healthy condition, so istiod sends ${them(marked.length)} nothing; --routable-only leaves ${them(marked.length)} out\n`,
         );
       }
       const withoutHealth = desired.objects.filter(
@@ -126,7 +137,7 @@ function asksForHealth(object: KubeObject): boolean {
  * asks for health checks but has no `Healthy: True` condition as not ready: applied as the
  * projector writes it, every VM would lose its traffic. So a routable entry goes out without
  * either, and istiod sends it traffic as it does any static WorkloadEntry. An unroutable one
- * (`--include-unroutable`) keeps the annotation: without its status, istiod keeps it out.
+ * keeps the annotation: without its status, istiod keeps it out.
  */
 function forApply(object: KubeObject, unroutable: boolean): KubeObject {
   const { status: _status, ...rest } = object;

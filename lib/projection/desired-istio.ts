@@ -1,13 +1,16 @@
 import { type EntryRecord, renderWorkloadEntry } from '../domain/entry-record.ts';
 import type { OwnerReference } from '../domain/model.ts';
 import type { DesiredState } from './desired.ts';
+import { clusterAnnotations, clusterLabels } from './istiod-coexistence.ts';
 import { apiVersionOf, MANAGED_BY_LABEL, MANAGER } from './kinds.ts';
 import type { KubeObject } from './objects.ts';
 
 /**
- * One WorkloadEntry per registry entry, in the shape istiod's auto-registration writes:
- * labels, annotations (system keys included), spec, and the Healthy condition as status.
- * Only the managed-by label is added, so the projector can tell its objects from others.
+ * One WorkloadEntry per registry entry: the registry's labels, annotations, spec, and the
+ * Healthy condition as status, with istiod's controller annotations under the registrar's own
+ * keys (istiod-coexistence.ts: with them, istiod's own cleanup deletes the entry) and two
+ * labels added: managed-by, so the projector can tell its objects from others, and the
+ * workload name, which istiod would otherwise have read from `istio.io/autoRegistrationGroup`.
  *
  * @param clusterGroups the WorkloadGroups that exist in the cluster, as listed there.
  */
@@ -27,15 +30,17 @@ export function desiredWorkloadEntries(
 function workloadEntryObject(record: EntryRecord, groupUids: Map<string, string>): KubeObject {
   const rendered = renderWorkloadEntry(record);
   const { name, namespace } = rendered.metadata;
+  const labels = clusterLabels(rendered.metadata.labels ?? {}, record.autoRegistrationGroup);
+  const annotations = clusterAnnotations(rendered.metadata.annotations);
   const object: KubeObject = {
     apiVersion: apiVersionOf('WorkloadEntry'),
     kind: 'WorkloadEntry',
     metadata: {
       name,
       namespace,
-      labels: { ...(rendered.metadata.labels ?? {}), [MANAGED_BY_LABEL]: MANAGER },
+      labels: { ...labels, [MANAGED_BY_LABEL]: MANAGER },
       // Istio's shape: no `annotations: {}` on an entry that has none (a hand-made one).
-      ...(rendered.metadata.annotations ? { annotations: rendered.metadata.annotations } : {}),
+      ...(annotations ? { annotations } : {}),
     },
     spec: rendered.spec,
   };

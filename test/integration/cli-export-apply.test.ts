@@ -93,8 +93,10 @@ afterAll(async () => {
 });
 
 describe('registrar export --format istio, applied with kubectl', () => {
-  it('keeps a healthy VM ready in istiod: it exports nothing kubectl apply cannot carry', async () => {
-    const run = await captureCli(['export', '--format', 'istio', '-n', 'shop'], { env: env() });
+  it('with --routable-only keeps a healthy VM ready in istiod and exports nothing kubectl apply cannot carry', async () => {
+    const run = await captureCli(['export', '--format', 'istio', '-n', 'shop', '--routable-only'], {
+      env: env(),
+    });
     expect(run.code).toBe(0);
     expect(names(run.stdout)).toEqual(['web-10.0.0.1']);
 
@@ -106,21 +108,21 @@ describe('registrar export --format istio, applied with kubectl', () => {
     expect(run.stdout).not.toContain('status:');
     expect(run.stdout).not.toContain('health-checks-enabled');
     expect(run.stderr).toBe(
-      'note: 2 entries left out because the mesh sends them no traffic now (disconnected, unhealthy or cordoned: shop/web-10.0.0.2, shop/web-10.0.0.3); --include-unroutable exports them too, marked so istiod keeps them out\n' +
+      'note: 2 entries left out because the mesh sends them no traffic now (disconnected, unhealthy or cordoned: shop/web-10.0.0.2, shop/web-10.0.0.3); kubectl apply --prune would delete them from the cluster; without --routable-only they are exported marked so istiod keeps them out\n' +
         "note: 1 entry exported without health (proxy.istio.io/health-checks-enabled and its Healthy condition): health is live state, and kubectl apply cannot write a WorkloadEntry's status, without which istiod would never send it traffic; for live health run the projector (docs/kubernetes.md)\n",
     );
   });
 
-  it('with --include-unroutable exports the dead and the unhealthy VM so that istiod keeps them out', async () => {
+  it('by default exports the dead and the unhealthy VM so that istiod keeps them out and --prune keeps them', async () => {
     await api.close();
     api = await startKubeApiServerStandIn();
-    const run = await captureCli(
-      ['export', '--format', 'istio', '-n', 'shop', '--include-unroutable'],
-      { env: env() },
-    );
+    const run = await captureCli(['export', '--format', 'istio', '-n', 'shop'], { env: env() });
     expect(run.code).toBe(0);
     expect(names(run.stdout)).toEqual(['web-10.0.0.1', 'web-10.0.0.2', 'web-10.0.0.3']);
     expect(run.stderr).not.toContain('left out');
+    expect(run.stderr).toContain(
+      'note: 2 entries exported out of traffic (disconnected, unhealthy or cordoned: shop/web-10.0.0.2, shop/web-10.0.0.3), marked with proxy.istio.io/health-checks-enabled and no Healthy condition, so istiod sends them nothing; --routable-only leaves them out\n',
+    );
 
     await kubectlApply(run.stdout);
 

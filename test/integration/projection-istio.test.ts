@@ -1,6 +1,11 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { renderWorkloadEntry } from '../../lib/domain/entry-record.ts';
+import {
+  clusterAnnotations,
+  ISTIOD_CONTROLLER_KEYS,
+  REGISTRAR_ANNOTATIONS,
+} from '../../lib/projection/istiod-coexistence.ts';
 import { createKubernetesCluster } from '../../lib/projection/kubernetes-cluster.ts';
 import { reconcile } from '../../lib/projection/projector.ts';
 import {
@@ -54,9 +59,16 @@ describe('istio WorkloadEntries', () => {
     expect(stored?.metadata.labels).toEqual({
       app: 'cart',
       'app.kubernetes.io/managed-by': 'workload-registrar',
+      'service.istio.io/workload-name': 'vm',
     });
-    expect(stored?.metadata.annotations).toEqual(rendered.metadata.annotations);
-    expect(stored?.metadata.annotations?.['istio.io/connectedAt']).toBe('2025-01-02T03:04:05.000Z');
+    // istiod's controller keys under the registrar's own (istiod-coexistence.ts), the rest as rendered.
+    expect(stored?.metadata.annotations).toEqual(clusterAnnotations(rendered.metadata.annotations));
+    expect(stored?.metadata.annotations?.[REGISTRAR_ANNOTATIONS.connectedAt]).toBe(
+      '2025-01-02T03:04:05.000Z',
+    );
+    for (const key of ISTIOD_CONTROLLER_KEYS) {
+      expect(stored?.metadata.annotations?.[key]).toBeUndefined();
+    }
     expect(stored?.metadata.ownerReferences).toEqual([
       {
         apiVersion: 'networking.istio.io/v1',

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { createProjectHandler } from '../../functions/project.ts';
 import { LINKERD_ANNOTATIONS } from '../../lib/projection/desired-linkerd.ts';
+import { REGISTRAR_ANNOTATIONS } from '../../lib/projection/istiod-coexistence.ts';
 import { createKubernetesCluster } from '../../lib/projection/kubernetes-cluster.ts';
 import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
@@ -121,7 +122,7 @@ describe('projector function', () => {
     expect(summary).toMatchObject({ scope: ['shop'], changes: 1, errors: 0 });
     expect(
       api.object('WorkloadEntry', 'shop', 'web-10-0-0-7')?.metadata.annotations?.[
-        'istio.io/connectedAt'
+        REGISTRAR_ANNOTATIONS.connectedAt
       ],
     ).toBe('2026-03-01T12:00:00.000Z');
   });

@@ -3,6 +3,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type EntryRecord, renderWorkloadEntry } from '../../lib/domain/entry-record.ts';
 import type { WorkloadEntry } from '../../lib/domain/model.ts';
 import type { Cluster, ClusterWatch } from '../../lib/projection/cluster.ts';
+import {
+  clusterAnnotations,
+  REGISTRAR_ANNOTATIONS,
+} from '../../lib/projection/istiod-coexistence.ts';
 import { createKubernetesCluster } from '../../lib/projection/kubernetes-cluster.ts';
 import { type KubeObject, sameList, sameMap } from '../../lib/projection/objects.ts';
 import { reconcile } from '../../lib/projection/projector.ts';
@@ -138,7 +142,7 @@ function converged(record: EntryRecord): boolean {
   const rendered = renderWorkloadEntry(record);
   return (
     object !== undefined &&
-    sameMap(object.metadata.annotations, rendered.metadata.annotations) &&
+    sameMap(object.metadata.annotations, clusterAnnotations(rendered.metadata.annotations)) &&
     sameList(object.status?.conditions, rendered.status?.conditions)
   );
 }
@@ -304,7 +308,7 @@ describe('the fail-safe when a status that takes an entry out of traffic cannot 
     const next = await reconcile({ store: catalog, cluster }, { targets: ['istio'] });
     expect(next.changes.map((c) => c.action)).toEqual(['created']);
     const recreated = stored();
-    expect(recreated?.metadata.annotations?.['istio.io/disconnectedAt']).toBeDefined();
+    expect(recreated?.metadata.annotations?.[REGISTRAR_ANNOTATIONS.disconnectedAt]).toBeDefined();
     expect(istiodRoutesTo(recreated as unknown as WorkloadEntry)).toBe(false);
   });
 });

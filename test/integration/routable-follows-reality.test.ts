@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
 import { createJoinToken } from '../../lib/auth/join-token.ts';
 import type { WorkloadEntry } from '../../lib/domain/model.ts';
+import { REGISTRAR_ANNOTATIONS } from '../../lib/projection/istiod-coexistence.ts';
 import { servingState } from '../../lib/projection/serving.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
 import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
@@ -136,7 +137,7 @@ describe('a VM whose connection dies', () => {
     await vm();
     const back = await untilRoutable(true);
     expect(back.metadata.uid).toBe(before?.metadata.uid);
-    expect(back.metadata.annotations?.['istio.io/disconnectedAt']).toBeUndefined();
+    expect(back.metadata.annotations?.[REGISTRAR_ANNOTATIONS.disconnectedAt]).toBeUndefined();
   });
 });
 
