@@ -60,6 +60,12 @@ user_name() {
   echo "${name:-an unnamed user}"
 }
 
+# A link's target as one printable line: whoever made the link chose it, and a newline in it
+# would forge a line of this script's own in the journal.
+link_target() {
+  printf '%s' "$(readlink -- "$1")" | tr -c '[:print:]' '?'
+}
+
 # examine PATH KIND OWNERS FIX: whether PATH (under the root) is a KIND (file or dir) owned by
 # one of OWNERS (root, or root+agent) and writable by no one else. 0: it is; 1: it is not (said
 # on stderr with FIX); 2: it does not exist (nothing there for root to read, and only its
@@ -83,7 +89,7 @@ EOF
   case $kind:$type in
     file:'regular file' | file:'regular empty file' | dir:directory) ;;
     *:'symbolic link')
-      why="a symbolic link to '$(readlink -- "$full")': root would read whatever it points to" ;;
+      why="a symbolic link to '$(link_target "$full")': root would read whatever it points to" ;;
     file:*) why="a $type where root reads a regular file" ;;
     dir:*) why="a $type where a directory belongs" ;;
   esac

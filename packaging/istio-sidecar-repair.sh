@@ -83,6 +83,12 @@ user_name() {
   echo "${name:-an unnamed user}"
 }
 
+# A link's target as one printable line: whoever made the link chose it, and a newline in it
+# would forge a line of this script's own in the journal.
+link_target() {
+  printf '%s' "$(readlink -- "$1")" | tr -c '[:print:]' '?'
+}
+
 # What a path is, said as the check says it: type, owner, mode.
 state() {
   if [ ! -e "$1" ] && [ ! -L "$1" ]; then echo absent && return; fi
@@ -122,7 +128,7 @@ for dir in /var/lib/istio /var/lib/istio/envoy /var/lib/istio/config; do
   full=$root$dir
   if [ -L "$full" ] || { [ -e "$full" ] && [ ! -d "$full" ]; }; then
     was=$(state "$full")
-    [ -L "$full" ] && was="$was, to '$(readlink -- "$full")'"
+    [ -L "$full" ] && was="$was, to '$(link_target "$full")'"
     to=$(aside "$full")
     note "moved aside $full ($was) to $to: root would have read istio's files from what it points to or holds"
     moved=yes
@@ -150,7 +156,7 @@ repair_file() {
     *) fail "left $full as it is: its directory is still not root's or $agent's ($(state "${full%/*}"))" ;;
   esac
   if [ -L "$full" ]; then
-    was="$(state "$full"), to '$(readlink -- "$full")'"
+    was="$(state "$full"), to '$(link_target "$full")'"
     rm -f -- "$full"
     note "removed $full ($was): root would have read whatever it points to; $hint"
     return

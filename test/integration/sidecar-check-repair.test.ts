@@ -57,8 +57,8 @@ function snapshot(root: string): Record<string, string> {
   return entries;
 }
 
-describe.skipIf(!sidecarLayoutAvailable())(
-  'the sidecar check and repair, case by case (skipped unless root with setpriv and systemd)',
+describe.runIf(sidecarLayoutAvailable() || process.env.CI === 'true')(
+  'the sidecar check and repair, case by case (needs root with setpriv and systemd; always run in CI)',
   () => {
     const layouts: SidecarLayout[] = [];
     afterAll(() => {
@@ -103,6 +103,19 @@ describe.skipIf(!sidecarLayoutAvailable())(
         ]);
         expect(check.stdout).toBe('');
         expect(snapshot(root)).toEqual(before);
+      });
+
+      it('names a link’s target on one line, whatever its maker put in it (no forged journal line)', async () => {
+        const { root } = vm();
+        chownSync(join(root, 'var/lib/istio/envoy'), PROXY_UID, PROXY_UID);
+        const sidecarEnv = join(root, 'var/lib/istio/envoy/sidecar.env');
+        symlinkSync('/x\nistio-sidecar-check: safe: all is well', sidecarEnv);
+        const check = await checkRoot(root);
+        expect(check.code).toBe(1);
+        expect(check.stderr).toContain(
+          `${sidecarEnv}: symbolic link, owner root (uid 0), mode 0777: a symbolic link to '/x?istio-sidecar-check: safe: all is well': root would read whatever it points to`,
+        );
+        expect(check.stderr).not.toMatch(/^istio-sidecar-check: safe/m);
       });
 
       it('refuses a system directory above them that another user owns, with the command that fixes it', async () => {
