@@ -181,7 +181,7 @@ EOF
   note "moved aside $full ($was: $why) to $to: what others wrote into it is not trusted; $hint"
 }
 rewritten="root no longer reads it; registrar-agent writes it again at its next bootstrap (at once: systemctl restart registrar-agent)"
-repair_file /var/lib/istio/envoy/sidecar.env root "root no longer reads it; it holds Istio's optional settings: if yours were in it, check them and put the file back as root (install -m 0644 -o root -g root <file> $root/var/lib/istio/envoy/sidecar.env)"
+repair_file /var/lib/istio/envoy/sidecar.env root "root no longer reads it; it held Istio's optional settings: if yours were in it, write them again as root (sudoedit $root/var/lib/istio/envoy/sidecar.env), reading the file moved aside for them; never copy it back"
 repair_file /var/lib/istio/envoy/cluster.env root+agent "$rewritten"
 repair_file /var/lib/istio/config/mesh root+agent "$rewritten"
 
