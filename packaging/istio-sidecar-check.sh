@@ -14,7 +14,8 @@
 # owns what Istio's package and VM guide hand it, and gets it back at every Istio upgrade),
 # writable by neither group nor others ("a planted mode": a 0666 file any local user writes; an
 # ACL shows in the group bits), and a file with no other name (a hard link made while
-# istio-proxy owned the directory). Once every path passes, nobody but root and the agent can
+# istio-proxy owned the directory); and below /var/lib/istio, on its file system (a mount there
+# shows what its maker's file system says). Once every path passes, nobody but root and the agent can
 # change any of them before istio-start.sh reads them.
 #
 # Runs with /bin/sh and coreutils only: it reads file metadata and /etc/passwd (for the
@@ -47,6 +48,7 @@ repair="/opt/registrar-agent/istio-sidecar-repair.sh${root:+ --root=$root}"
 reinstall="put back the file Istio's package installs, as root (apt-get install --reinstall istio-sidecar, or dnf reinstall istio-sidecar)"
 bad=0
 present=0
+istio_device=
 # Directories already examined, by verdict: a directory shared by two files is examined (and
 # reported) once. Under an unsafe directory that is a directory the walk goes on, to name what
 # is below too (the verdict is already no); under anything else, a link above all, it stops.
@@ -75,15 +77,16 @@ examine() {
   full=$root$path
   if [ ! -e "$full" ] && [ ! -L "$full" ]; then return 2; fi
   examined_type=
-  if ! info=$(stat -c '%F|%u|%a|%h' -- "$full" 2>&1); then
+  if ! info=$(stat -c '%F|%u|%a|%h|%d' -- "$full" 2>&1); then
     bad=$((bad + 1))
     echo "$me: $full: cannot be examined ($info)" >&2
     return 1
   fi
-  IFS='|' read -r type uid mode links <<EOF
+  IFS='|' read -r type uid mode links device <<EOF
 $info
 EOF
   examined_type=$type
+  [ "$path" = /var/lib/istio ] && istio_device=$device
   name=$(user_name "$uid")
   why=
   case $kind:$type in
@@ -104,6 +107,16 @@ EOF
     if [ "$kind" = file ] && [ "$links" -gt 1 ]; then
       why="${why:+$why; }it has $((links - 1)) other name(s) (hard links) where others may have put it"
     fi
+    # A file system mounted inside Istio's tree (a FUSE mount istio-proxy made on a directory
+    # it owned) shows whatever owner and mode its maker's program answers.
+    case $path in
+      /var/lib/istio/*)
+        if [ -n "$istio_device" ] && [ "$device" != "$istio_device" ]; then
+          why="${why:+$why; }a mount point in /var/lib/istio, whose owner and mode are what the mounted file system says"
+          fix="as root: umount $full; then $fix"
+        fi
+        ;;
+    esac
   fi
   [ -z "$why" ] && return 0
   bad=$((bad + 1))

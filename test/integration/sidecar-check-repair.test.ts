@@ -118,6 +118,30 @@ describe.runIf(sidecarLayoutAvailable() || process.env.CI === 'true')(
         expect(check.stderr).not.toMatch(/^istio-sidecar-check: safe/m);
       });
 
+      it('refuses a file system mounted inside Istio’s tree (it says what owner and mode it likes)', async () => {
+        const { root, agentUid } = vm();
+        const envoy = join(root, 'var/lib/istio/envoy');
+        // In a mount namespace of its own, so the mount ends with the check.
+        const check = await runProgram('unshare', [
+          '--mount',
+          '--propagation',
+          'private',
+          '--',
+          'sh',
+          '-c',
+          `mount -t tmpfs -o mode=0755,uid=${agentUid} tmpfs "$1" && exec "$2" --root="$3"`,
+          'sh',
+          envoy,
+          CHECK,
+          root,
+        ]);
+        expect(check.code).toBe(1);
+        expect(check.stderr).toContain(
+          `${envoy}: directory, owner registrar-agent (uid ${agentUid}), mode 0755: a mount point in /var/lib/istio, whose owner and mode are what the mounted file system says; repair: as root: umount ${envoy}; then ${REPAIR_COMMAND} --root=${root}`,
+        );
+        expect((await checkRoot(root)).code).toBe(0);
+      });
+
       it('refuses a system directory above them that another user owns, with the command that fixes it', async () => {
         const { root } = vm();
         chownSync(join(root, 'var/lib'), STRANGER_UID, STRANGER_UID);
