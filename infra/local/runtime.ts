@@ -277,8 +277,18 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     // listens. The first run still starts now, and a restart's agents reconnect meanwhile;
     // waiting for it kept the CLI saying "no local runtime is running" for up to 55 s while
     // agents were already registered again.
-    const timer = startSweepTimer(sweepNow, sweepIntervalMs, (error) =>
-      logger.error('sweep failed', { error: String(error) }),
+    // A restart on a registry that had VMs: its own shutdown closed every connection (1001
+    // Going away, an abnormal departure), and their agents reconnect within seconds. A run at
+    // once judged them before they could: every cell 100% away, a fleet-wide HELD that its own
+    // rows contradicted a moment later. The first run waits one interval, as the next tick of
+    // a schedule that never stopped would.
+    const restarted =
+      files.keepsRegistry && (await deps.store.listNamespaces()).namespaces.length > 0;
+    const timer = startSweepTimer(
+      sweepNow,
+      sweepIntervalMs,
+      (error) => logger.error('sweep failed', { error: String(error) }),
+      restarted ? { firstRunAfterMs: sweepIntervalMs } : {},
     );
     cleanup.unshift(async () => (await timer).stop());
     // Heartbeat lanes 1 .. n-1, as the stack's lane rules start them: the same handler, an
