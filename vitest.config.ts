@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { DurationSequencer } from './test/duration-sequencer.ts';
 
 // .ci/run asks for a JSON copy of the results to print one plain summary line at the end.
 const resultsFile = process.env.REGISTRAR_TEST_RESULTS;
@@ -12,6 +13,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Integration suites start servers on random ports; two cores are enough for two forks.
     pool: 'forks',
+    // The slowest files first, from committed durations (a fresh clone has no cache of them).
+    sequence: { sequencer: DurationSequencer },
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
     reporters: resultsFile ? ['default', ['json', { outputFile: resultsFile }]] : ['default'],
     // The functions run inside the test processes: keep their JSON logs and EMF metrics out of
