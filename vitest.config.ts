@@ -1,4 +1,5 @@
 import { configDefaults, defineConfig } from 'vitest/config';
+import { DurationSequencer } from './test/duration-sequencer.ts';
 
 // .ci/run asks for a JSON copy of the results to print one plain summary line at the end.
 const resultsFile = process.env.REGISTRAR_TEST_RESULTS;
@@ -8,7 +9,7 @@ const leaveOutRealCluster =
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // In CI the real-cluster tests run in a stage of their own after `npm test`
+    // In CI the real-cluster tests run in a stage of their own after `npm test -- --all`
     // (test/real-cluster/stage.sh, from .ci/run), not twice (they start their own dynalite, so
     // the DynamoDB Local pass leaves them out: test/dynamodb-local-files.ts). Elsewhere they run
     // with the rest when test/real-cluster/build.sh has built their binaries, and skip with one
@@ -22,6 +23,8 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Integration suites start servers on random ports; two cores are enough for two forks.
     pool: 'forks',
+    // The slowest files first, from committed durations (a fresh clone has no cache of them).
+    sequence: { sequencer: DurationSequencer },
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },
     reporters: resultsFile ? ['default', ['json', { outputFile: resultsFile }]] : ['default'],
     // The functions run inside the test processes: keep their JSON logs and EMF metrics out of

@@ -28,6 +28,12 @@ export const AGENT_PACKAGE = {
   debDepends: 'nodejs (>= 22)',
   rpmRequires: 'nodejs22',
   rpmNode: '/usr/bin/node-22',
+  /**
+   * Istio's VM package (its .deb and .rpm are both named so): its postinst gives the sidecar's
+   * directories back to istio-proxy at every configure, so the agent's packages trigger on it
+   * (packaging/deb/triggers, packaging/rpm/triggerin.sh).
+   */
+  istioPackage: 'istio-sidecar',
 } as const;
 
 /** package.json's version, e.g. `0.2.0` or `0.2.0-dev`. */

@@ -19,5 +19,6 @@ npx esbuild bin/registrar-agent.js \
 cp packaging/registrar-agent.service packaging/grant-memory-reclaim.sh packaging/agent.example.yaml \
   packaging/registrar-agent.sysusers.conf packaging/registrar-agent-sidecar.tmpfiles.conf \
   packaging/registrar-agent-sidecar.conf packaging/registrar-agent-istio-restart.path \
-  packaging/registrar-agent-istio-restart.service "$out/"
+  packaging/registrar-agent-istio-restart.service packaging/istio-sidecar-check.sh \
+  packaging/istio-sidecar-repair.sh packaging/registrar-agent-istio-guard.conf "$out/"
 echo "built $out/registrar-agent.mjs; see docs/agent.md to install it"

@@ -29,7 +29,7 @@ export interface AgentPackageBuild {
 /**
  * registrar-agent_<version>_all.deb, packed by dpkg-deb from a staged tree: the listed files
  * owned by root (--root-owner-group; other owners are set by postinst once the user exists),
- * the `config` lines as conffiles, and the maintainer scripts in packaging/deb/.
+ * the `config` lines as conffiles, and the maintainer scripts and file trigger in packaging/deb/.
  */
 export function buildDeb(build: AgentPackageBuild): string {
   const version = packageVersion(build.version);
@@ -43,6 +43,12 @@ export function buildDeb(build: AgentPackageBuild): string {
     if (conffiles.length > 0) {
       writeFileSync(join(control, 'conffiles'), conffiles.map((p) => `${p.target}\n`).join(''));
     }
+    // The file trigger on Istio's istio-start.sh: postinst `triggered` takes the sidecar's
+    // directories back after istio-sidecar configured (packaging/deb/triggers).
+    writeFileSync(
+      join(control, 'triggers'),
+      readFileSync(join(build.root, 'packaging/deb/triggers'), 'utf8'),
+    );
     for (const script of ['postinst', 'prerm', 'postrm']) {
       let text = readFileSync(join(build.root, 'packaging/deb', script), 'utf8');
       if (script === 'postinst') text = text.replace('#OWNERS#\n', ownerLines(build.paths));

@@ -15,7 +15,7 @@ export const RPM_NODE_DROP_IN = '/usr/lib/systemd/system/registrar-agent.service
  * registrar-agent-<version>-1.noarch.rpm, built by rpmbuild from a spec written here: the
  * listed files with their modes and owners (`%attr`), the `config` lines as
  * `%config(noreplace)` (an edited file is kept on upgrade, and saved as .rpmsave on erase), the
- * scriptlets in packaging/rpm/, and one drop-in of the RPM's own that starts the unit's
+ * scriptlets in packaging/rpm/ (a trigger on Istio's package among them), and one drop-in of the RPM's own that starts the unit's
  * command with Node.js 22.
  */
 export function buildRpm(build: AgentPackageBuild): string {
@@ -113,6 +113,12 @@ function specFile(build: AgentPackageBuild, version: string, stage: string): str
     '',
     '%postun',
     script('postun'),
+    '',
+    // After Istio's package is installed or upgraded (after its %post, which gives
+    // /var/lib/istio/envoy and the mesh config back to istio-proxy), and after this one is
+    // installed beside it: the sidecar's take-back (packaging/rpm/triggerin.sh).
+    `%triggerin -- ${AGENT_PACKAGE.istioPackage}`,
+    script('triggerin'),
     '',
     '%files',
     ...build.paths.map(fileLine),

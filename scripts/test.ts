@@ -1,6 +1,8 @@
 /**
- * `npm test`: the whole chain (type-check, lint, every test, then the DynamoDB Local suite),
- * or, given file filters or a test name, vitest alone on those. `npm test -- --help` says how.
+ * `npm test`: the fast loop (type-check and lint beside the unit, infrastructure and store
+ * contract tests, about 2 minutes); `npm test -- --all`: the whole chain (type-check and lint
+ * beside every test, then the DynamoDB Local pass), what CI runs; given file filters or a test
+ * name, vitest alone on those. `npm test -- --help` says how.
  *
  * Each step runs in a process group of its own, tied to this process (scripts/process-group.ts):
  * Ctrl-C, a `kill` of npm or of this script, even `kill -9`, ends the step with everything it
@@ -8,6 +10,7 @@
  * its group behind. A runtime a test leaked cannot outlive the run.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { watchParent } from '../infra/local/parent-watch.ts';
@@ -18,14 +21,18 @@ const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 export const HELP = `usage: npm test [-- [options] [file filters...] [-- vitest options...]]
 
-  npm test                        type-check, lint, every test, then the integration suite
-                                  again against DynamoDB Local (when Java is installed)
+  npm test                        the fast loop (~2 min): type-check and lint beside the unit,
+                                  infrastructure and store contract tests; says what it skipped
+  npm test -- --all               everything (what CI runs, ~30 min): type-check and lint beside
+                                  every test, then the files that reach the store again against
+                                  DynamoDB Local (when Java is installed)
   npm test -- sweep               only vitest, on the test files whose path contains 'sweep'
   npm test -- test/unit/a.test.ts test/unit/b.test.ts
   npm test -- -t 'late disconnect'   only the tests whose name matches, in every file
   npm test -- sweep -- --reporter=verbose   after a second '--': passed to vitest as is
 
 options:
+  --all                       every test, as CI runs them
   -t, --test-name <pattern>   only tests whose name matches (vitest -t)
   -h, --help                  this text
 
@@ -37,8 +44,10 @@ Ctrl-C stops every step and everything a test started.
 
 export interface TestPlan {
   help: boolean;
-  /** vitest's arguments after `run`; undefined: the whole chain. */
+  /** vitest's arguments after `run`; undefined: a chain (the fast loop, or `all`). */
   vitestOnly: string[] | undefined;
+  /** The whole chain (`--all`) instead of the fast loop. */
+  all: boolean;
 }
 
 export class UsageError extends Error {}
@@ -47,13 +56,18 @@ export class UsageError extends Error {}
 export function planOf(args: readonly string[]): TestPlan {
   const filters: string[] = [];
   const passed: string[] = [];
+  let all = false;
   for (let i = 0; i < args.length; i++) {
     const arg = args[i] as string;
     if (arg === '--') {
       passed.push(...args.slice(i + 1));
       break;
     }
-    if (arg === '-h' || arg === '--help') return { help: true, vitestOnly: undefined };
+    if (arg === '-h' || arg === '--help') return { help: true, vitestOnly: undefined, all: false };
+    if (arg === '--all') {
+      all = true;
+      continue;
+    }
     if (arg === '-t' || arg === '--test-name') {
       const pattern = args[i + 1];
       if (pattern === undefined || pattern === '') {
@@ -75,13 +89,34 @@ export function planOf(args: readonly string[]): TestPlan {
     filters.push(arg);
   }
   const vitest = [...filters, ...passed];
-  return { help: false, vitestOnly: vitest.length > 0 ? vitest : undefined };
+  if (all && vitest.length > 0) {
+    throw new UsageError('--all runs every test: give it no file filter or test name');
+  }
+  return { help: false, vitestOnly: vitest.length > 0 ? vitest : undefined, all };
+}
+
+/**
+ * The fast loop's test files: unit, infrastructure (CDK assertions, bundles) and the store
+ * contract tests (each DynamoDB adapter against dynalite: `dynamodb-*` and `*-store` files).
+ * What it leaves out is everything that starts a runtime, an agent or a browser.
+ */
+export function fastLoopFiles(repo: string): { run: string[]; skipped: number } {
+  const contract = readdirSync(join(repo, 'test/integration'))
+    .filter((name) => /^dynamodb-.*\.test\.ts$|-store\.test\.ts$/.test(name))
+    .sort()
+    .map((name) => `test/integration/${name}`);
+  const slow = ['test/integration', 'test/property'].flatMap((dir) =>
+    readdirSync(join(repo, dir)).filter((n) => n.endsWith('.test.ts')),
+  ).length;
+  return { run: ['test/unit', 'test/infra', ...contract], skipped: slow - contract.length };
 }
 
 interface Step {
   title: string;
   command: string;
   args: string[];
+  /** Runs beside the steps after it (the static checks beside the tests), joined at the end. */
+  beside?: boolean;
 }
 
 const node = (script: string, ...args: string[]): Step['args'] => [script, ...args];
@@ -91,9 +126,18 @@ function steps(plan: TestPlan): Step[] {
   if (plan.vitestOnly) {
     return [{ ...vitest, args: node('node_modules/vitest/vitest.mjs', 'run', ...plan.vitestOnly) }];
   }
+  // The static checks run beside the tests: on two cores most test time is spent waiting on
+  // timers and sockets, so tsc and Biome fit in its gaps (docs/contributing.md, "CI stages").
+  const statics: Step[] = [
+    { title: 'type-check', command: 'npm', args: ['run', '--silent', 'typecheck'], beside: true },
+    { title: 'lint', command: 'npm', args: ['run', '--silent', 'lint'], beside: true },
+  ];
+  if (!plan.all) {
+    const { run } = fastLoopFiles(REPO);
+    return [...statics, { ...vitest, args: node('node_modules/vitest/vitest.mjs', 'run', ...run) }];
+  }
   return [
-    { title: 'type-check', command: 'npm', args: ['run', '--silent', 'typecheck'] },
-    { title: 'lint', command: 'npm', args: ['run', '--silent', 'lint'] },
+    ...statics,
     { ...vitest, args: node('node_modules/vitest/vitest.mjs', 'run') },
     {
       title: 'DynamoDB Local suite',
@@ -103,7 +147,7 @@ function steps(plan: TestPlan): Step[] {
   ];
 }
 
-let running: ChildProcess | undefined;
+const running = new Set<ChildProcess>();
 let stopping: NodeJS.Signals | undefined;
 
 /** Runs one step in its own process group; resolves with its exit code. */
@@ -114,7 +158,7 @@ function run(step: Step): Promise<number> {
     detached: true,
   });
   const guard = guardProcessGroup(child);
-  running = child;
+  running.add(child);
   return new Promise((resolve) => {
     child.once('error', (error) => {
       process.stderr.write(`npm test: cannot run ${step.title}: ${error.message}\n`);
@@ -122,7 +166,7 @@ function run(step: Step): Promise<number> {
       resolve(1);
     });
     child.once('exit', (code, signal) => {
-      running = undefined;
+      running.delete(child);
       // Whatever the step left in its group (a runtime a test leaked) goes now.
       guard.release();
       resolve(code ?? (signal === 'SIGINT' ? 130 : 1));
@@ -138,10 +182,12 @@ function run(step: Step): Promise<number> {
 function stop(signal: NodeJS.Signals): void {
   if (stopping) return;
   stopping = signal;
-  const child = running;
-  if (!child) process.exit(signal === 'SIGINT' ? 130 : 143);
-  signalGroup(child, 'SIGINT');
-  const timer = setTimeout(() => signalGroup(child, 'SIGKILL'), 10_000);
+  if (running.size === 0) process.exit(signal === 'SIGINT' ? 130 : 143);
+  const children = [...running];
+  for (const child of children) signalGroup(child, 'SIGINT');
+  const timer = setTimeout(() => {
+    for (const child of children) signalGroup(child, 'SIGKILL');
+  }, 10_000);
   timer.unref();
 }
 
@@ -169,16 +215,37 @@ async function main(args: readonly string[]): Promise<number> {
       `npm test: ${p.name}: ${p.missing}; ${process.env.CI === 'true' ? 'CI=true requires it' : p.without}\n`,
     );
   }
+  const beside: { step: Step; done: Promise<number> }[] = [];
+  const failed: { step: Step; code: number }[] = [];
   for (const step of steps(plan)) {
     if (stopping) break;
+    if (step.beside) {
+      beside.push({ step, done: run(step) });
+      continue;
+    }
     const code = await run(step);
-    if (stopping) return stopping === 'SIGINT' ? 130 : 143;
+    if (stopping) break;
     if (code !== 0) {
-      process.stderr.write(`npm test: ${step.title} failed (exit ${code})\n`);
-      return code;
+      failed.push({ step, code });
+      break;
     }
   }
-  return stopping ? 130 : 0;
+  for (const { step, done } of beside) {
+    const code = await done;
+    if (code !== 0 && !stopping) failed.push({ step, code });
+  }
+  if (stopping) return stopping === 'SIGINT' ? 130 : 143;
+  for (const { step, code } of failed) {
+    process.stderr.write(`npm test: ${step.title} failed (exit ${code})\n`);
+  }
+  if (failed.length > 0) return failed[0]?.code ?? 1;
+  if (!plan.all && !plan.vitestOnly) {
+    const { skipped } = fastLoopFiles(REPO);
+    process.stdout.write(
+      `npm test: the fast loop skipped ${skipped} integration and property files and the DynamoDB Local pass; npm test -- --all runs everything (CI does)\n`,
+    );
+  }
+  return 0;
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -71,7 +71,7 @@ export const registerApply: CommandRegistration = (program, context) => {
         lines.push(
           options.dryRun === 'server'
             ? `${nameOf(document)} ${VERB[await previewOne(stores, document)]} (server dry run)`
-            : await applyOne(stores, document, (text) => context.io.stderr.write(`${text}\n`)),
+            : await applyDocument(stores, document, (text) => context.io.stderr.write(`${text}\n`)),
         );
       }
       const objects =
@@ -143,7 +143,8 @@ function autoRegisteredConflict(
   );
 }
 
-async function applyOne(
+/** Writes one parsed document as `apply` does; says `<kind>/<name> created|configured|unchanged`. */
+export async function applyDocument(
   stores: Stores,
   document: IstioDocument,
   warn: (line: string) => void,
@@ -167,7 +168,7 @@ function nameOf(document: IstioDocument): string {
     : `${QUALIFIED.WorkloadEntry}/${document.entry.metadata.name}`;
 }
 
-/** What applyOne would report, from reads alone (`--dry-run=server`). */
+/** What applyDocument would report, from reads alone (`--dry-run=server`). */
 async function previewOne(stores: Stores, document: IstioDocument): Promise<ApplyOutcome> {
   if (document.kind === 'WorkloadGroup') {
     const existing = await stores.registry.getGroup(document.group.metadata);

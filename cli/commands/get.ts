@@ -136,7 +136,18 @@ the last row of each one deleted (--output-watch-events says which). Ctrl-C stop
         return;
       }
       if (options.for !== undefined) throw new UsageError('--for goes with get events');
-      const requests = parseResourceArgs('get', [resource, ...names]);
+      let requests: ReturnType<typeof parseResourceArgs>;
+      try {
+        requests = parseResourceArgs('get', [resource, ...names]);
+      } catch (error) {
+        // get also lists events and agents: the refusal names every resource it takes.
+        if (error instanceof UsageError && error.message.startsWith('unknown resource type')) {
+          throw new UsageError(
+            `${error.message.replace(/; use .*$/, '')}; use ${RESOURCE_HELP}, events (ev) or agents`,
+          );
+        }
+        throw error;
+      }
       const named = namesObjects(requests);
       const selector = options.selector ?? [];
       if (named && selector.length > 0) {

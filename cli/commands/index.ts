@@ -63,6 +63,32 @@ export const COMMANDS: readonly CommandEntry[] = [
     load: async () => (await import('./rollout.ts')).registerRollout,
   },
   {
+    name: 'label',
+    term: 'label [options] <resource> <name> <changes...>',
+    description: 'update the labels of a workloadgroup (wg) or hand-made workloadentry (we)',
+    load: async () => (await import('./modify.ts')).registerLabel,
+  },
+  {
+    name: 'annotate',
+    term: 'annotate [options] <resource> <name> <changes...>',
+    description: 'update the annotations of a workloadgroup (wg) or hand-made workloadentry (we)',
+    load: async () => (await import('./modify.ts')).registerAnnotate,
+  },
+  {
+    name: 'patch',
+    term: 'patch [options] <resource> <name>',
+    description:
+      'update fields of a workloadgroup (wg) or hand-made workloadentry (we) with a merge or JSON patch',
+    load: async () => (await import('./modify.ts')).registerPatch,
+  },
+  {
+    name: 'edit',
+    term: 'edit [options] <resource> <name>',
+    description:
+      'edit a workloadgroup (wg) or hand-made workloadentry (we) in $KUBE_EDITOR or $EDITOR',
+    load: async () => (await import('./modify.ts')).registerEdit,
+  },
+  {
     name: 'cordon',
     term: 'cordon [options] <resource> [names...]',
     description:
@@ -130,6 +156,12 @@ export const COMMANDS: readonly CommandEntry[] = [
     term: 'project [options]',
     description: 'reconcile the registry into a Kubernetes cluster once and print what changed',
     load: async () => (await import('./project.ts')).registerProject,
+  },
+  {
+    name: 'version',
+    term: 'version [options]',
+    description: "print this CLI's release and the registrar's",
+    load: async () => (await import('./version.ts')).registerVersion,
   },
   {
     name: 'completion',

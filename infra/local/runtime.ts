@@ -273,10 +273,24 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       const context = lambdaContext('registrar-sweeper', region, 15 * 60_000);
       return inInvocationScope(context.awsRequestId, () => sweeper({}, context));
     };
-    const timer = await startSweepTimer(sweepNow, sweepIntervalMs, (error) =>
-      logger.error('sweep failed', { error: String(error) }),
+    // Not awaited: the runtime answers (local.json, the banner, the CLI) as soon as its gateway
+    // listens. The first run still starts now, and a restart's agents reconnect meanwhile;
+    // waiting for it kept the CLI saying "no local runtime is running" for up to 55 s while
+    // agents were already registered again.
+    // A restart on a registry that had VMs: its own shutdown closed every connection (1001
+    // Going away, an abnormal departure), and their agents reconnect within seconds. A run at
+    // once judged them before they could: every cell 100% away, a fleet-wide HELD that its own
+    // rows contradicted a moment later. The first run waits one interval, as the next tick of
+    // a schedule that never stopped would.
+    const restarted =
+      files.keepsRegistry && (await deps.store.listNamespaces()).namespaces.length > 0;
+    const timer = startSweepTimer(
+      sweepNow,
+      sweepIntervalMs,
+      (error) => logger.error('sweep failed', { error: String(error) }),
+      restarted ? { firstRunAfterMs: sweepIntervalMs } : {},
     );
-    cleanup.unshift(() => timer.stop());
+    cleanup.unshift(async () => (await timer).stop());
     // Heartbeat lanes 1 .. n-1, as the stack's lane rules start them: the same handler, an
     // event naming the lane, a timer each (a lane's run never doubles up, as the sweep's).
     for (let lane = 1; lane < deps.config.heartbeatLanes; lane++) {
@@ -286,10 +300,10 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
           sweeper({ heartbeatLane: lane }, context),
         );
       };
-      const laneTimer = await startSweepTimer(runLane, sweepIntervalMs, (error) =>
+      const laneTimer = startSweepTimer(runLane, sweepIntervalMs, (error) =>
         logger.error('heartbeat lane failed', { heartbeatLane: lane, error: String(error) }),
       );
-      cleanup.unshift(() => laneTimer.stop());
+      cleanup.unshift(async () => (await laneTimer).stop());
     }
     // dynalite has no TTL: expired history items of deleted entries go on the sweep's pace.
     const history = deps.store as typeof deps.store & Partial<EntryEventStore>;

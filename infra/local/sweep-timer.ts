@@ -16,6 +16,7 @@ export async function startSweepTimer(
   run: () => Promise<unknown>,
   intervalMs: number,
   onError: (error: unknown) => void,
+  options: { firstRunAfterMs?: number } = {},
 ): Promise<SweepTimer> {
   let running: Promise<void> | undefined;
   let missed = false;
@@ -38,11 +39,15 @@ export async function startSweepTimer(
       });
     return running;
   };
-  await tick();
+  const firstRunAfterMs = options.firstRunAfterMs ?? 0;
+  let first: NodeJS.Timeout | undefined;
+  if (firstRunAfterMs > 0) first = setTimeout(tick, firstRunAfterMs);
+  else await tick();
   const interval = setInterval(tick, intervalMs);
   return {
     stop: async () => {
       stopped = true;
+      if (first) clearTimeout(first);
       clearInterval(interval);
       // A catch-up run may have started as the last one ended: wait for it too.
       while (running) await running;

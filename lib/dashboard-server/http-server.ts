@@ -120,7 +120,10 @@ async function handle(
   try {
     switch (url.pathname) {
       case '/api/overview':
-        return json(response, 200, await data.overview());
+        // Read again when the last read is older than the refresh period, whether or not a
+        // page holds its live stream open: a script polling the API once saw `normal` two
+        // minutes after `registrar sweep status` and the console said `slowed`.
+        return json(response, 200, await data.overview(true));
       case '/api/entries': {
         const namespace = namespaceParam(url.searchParams);
         const query = entryQueryParams(url.searchParams);

@@ -1,6 +1,7 @@
 import type { AgentGiven } from './agent-given.ts';
 import type { DepartureKind } from './disruption.ts';
 import type { EntryEvent } from './entry-events.ts';
+import { derivedEntryUid } from './entry-uid.ts';
 import {
   ANNOTATIONS,
   type Condition,
@@ -156,6 +157,13 @@ export function renderWorkloadEntry(record: EntryRecord): WorkloadEntry {
     annotations[ANNOTATIONS.healthChecksEnabled] = 'true';
   }
   const metadata = { ...entry.metadata };
+  if (metadata.uid === undefined) {
+    metadata.uid = derivedEntryUid(
+      metadata.namespace,
+      metadata.name,
+      metadata.creationTimestamp ?? '',
+    );
+  }
   if (Object.keys(annotations).length > 0) metadata.annotations = annotations;
   else delete metadata.annotations;
   const rendered: WorkloadEntry = {

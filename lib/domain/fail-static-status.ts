@@ -88,10 +88,13 @@ export function failStaticStatus(
     const cell = cellKey(zone.namespace, zone.zone);
     const decided = cellMode(facts, zone.namespace, cell, now);
     const total = Math.max(populationOf(zone), record?.peaks?.[cell]?.[0]?.[1] ?? 0);
+    // A held namespace's cell with nothing away holds nothing: not listed as held (a hold of
+    // every namespace listed empty namespaces and zones as held).
+    const state = decided.mode === 'held' && Math.max(0, zone.away) === 0 ? 'normal' : decided.mode;
     return {
       ...zone,
       share: total === 0 ? 0 : Math.max(0, zone.away) / total,
-      state: decided.mode,
+      state,
       note: decided.note ?? null,
       until: iso(decided.until),
     };

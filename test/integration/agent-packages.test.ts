@@ -67,6 +67,10 @@ describe.runIf(tools || process.env.CI === 'true')('the agent packages', () => {
       },
     );
     expect(conffiles).toBe('/etc/registrar-agent/agent.yaml\n');
+    // The file trigger on Istio's start script: postinst `triggered` takes the sidecar back
+    // after istio-sidecar configured (test/integration/sidecar-deb-trigger.test.ts runs it).
+    const triggers = readFileSync(join(work, 'control/triggers'), 'utf8');
+    expect(triggers).toMatch(/^interest-noawait \/usr\/local\/bin\/istio-start\.sh$/m);
   });
 
   it('the .deb holds every listed path, owned by root, with its mode', () => {
@@ -109,6 +113,10 @@ describe.runIf(tools || process.env.CI === 'true')('the agent packages', () => {
     }
     expect(scripts).toContain('useradd --system');
     expect(scripts).toContain('systemctl try-restart registrar-agent.service');
+    // After Istio's package, the sidecar's take-back (test/integration/sidecar-rpm-trigger.test.ts).
+    const triggers = run('rpm', ['-qp', '--triggers', rpm]);
+    expect(triggers).toMatch(/^triggerin scriptlet \(using \/bin\/sh\) -- istio-sidecar$/m);
+    expect(triggers).toContain('/opt/registrar-agent/istio-sidecar-repair.sh');
   });
 
   it('the .rpm holds every listed path with its mode and owner, and owns the drop-in folder it adds', () => {
@@ -163,12 +171,14 @@ describe.runIf(tools || process.env.CI === 'true')('the agent packages', () => {
     }
   });
 
-  it('every scriptlet of both packages is valid sh', () => {
+  it('every scriptlet of both packages, and the sidecar scripts they run, is valid sh', () => {
     const scripts = [
       ...['postinst', 'prerm', 'postrm'].map((name) => join(REPO, 'packaging/deb', name)),
-      ...['pre', 'post', 'preun', 'postun'].map((name) =>
+      ...['pre', 'post', 'preun', 'postun', 'triggerin'].map((name) =>
         join(REPO, 'packaging/rpm', `${name}.sh`),
       ),
+      join(REPO, 'packaging/istio-sidecar-check.sh'),
+      join(REPO, 'packaging/istio-sidecar-repair.sh'),
     ];
     for (const script of scripts) expect(spawnSync('sh', ['-n', script]).status, script).toBe(0);
   });

@@ -273,6 +273,18 @@ describe('what the dashboard answers', () => {
       /https?:\/\/(?!127\.0\.0\.1)[a-z0-9.-]+\.(com|net|org|io)\/[^"'\s]*\.(js|css)/,
     );
   });
+  it('the overview is read again when due, with no page open', async () => {
+    const before = await getJson<OverviewResponse>('/api/overview');
+    await connect('web-9', T0 - 1_500);
+    const deadline = Date.now() + 10_000;
+    let after = await getJson<OverviewResponse>('/api/overview');
+    while (after.fleet.entries !== before.fleet.entries + 1 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      after = await getJson<OverviewResponse>('/api/overview');
+    }
+    expect(after.fleet.entries).toBe(before.fleet.entries + 1);
+    expect(after.fleet.connected).toBe(before.fleet.connected + 1);
+  });
 });
 
 describe('the defences', () => {

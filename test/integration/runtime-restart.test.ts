@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import type { LocalRuntime } from '../../infra/local/runtime.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';
 import { type AgentTestbed, type TestAgent, testbedFor } from '../fixtures/agent-testbed.ts';
+import { captureCli } from '../fixtures/cli-run.ts';
 import { testBackend } from '../fixtures/dynamo.ts';
 import { restartablePort } from '../fixtures/ports.ts';
 
@@ -195,6 +196,76 @@ describe.skipIf(testBackend() === 'dynamodb-local')(
         console.log(
           `restart, clean stops with leftovers: removed ${Date.now() - leftAt} ms after the stop (bound ${bound})`,
         );
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    }, 120_000);
+
+    it('raises no hold when npm start restarts under a live fleet: its own shutdown is no outage', async () => {
+      // SIGTERM: the runtime closes every connection (1001 Going away) and runs their
+      // $disconnects, so every entry is away abnormally until its agent reconnects. A sweep
+      // right at the start judged them before they could: HELD for every namespace, which the
+      // rows contradicted a moment later (issue 46). The first run waits one interval.
+      const flags = [
+        '--grace-period',
+        '60s',
+        '--sweep-interval',
+        '2s',
+        '--max-connection-age',
+        '60s',
+      ];
+      const dir = await mkdtemp(join(tmpdir(), 'registrar-restart-alarm-'));
+      try {
+        const port = await restartablePort();
+        const first = await startRuntime(dir, port, flags);
+        const bed = await testbedFor(first.runtime);
+        beds.push(bed);
+        await bed.applyGroup('web');
+        const fleet: TestAgent[] = [];
+        for (let i = 1; i <= 6; i += 1)
+          fleet.push(await bed.agent({ group: 'web', ips: [`10.4.0.${i}`] }));
+        await waitFor(
+          () => fleet.every((a) => a.running.supervisor.entryName),
+          'every VM registered',
+        );
+
+        first.child.kill('SIGTERM');
+        await new Promise((resolve) => first.child.once('exit', resolve));
+        const startingAt = Date.now();
+        const second = await startRuntime(dir, port, flags);
+        const env = {
+          REGISTRAR_DYNAMODB_ENDPOINT: second.runtime.dynamoDbEndpoint,
+          REGISTRAR_TABLE: second.runtime.tableName,
+        };
+        const modes = new Set<string>();
+        const status = async () => {
+          const run = await captureCli(['sweep', 'status', '-o', 'json'], { env });
+          const parsed = JSON.parse(run.stdout) as { mode: string; evaluatedAt: string | null };
+          modes.add(parsed.mode);
+          return parsed;
+        };
+        await waitFor(
+          async () =>
+            (await status()) &&
+            fleet.every((agent) =>
+              agent.events.some((e) => e.type === 'connected' && e.at >= startingAt),
+            ),
+          'the VMs connected again',
+          30_000,
+        );
+        const back = Date.now();
+        // Two runs after every VM is back: a hold declared at any run since the start shows.
+        await waitFor(
+          async () => {
+            const { evaluatedAt } = await status();
+            return evaluatedAt !== null && Date.parse(evaluatedAt) > back + 2_000
+              ? true
+              : undefined;
+          },
+          'two sweeper runs after the VMs came back',
+          30_000,
+        );
+        expect([...modes].filter((mode) => mode !== 'normal')).toEqual([]);
       } finally {
         await rm(dir, { recursive: true, force: true });
       }

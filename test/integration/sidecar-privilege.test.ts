@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { lstatSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -21,7 +21,8 @@ import {
 /**
  * The privilege design of `--sidecar` on a VM laid out as Istio's package and VM guide leave it,
  * then as the agent's packaging fixes it (test/fixtures/sidecar-layout.ts: the real
- * systemd-sysusers and systemd-tmpfiles under a temporary root). The agent's writer (bundled,
+ * systemd-sysusers, and the packaged repair running the real systemd-tmpfiles, under a
+ * temporary root; the plants of issue 43 are test/integration/sidecar-plants.test.ts). The agent's writer (bundled,
  * run by the system's node) writes as registrar-agent, never root. Then each attacker of
  * docs/security.md's VM side tries: istio-proxy after a compromise of Envoy, and another local
  * user. The whole agent, unprivileged, is test/integration/sidecar-unprivileged-agent.test.ts.
@@ -124,13 +125,15 @@ process.stdout.write(JSON.stringify(report));
       expect(as(PROXY, `touch ${root}/var/lib/istio/config/mesh`)).not.toBe(0);
       expect(readFileSync(p.clusterEnv, 'utf8')).not.toContain('BASH_ENV');
       // No directory above cluster.env, and no file beside it that root sources, is the proxy's.
-      for (const path of [
-        'var/lib/istio',
-        'var/lib/istio/envoy',
-        'var/lib/istio/envoy/sidecar.env',
-      ]) {
+      for (const path of ['var/lib/istio', 'var/lib/istio/envoy']) {
         expect(statSync(join(root, path)).uid, path).not.toBe(PROXY);
       }
+      // The guide's `chown -R` made Istio's sidecar.env the proxy's, so what is in it may be
+      // the proxy's too: the take-back moved it aside instead of handing it to the agent.
+      expect(existsSync(join(envoy, 'sidecar.env'))).toBe(false);
+      expect(readdirSync(envoy).some((name) => name.startsWith('sidecar.env.untrusted-'))).toBe(
+        true,
+      );
       // What istio-proxy reads, and where it keeps its own certificates.
       expect(as(PROXY, `cat ${p.token} ${p.meshConfig} ${p.rootCert} > /dev/null`)).toBe(0);
       expect(as(PROXY, `echo cert > ${root}/etc/certs/cert-chain.pem`)).toBe(0);

@@ -100,3 +100,34 @@ describe('one word everywhere', () => {
     });
   }
 });
+
+describe('sweep status of a hold', () => {
+  it('lists a held namespace’s cell with nothing away as normal: it holds nothing there', () => {
+    const zones: ZoneCount[] = [
+      { namespace: 'a', zone: 'z1', connected: 0, away: 5 },
+      { namespace: 'b', zone: 'z2', connected: 0, away: 4 },
+    ];
+    const state = evaluateDisruption({
+      now: NOW,
+      zones,
+      newestConnectAt: NOW - 1000,
+      previous: undefined,
+      policy,
+    });
+    expect(state.mode).toBe('held');
+    const record = { ...nextRecord(state, {}, NOW), policy };
+    // Later: namespace b's VMs are back, and an empty namespace c has a cell.
+    const now: ZoneCount[] = [
+      { namespace: 'a', zone: 'z1', connected: 0, away: 5 },
+      { namespace: 'b', zone: 'z2', connected: 4, away: 0 },
+      { namespace: 'c', zone: 'z3', connected: 0, away: 0 },
+    ];
+    const status = failStaticStatus(record, now, NOW + 1000);
+    expect(status.mode).toBe('held');
+    expect(status.cells.map((cell) => [cell.namespace, cell.state])).toEqual([
+      ['a', 'held'],
+      ['b', 'normal'],
+      ['c', 'normal'],
+    ]);
+  });
+});

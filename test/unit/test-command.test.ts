@@ -1,10 +1,28 @@
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { planOf, UsageError } from '../../scripts/test.ts';
+import { fastLoopFiles, planOf, UsageError } from '../../scripts/test.ts';
+
+const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 /** `npm test -- <args>`: what reaches vitest, and what does not run at all. */
 describe('npm test arguments', () => {
-  it('runs the whole chain with no argument', () => {
-    expect(planOf([])).toEqual({ help: false, vitestOnly: undefined });
+  it('runs the fast loop with no argument, and the whole chain with --all', () => {
+    expect(planOf([])).toEqual({ help: false, vitestOnly: undefined, all: false });
+    expect(planOf(['--all'])).toEqual({ help: false, vitestOnly: undefined, all: true });
+  });
+
+  it('refuses --all with a filter: --all means every test', () => {
+    expect(() => planOf(['--all', 'sweep'])).toThrow('--all runs every test');
+  });
+
+  it('runs unit, infrastructure and store contract tests in the fast loop, and counts the rest', () => {
+    const { run, skipped } = fastLoopFiles(REPO);
+    expect(run.slice(0, 2)).toEqual(['test/unit', 'test/infra']);
+    expect(run).toContain('test/integration/dynamodb-registry-store.test.ts');
+    expect(run).toContain('test/integration/entry-events-store.test.ts');
+    expect(run).not.toContain('test/integration/lifecycle-story.test.ts');
+    expect(skipped).toBeGreaterThan(100);
   });
 
   it('prints help for --help and -h, wherever they stand, and runs nothing', () => {
@@ -28,6 +46,7 @@ describe('npm test arguments', () => {
     expect(planOf(['sweep', '--', '--reporter=verbose', '--help'])).toEqual({
       help: false,
       vitestOnly: ['sweep', '--reporter=verbose', '--help'],
+      all: false,
     });
   });
 
