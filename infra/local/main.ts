@@ -62,7 +62,11 @@ async function main(): Promise<number> {
 
   const { startLocalRuntime } = await import('./runtime.ts');
   const { describeSweepPolicy } = await import('../../lib/config.ts');
-  const runtime = await startLocalRuntime({ ...command.options, writeLocalJson: true });
+  const runtime = await startLocalRuntime({
+    ...command.options,
+    writeLocalJson: true,
+    waitForFirstSweep: false,
+  });
   const dataDir = command.options.dataDir ?? '.registrar';
   const localJson = runtime.localJsonPath ?? join(dataDir, 'local.json');
   // A --memory runtime's local.json is in a directory of its own: say how the CLI finds it.

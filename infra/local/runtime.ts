@@ -87,6 +87,13 @@ export interface LocalRuntimeOptions {
    * second one there refuses to start, naming the first one's PID and port.
    */
   writeLocalJson?: boolean;
+  /**
+   * Return only once the sweeper's first run ended (default true: an in-process runtime starts
+   * from a swept registry, which tests count requests and faults from). `npm start` passes
+   * false: its local.json, banner and CLI answer as soon as the gateway listens, not up to a
+   * minute later.
+   */
+  waitForFirstSweep?: boolean;
   /** The functions' log level (Powertools). */
   logLevel?: LogLevel;
   /**
@@ -273,10 +280,10 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       const context = lambdaContext('registrar-sweeper', region, 15 * 60_000);
       return inInvocationScope(context.awsRequestId, () => sweeper({}, context));
     };
-    // Not awaited: the runtime answers (local.json, the banner, the CLI) as soon as its gateway
-    // listens. The first run still starts now, and a restart's agents reconnect meanwhile;
-    // waiting for it kept the CLI saying "no local runtime is running" for up to 55 s while
-    // agents were already registered again.
+    // Awaited only when asked (waitForFirstSweep): `npm start` answers (local.json, the banner,
+    // the CLI) as soon as its gateway listens. The first run still starts now; waiting for it
+    // kept the CLI saying "no local runtime is running" for up to 55 s while agents were
+    // already registered again.
     // A restart on a registry that had VMs: its own shutdown closed every connection (1001
     // Going away, an abnormal departure), and their agents reconnect within seconds. A run at
     // once judged them before they could: every cell 100% away, a fleet-wide HELD that its own
@@ -291,6 +298,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       restarted ? { firstRunAfterMs: sweepIntervalMs } : {},
     );
     cleanup.unshift(async () => (await timer).stop());
+    if (options.waitForFirstSweep ?? true) await timer;
     // Heartbeat lanes 1 .. n-1, as the stack's lane rules start them: the same handler, an
     // event naming the lane, a timer each (a lane's run never doubles up, as the sweep's).
     for (let lane = 1; lane < deps.config.heartbeatLanes; lane++) {

@@ -237,6 +237,17 @@ describe.skipIf(testBackend() === 'dynamodb-local')(
           REGISTRAR_DYNAMODB_ENDPOINT: second.runtime.dynamoDbEndpoint,
           REGISTRAR_TABLE: second.runtime.tableName,
         };
+        // The CLI answers at once after the restart, before the sweeper's first run (which
+        // waits an interval on a restarted registry): its last run is still the old process's.
+        const right = await captureCli(['get', 'we', '-A', '-o', 'name'], { env });
+        expect(right.code, right.stderr).toBe(0);
+        expect(right.stdout.trim().split('\n')).toHaveLength(6);
+        const before = JSON.parse(
+          (await captureCli(['sweep', 'status', '-o', 'json'], { env })).stdout,
+        );
+        expect(before.evaluatedAt === null || Date.parse(before.evaluatedAt) < startingAt).toBe(
+          true,
+        );
         const modes = new Set<string>();
         const status = async () => {
           const run = await captureCli(['sweep', 'status', '-o', 'json'], { env });
