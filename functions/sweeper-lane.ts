@@ -120,7 +120,10 @@ export function reportHeartbeatLane(result: SweepResult): void {
   const report = result.heartbeat;
   if (!report) return;
   recordByLane(METRIC.heartbeatChecks, report.lane, report.checked);
-  const late = report.passesMs.filter((ms) => ms > report.periodMs);
+  // Each pass against its own period (the shortest of the groups it served).
+  const late = report.passesMs.filter(
+    (ms, i) => ms > (report.passPeriodsMs?.[i] ?? report.periodMs),
+  );
   for (const ms of report.passesMs) {
     recordByLane(METRIC.heartbeatPassSeconds, report.lane, ms / 1000, 'Seconds');
   }

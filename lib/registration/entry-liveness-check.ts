@@ -1,6 +1,7 @@
 import { formatDuration } from '../domain/duration.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
-import { formatHeartbeat, holderHeartbeat, isSilent, silenceOf } from '../domain/heartbeat.ts';
+import { formatHeartbeat, isSilent, silenceOf } from '../domain/heartbeat.ts';
+import { heldHeartbeat, heldSince } from '../domain/holder-heartbeat.ts';
 import type { EpochMillis } from '../domain/model.ts';
 import type { Holder } from '../store/registry-store.ts';
 import { type GroupHeartbeat, groupKeyOf } from './heartbeat-groups.ts';
@@ -46,14 +47,18 @@ export async function checkEntryLiveness(
   const group = record.autoRegistrationGroup
     ? groups.get(groupKeyOf(record.entry.metadata.namespace, record.autoRegistrationGroup))
     : undefined;
-  const silent = answers.active.filter(({ activity, since }) =>
-    isSilent(
-      activity,
-      since,
-      now,
-      holderHeartbeat(group, { since, agentVersion: record.agentVersion }),
-    ),
-  );
+  // Each holder is held to the heartbeat it was told (recorded by its connect, or by its
+  // acknowledgement of a change), whatever the group says now: a holder told 5 s x 2 in the
+  // second its group was applied is held to it before this sweeper ever listed the group.
+  const beats = record.connection?.holderBeats ?? {};
+  const held = (connectionId: string, since: number | undefined) => {
+    const holder = { since, agentVersion: record.agentVersion, beat: beats[connectionId] };
+    return { heartbeat: heldHeartbeat(group, holder), since: heldSince(holder) };
+  };
+  const silent = answers.active.filter(({ connectionId, activity, since }) => {
+    const bound = held(connectionId, since);
+    return isSilent(activity, bound.since, now, bound.heartbeat);
+  });
   const gone = answers.gone;
   if (gone.length === 0 && silent.length === 0) return;
   if (result.dryRun) {
@@ -69,10 +74,7 @@ export async function checkEntryLiveness(
   }
   if (silent.length === 0) return;
   const first = silent[0];
-  const heartbeat = holderHeartbeat(group, {
-    since: first?.since,
-    agentVersion: record.agentVersion,
-  });
+  const heartbeat = held(first?.connectionId ?? '', first?.since).heartbeat;
   // Whole seconds: API Gateway's own times are no finer than that (its Date header).
   const silence = Math.round((first ? silenceOf(first.activity, now) : 0) / 1000) * 1000;
   const why = `sent nothing for ${formatDuration(silence)}, past its heartbeat ${formatHeartbeat(heartbeat)}`;

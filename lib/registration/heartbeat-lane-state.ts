@@ -10,9 +10,10 @@ import {
   replaceRange,
 } from '../domain/heartbeat-lanes.ts';
 import type { ObjectRef } from '../domain/model.ts';
-import type { HeartbeatLaneState } from '../store/registry-store.ts';
+import type { HeartbeatLaneState, HeldObservation } from '../store/registry-store.ts';
 import type { ShareGroup, StretchRead } from './heartbeat-flows.ts';
 import { type GroupHeartbeat, groupKeyOf } from './heartbeat-groups.ts';
+import { combinedObservations } from './heartbeat-schedule.ts';
 import type { SweepOptions, SweepStore } from './sweep-options.ts';
 import { recordFailure, type SweepResult } from './sweep-result.ts';
 
@@ -28,6 +29,8 @@ export interface LaneRun {
   sampling: boolean;
   /** Lane 0 with several lanes: the lanes whose item says they have not run lately. */
   stale?: number[];
+  /** Every lane's last observation of its groups, summed (heartbeat-schedule.ts). */
+  observed: Record<string, HeldObservation>;
 }
 
 /**
@@ -51,6 +54,7 @@ export async function openLane(
   let published: number | undefined;
   let stored: HeartbeatLaneState | undefined;
   let stale: number[] | undefined;
+  let others: HeartbeatLaneState[] = [];
   try {
     if (!multi) {
       stored = await store.heartbeatLane?.(0);
@@ -60,17 +64,23 @@ export async function openLane(
         store.heartbeatLanes?.() ?? new Map<number, HeartbeatLaneState>(),
       ]);
       stored = states.get(0);
+      others = [...states].filter(([at]) => at !== 0).map(([, state]) => state);
       stale = staleLanes(states, effectivePlan(record, options.now), options);
       // A plan published now takes effect from a later run (its `from`), not this one.
       published = (await publishPlan(store, options, record, states, groups))?.version;
       plan = effectivePlan(record, options.now);
     } else {
-      const [record, own] = await Promise.all([
+      // The other lanes' items too: a namespace's pace against its quota is set by its whole
+      // fleet, which the lanes read in shares (heartbeat-schedule.ts). Not needed to run: a
+      // failed read of them paces by this lane's own share alone.
+      const [record, own, states] = await Promise.all([
         store.heartbeatPlan?.(),
         store.heartbeatLane?.(lane),
+        (store.heartbeatLanes?.() ?? Promise.resolve(undefined)).catch(() => undefined),
       ]);
       plan = effectivePlan(record, options.now);
       stored = own;
+      others = [...(states ?? [])].filter(([at]) => at !== lane).map(([, state]) => state);
     }
   } catch (error) {
     recordFailure(result, error);
@@ -79,7 +89,14 @@ export async function openLane(
   const state: HeartbeatLaneState =
     stored && stored.planVersion === plan.version
       ? stored
-      : { planVersion: plan.version, cursors: {}, complete: false, samples: {} };
+      : {
+          planVersion: plan.version,
+          cursors: {},
+          complete: false,
+          samples: {},
+          // What the lane saw of its groups still paces them under the new plan.
+          ...(stored?.held ? { held: stored.held } : {}),
+        };
   return {
     lane,
     plan,
@@ -88,6 +105,7 @@ export async function openLane(
     state,
     sampling: multi,
     ...(stale ? { stale } : {}),
+    observed: combinedObservations([state, ...others]),
   };
 }
 
@@ -107,13 +125,16 @@ export function recordStretch(run: LaneRun, read: StretchRead): void {
 export async function saveLane(store: SweepStore, run: LaneRun, result: SweepResult) {
   if (result.dryRun) return;
   const samples: GroupSamples = {};
+  const held: Record<string, HeldObservation> = {};
   for (const { ref, range } of run.share) {
     const key = groupKeyOf(ref.namespace, ref.name);
     const names = run.state.samples[key];
     if (names) samples[key] = names.filter((name) => inRange(name, range));
+    const seen = run.state.held?.[key];
+    if (seen) held[key] = seen;
   }
   await store
-    .saveHeartbeatLane?.(run.lane, { ...run.state, samples })
+    .saveHeartbeatLane?.(run.lane, { ...run.state, samples, held })
     .catch((error: unknown) => recordFailure(result, error));
 }
 

@@ -81,6 +81,18 @@ export interface HeartbeatLaneReport {
   checked: number;
   /** Passes over its whole share that ended in this run, and how long each took (ms). */
   passesMs: number[];
+  /**
+   * The period of each of those passes (the shortest of its groups'): a pass longer than its
+   * own period skipped a slot. Absent: every pass is held to `periodMs`.
+   */
+  passPeriodsMs?: number[];
+  /** Holders it checked, by namespace (each tenant's share of the lane's work). */
+  checkedByNamespace?: Record<string, number>;
+  /**
+   * Namespaces whose groups ask for more heartbeat checks a minute than their quota: their
+   * periods are stretched by `stretch` (their own checks only; heartbeat-schedule.ts).
+   */
+  overQuota?: Record<string, { demand: number; quota: number; stretch: number }>;
   /** The shortest silence bound among the heartbeat groups. */
   shortestBoundMs: number;
   /**

@@ -1,9 +1,10 @@
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import { type Heartbeat, parseHeartbeat } from '../domain/heartbeat.ts';
 import type { ObjectRef, WorkloadGroup } from '../domain/model.ts';
 import { queryItems } from './dynamodb-client.ts';
 import { DynamoDbNamespaceIndex } from './dynamodb-namespace-index.ts';
+import { namespaceSettingsKey } from './dynamodb-namespace-settings.ts';
 import { groupEntryPrefix } from './dynamodb-rollout-entries.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import { decodeEntry, ENTRY_PREFIX, GROUP_PREFIX, namespacePartition } from './item-codec.ts';
@@ -11,6 +12,27 @@ import type { HeartbeatGroups, HeartbeatStore, NameRange } from './registry-stor
 
 /** The sweeper's record of the groups that set a heartbeat, beside its liveness mark. */
 const HEARTBEAT_GROUPS_KEY = { pk: 'SWEEPER', sk: 'heartbeats' };
+
+/**
+ * How many times a group's heartbeat annotations changed: one counter, bumped by every apply
+ * that changes them (heartbeatChangeUpdate), read by the sweeper before each pass.
+ */
+const HEARTBEAT_CHANGES_KEY = { pk: 'SWEEPER', sk: 'heartbeat-changes' };
+
+/**
+ * The write `apply` (and the group sync) sends after a group's heartbeat annotations changed:
+ * ADD, so two operators' applies both count, and no time is compared (the count only goes
+ * up). Not part of the group's own write: a lost count costs at most a sweep interval (the
+ * sweeper lists the groups once a run anyway).
+ */
+export function heartbeatChangeUpdate(tableName: string): UpdateCommandInput {
+  return {
+    TableName: tableName,
+    Key: HEARTBEAT_CHANGES_KEY,
+    UpdateExpression: 'ADD changes :one',
+    ExpressionAttributeValues: { ':one': 1 },
+  };
+}
 
 /** Namespaces listed side by side when the sweeper looks for groups that set a heartbeat. */
 const LIST_CONCURRENCY = 8;
@@ -43,6 +65,7 @@ export class DynamoDbHeartbeatGroups implements HeartbeatStore {
     return {
       listedAt: item.listedAt,
       groups: JSON.parse(item.groups) as HeartbeatGroups['groups'],
+      ...(typeof item.changes === 'number' ? { changes: item.changes } : {}),
     };
   }
 
@@ -55,9 +78,39 @@ export class DynamoDbHeartbeatGroups implements HeartbeatStore {
           ...HEARTBEAT_GROUPS_KEY,
           listedAt: state.listedAt,
           groups: JSON.stringify(state.groups),
+          ...(state.changes === undefined ? {} : { changes: state.changes }),
         },
       }),
     );
+  }
+
+  /** Eventually consistent (half a read unit): a change seen one pass later is no harm. */
+  async heartbeatChanges(): Promise<number> {
+    const { Item } = await this.#table.client.send(
+      new GetCommand({ TableName: this.#table.name, Key: HEARTBEAT_CHANGES_KEY }),
+    );
+    return typeof Item?.changes === 'number' ? Item.changes : 0;
+  }
+
+  /**
+   * Each namespace's `heartbeatChecks` setting (its item in the namespace settings partition,
+   * whose key that adapter owns), read side by side: only namespaces with heartbeat groups.
+   */
+  async heartbeatQuotas(namespaces: readonly string[]): Promise<Record<string, number>> {
+    const quotas: Record<string, number> = {};
+    await Promise.all(
+      namespaces.map(async (namespace) => {
+        const { Item } = await this.#table.client.send(
+          new GetCommand({
+            TableName: this.#table.name,
+            Key: namespaceSettingsKey(namespace),
+            ProjectionExpression: 'heartbeatChecks',
+          }),
+        );
+        if (typeof Item?.heartbeatChecks === 'number') quotas[namespace] = Item.heartbeatChecks;
+      }),
+    );
+    return quotas;
   }
 
   /** Every group whose annotations set a heartbeat: the namespace index, a Query per namespace. */
