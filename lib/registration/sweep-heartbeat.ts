@@ -137,28 +137,30 @@ export async function checkHeartbeatGroups(
         }
       }
       if (!repeat || outOfTime()) return;
-      const fresh = refresh
-        ? await refresh(options.now + Math.round(sinceStart())).catch(failedRefresh(result))
-        : undefined;
-      if (fresh) {
-        // A group applied (or changed) since the run began: its entries are due now.
-        groups = fresh;
-        run.share = shareOf(run.plan, run.lane, groups);
-        const more = await quotasOf(store, groups, result);
-        schedule.plan(
-          run.share,
-          groups,
-          run.state.held ?? {},
-          { ...quotas, ...more },
-          sinceStart(),
-        );
-        paceReport(report, schedule);
+      // Until the next group is due, a look every MIN_PASS_MS at whether `apply` changed a
+      // group's heartbeat: a group applied meanwhile is due at once (a VM that connected in
+      // the same second is held to its bound from its first ping, and checked at its pace).
+      for (;;) {
+        const fresh = refresh
+          ? await refresh(options.now + Math.round(sinceStart())).catch(failedRefresh(result))
+          : undefined;
+        if (fresh) {
+          groups = fresh;
+          run.share = shareOf(run.plan, run.lane, groups);
+          const observed = { ...run.observed, ...(run.state.held ?? {}) };
+          const more = await quotasOf(store, groups, result);
+          schedule.plan(run.share, groups, observed, { ...quotas, ...more }, sinceStart());
+          paceReport(report, schedule);
+        }
+        const next = schedule.earliest();
+        if (next >= sweepIntervalMs) return;
+        const wait = next - sinceStart();
+        if (wait <= 0) break;
+        const slice = refresh ? Math.min(wait, MIN_PASS_MS) : wait;
+        await sleep(slice);
+        if (outOfTime()) return;
+        if (slice === wait) break;
       }
-      const next = schedule.earliest();
-      if (next >= sweepIntervalMs) return;
-      const wait = next - sinceStart();
-      if (wait > 0) await sleep(wait);
-      if (outOfTime()) return;
     }
   } finally {
     run.state.ranAt = options.now;
