@@ -4,7 +4,7 @@ import { logger, METRIC, recordByLane, recordCount } from '../lib/observability.
 import { runHeartbeatLane, type SweepResult } from '../lib/registration/sweep.ts';
 import type { HeartbeatLaneReport } from '../lib/registration/sweep-result.ts';
 import type { SweeperDependencies } from '../lib/wiring/sweeper.ts';
-import { EMPTY_SUMMARY, type SweeperSummary } from './sweeper-summary.ts';
+import { EMPTY_SUMMARY, heartbeatOf, type SweeperSummary } from './sweeper-summary.ts';
 
 /** What the schedule sends heartbeat lane k (1 .. n-1); lane 0's event is the plain tick. */
 export interface HeartbeatLaneEvent {
@@ -78,14 +78,7 @@ export async function runLane(
       silentDropped: result.silentDropped,
       stoppedEarly: result.stoppedEarly,
       failed: result.failed,
-      heartbeat: result.heartbeat
-        ? {
-            lane,
-            planVersion: result.heartbeat.planVersion,
-            checked: result.heartbeat.checked,
-            passesMs: result.heartbeat.passesMs,
-          }
-        : idle(lane),
+      heartbeat: result.heartbeat ? heartbeatOf(result).heartbeat : idle(lane),
     };
     if (result.failed > 0) {
       logger.error('heartbeat lane finished with failures; its next run retries them', {
@@ -135,6 +128,13 @@ export function reportHeartbeatLane(result: SweepResult): void {
     });
   }
   if (late.length > 0) warnLate(report, late);
+  if (report.overQuota) {
+    // Only these namespaces' checks are slowed: every other tenant's pace is its own.
+    logger.warn(
+      `heartbeat checks of ${Object.keys(report.overQuota).join(', ')} are over their namespace's quota: their groups are checked less often (their VMs found silent later), no other namespace's`,
+      { heartbeatLane: report.lane, overQuota: report.overQuota },
+    );
+  }
   if (report.staleLanes) {
     logger.warn(
       `heartbeat lanes ${report.staleLanes.join(', ')} have not run for two sweep intervals; their shares of the heartbeat groups are checked only by the liveness interval until they do`,

@@ -17,9 +17,9 @@ import { RELEASE } from '../lib/release.ts';
 import { lazyHandler } from '../lib/wiring/lazy-handler.ts';
 import { type SweeperDependencies, sweeperDependencies } from '../lib/wiring/sweeper.ts';
 import { type HeartbeatLaneEvent, laneOf, reportHeartbeatLane, runLane } from './sweeper-lane.ts';
-import { EMPTY_SUMMARY, type SweeperSummary } from './sweeper-summary.ts';
+import { EMPTY_SUMMARY, heartbeatOf, type SweeperSummary } from './sweeper-summary.ts';
 
-export type { SweeperSummary } from './sweeper-summary.ts';
+export { heartbeatOf, type SweeperSummary } from './sweeper-summary.ts';
 
 /** The schedule's tick (lane 0: the sweep), or heartbeat lane k's (sweeper-lane.ts). */
 export type SweeperEvent = ScheduledEvent | Record<string, never> | HeartbeatLaneEvent;
@@ -296,16 +296,6 @@ function byZone(byCell: Record<string, number>): Record<string, number> {
     zones[zone] = (zones[zone] ?? 0) + count;
   }
   return zones;
-}
-
-/** The heartbeat lane's part of a summary (lane 0's and the other lanes' alike). */
-export function heartbeatOf(result: SweepResult): Pick<SweeperSummary, 'heartbeat'> {
-  const report = result.heartbeat;
-  if (!report) return {};
-  const { lane, planVersion, checked, passesMs, staleLanes } = report;
-  return {
-    heartbeat: { lane, planVersion, checked, passesMs, ...(staleLanes ? { staleLanes } : {}) },
-  };
 }
 
 function sum(counts: Record<string, number>): number {

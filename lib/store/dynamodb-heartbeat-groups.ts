@@ -1,4 +1,9 @@
-import { GetCommand, PutCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
+import {
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  type UpdateCommandInput,
+} from '@aws-sdk/lib-dynamodb';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import { type Heartbeat, parseHeartbeat } from '../domain/heartbeat.ts';
 import type { ObjectRef, WorkloadGroup } from '../domain/model.ts';
@@ -145,6 +150,37 @@ export class DynamoDbHeartbeatGroups implements HeartbeatStore {
     };
     await Promise.all(Array.from({ length: Math.min(LIST_CONCURRENCY, namespaces.length) }, lane));
     return found;
+  }
+
+  /**
+   * How many of the group's entries have a holder now: a Query of the group's name prefix,
+   * counted (`Select: COUNT`: read units as for reading them, nothing transferred). For
+   * `apply`'s heartbeat quota check, an operator's command, never the event path.
+   */
+  async heldEntryCount(group: ObjectRef): Promise<number> {
+    const prefix = groupEntryPrefix(group.name);
+    let count = 0;
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.#table.client.send(
+        new QueryCommand({
+          TableName: this.#table.name,
+          Select: 'COUNT',
+          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+          FilterExpression: 'autoRegistrationGroup = :group AND attribute_exists(conns)',
+          ExpressionAttributeValues: {
+            ':pk': namespacePartition(group.namespace),
+            ':from': prefix,
+            ':to': `${prefix}\uffff`,
+            ':group': group.name,
+          },
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      );
+      count += page.Count ?? 0;
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return count;
   }
 
   /**
