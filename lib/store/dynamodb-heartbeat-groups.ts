@@ -12,6 +12,7 @@ import { DynamoDbNamespaceIndex } from './dynamodb-namespace-index.ts';
 import { namespaceSettingsKey } from './dynamodb-namespace-settings.ts';
 import { groupEntryPrefix } from './dynamodb-rollout-entries.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
+import { PARTITIONS } from './table-definition.ts';
 import { decodeEntry, ENTRY_PREFIX, GROUP_PREFIX, namespacePartition } from './item-codec.ts';
 import type { HeartbeatGroups, HeartbeatStore, NameRange } from './registry-store.ts';
 
@@ -22,7 +23,7 @@ const HEARTBEAT_GROUPS_KEY = { pk: 'SWEEPER', sk: 'heartbeats' };
  * How many times a group's heartbeat annotations changed: one counter, bumped by every apply
  * that changes them (heartbeatChangeUpdate), read by the sweeper before each pass.
  */
-const HEARTBEAT_CHANGES_KEY = { pk: 'SWEEPER', sk: 'heartbeat-changes' };
+const HEARTBEAT_CHANGES_KEY = { pk: PARTITIONS.heartbeatChanges, sk: 'count' };
 
 /**
  * The write `apply` (and the group sync) sends after a group's heartbeat annotations changed:

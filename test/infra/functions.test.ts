@@ -241,6 +241,12 @@ describe('functions', () => {
         partitions: ['NAMESPACES'],
         resource: expect.stringMatching(TABLE),
       },
+      // Whether a group's heartbeat changed (before each pass), and the namespaces' quotas.
+      {
+        actions: ['dynamodb:GetItem'],
+        partitions: ['HBCHANGES', 'NSCONFIG'],
+        resource: expect.stringMatching(TABLE),
+      },
       {
         actions: ['dynamodb:Query'],
         partitions: undefined,
