@@ -61,6 +61,7 @@ export async function runLane(
       outOfTime: () => context.getRemainingTimeInMillis() < deadlineMarginMs,
       liveness: deps.liveness,
       closeConnection: deps.closeConnection,
+      notifyConnection: deps.notifyConnection,
       repeatHeartbeatPasses: true,
       connectSettleMs: deps.config.connectSettleMs,
       heartbeatLanes: deps.config.heartbeatLanes,
@@ -110,6 +111,14 @@ export async function runLane(
  * (docs/benchmarks.md, "Heartbeat lanes at 100,000"). Lane 0 reports through this too.
  */
 export function reportHeartbeatLane(result: SweepResult): void {
+  if (result.heartbeatNotices > 0 || result.heartbeatNoticesFailed > 0) {
+    // Each pass tells again the agents that have not acknowledged: a count that stays up over
+    // runs names agents that take notices but do not answer them.
+    logger.info("told live agents their group's changed heartbeat", {
+      told: result.heartbeatNotices,
+      failed: result.heartbeatNoticesFailed,
+    });
+  }
   const report = result.heartbeat;
   if (!report) return;
   recordByLane(METRIC.heartbeatChecks, report.lane, report.checked);

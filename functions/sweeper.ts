@@ -135,6 +135,7 @@ export function createSweeperHandler(
         outOfTime: () => context.getRemainingTimeInMillis() < DEADLINE_MARGIN_MS,
         liveness: deps.liveness,
         closeConnection: deps.closeConnection,
+        notifyConnection: deps.notifyConnection,
         repeatHeartbeatPasses: true,
         connectSettleMs: deps.config.connectSettleMs,
         heartbeatLanes: deps.config.heartbeatLanes,

@@ -11,6 +11,7 @@ import { type Config, DEFAULTS, ENV } from '../../lib/config.ts';
 import { type Dependencies, dependenciesFromEnv } from '../../lib/dependencies.ts';
 import type { Cidr } from '../../lib/domain/cidr.ts';
 import { connectionCloser } from '../../lib/gateway/close-connections.ts';
+import { connectionNotifier } from '../../lib/gateway/connection-notifier.ts';
 import { ManagementApiLiveness } from '../../lib/gateway/management-api-liveness.ts';
 import { logger } from '../../lib/observability.ts';
 import type { GroupSyncReport } from '../../lib/projection/group-sync.ts';
@@ -250,7 +251,13 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
           functionName: 'registrar-disconnect',
           handler: createDisconnectHandler(deps),
         },
-        routes: { health: message, describe: message, drain: message, sidecar: sidecarRoute },
+        routes: {
+          health: message,
+          describe: message,
+          drain: message,
+          heartbeat: message,
+          sidecar: sidecarRoute,
+        },
         default: message,
         // API Gateway answers ping itself (a MOCK integration): no Lambda runs.
         mocks: { ping: JSON.stringify(pongReply()) },
@@ -266,6 +273,10 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     const closer = connectionCloser({ endpoint: gateway.managementUrl, region });
     cleanup.unshift(async () => closer.destroy());
     deps.closeConnection = (connectionId) => closer.close(connectionId);
+    // The sweeper tells live agents their group's changed heartbeat through this gateway too.
+    const notifier = connectionNotifier({ endpoint: gateway.managementUrl, region });
+    cleanup.unshift(async () => notifier.destroy());
+    deps.notifyConnection = (connectionId, notice) => notifier.post(connectionId, notice);
     await files.listening(gateway.url);
 
     const sweeper = createSweeperHandler(deps);

@@ -1,8 +1,14 @@
 import { formatDuration } from '../domain/duration.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
-import { formatHeartbeat, isSilent, silenceOf } from '../domain/heartbeat.ts';
-import { heldHeartbeat, heldSince } from '../domain/holder-heartbeat.ts';
+import { formatHeartbeat, type Heartbeat, isSilent, silenceOf } from '../domain/heartbeat.ts';
+import {
+  type HolderBeat,
+  heldHeartbeat,
+  heldSince,
+  needsNotice,
+} from '../domain/holder-heartbeat.ts';
 import type { EpochMillis } from '../domain/model.ts';
+import { heartbeatNotice } from '../protocol/heartbeat-notice.ts';
 import type { Holder } from '../store/registry-store.ts';
 import { type GroupHeartbeat, groupKeyOf } from './heartbeat-groups.ts';
 import { type ConnectionLiveness, checkHolders } from './liveness.ts';
@@ -29,6 +35,8 @@ export async function checkEntryLiveness(
     result: SweepResult;
     groups: ReadonlyMap<string, GroupHeartbeat>;
     now: EpochMillis;
+    /** The heartbeat lane: tell holders their group's changed heartbeat (tellChanged). */
+    tell?: boolean;
   },
 ): Promise<void> {
   const { store, options, result, groups, now } = deps;
@@ -60,6 +68,17 @@ export async function checkEntryLiveness(
     return isSilent(activity, bound.since, now, bound.heartbeat);
   });
   const gone = answers.gone;
+  if (deps.tell && group && !result.dryRun) {
+    const silentIds = new Set(silent.map((s) => s.connectionId));
+    const live = answers.active.filter((a) => !silentIds.has(a.connectionId));
+    await tellChanged(
+      live.map((a) => a.connectionId),
+      beats,
+      group.heartbeat,
+      options,
+      result,
+    );
+  }
   if (gone.length === 0 && silent.length === 0) return;
   if (result.dryRun) {
     result.phantomsDropped += gone.length;
@@ -94,6 +113,35 @@ export async function checkEntryLiveness(
         result.firstCloseFailure ??= error instanceof Error ? error.message : String(error);
       }),
     ),
+  );
+}
+
+/**
+ * Tells each live holder that takes notices and was told another setting its group's
+ * heartbeat now (issue 44): a `heartbeat-change` notice, no write (the agent's acknowledgement
+ * records it). Sent again on every pass until acknowledged: a lost notice, a lost
+ * acknowledgement, a failed write of it are all mended by the next pass. A holder whose agent
+ * cannot take notices keeps what it was told until it reconnects (describe wg names them).
+ */
+async function tellChanged(
+  connectionIds: readonly string[],
+  beats: Readonly<Record<string, HolderBeat>>,
+  current: Heartbeat,
+  options: SweepOptions,
+  result: SweepResult,
+): Promise<void> {
+  const notify = options.notifyConnection;
+  if (!notify) return;
+  const told = connectionIds.filter((id) => needsNotice(beats[id], current));
+  const notice = heartbeatNotice(current);
+  await Promise.all(
+    told.map(async (id) => {
+      const answer = await notify(id, notice).catch((error: unknown) => ({
+        failed: error instanceof Error ? error.message : String(error),
+      }));
+      if (answer === 'sent') result.heartbeatNotices += 1;
+      else if (answer !== 'gone') result.heartbeatNoticesFailed += 1;
+    }),
   );
 }
 

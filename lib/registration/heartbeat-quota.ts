@@ -11,6 +11,7 @@ import {
 } from '../domain/heartbeat-pace.ts';
 import type { ObjectRef, WorkloadGroup } from '../domain/model.ts';
 import { formatChecksPerMinute, type NamespaceSettings } from '../domain/namespace-settings.ts';
+import type { HeartbeatStore } from '../store/registry-store.ts';
 
 /** What `apply`'s quota check reads: the namespace's quota, its groups, each group's held VMs. */
 export interface HeartbeatQuotaStore {
@@ -20,8 +21,9 @@ export interface HeartbeatQuotaStore {
   heldEntryCount(group: ObjectRef): Promise<number>;
 }
 
-/** What the CLI reads of heartbeat groups' VMs. */
-export type HeartbeatCounts = Pick<HeartbeatQuotaStore, 'heldEntryCount'>;
+/** What the CLI reads of heartbeat groups' VMs: how many are held, and the heartbeats they keep. */
+export type HeartbeatCounts = Pick<HeartbeatQuotaStore, 'heldEntryCount'> &
+  Pick<HeartbeatStore, 'heldEntriesOf'>;
 
 /** A group document of an apply, and its place in the input (for the refusal's wording). */
 export interface AppliedGroup {

@@ -21,6 +21,8 @@ export class GroupSchedule {
   readonly #sweepIntervalMs: number;
   readonly #periods = new Map<string, number>();
   readonly #nextAt = new Map<string, number>();
+  /** Each group's setting as last planned: a group whose setting changed is due at once. */
+  readonly #settings = new Map<string, string>();
   /** By namespace: its demand (checks a minute), quota and stretch, for the run's report. */
   readonly pace = new Map<string, NamespacePace>();
 
@@ -70,7 +72,13 @@ export class GroupSchedule {
         key,
         stretch > 1 ? Math.min(this.#sweepIntervalMs, Math.ceil(base * stretch)) : base,
       );
-      if (!this.#nextAt.has(key)) this.#nextAt.set(key, at);
+      // New to the run, or its setting changed (an apply the run saw between passes): due
+      // now, so its live agents are told the change within a pass, not at its next slot.
+      const setting = `${groups.get(key)?.heartbeat.intervalMs}x${groups.get(key)?.heartbeat.misses}`;
+      if (!this.#nextAt.has(key) || this.#settings.get(key) !== setting) {
+        this.#nextAt.set(key, Math.min(this.#nextAt.get(key) ?? at, at));
+      }
+      this.#settings.set(key, setting);
     }
     for (const key of [...this.#nextAt.keys()]) {
       if (!this.#periods.has(key)) this.#nextAt.delete(key);

@@ -284,7 +284,7 @@ async function onePass(
       const group = record.autoRegistrationGroup ?? '';
       const key = groupKeyOf(namespace, group);
       observe(observations, key, shortestHeldMs(record, groups.get(key)));
-      const lane = checkEntryLiveness(record, { store, options, result, groups, now })
+      const lane = checkEntryLiveness(record, { store, options, result, groups, now, tell: true })
         .catch((error: unknown) => recordFailure(result, error))
         .finally(() => lanes.delete(lane));
       lanes.add(lane);

@@ -49,6 +49,15 @@ export interface SweepOptions {
    */
   closeConnection?: (connectionId: string) => Promise<unknown>;
   /**
+   * Tells a live agent its group's changed heartbeat (POST @connections/{id}: a
+   * `heartbeat-change` notice, lib/protocol/heartbeat-notice.ts); absent, no agent is told and
+   * each keeps the bound it was told until it reconnects.
+   */
+  notifyConnection?: (
+    connectionId: string,
+    notice: unknown,
+  ) => Promise<'sent' | 'gone' | { failed: string }>;
+  /**
    * Several passes over the heartbeat groups in one run, every half of the shortest bound,
    * until the sweep interval is over (sweep-heartbeat.ts); the sweeper function sets it.
    */

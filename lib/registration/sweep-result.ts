@@ -31,6 +31,10 @@ export interface SweepResult {
   silentDropped: number;
   /** The same, by namespace: the log line says whose VMs fell silent (a cut network, a hang). */
   silentByNamespace: Record<string, number>;
+  /** Agents told their group's changed heartbeat (heartbeat-change notices sent). */
+  heartbeatNotices: number;
+  /** Notices that did not land (throttled, denied): the next pass tells them again. */
+  heartbeatNoticesFailed: number;
   /** Silent connections whose close (DELETE @connections) failed; they hold nothing anyway. */
   silentCloseFailed: number;
   firstCloseFailure?: string;
@@ -117,6 +121,8 @@ export function emptyResult(dryRun: boolean): SweepResult {
     silentDropped: 0,
     silentByNamespace: {},
     silentCloseFailed: 0,
+    heartbeatNotices: 0,
+    heartbeatNoticesFailed: 0,
     stoppedEarly: false,
     intervalUsed: false,
     failed: 0,

@@ -1,6 +1,6 @@
 import type { AgentGiven } from '../domain/agent-given.ts';
 import type { DepartureKind, DisruptionRecord, ZoneCount } from '../domain/disruption.ts';
-import type { DeletionCause } from '../domain/entry-events.ts';
+import type { DeletionCause, EntryEvent } from '../domain/entry-events.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { Heartbeat } from '../domain/heartbeat.ts';
 import type { GroupSamples, LanePlanRecord } from '../domain/heartbeat-lanes.ts';
@@ -247,6 +247,15 @@ export interface RegistryStore extends DisruptionStore, InstanceStore, SweepLeas
     silent?: { why: string },
   ): Promise<'disconnected' | 'still-held' | 'unchanged'>;
   reportHealth(report: HealthReport): Promise<HealthOutcome>;
+  /**
+   * Records the heartbeat a holder acknowledged (lib/registration/acknowledge-heartbeat.ts),
+   * with its event: one conditional write, only while the connection holds the entry.
+   */
+  recordHeartbeat(
+    holder: HolderRef,
+    beat: HolderBeat,
+    event: EntryEvent,
+  ): Promise<'recorded' | 'not-holder'>;
   getConnection(connectionId: string): Promise<ConnectionRecord | undefined>;
   forgetConnection(connectionId: string): Promise<void>;
   getEntry(ref: ObjectRef): Promise<EntryRecord | undefined>;
