@@ -24,7 +24,7 @@ import { entrySizeRefusal, groupSizeRefusal, type SizeRefusal } from './catalog-
 import { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import { DynamoDbEntryHistory } from './dynamodb-entry-history.ts';
-import { heartbeatChangeUpdate } from './dynamodb-heartbeat-groups.ts';
+import { heartbeatChangeUpdate } from './dynamodb-heartbeat-changes.ts';
 import { DynamoDbNamespaceIndex } from './dynamodb-namespace-index.ts';
 import { RegistryTable } from './dynamodb-table.ts';
 import { encodeEvent } from './event-codec.ts';

@@ -1,44 +1,18 @@
-import {
-  GetCommand,
-  PutCommand,
-  QueryCommand,
-  type UpdateCommandInput,
-} from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import { type Heartbeat, parseHeartbeat } from '../domain/heartbeat.ts';
 import type { ObjectRef, WorkloadGroup } from '../domain/model.ts';
 import { queryItems } from './dynamodb-client.ts';
+import { HEARTBEAT_CHANGES_KEY } from './dynamodb-heartbeat-changes.ts';
 import { DynamoDbNamespaceIndex } from './dynamodb-namespace-index.ts';
 import { namespaceSettingsKey } from './dynamodb-namespace-settings.ts';
 import { groupEntryPrefix } from './dynamodb-rollout-entries.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import { decodeEntry, ENTRY_PREFIX, GROUP_PREFIX, namespacePartition } from './item-codec.ts';
 import type { HeartbeatGroups, HeartbeatStore, NameRange } from './registry-store.ts';
-import { PARTITIONS } from './table-definition.ts';
 
 /** The sweeper's record of the groups that set a heartbeat, beside its liveness mark. */
 const HEARTBEAT_GROUPS_KEY = { pk: 'SWEEPER', sk: 'heartbeats' };
-
-/**
- * How many times a group's heartbeat annotations changed: one counter, bumped by every apply
- * that changes them (heartbeatChangeUpdate), read by the sweeper before each pass.
- */
-const HEARTBEAT_CHANGES_KEY = { pk: PARTITIONS.heartbeatChanges, sk: 'count' };
-
-/**
- * The write `apply` (and the group sync) sends after a group's heartbeat annotations changed:
- * ADD, so two operators' applies both count, and no time is compared (the count only goes
- * up). Not part of the group's own write: a lost count costs at most a sweep interval (the
- * sweeper lists the groups once a run anyway).
- */
-export function heartbeatChangeUpdate(tableName: string): UpdateCommandInput {
-  return {
-    TableName: tableName,
-    Key: HEARTBEAT_CHANGES_KEY,
-    UpdateExpression: 'ADD changes :one',
-    ExpressionAttributeValues: { ':one': 1 },
-  };
-}
 
 /** Namespaces listed side by side when the sweeper looks for groups that set a heartbeat. */
 const LIST_CONCURRENCY = 8;
