@@ -35,8 +35,11 @@ export async function checkEntryLiveness(
     result: SweepResult;
     groups: ReadonlyMap<string, GroupHeartbeat>;
     now: EpochMillis;
-    /** The heartbeat lane: tell holders their group's changed heartbeat (tellChanged). */
-    tell?: boolean;
+    /**
+     * The heartbeat lane: tell holders their group's changed heartbeat (tellChanged), through
+     * the pass's own pool of notices, so a notice's round trip never holds a check's place.
+     */
+    tell?: (send: () => Promise<void>) => void;
   },
 ): Promise<void> {
   const { store, options, result, groups, now } = deps;
@@ -71,12 +74,15 @@ export async function checkEntryLiveness(
   if (deps.tell && group && !result.dryRun) {
     const silentIds = new Set(silent.map((s) => s.connectionId));
     const live = answers.active.filter((a) => !silentIds.has(a.connectionId));
-    await tellChanged(
-      live.map((a) => a.connectionId),
-      beats,
-      group.heartbeat,
-      options,
-      result,
+    const setting = group.heartbeat;
+    deps.tell(() =>
+      tellChanged(
+        live.map((a) => a.connectionId),
+        beats,
+        setting,
+        options,
+        result,
+      ),
     );
   }
   if (gone.length === 0 && silent.length === 0) return;

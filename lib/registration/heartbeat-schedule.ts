@@ -102,6 +102,11 @@ export class GroupSchedule {
     }
   }
 
+  /** These groups are due again at `t` (a change seen while a pass over them went on). */
+  dueAt(keys: readonly string[], t: number): void {
+    for (const key of keys) if (this.#nextAt.has(key)) this.#nextAt.set(key, t);
+  }
+
   /** When the next group is due (ms since the run began); Infinity with none. */
   earliest(): number {
     return Math.min(Number.POSITIVE_INFINITY, ...this.#nextAt.values());

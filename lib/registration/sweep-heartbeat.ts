@@ -73,7 +73,7 @@ export async function checkHeartbeatGroups(
   initial: ReadonlyMap<string, GroupHeartbeat>,
   refresh?: RefreshGroups,
 ): Promise<void> {
-  let groups = initial;
+  const groups = initial;
   const shortest = shortestBoundMs(groups);
   const sweepIntervalMs = options.policy.sweepIntervalMs;
   if (shortest === undefined || !store.heldEntriesOf || !sweepIntervalMs) return;
@@ -106,7 +106,31 @@ export async function checkHeartbeatGroups(
   const sinceStart = () => elapsed() - started;
   // Only a scheduled run has a next run to hand over to; a manual sweep makes its whole pass.
   const intervalUsed = repeat ? () => sinceStart() >= sweepIntervalMs : () => false;
-  const pass = { store, options, result, groups, intervalUsed, run, report };
+  // The groups as the run knows them now: a look for changed groups (between passes, and
+  // every MIN_PASS_MS within one) replaces them, and the pass going on tells the rest of a
+  // changed group's VMs the new setting at once (its earlier ones at its next pass, due now).
+  const live = { groups };
+  const changedMidPass = new Set<string>();
+  const look = async (midPass: boolean) => {
+    const fresh = refresh
+      ? await refresh(options.now + Math.round(sinceStart())).catch(failedRefresh(result))
+      : undefined;
+    if (!fresh) return;
+    for (const [key, group] of fresh) {
+      const before = live.groups.get(key)?.heartbeat;
+      const changed =
+        before?.intervalMs !== group.heartbeat.intervalMs ||
+        before?.misses !== group.heartbeat.misses;
+      if (midPass && changed) changedMidPass.add(key);
+    }
+    live.groups = fresh;
+    run.share = shareOf(run.plan, run.lane, fresh);
+    const observed = { ...run.observed, ...(run.state.held ?? {}) };
+    const more = await quotasOf(store, fresh, result);
+    schedule.plan(run.share, fresh, observed, { ...quotas, ...more }, sinceStart());
+    paceReport(report, schedule);
+  };
+  const pass = { store, options, result, live, intervalUsed, run, report, look };
   // A lane with nothing in its share (every group another lane's) has passed over all of it:
   // lane 0 plans from lanes that finished a pass, an empty one included.
   let emptyShare = run.share.length === 0;
@@ -121,13 +145,15 @@ export async function checkHeartbeatGroups(
         if (whole) run.state.passStartedAt ??= at;
         const dueSet = new Set(due);
         const { cursors, observations, cut } = await onePass(
-          { ...pass, groups },
+          pass,
           at,
           run.share.filter((g) => dueSet.has(groupKeyOf(g.ref.namespace, g.ref.name))),
         );
         run.state.cursors = cursors;
         recordObservations(run.state, due, observations, cut);
         schedule.passed(due, sinceStart());
+        schedule.dueAt([...changedMidPass], sinceStart());
+        changedMidPass.clear();
         if (whole && Object.keys(cursors).length === 0 && run.state.passStartedAt !== undefined) {
           // A pass over the lane's whole share ended (begun in this run or an earlier one).
           report.passesMs.push(options.now + Math.round(sinceStart()) - run.state.passStartedAt);
@@ -141,17 +167,7 @@ export async function checkHeartbeatGroups(
       // group's heartbeat: a group applied meanwhile is due at once (a VM that connected in
       // the same second is held to its bound from its first ping, and checked at its pace).
       for (;;) {
-        const fresh = refresh
-          ? await refresh(options.now + Math.round(sinceStart())).catch(failedRefresh(result))
-          : undefined;
-        if (fresh) {
-          groups = fresh;
-          run.share = shareOf(run.plan, run.lane, groups);
-          const observed = { ...run.observed, ...(run.state.held ?? {}) };
-          const more = await quotasOf(store, groups, result);
-          schedule.plan(run.share, groups, observed, { ...quotas, ...more }, sinceStart());
-          paceReport(report, schedule);
-        }
+        await look(false);
         const next = schedule.earliest();
         if (next >= sweepIntervalMs) return;
         const wait = next - sinceStart();
@@ -231,10 +247,12 @@ async function onePass(
     store: SweepStore;
     options: SweepOptions;
     result: SweepResult;
-    groups: ReadonlyMap<string, GroupHeartbeat>;
+    live: { groups: ReadonlyMap<string, GroupHeartbeat> };
     intervalUsed: () => boolean;
     run: LaneRun;
     report: HeartbeatLaneReport;
+    /** A look for changed groups (every MIN_PASS_MS of the pass). */
+    look: (midPass: boolean) => Promise<void>;
   },
   now: EpochMillis,
   share: readonly ShareGroup[],
@@ -243,11 +261,21 @@ async function onePass(
   observations: Map<string, HeldObservation>;
   cut: boolean;
 }> {
-  const { store, options, result, groups, intervalUsed, run, report } = pass;
+  const { store, options, result, live, intervalUsed, run, report, look } = pass;
+  const elapsed = options.elapsedMs ?? (() => performance.now());
+  let lookedAt = elapsed();
   const { cursors } = run.state;
   const outOfTime = options.outOfTime ?? (() => false);
   const concurrency = options.livenessConcurrency ?? HEARTBEAT_CONCURRENCY;
   const lanes = new Set<Promise<void>>();
+  // Notices of a changed heartbeat, beside the checks, as many in flight as checks.
+  const notices = new Set<Promise<void>>();
+  const tell = (send: () => Promise<void>) => {
+    const notice: Promise<void> = send()
+      .catch((error: unknown) => recordFailure(result, error))
+      .finally(() => notices.delete(notice));
+    notices.add(notice);
+  };
   const observations = new Map<string, HeldObservation>();
   const flows = heartbeatFlows(
     store as Required<Pick<SweepStore, 'heldEntriesOf'>>,
@@ -262,11 +290,17 @@ async function onePass(
     // Round-robin, one check per namespace per turn; a flow with nothing left leaves the round.
     for (let turn = 0; active.length > 0; ) {
       if (lanes.size >= concurrency) await Promise.race(lanes);
+      if (notices.size >= concurrency) await Promise.race(notices);
       if (outOfTime()) {
         result.stoppedEarly = true;
         break;
       }
       if (intervalUsed()) break;
+      if (elapsed() - lookedAt >= MIN_PASS_MS) {
+        lookedAt = elapsed();
+        await look(true);
+      }
+      const groups = live.groups;
       const at = await nextReady(active, turn % active.length);
       if (at === undefined) continue;
       const record = await active[at]?.take();
@@ -284,7 +318,7 @@ async function onePass(
       const group = record.autoRegistrationGroup ?? '';
       const key = groupKeyOf(namespace, group);
       observe(observations, key, shortestHeldMs(record, groups.get(key)));
-      const lane = checkEntryLiveness(record, { store, options, result, groups, now, tell: true })
+      const lane = checkEntryLiveness(record, { store, options, result, groups, now, tell })
         .catch((error: unknown) => recordFailure(result, error))
         .finally(() => lanes.delete(lane));
       lanes.add(lane);
@@ -293,6 +327,7 @@ async function onePass(
     await Promise.all(flows.map((flow) => flow.close().catch(() => undefined)));
   }
   await Promise.all(lanes);
+  await Promise.all(notices);
   // A namespace whose share was done has no cursor; one cut before it took anything keeps its
   // old one (or none: it starts over); one this pass did not serve (none of its groups due)
   // keeps its own.
