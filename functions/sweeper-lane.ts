@@ -6,9 +6,24 @@ import type { HeartbeatLaneReport } from '../lib/registration/sweep-result.ts';
 import type { SweeperDependencies } from '../lib/wiring/sweeper.ts';
 import { EMPTY_SUMMARY, heartbeatOf, type SweeperSummary } from './sweeper-summary.ts';
 
-/** What the schedule sends heartbeat lane k (1 .. n-1); lane 0's event is the plain tick. */
+/**
+ * What the schedule sends heartbeat lane k (1 .. n-1); lane 0's event is the plain tick. `time`:
+ * when the rule fired (EventBridge's `<aws.events.event.time>`), so a lane delivered late picks
+ * its tick's plan (SweepOptions.tickAt); absent (a rule of an older stack), its start.
+ */
 export interface HeartbeatLaneEvent {
   heartbeatLane: number;
+  time?: string;
+}
+
+/**
+ * The scheduled time an event names (`time`), when it is a time within one interval before
+ * `now`; else `now` (a manual invoke, a rule without it, a time that cannot be the tick's).
+ */
+export function tickOf(event: unknown, now: number, intervalMs: number): number {
+  const text = (event as { time?: unknown } | null)?.time;
+  const at = typeof text === 'string' ? Date.parse(text) : Number.NaN;
+  return Number.isFinite(at) && at <= now && now - at <= intervalMs ? at : now;
 }
 
 /**
@@ -38,6 +53,7 @@ export async function runLane(
   lane: number,
   context: Context,
   deadlineMarginMs: number,
+  tickAt?: number,
 ): Promise<SweeperSummary> {
   const holder = context.awsRequestId;
   const startedAt = deps.now();
@@ -66,6 +82,7 @@ export async function runLane(
       connectSettleMs: deps.config.connectSettleMs,
       heartbeatLanes: deps.config.heartbeatLanes,
       heartbeatLane: lane,
+      ...(tickAt === undefined ? {} : { tickAt }),
     });
     recordCount(METRIC.silentHolders, result.silentDropped);
     recordCount(METRIC.livenessUnknown, result.livenessUnknown);

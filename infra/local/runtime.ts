@@ -290,11 +290,19 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     cleanup.unshift(() => timer.stop());
     // Heartbeat lanes 1 .. n-1, as the stack's lane rules start them: the same handler, an
     // event naming the lane, a timer each (a lane's run never doubles up, as the sweep's).
+    // Each names its tick on one grid from the schedule's start, as EventBridge names the
+    // rule's fire time: a lane that starts late still works from its tick's plan.
+    const scheduleStart = Date.now();
+    const tick = () =>
+      new Date(
+        scheduleStart +
+          Math.floor((Date.now() - scheduleStart) / sweepIntervalMs) * sweepIntervalMs,
+      ).toISOString();
     for (let lane = 1; lane < deps.config.heartbeatLanes; lane++) {
       const runLane = () => {
         const context = lambdaContext('registrar-sweeper', region, 15 * 60_000);
         return inInvocationScope(context.awsRequestId, () =>
-          sweeper({ heartbeatLane: lane }, context),
+          sweeper({ heartbeatLane: lane, time: tick() }, context),
         );
       };
       const laneTimer = await startSweepTimer(runLane, sweepIntervalMs, (error) =>

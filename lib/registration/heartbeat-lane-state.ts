@@ -49,6 +49,8 @@ export async function openLane(
 ): Promise<LaneRun | undefined> {
   const lane = options.heartbeatLane ?? 0;
   const lanes = options.heartbeatLanes ?? 1;
+  // The plan of the tick this run belongs to (see SweepOptions.tickAt).
+  const tick = options.tickAt ?? options.now;
   const multi = lanes > 1 || lane > 0;
   let plan: LanePlan = FIRST_PLAN;
   let published: number | undefined;
@@ -65,10 +67,10 @@ export async function openLane(
       ]);
       stored = states.get(0);
       others = [...states].filter(([at]) => at !== 0).map(([, state]) => state);
-      stale = staleLanes(states, effectivePlan(record, options.now), options);
+      stale = staleLanes(states, effectivePlan(record, tick), options);
       // A plan published now takes effect from a later run (its `from`), not this one.
       published = (await publishPlan(store, options, record, states, groups))?.version;
-      plan = effectivePlan(record, options.now);
+      plan = effectivePlan(record, tick);
     } else {
       // The other lanes' items too: a namespace's pace against its quota is set by its whole
       // fleet, which the lanes read in shares (heartbeat-schedule.ts). Not needed to run: a
@@ -78,7 +80,7 @@ export async function openLane(
         store.heartbeatLane?.(lane),
         (store.heartbeatLanes?.() ?? Promise.resolve(undefined)).catch(() => undefined),
       ]);
-      plan = effectivePlan(record, options.now);
+      plan = effectivePlan(record, tick);
       stored = own;
       others = [...(states ?? [])].filter(([at]) => at !== lane).map(([, state]) => state);
     }
@@ -186,7 +188,8 @@ async function publishPlan(
   states: ReadonlyMap<number, HeartbeatLaneState>,
   groups: ReadonlyMap<string, GroupHeartbeat>,
 ): Promise<LanePlan | undefined> {
-  const { now } = options;
+  // Its tick's time: a plan takes effect half an interval after the tick that published it.
+  const now = options.tickAt ?? options.now;
   const current = effectivePlan(record, now);
   const samples: GroupSamples = {};
   let complete = true;

@@ -68,6 +68,13 @@ export interface SweepOptions {
    */
   heartbeatLanes?: number;
   heartbeatLane?: number;
+  /**
+   * When the schedule meant this run to start (the event's `time`): the lanes pick their plan
+   * of the shares by it, not by when their invocation began, so a lane delivered late (more
+   * than half an interval: a throttled or retried invocation) still works from its tick's plan
+   * and the lanes of one tick cover every entry once. Default `now`.
+   */
+  tickAt?: EpochMillis;
   /** Injected so tests move the passes' clock; milliseconds since the run began by default. */
   elapsedMs?: () => number;
   /**
