@@ -1,4 +1,5 @@
 import {
+  boundedSamples,
   effectivePlan,
   FIRST_PLAN,
   type GroupSamples,
@@ -8,6 +9,8 @@ import {
   laneRangeOf,
   nextPlan,
   replaceRange,
+  SAMPLE_EVERY,
+  thinned,
 } from '../domain/heartbeat-lanes.ts';
 import type { ObjectRef } from '../domain/model.ts';
 import type { HeartbeatLaneState, HeldObservation } from '../store/registry-store.ts';
@@ -111,11 +114,20 @@ export async function openLane(
   };
 }
 
-/** A stretch the pass read: its samples replace the ones of that range. */
+/**
+ * A stretch the pass read: its samples replace the ones of that range, thinned to the lane's
+ * stride (a pass samples one name in SAMPLE_EVERY; a lane whose item grew past
+ * MAX_LANE_SAMPLES keeps fewer), so every sample of the lane stands for as many names.
+ */
 export function recordStretch(run: LaneRun, read: StretchRead): void {
   if (!run.sampling) return;
   const key = groupKeyOf(read.group.namespace, read.group.name);
-  run.state.samples[key] = replaceRange(run.state.samples[key] ?? [], read.range, read.samples);
+  const k = Math.round((run.state.sampleEvery ?? SAMPLE_EVERY) / SAMPLE_EVERY);
+  run.state.samples[key] = replaceRange(
+    run.state.samples[key] ?? [],
+    read.range,
+    thinned(read.samples, k),
+  );
 }
 
 /**
@@ -135,8 +147,13 @@ export async function saveLane(store: SweepStore, run: LaneRun, result: SweepRes
     const seen = run.state.held?.[key];
     if (seen) held[key] = seen;
   }
+  // The item stays the same size whatever the lane's share: past MAX_LANE_SAMPLES its samples
+  // are thinned (each then stands for more names).
+  const bounded = boundedSamples(samples, run.state.sampleEvery ?? SAMPLE_EVERY);
+  run.state.samples = bounded.samples;
+  run.state.sampleEvery = bounded.every;
   await store
-    .saveHeartbeatLane?.(run.lane, { ...run.state, samples, held })
+    .saveHeartbeatLane?.(run.lane, { ...run.state, samples: bounded.samples, held })
     .catch((error: unknown) => recordFailure(result, error));
 }
 
@@ -193,12 +210,20 @@ async function publishPlan(
   const current = effectivePlan(record, now);
   const samples: GroupSamples = {};
   let complete = true;
+  // Every lane's samples at one stride (the coarsest any lane keeps), so each stands for as
+  // many names and the split points are quantiles of the whole group.
+  let every = SAMPLE_EVERY;
+  for (const state of states.values()) {
+    if (state.planVersion === current.version)
+      every = Math.max(every, state.sampleEvery ?? SAMPLE_EVERY);
+  }
   for (let lane = 0; lane < current.lanes; lane++) {
     const state = states.get(lane);
     if (!state || state.planVersion !== current.version || !state.complete) complete = false;
     if (!state || state.planVersion !== current.version) continue;
+    const k = Math.round(every / (state.sampleEvery ?? SAMPLE_EVERY));
     for (const [key, names] of Object.entries(state.samples)) {
-      if (groups.has(key)) samples[key] = [...(samples[key] ?? []), ...names];
+      if (groups.has(key)) samples[key] = [...(samples[key] ?? []), ...thinned(names, k)];
     }
   }
   const next = nextPlan(

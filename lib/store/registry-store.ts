@@ -472,6 +472,11 @@ export interface HeartbeatLaneState {
   /** When the lane last ran (written every run: lane 0 names the lanes that stopped running). */
   ranAt?: EpochMillis;
   /**
+   * How many names each of its samples stands for (SAMPLE_EVERY, doubled each time its item
+   * would pass MAX_LANE_SAMPLES: lib/domain/heartbeat-lanes.ts). Absent: SAMPLE_EVERY.
+   */
+  sampleEvery?: number;
+  /**
    * By group (`<namespace>/<name>`): what the lane's last whole read of its share of the group
    * saw (lib/registration/heartbeat-schedule.ts): the group's pace and its namespace's quota
    * are set from it at the next run's start.
