@@ -2,7 +2,7 @@ import { type Command, Option } from 'commander';
 import { formatDuration } from '../../lib/domain/duration.ts';
 import { type EntryRecord, isAutoRegistered } from '../../lib/domain/entry-record.ts';
 import { formatHeartbeat, heartbeatOf } from '../../lib/domain/heartbeat.ts';
-import { censusOf, formatCensus } from '../../lib/domain/heartbeat-census.ts';
+import { censusOf, formatCensus, heldLines } from '../../lib/domain/heartbeat-census.ts';
 import type { ObjectRef, StringMap, VerifiedIdentity } from '../../lib/domain/model.ts';
 import { eventsOf, formatEvents } from '../../lib/presentation/entry-events.ts';
 import {
@@ -279,6 +279,8 @@ export function describeEntry(
         ['Controller', connection?.controller],
         ['Verified Identity', describeIdentity(record.identity)],
         ['Agent Version', agentVersionCell(record)],
+        // The bound each connection is held to (issue 44): what it was told, or acknowledged.
+        ['Heartbeat', heldLines(record, heartbeatOf(group?.group), (at) => formatAge(at, now))],
       ],
       '  ',
     )

@@ -70,3 +70,24 @@ export function formatCensus(lines: readonly CensusLine[]): string {
     })
     .join('; ');
 }
+
+/**
+ * The heartbeat each live connection of an entry is held to, and why, for `describe we`:
+ * `5s x 2 (told at connect)`, `10s x 3 (acknowledged 12s ago)`... One line per connection.
+ */
+export function heldLines(
+  record: EntryRecord,
+  setting: Heartbeat,
+  age: (at: number) => string,
+): string[] {
+  const connection = record.connection;
+  return (connection?.connectionIds ?? []).map((id) => {
+    const beat = connection?.holderBeats?.[id];
+    if (!beat) return `${id}: the rule of 0.2 (let in by a registrar before 0.3)`;
+    const since = connection?.holderSince?.[id];
+    const how = beat.at === since ? 'told at connect' : `acknowledged ${age(beat.at)} ago`;
+    const reason = reasonOf(beat, setting);
+    const why = reason === 'on-setting' ? '' : `; ${WHY[reason]}`;
+    return `${id}: ${formatHeartbeat(beat.told)} (${how}${why})`;
+  });
+}

@@ -162,6 +162,11 @@ describe("a group's changed heartbeat", () => {
     expect(described.stdout).toContain(
       `${VMS} on 5s x 2; 1 on 10s x 3 (agents before 0.3 keep what they were told until they reconnect)`,
     );
+    // One VM's own bound, and how it came to it.
+    const vm = await captureCli(['describe', 'we', 'web-10.50.0.7', '-n', NAMESPACE], {
+      env: env(),
+    });
+    expect(vm.stdout).toMatch(/Heartbeat:\s+\S+: 5s x 2 \(acknowledged \d+s ago\)/);
     console.log(`heartbeat 10s x 3 -> 5s x 2 in force on ${VMS} live VMs after ${inForceAfter} ms`);
   }, 180_000);
 
