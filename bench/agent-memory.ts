@@ -216,7 +216,9 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
   try {
     let flipAt = FLIP_EVERY;
     while (target.requests < PROBES) {
-      if (child.exitCode !== null) throw new Error(`the agent exited with ${child.exitCode}`);
+      if (child.exitCode !== null || child.signalCode !== null) {
+        throw new Error(`the agent exited with ${child.exitCode ?? child.signalCode}`);
+      }
       await new Promise((resolve) => setTimeout(resolve, SAMPLE_MS));
       if (target.requests >= flipAt) {
         target.status = target.status === 200 ? 500 : 200;
