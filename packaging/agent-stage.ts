@@ -30,7 +30,7 @@ export interface AgentPackageBuild {
   epochSeconds: number;
   /**
    * `xz` (the default, a release's) or `none`, for tests that build a package to install it and
-   * drop it: xz takes ~11 s of CPU for the 125 MB executable, and dpkg and rpm install either.
+   * drop it: xz takes ~11 s of CPU for the 119 MB executable, and dpkg and rpm install either.
    */
   compression?: PayloadCompression;
 }
@@ -38,7 +38,7 @@ export interface AgentPackageBuild {
 export type PayloadCompression = 'xz' | 'none';
 
 /**
- * xz at level 1: 33 MB for the executable, against 28.5 MB at dpkg's default level 6 for six
+ * xz at level 1: 31 MB for the executable, against 27 MB at dpkg's default level 6 for six
  * times the CPU (~65 s a package on the 2-core build machine); every dpkg and rpm reads xz.
  */
 export const XZ_LEVEL = 1;

@@ -261,7 +261,7 @@ describe.runIf(tools || process.env.CI === 'true')('the agent packages', () => {
   });
 
   // What is compressed does not change how: a small program of this machine's CPU stands in
-  // for the 125 MB executable, which xz takes ~11 s of CPU a package to compress (four builds
+  // for the 119 MB executable, which xz takes ~11 s of CPU a package to compress (four builds
   // here would hold the test worker for minutes). `npm run package` in CI builds the real ones.
   it('compressed as a release compresses them (xz), rebuilt from the same sources at the same SOURCE_DATE_EPOCH, both are the same bytes', () => {
     const arch = hostArch() ?? 'x86_64';
