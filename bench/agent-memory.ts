@@ -1,8 +1,10 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { buildAgentExecutables } from '../packaging/agent-executable.ts';
+import { hostArch } from '../packaging/agent-runtime.ts';
 import { startHttpTarget } from '../test/fixtures/agent-targets.ts';
 import { unitNodeFlags } from '../test/fixtures/agent-unit.ts';
 import { memoryCage, memoryCageAvailable } from '../test/fixtures/memory-cgroup.ts';
@@ -18,8 +20,13 @@ import { memoryCage, memoryCageAvailable } from '../test/fixtures/memory-cgroup.
  * is not above the second quarter by more than noise. The V8 heap after a forced GC, logged by
  * a preloaded module every 10 s, tells a leak (it keeps growing) from allocator slack.
  * BENCH_AGENT_BUNDLE=1 measures the single-file bundle (packaging/build-agent.sh) instead of
- * the TypeScript sources, with the Node flags of the systemd unit's ExecStart (the shipped
- * form); BENCH_AGENT_NODE_FLAGS (space-separated, may be empty) replaces those flags.
+ * the TypeScript sources, with the Node flags the executable has built in (what 0.2.0's unit
+ * passed to node); BENCH_AGENT_NODE_FLAGS (space-separated, may be empty) replaces those flags.
+ * BENCH_AGENT_EXECUTABLE=1 measures the packages' executable for this machine's CPU
+ * (packaging/agent-executable.ts, the shipped form since 0.3.0), BENCH_AGENT_EXECUTABLE=<path>
+ * another one (a `bun build --compile` of the bundle, bench/agent-executable.ts): the heap is
+ * logged through NODE_OPTIONS (`--require`), which a Node.js executable honours and Bun does
+ * not (its heap columns stay 0).
  * CPU is the process's user + system time from /proc/<pid>/stat, divided by the probes, and
  * major faults are its reads of pages from disk (a page dropped under a memory limit and needed
  * again).
@@ -31,7 +38,7 @@ import { memoryCage, memoryCageAvailable } from '../test/fixtures/memory-cgroup.
  * BENCH_AGENT_MEMORY_LIMIT_MB also caps that cgroup, as `MemoryHigh=` would.
  */
 export interface AgentMemory {
-  program: 'sources' | 'bundle';
+  program: 'sources' | 'bundle' | 'executable';
   nodeFlags: string[];
   durationS: number;
   probes: number;
@@ -72,7 +79,8 @@ export interface AgentMemory {
 }
 
 // Preloaded into the agent process: heap used after a full GC, as a JSON line on stderr.
-const HEAP_PROBE = `data:text/javascript,setInterval(() => { globalThis.gc(); process.stderr.write(JSON.stringify({ benchHeapMb: process.memoryUsage().heapUsed / 1048576 }) + '\\n'); }, 10000).unref();`;
+const HEAP_PROBE_CODE = `setInterval(() => { globalThis.gc(); process.stderr.write(JSON.stringify({ benchHeapMb: process.memoryUsage().heapUsed / 1048576 }) + '\\n'); }, 10000).unref();`;
+const HEAP_PROBE = `data:text/javascript,${HEAP_PROBE_CODE}`;
 
 const PROBES = Number(process.env.BENCH_AGENT_PROBES ?? 3_600);
 const SAMPLE_MS = 500;
@@ -86,24 +94,35 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
   const bed = await startAgentTestbed({ maxConnectionAgeMs: 1_300 });
   const target = await startHttpTarget(200);
   const bundle = process.env.BENCH_AGENT_BUNDLE === '1';
-  const bundleDir = bundle ? mkdtempSync(join(tmpdir(), 'agent-bench-')) : undefined;
-  if (bundleDir) {
+  const executableSetting = process.env.BENCH_AGENT_EXECUTABLE ?? '';
+  const workDir =
+    bundle || executableSetting !== '' ? mkdtempSync(join(tmpdir(), 'agent-bench-')) : undefined;
+  if (bundle && workDir) {
     const script = fileURLToPath(new URL('../packaging/build-agent.sh', import.meta.url));
-    execFileSync('sh', [script], { env: { ...process.env, OUT_DIR: bundleDir }, stdio: 'ignore' });
+    execFileSync('sh', [script], { env: { ...process.env, OUT_DIR: workDir }, stdio: 'ignore' });
   }
-  const program = bundleDir
-    ? join(bundleDir, 'registrar-agent.mjs')
-    : fileURLToPath(new URL('../bin/registrar-agent.js', import.meta.url));
-  const nodeFlags = bundle ? agentNodeFlags() : [];
+  let executable: string | undefined;
+  if (executableSetting === '1' && workDir) {
+    const arch = hostArch();
+    if (arch === undefined) throw new Error(`no agent executable for ${process.arch}`);
+    const root = fileURLToPath(new URL('..', import.meta.url));
+    const built = await buildAgentExecutables({ root, outDir: workDir, arches: [arch] });
+    executable = built[arch];
+  } else if (executableSetting !== '') {
+    executable = executableSetting;
+  }
+  const program =
+    workDir && bundle
+      ? join(workDir, 'registrar-agent.mjs')
+      : fileURLToPath(new URL('../bin/registrar-agent.js', import.meta.url));
+  const nodeFlags = bundle && !executable ? agentNodeFlags() : [];
   const limitMb = Number(process.env.BENCH_AGENT_MEMORY_LIMIT_MB ?? 0);
-  const cage = limitMb > 0 || memoryCageAvailable() ? memoryCage(limitMb || undefined) : undefined;
+  const cage =
+    limitMb > 0 || memoryCageAvailable()
+      ? memoryCage(limitMb || undefined, executable ?? process.execPath)
+      : undefined;
   const reclaimAfter = process.env.BENCH_AGENT_RECLAIM_AFTER ?? '2s';
-  const nodeArgs = [
-    ...nodeFlags,
-    '--expose-gc',
-    '--import',
-    HEAP_PROBE,
-    program,
+  const agentArgs = [
     ...[
       '--url',
       bed.runtime.url,
@@ -128,14 +147,26 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
       reclaimAfter,
     ],
   ];
-  const child = spawn(
-    cage ? cage.command : process.execPath,
-    cage ? cage.args(nodeArgs) : nodeArgs,
-    {
-      env: { ...process.env, REGISTRAR_AGENT_TOKEN: bed.token },
-      stdio: ['ignore', 'ignore', 'pipe'],
+  // An executable has its script and flags inside: only the heap probe goes in, through
+  // NODE_OPTIONS, as a CommonJS file (an executable's Node.js runs --require, not --import).
+  let heapProbeFile: string | undefined;
+  if (executable && workDir) {
+    heapProbeFile = join(workDir, 'heap-probe.cjs');
+    writeFileSync(heapProbeFile, HEAP_PROBE_CODE);
+    execFileSync('chmod', ['755', workDir]);
+  }
+  const nodeArgs = executable
+    ? agentArgs
+    : [...nodeFlags, '--expose-gc', '--import', HEAP_PROBE, program, ...agentArgs];
+  const direct = executable ?? process.execPath;
+  const child = spawn(cage ? cage.command : direct, cage ? cage.args(nodeArgs) : nodeArgs, {
+    env: {
+      ...process.env,
+      REGISTRAR_AGENT_TOKEN: bed.token,
+      ...(heapProbeFile ? { NODE_OPTIONS: `--expose-gc --require ${heapProbeFile}` } : {}),
     },
-  );
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let rotations = 0;
   let memoryReclaim: AgentMemory['memoryReclaim'] = reclaimAfter === '0' ? 'off' : 'not yet';
   let transitions = 0;
@@ -185,7 +216,9 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
   try {
     let flipAt = FLIP_EVERY;
     while (target.requests < PROBES) {
-      if (child.exitCode !== null) throw new Error(`the agent exited with ${child.exitCode}`);
+      if (child.exitCode !== null || child.signalCode !== null) {
+        throw new Error(`the agent exited with ${child.exitCode ?? child.signalCode}`);
+      }
       await new Promise((resolve) => setTimeout(resolve, SAMPLE_MS));
       if (target.requests >= flipAt) {
         target.status = target.status === 200 ? 500 : 200;
@@ -209,7 +242,7 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
     }
     await target.close();
     await bed.close();
-    if (bundleDir) rmSync(bundleDir, { recursive: true, force: true });
+    if (workDir) rmSync(workDir, { recursive: true, force: true });
     if (cage) {
       if (limitMb > 0) memoryLimit = { limitMb, ...cage.usage() };
       cage.close();
@@ -220,7 +253,7 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
     values.reduce((sum, v) => sum + v, 0) / Math.max(1, values.length);
   const round = (value: number) => Math.round(value * 10) / 10;
   return {
-    program: bundle ? 'bundle' : 'sources',
+    program: executable ? 'executable' : bundle ? 'bundle' : 'sources',
     nodeFlags,
     durationS: round((Date.now() - started) / 1000),
     probes: target.requests,
@@ -253,7 +286,7 @@ export async function measureAgentMemory(): Promise<AgentMemory> {
   };
 }
 
-/** The Node flags the systemd unit starts the bundle with, unless BENCH_AGENT_NODE_FLAGS says. */
+/** The Node flags the executable starts with, for the bundle, unless BENCH_AGENT_NODE_FLAGS says. */
 export function agentNodeFlags(): string[] {
   const override = process.env.BENCH_AGENT_NODE_FLAGS;
   if (override !== undefined) return override.split(/\s+/).filter(Boolean);

@@ -705,6 +705,36 @@ const sections: Record<string, Section> = {
       console.log(JSON.stringify(r, null, 2));
     },
   },
+  'agent-exe': {
+    title:
+      "The agent's executable against the bundle on node (and `bun build --compile` with BENCH_BUN): size, start-up, resident memory started, registered and after the reclaim",
+    run: async () => {
+      const { measureAgentExecutables } = await import('./agent-executable.ts');
+      const rows = await measureAgentExecutables();
+      table(
+        [
+          'candidate',
+          'size (MB)',
+          'xz -1 (MB)',
+          '--version warm / cold (ms)',
+          'to registered (ms)',
+          'RSS started, not connected (MB)',
+          'RSS registered, idle (anon + file, MB)',
+          'RSS after the reclaim (MB)',
+        ],
+        rows.map((r) => [
+          r.candidate,
+          r.sizeMb,
+          r.compressedMb ?? '-',
+          `${r.versionWarmMs} / ${r.versionColdMs}`,
+          r.registeredMs,
+          r.rssUnconnectedMb,
+          `${r.rssRegisteredMb} (${r.anonRegisteredMb} + ${r.fileRegisteredMb})`,
+          r.rssAfterReclaimMb ?? '-',
+        ]),
+      );
+    },
+  },
   'agent-floor': {
     title:
       "Agent memory floor: bare node, node:http + ws over ws:// and wss://, yaml (the unit's flags)",

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 /** One line of packaging/agent-files.txt: a file or directory both agent packages install. */
 export interface PackagedPath {
   kind: 'file' | 'config' | 'dir';
-  /** A path in the repository, `bundle/<name>` for the agent's bundle, or undefined for a dir. */
+  /** A path in the repository, `bundle/<name>` for the agent's executable, or undefined for a dir. */
   source: string | undefined;
   /** Absolute, normalized: no `.`, `..` or empty segment. */
   target: string;
@@ -15,7 +15,10 @@ export interface PackagedPath {
 }
 
 export const AGENT_FILES_LIST = 'packaging/agent-files.txt';
-/** Sources under this prefix are files packaging/build-agent.sh wrote, not repository files. */
+/**
+ * Sources under this prefix are built for the package's architecture (the executable,
+ * packaging/agent-executable.ts), not repository files.
+ */
 export const BUNDLE_PREFIX = 'bundle/';
 
 const KINDS = new Set(['file', 'config', 'dir']);
@@ -86,7 +89,7 @@ function isOddSegment(segment: string): boolean {
   return segment === '' || segment === '.' || segment === '..';
 }
 
-/** Where a listed source is read from: the bundle's folder or the repository. */
+/** Where a listed source is read from: the architecture's build folder or the repository. */
 export function sourcePath(root: string, bundleDir: string, source: string): string {
   return source.startsWith(BUNDLE_PREFIX)
     ? join(bundleDir, source.slice(BUNDLE_PREFIX.length))

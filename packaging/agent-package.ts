@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import type { AgentArch } from './agent-runtime.ts';
 
 /**
  * What the agent's .deb and .rpm say about themselves, in one place. The user and the service
@@ -18,16 +19,16 @@ export const AGENT_PACKAGE = {
   maintainer: 'workload-registrar maintainers <maintainers@workload-registrar.invalid>',
   license: 'Apache-2.0',
   /**
-   * The runtime the bundle needs (Node.js 22 or newer: esbuild's target and the bundle's own
-   * check). Debian and Ubuntu name it `nodejs` (NodeSource's repository and Debian from 14
-   * ship 22; Debian 12/13 and Ubuntu 24.04 ship 18/20, which the dependency refuses). Amazon
-   * Linux 2023 installs each major side by side as `nodejs20`, `nodejs22`, ..., with
-   * /usr/bin/node an alternatives link to whichever is active, so the RPM needs `nodejs22` and
-   * starts /usr/bin/node-22 (docs/agent.md, "Install on an EC2 instance").
+   * What the .deb needs of the system for the executable (packaging/agent-executable.ts:
+   * Node.js 22's official binary with the agent inside): glibc 2.28 and libstdc++ of GCC 5 or
+   * newer (GLIBCXX_3.4.21, CXXABI_1.3.9), libgcc_s. Every Debian from 10 and Ubuntu from 18.10
+   * has them installed (apt itself needs libstdc++), so no repository is added.
+   * test/integration/agent-executable.test.ts reads both architectures' executables and holds
+   * their symbol versions to these. The .rpm's come from the executable itself, through rpm's
+   * own reader (packaging/rpm-package.ts); Amazon Linux 2023 has glibc 2.34 and GCC 11's
+   * libstdc++. `passwd` (Debian) and `shadow-utils` (rpm): useradd, for the agent's user.
    */
-  debDepends: 'nodejs (>= 22)',
-  rpmRequires: 'nodejs22',
-  rpmNode: '/usr/bin/node-22',
+  debDepends: 'libc6 (>= 2.28), libgcc-s1 | libgcc1, libstdc++6 (>= 5), passwd',
   /**
    * Istio's VM package (its .deb and .rpm are both named so): its postinst gives the sidecar's
    * directories back to istio-proxy at every configure, so the agent's packages trigger on it
@@ -35,6 +36,12 @@ export const AGENT_PACKAGE = {
    */
   istioPackage: 'istio-sidecar',
 } as const;
+
+/** The architecture as each package manager spells it: in a package's name and its metadata. */
+export const PACKAGE_ARCH: Record<AgentArch, { deb: 'amd64' | 'arm64'; rpm: AgentArch }> = {
+  x86_64: { deb: 'amd64', rpm: 'x86_64' },
+  aarch64: { deb: 'arm64', rpm: 'aarch64' },
+};
 
 /** package.json's version, e.g. `0.2.0` or `0.2.0-dev`. */
 export function projectVersion(root: string): string {

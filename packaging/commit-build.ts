@@ -87,7 +87,10 @@ export function buildFromCommit(build: CommitBuild): BuiltArtifact[] {
   }
 }
 
-/** The order a release lists them in: the npm package, the .deb, the .rpm, the bundle. */
+/**
+ * The order a release lists them in: the npm package, the .deb(s), the .rpm(s), the bundle
+ * (each kind in the order the commit's buildArtifacts returned them: x86_64 before aarch64).
+ */
 function ordered(paths: string[]): string[] {
   const rank = (path: string) =>
     [/\.tgz$/, /\.deb$/, /\.rpm$/, /\.mjs$/].findIndex((pattern) => pattern.test(path));

@@ -11,34 +11,24 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type PackagedPath, sourcePath } from './agent-files.ts';
-import { AGENT_PACKAGE, packageVersion } from './agent-package.ts';
-import { stageAgentTree } from './agent-stage.ts';
-
-export interface AgentPackageBuild {
-  /** The repository. */
-  root: string;
-  /** Where packaging/build-agent.sh wrote the bundle (`bundle/<name>` sources). */
-  bundleDir: string;
-  outDir: string;
-  /** package.json's version. */
-  version: string;
-  paths: readonly PackagedPath[];
-  epochSeconds: number;
-}
+import { AGENT_PACKAGE, PACKAGE_ARCH, packageVersion } from './agent-package.ts';
+import { type AgentPackageBuild, stageAgentTree, XZ_LEVEL } from './agent-stage.ts';
 
 /**
- * registrar-agent_<version>_all.deb, packed by dpkg-deb from a staged tree: the listed files
- * owned by root (--root-owner-group; other owners are set by postinst once the user exists),
- * the `config` lines as conffiles, and the maintainer scripts and file trigger in packaging/deb/.
+ * registrar-agent_<version>_<amd64|arm64>.deb, packed by dpkg-deb from a staged tree: the listed
+ * files owned by root (--root-owner-group; other owners are set by postinst once the user
+ * exists), the `config` lines as conffiles, and the maintainer scripts and file trigger in
+ * packaging/deb/.
  */
 export function buildDeb(build: AgentPackageBuild): string {
   const version = packageVersion(build.version);
+  const arch = PACKAGE_ARCH[build.arch].deb;
   const stage = mkdtempSync(join(tmpdir(), 'registrar-deb-'));
   try {
-    stageAgentTree(build.root, build.bundleDir, stage, build.paths, build.epochSeconds);
+    stageAgentTree(build, stage);
     const control = join(stage, 'DEBIAN');
     mkdirSync(control);
-    writeFileSync(join(control, 'control'), controlFile(version, installedKilobytes(build)));
+    writeFileSync(join(control, 'control'), controlFile(version, arch, installedKilobytes(build)));
     const conffiles = build.paths.filter((path) => path.kind === 'config');
     if (conffiles.length > 0) {
       writeFileSync(join(control, 'conffiles'), conffiles.map((p) => `${p.target}\n`).join(''));
@@ -57,8 +47,9 @@ export function buildDeb(build: AgentPackageBuild): string {
     }
     chmodSync(control, 0o755);
     mkdirSync(build.outDir, { recursive: true });
-    const deb = join(build.outDir, `${AGENT_PACKAGE.name}_${version}_all.deb`);
-    execFileSync('dpkg-deb', ['--root-owner-group', '-Zxz', '--build', stage, deb], {
+    const deb = join(build.outDir, `${AGENT_PACKAGE.name}_${version}_${arch}.deb`);
+    const compress = (build.compression ?? 'xz') === 'xz' ? ['-Zxz', `-z${XZ_LEVEL}`] : ['-Znone'];
+    execFileSync('dpkg-deb', ['--root-owner-group', ...compress, '--build', stage, deb], {
       env: { ...process.env, SOURCE_DATE_EPOCH: String(build.epochSeconds) },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
@@ -68,16 +59,16 @@ export function buildDeb(build: AgentPackageBuild): string {
   }
 }
 
-function controlFile(version: string, kilobytes: number): string {
+function controlFile(version: string, arch: string, kilobytes: number): string {
   const [first, ...rest] = AGENT_PACKAGE.description;
   return [
     `Package: ${AGENT_PACKAGE.name}`,
     `Version: ${version}`,
-    'Architecture: all',
+    `Architecture: ${arch}`,
     `Maintainer: ${AGENT_PACKAGE.maintainer}`,
     `Installed-Size: ${kilobytes}`,
     // useradd (postinst) is in passwd, which is not Essential.
-    `Depends: ${AGENT_PACKAGE.debDepends}, passwd`,
+    `Depends: ${AGENT_PACKAGE.debDepends}`,
     'Section: net',
     'Priority: optional',
     `Description: ${AGENT_PACKAGE.summary}`,

@@ -1,41 +1,39 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { PackagedPath } from './agent-files.ts';
-import { AGENT_PACKAGE, packageVersion } from './agent-package.ts';
-import { stageAgentTree, stampTree } from './agent-stage.ts';
-import type { AgentPackageBuild } from './deb-package.ts';
+import { BUNDLE_PREFIX, type PackagedPath, sourcePath } from './agent-files.ts';
+import { AGENT_PACKAGE, PACKAGE_ARCH, packageVersion } from './agent-package.ts';
+import { type AgentPackageBuild, elfMachine, stageAgentTree, XZ_LEVEL } from './agent-stage.ts';
 
-const UNIT_TARGET = '/usr/lib/systemd/system/registrar-agent.service';
-/** Amazon Linux's Node.js 22, whatever /usr/bin/node points to (agent-package.ts). */
-export const RPM_NODE_DROP_IN = '/usr/lib/systemd/system/registrar-agent.service.d/10-node22.conf';
+/** rpm's own reader of an ELF file's needs (Debian's `rpm` ships it beside rpmbuild). */
+export const ELFDEPS = '/usr/lib/rpm/elfdeps';
 
 /**
- * registrar-agent-<version>-1.noarch.rpm, built by rpmbuild from a spec written here: the
- * listed files with their modes and owners (`%attr`), the `config` lines as
+ * registrar-agent-<version>-1.<x86_64|aarch64>.rpm, built by rpmbuild from a spec written
+ * here: the listed files with their modes and owners (`%attr`), the `config` lines as
  * `%config(noreplace)` (an edited file is kept on upgrade, and saved as .rpmsave on erase), the
- * scriptlets in packaging/rpm/ (a trigger on Istio's package among them), and one drop-in of the RPM's own that starts the unit's
- * command with Node.js 22.
+ * scriptlets in packaging/rpm/ (a trigger on Istio's package among them), and the shared
+ * libraries the executable needs, as rpm's generator names them (`libc.so.6(GLIBC_2.28)(64bit)`).
  */
 export function buildRpm(build: AgentPackageBuild): string {
   const version = packageVersion(build.version);
+  const arch = PACKAGE_ARCH[build.arch].rpm;
   const work = mkdtempSync(join(tmpdir(), 'registrar-rpm-'));
   try {
     const stage = join(work, 'stage');
-    stageAgentTree(build.root, build.bundleDir, stage, build.paths, build.epochSeconds);
-    const dropIn = join(stage, RPM_NODE_DROP_IN);
-    mkdirSync(dirname(dropIn), { recursive: true });
-    writeFileSync(dropIn, node22DropIn(readFileSync(join(stage, UNIT_TARGET), 'utf8')));
-    stampTree(stage, build.epochSeconds);
+    stageAgentTree(build, stage);
     const spec = join(work, `${AGENT_PACKAGE.name}.spec`);
-    writeFileSync(spec, specFile(build, version, stage));
+    writeFileSync(spec, specFile(build, version, stage, libraryRequires(build)));
     mkdirSync(build.outDir, { recursive: true });
     execFileSync(
       'rpmbuild',
       [
         '-bb',
         '--quiet',
+        // The package's CPU, not this machine's: nothing is compiled, the files are copied.
+        '--target',
+        `${arch}-linux`,
         '--define',
         `_topdir ${join(work, 'rpmbuild')}`,
         '--define',
@@ -49,6 +47,9 @@ export function buildRpm(build: AgentPackageBuild): string {
         'clamp_mtime_to_source_date_epoch 1',
         '--define',
         '_buildhost reproducible',
+        // Single-threaded xz (rpm's `T` would make the bytes depend on the machine's CPUs).
+        '--define',
+        `_binary_payload ${(build.compression ?? 'xz') === 'xz' ? `w${XZ_LEVEL}.xzdio` : 'w.ufdio'}`,
         spec,
       ],
       {
@@ -56,29 +57,44 @@ export function buildRpm(build: AgentPackageBuild): string {
         stdio: ['ignore', 'ignore', 'inherit'],
       },
     );
-    return join(build.outDir, `${AGENT_PACKAGE.name}-${version}-1.noarch.rpm`);
+    return join(build.outDir, `${AGENT_PACKAGE.name}-${version}-1.${arch}.rpm`);
   } finally {
     rmSync(work, { recursive: true, force: true });
   }
 }
 
-/** The unit's ExecStart with /usr/bin/node-22 instead of /usr/bin/node, as a drop-in. */
-export function node22DropIn(unit: string): string {
-  const exec = /^ExecStart=\/usr\/bin\/node (.*)$/m.exec(unit)?.[1];
-  if (exec === undefined) {
-    throw new Error(`${UNIT_TARGET}: no 'ExecStart=/usr/bin/node ...' line to run with Node.js 22`);
+/**
+ * What the listed programs need of the system, from rpm's own ELF reader: one requirement per
+ * shared library and symbol version (`libstdc++.so.6(GLIBCXX_3.4.21)(64bit)`), which dnf
+ * resolves to the distribution's glibc, libstdc++ and libgcc of the package's architecture.
+ * rpm's automatic generators stay off (AutoReqProv: no): they would guess from the shell
+ * scripts and the unit too.
+ */
+export function libraryRequires(build: AgentPackageBuild): string[] {
+  const programs = build.paths
+    .filter((path) => path.kind === 'file' && path.source?.startsWith(BUNDLE_PREFIX))
+    .map((path) => sourcePath(build.root, build.bundleDir, path.source ?? ''))
+    .filter((file) => elfMachine(file) !== undefined);
+  if (programs.length === 0) return [];
+  if (!existsSync(ELFDEPS)) {
+    throw new Error(
+      `${ELFDEPS} is missing: it comes with rpm (apt-get install rpm), which builds the .rpm`,
+    );
   }
-  return [
-    '# Installed by the RPM: on Amazon Linux 2023 /usr/bin/node is whichever Node.js',
-    '# `alternatives` made active; the agent runs with Node.js 22 (package nodejs22).',
-    '[Service]',
-    'ExecStart=',
-    `ExecStart=${AGENT_PACKAGE.rpmNode} ${exec}`,
-    '',
-  ].join('\n');
+  const requires = new Set<string>();
+  for (const program of programs) {
+    const printed = execFileSync(ELFDEPS, ['--requires', program], { encoding: 'utf8' });
+    for (const line of printed.split('\n')) if (line.trim() !== '') requires.add(line.trim());
+  }
+  return [...requires].sort();
 }
 
-function specFile(build: AgentPackageBuild, version: string, stage: string): string {
+function specFile(
+  build: AgentPackageBuild,
+  version: string,
+  stage: string,
+  libraries: readonly string[],
+): string {
   const script = (name: string) =>
     readFileSync(join(build.root, 'packaging/rpm', `${name}.sh`), 'utf8').trimEnd();
   return [
@@ -87,14 +103,16 @@ function specFile(build: AgentPackageBuild, version: string, stage: string): str
     'Release: 1',
     `Summary: ${AGENT_PACKAGE.summary}`,
     `License: ${AGENT_PACKAGE.license}`,
-    'BuildArch: noarch',
-    // Only what is declared: rpm's generators would otherwise read the bundle's shebang-less
-    // JavaScript and the shell scripts and guess.
+    // No BuildArch: rpmbuild refuses one this machine cannot build for ("No compatible
+    // architectures"); `--target` sets the package's architecture instead.
     'AutoReqProv: no',
-    `Requires: ${AGENT_PACKAGE.rpmRequires}`,
+    ...libraries.map((library) => `Requires: ${library}`),
     'Requires(pre): shadow-utils',
+    // The executable as built: not stripped (its SEA blob is a section strip would drop), no
+    // debug package, and none of rpm's /usr/lib/.build-id links.
     '%global debug_package %{nil}',
     '%global __os_install_post %{nil}',
+    '%global _build_id_links none',
     '',
     '%description',
     ...AGENT_PACKAGE.description,
@@ -122,8 +140,10 @@ function specFile(build: AgentPackageBuild, version: string, stage: string): str
     '',
     '%files',
     ...build.paths.map(fileLine),
-    `%attr(0644,root,root) ${RPM_NODE_DROP_IN}`,
-    ...packageDirs([...build.paths.map((path) => path.target), RPM_NODE_DROP_IN], build.paths),
+    ...packageDirs(
+      build.paths.map((path) => path.target),
+      build.paths,
+    ),
     '',
   ].join('\n');
 }

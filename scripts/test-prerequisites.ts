@@ -30,6 +30,33 @@ export function javaMissing(): string | undefined {
     : "no 'java' on PATH: install Java 17 (for example 'sudo apt-get install openjdk-17-jre-headless')";
 }
 
+/** Where Debian's cross packages put the aarch64 C and C++ libraries qemu-user runs with. */
+export const AARCH64_SYSROOT = process.env.AARCH64_SYSROOT ?? '/usr/aarch64-linux-gnu';
+const AARCH64_PACKAGES =
+  'qemu-user-static libc6-arm64-cross libstdc++6-arm64-cross libgcc-s1-arm64-cross';
+
+/** qemu's aarch64 emulator on PATH: qemu-user-static's or qemu-user's. */
+export function qemuAarch64(): string | undefined {
+  for (const name of ['qemu-aarch64-static', 'qemu-aarch64']) {
+    const found = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
+    if (found.status === 0) return found.stdout.trim();
+  }
+  return undefined;
+}
+
+/**
+ * The agent's aarch64 executable runs here under qemu-user, with the aarch64 glibc and
+ * libstdc++ of Debian's cross packages (test/integration/agent-executable.test.ts).
+ */
+export function qemuAarch64Missing(): string | undefined {
+  const install = `install Debian's with 'sudo apt-get install ${AARCH64_PACKAGES}' (as .ci/run does)`;
+  if (qemuAarch64() === undefined) return `no qemu-aarch64 on PATH: ${install}`;
+  if (!existsSync(join(AARCH64_SYSROOT, 'lib/libstdc++.so.6'))) {
+    return `no aarch64 libraries in ${AARCH64_SYSROOT}: ${install}`;
+  }
+  return undefined;
+}
+
 /**
  * The upgrade tests rebuild the previous release from this clone's history (`git archive` of
  * the commit CHANGELOG.md names) and install its dependencies from the npm registry (`npm ci`).
@@ -64,6 +91,11 @@ export function prerequisites(repo: string): Prerequisite[] {
       name: 'Java 17',
       missing: javaMissing(),
       without: 'the second run against DynamoDB Local is skipped',
+    },
+    {
+      name: 'qemu-user (aarch64)',
+      missing: qemuAarch64Missing(),
+      without: "the agent's aarch64 executable is built but not run",
     },
     {
       name: 'git history',

@@ -37,7 +37,8 @@ options:
   -h, --help                  this text
 
 Prerequisites beyond 'npm ci': Chromium for the dashboard's browser tests, Java 17 for the
-DynamoDB Local run, the git history and the npm registry for the upgrade tests. Outside CI a
+DynamoDB Local run, the git history and the npm registry for the upgrade tests, qemu-user and
+Debian's arm64 cross libraries for the agent's aarch64 executable. Outside CI a
 missing one skips those tests with a line saying how to install it; with CI=true it fails.
 Ctrl-C stops every step and everything a test started.
 `;

@@ -4,9 +4,6 @@
 if [ -e /usr/lib/tmpfiles.d/registrar-agent.conf ]; then
   systemd-tmpfiles --create registrar-agent.conf || :
 fi
-if [ ! -x /usr/bin/node-22 ]; then
-  echo "registrar-agent: warning: /usr/bin/node-22 is missing; the agent needs Node.js 22 (dnf install nodejs22)" >&2
-fi
 if [ "$1" -eq 1 ]; then
   systemctl daemon-reload >/dev/null 2>&1 || :
   systemctl enable registrar-agent.service >/dev/null 2>&1 || :

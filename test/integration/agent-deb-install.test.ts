@@ -12,17 +12,24 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAgentFiles } from '../../packaging/agent-files.ts';
+import { projectVersion } from '../../packaging/agent-package.ts';
 import { buildDeb } from '../../packaging/deb-package.ts';
+import {
+  packageInputs,
+  STOCK_DEBIAN_SYSTEMS,
+  stubStockDebian,
+} from '../fixtures/agent-package-build.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';
 import { type AgentTestbed, entryName, startAgentTestbed } from '../fixtures/agent-testbed.ts';
 import { type ScratchRoot, scratchRoot } from '../fixtures/scratch-dpkg-root.ts';
 
 /**
- * The agent's .deb as an operator meets it: dpkg installs it into a root of its own (its own
- * package database; the maintainer scripts run, with systemd played by a stand-in that starts
- * the installed unit's ExecStart), and the installed agent registers the VM with the local
- * runtime (real gateway, handlers and dynalite). Then the package is upgraded under the running
- * agent, removed and purged.
+ * The agent's x86_64 .deb as an operator meets it: dpkg installs it into a root of its own (its
+ * own package database, where what the package depends on is stubbed at Debian 12's versions;
+ * the maintainer scripts run, with systemd played by a stand-in that starts the installed
+ * unit's ExecStart), and the installed executable, with no Node.js in the root, registers the
+ * VM with the local runtime (real gateway, handlers and dynalite). Then the package is upgraded
+ * under the running agent, removed and purged.
  */
 const REPO = join(import.meta.dirname, '..', '..');
 const hasCommand = (name: string) => spawnSync('sh', ['-c', `command -v ${name}`]).status === 0;
@@ -62,19 +69,13 @@ describe.runIf(canInstall || process.env.CI === 'true')(
 
     beforeAll(async () => {
       work = mkdtempSync(join(tmpdir(), 'agent-deb-'));
-      const bundleDir = join(work, 'bundle');
-      execFileSync('sh', [join(REPO, 'packaging/build-agent.sh')], {
-        env: { ...process.env, OUT_DIR: bundleDir },
-        stdio: 'ignore',
-      });
-      const build = {
-        root: REPO,
-        bundleDir,
-        paths: readAgentFiles(REPO),
-        epochSeconds: 1_700_000_000,
-      };
-      oldDeb = buildDeb({ ...build, version: '0.2.0-dev', outDir: join(work, 'old') });
-      newDeb = buildDeb({ ...build, version: '0.2.0-dev.1', outDir: join(work, 'new') });
+      const inputs = await packageInputs(work);
+      oldDeb = buildDeb(
+        inputs.build('x86_64', { version: '0.2.0-dev', outDir: join(work, 'old') }),
+      );
+      newDeb = buildDeb(
+        inputs.build('x86_64', { version: '0.2.0-dev.1', outDir: join(work, 'new') }),
+      );
       root = scratchRoot(join(work, 'root'));
       bed = await startAgentTestbed();
       await bed.applyGroup('web');
@@ -87,20 +88,21 @@ describe.runIf(canInstall || process.env.CI === 'true')(
       rmSync(work, { recursive: true, force: true });
     });
 
-    it('is not configured while Node.js is older than 22: dpkg names the dependency', async () => {
-      await root.stub('passwd', '1:4.13');
-      await root.stub('nodejs', '20.20.2');
+    it('is not configured on a C library older than its executable needs: dpkg names the dependency', async () => {
+      // Debian 9's glibc: 2.24, older than the 2.28 the executable's symbols ask for.
+      await stubStockDebian(root, 'Debian 12', { libc6: '2.24-11+deb9u4' });
       const installed = await root.dpkg(['-i', oldDeb]);
       expect(installed.code).not.toBe(0);
-      expect(installed.output).toContain('registrar-agent depends on nodejs (>= 22)');
-      expect(installed.output).toContain('Version of nodejs on system is 20.20.2');
+      expect(installed.output).toContain('registrar-agent depends on libc6 (>= 2.28)');
+      expect(installed.output).toContain('Version of libc6 on system is 2.24-11+deb9u4');
+      expect(installed.output).not.toContain('nodejs');
       expect(existsSync(join(root.dir, 'etc/systemd/system/multi-user.target.wants', UNIT))).toBe(
         false,
       );
     });
 
-    it('with Node.js 22 it creates the user, installs the files with their modes, enables the service and does not start it', async () => {
-      await root.stub('nodejs', '22.23.3', process.execPath);
+    it("with Debian 12's libraries and no Node.js it creates the user, installs the files with their modes, enables the service and does not start it", async () => {
+      await root.stub('libc6', STOCK_DEBIAN_SYSTEMS['Debian 12'].libc6);
       const configured = await root.dpkg(['--configure', '-a']);
       expect(configured.code, configured.output).toBe(0);
       expect(configured.output).toContain('installed and enabled, not started');
@@ -122,18 +124,42 @@ describe.runIf(canInstall || process.env.CI === 'true')(
       expect(agentPid()).toBeUndefined();
     });
 
-    it('started as shipped, the agent refuses its unconfigured file, naming url (exit 2, no restart)', () => {
+    const installedAgent = (args: string[]) =>
+      spawnSync(join(root.dir, 'opt/registrar-agent/registrar-agent'), args, {
+        encoding: 'utf8',
+        // No Node.js anywhere it could look: the executable carries its own.
+        env: { PATH: '/nonexistent' },
+      });
+
+    it('installs an executable that needs no Node.js: it answers --version', () => {
+      expect(existsSync(join(root.dir, 'usr/bin/node'))).toBe(false);
+      const version = installedAgent(['--version']);
+      expect(version.stderr).toBe('');
+      expect(version.stdout).toBe(`registrar-agent ${projectVersion(REPO)}\n`);
+    });
+
+    it('started as shipped, the agent refuses its unconfigured file, naming url, group and namespace (exit 2, no restart)', () => {
       const shipped = join(root.dir, 'etc/registrar-agent/agent.yaml');
-      const run = spawnSync(
-        process.execPath,
-        [join(root.dir, 'opt/registrar-agent/registrar-agent.mjs'), '--config', shipped],
-        { encoding: 'utf8' },
-      );
+      const run = installedAgent(['--config', shipped]);
       // RestartPreventExitStatus=2 in the unit: systemd does not start it again.
       expect(run.status).toBe(2);
       expect(run.stderr).toContain('url: is required');
+      expect(run.stderr).toContain('group: is required');
+      expect(run.stderr).toContain('namespace: is required');
       expect(readFileSync(join(root.dir, 'usr/lib/systemd/system', UNIT), 'utf8')).toMatch(
         /^RestartPreventExitStatus=2$/m,
+      );
+    });
+
+    it('with only url set in the shipped file, it refuses to start, naming group and namespace (exit 2)', () => {
+      const edited = join(work, 'only-url.yaml');
+      const shipped = readFileSync(join(root.dir, 'etc/registrar-agent/agent.yaml'), 'utf8');
+      writeFileSync(edited, shipped.replace(/^# url: \S+.*$/m, `url: ${bed.runtime.url}`));
+      const run = installedAgent(['--config', edited]);
+      expect(run.status).toBe(2);
+      expect(run.stderr).not.toContain('url:');
+      expect(run.stderr).toMatch(
+        /^registrar-agent: invalid agent configuration: group: is required.*; namespace: is required/,
       );
     });
 

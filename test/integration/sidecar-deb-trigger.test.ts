@@ -2,8 +2,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readAgentFiles } from '../../packaging/agent-files.ts';
 import { buildDeb } from '../../packaging/deb-package.ts';
+import { packageInputs, stubStockDebian } from '../fixtures/agent-package-build.ts';
 import {
   type ChrootTools,
   chrootToolsAvailable,
@@ -36,7 +36,6 @@ import { checkRoot, turnSidecarOn } from '../fixtures/sidecar-root-steps.ts';
  * the check passes and istio's start (test/fixtures/istio-unit-stand-in.ts, inside the root)
  * never runs the planted line.
  */
-const REPO = join(import.meta.dirname, '..', '..');
 const hasCommand = (name: string) => spawnSync('sh', ['-c', `command -v ${name}`]).status === 0;
 const CAN_RUN =
   process.getuid?.() === 0 &&
@@ -55,23 +54,17 @@ describe.runIf(CAN_RUN || process.env.CI === 'true')(
     let tools: ChrootTools | undefined;
     const debs = { agent1: '', agent2: '', istio1: '', istio2: '' };
 
-    beforeAll(() => {
+    beforeAll(async () => {
       // Not under the test run's TMPDIR, and readable: the attacker's users must reach the root.
       work = mkdtempSync('/tmp/sidecar-deb-');
       chmodSync(work, 0o755);
-      const bundleDir = join(work, 'bundle');
-      execFileSync('sh', [join(REPO, 'packaging/build-agent.sh')], {
-        env: { ...process.env, OUT_DIR: bundleDir },
-        stdio: 'ignore',
-      });
-      const build = {
-        root: REPO,
-        bundleDir,
-        paths: readAgentFiles(REPO),
-        epochSeconds: 1_700_000_000,
-      };
-      debs.agent1 = buildDeb({ ...build, version: '0.3.0-dev', outDir: join(work, 'agent1') });
-      debs.agent2 = buildDeb({ ...build, version: '0.3.0-dev.1', outDir: join(work, 'agent2') });
+      const inputs = await packageInputs(work);
+      debs.agent1 = buildDeb(
+        inputs.build('x86_64', { version: '0.3.0-dev', outDir: join(work, 'agent1') }),
+      );
+      debs.agent2 = buildDeb(
+        inputs.build('x86_64', { version: '0.3.0-dev.1', outDir: join(work, 'agent2') }),
+      );
       debs.istio1 = buildIstioDeb(join(work, 'istio1'), '1.24.0');
       debs.istio2 = buildIstioDeb(join(work, 'istio2'), '1.24.1');
       tools = prepareChrootTools();
@@ -85,8 +78,7 @@ describe.runIf(CAN_RUN || process.env.CI === 'true')(
     async function vm(name: string): Promise<ScratchRoot> {
       const root = scratchRoot(join(work, name));
       execFileSync('chmod', ['755', root.dir]);
-      await root.stub('passwd', '1:4.13');
-      await root.stub('nodejs', '22.23.3', process.execPath);
+      await stubStockDebian(root);
       preparePlants(root.dir);
       tools?.install(root.dir);
       const istio = await root.dpkg(['-i', debs.istio1]);

@@ -2,8 +2,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readAgentFiles } from '../../packaging/agent-files.ts';
 import { buildRpm } from '../../packaging/rpm-package.ts';
+import { packageInputs } from '../fixtures/agent-package-build.ts';
 import {
   type ChrootTools,
   type CommandResult,
@@ -33,7 +33,6 @@ import { checkRoot, turnSidecarOn } from '../fixtures/sidecar-root-steps.ts';
  * systemd-tmpfiles, and /proc). The agent's `%triggerin -- istio-sidecar` runs when the agent
  * is upgraded beside Istio and after every install or upgrade of Istio (after its %post).
  */
-const REPO = join(import.meta.dirname, '..', '..');
 const hasCommand = (name: string) => spawnSync('sh', ['-c', `command -v ${name}`]).status === 0;
 const CAN_RUN =
   process.getuid?.() === 0 &&
@@ -52,23 +51,17 @@ describe.runIf(CAN_RUN || process.env.CI === 'true')(
     let tools: ChrootTools | undefined;
     const rpms = { agent1: '', agent2: '', istio1: '', istio2: '' };
 
-    beforeAll(() => {
+    beforeAll(async () => {
       // Not under the test run's TMPDIR, and readable: the attacker's users must reach the root.
       work = mkdtempSync('/tmp/sidecar-rpm-');
       chmodSync(work, 0o755);
-      const bundleDir = join(work, 'bundle');
-      execFileSync('sh', [join(REPO, 'packaging/build-agent.sh')], {
-        env: { ...process.env, OUT_DIR: bundleDir },
-        stdio: 'ignore',
-      });
-      const build = {
-        root: REPO,
-        bundleDir,
-        paths: readAgentFiles(REPO),
-        epochSeconds: 1_700_000_000,
-      };
-      rpms.agent1 = buildRpm({ ...build, version: '0.3.0-dev', outDir: join(work, 'agent1') });
-      rpms.agent2 = buildRpm({ ...build, version: '0.3.0-dev.1', outDir: join(work, 'agent2') });
+      const inputs = await packageInputs(work);
+      rpms.agent1 = buildRpm(
+        inputs.build('x86_64', { version: '0.3.0-dev', outDir: join(work, 'agent1') }),
+      );
+      rpms.agent2 = buildRpm(
+        inputs.build('x86_64', { version: '0.3.0-dev.1', outDir: join(work, 'agent2') }),
+      );
       rpms.istio1 = buildIstioRpm(join(work, 'istio1'), '1.24.0');
       rpms.istio2 = buildIstioRpm(join(work, 'istio2'), '1.24.1');
       tools = prepareChrootTools();

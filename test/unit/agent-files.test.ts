@@ -2,7 +2,6 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { parseAgentFiles } from '../../packaging/agent-files.ts';
 import { packageVersion } from '../../packaging/agent-package.ts';
-import { node22DropIn } from '../../packaging/rpm-package.ts';
 
 /**
  * packaging/agent-files.txt is the one list both agent packages are built from: a mistake in it
@@ -44,17 +43,22 @@ describe('packaging/agent-files.txt', () => {
     ]);
   });
 
-  it('the shipped list installs the bundle, the unit and the config file', () => {
+  it('the shipped list installs the executable, the unit and the config file, and no bundle', () => {
     const paths = parseAgentFiles(
       readFileSync(new URL('../../packaging/agent-files.txt', import.meta.url), 'utf8'),
     );
     expect(paths.map((p) => p.target)).toEqual(
       expect.arrayContaining([
-        '/opt/registrar-agent/registrar-agent.mjs',
+        '/opt/registrar-agent/registrar-agent',
         '/usr/lib/systemd/system/registrar-agent.service',
         '/etc/registrar-agent/agent.yaml',
       ]),
     );
+    expect(paths.find((p) => p.target === '/opt/registrar-agent/registrar-agent')).toMatchObject({
+      source: 'bundle/registrar-agent',
+      mode: 0o755,
+    });
+    expect(paths.filter((p) => p.target.endsWith('.mjs'))).toEqual([]);
     expect(paths.find((p) => p.kind === 'config')?.source).toBe('packaging/agent.example.yaml');
   });
 
@@ -87,21 +91,5 @@ describe('package versions', () => {
   it('spells a -dev version with ~, which dpkg and rpm sort before the release', () => {
     expect(packageVersion('0.2.0-dev')).toBe('0.2.0~dev');
     expect(packageVersion('0.2.0')).toBe('0.2.0');
-  });
-});
-
-describe("the RPM's Node.js 22 drop-in", () => {
-  it("replaces the unit's ExecStart with the same command run by /usr/bin/node-22", () => {
-    expect(
-      node22DropIn('[Service]\nExecStart=/usr/bin/node --flag /opt/a.mjs --config /etc/a.yaml\n'),
-    ).toContain(
-      '[Service]\nExecStart=\nExecStart=/usr/bin/node-22 --flag /opt/a.mjs --config /etc/a.yaml\n',
-    );
-  });
-
-  it('refuses a unit whose ExecStart does not start with /usr/bin/node', () => {
-    expect(() => node22DropIn('[Service]\nExecStart=/usr/local/bin/node a.mjs\n')).toThrow(
-      "no 'ExecStart=/usr/bin/node ...' line",
-    );
   });
 });

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import {
+  cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -9,7 +10,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 
@@ -99,15 +100,31 @@ describe('the unit and the install steps agree on the grant', () => {
   });
 
   // systemd's own reading of the unit: an unknown key or a bad ExecStartPre prefix is reported
-  // here (both tried). It checks that /usr/bin/node exists, so it runs where node is there.
-  it.skipIf(!existsSync('/usr/bin/systemd-analyze') || !existsSync('/usr/bin/node'))(
+  // here (both tried). It checks that the programs the unit runs exist, so it reads the unit in
+  // a root of its own where they do (stand-ins: the agent's executable is not installed here).
+  it.skipIf(!existsSync('/usr/bin/systemd-analyze') || !existsSync('/usr/lib/systemd/system'))(
     'is a unit systemd accepts as written (systemd-analyze verify)',
     async () => {
       const dir = mkdtempSync(join(tmpdir(), 'unit-verify-'));
       try {
-        const copy = join(dir, 'registrar-agent.service');
-        writeFileSync(copy, unit);
-        const { stdout, stderr } = await run('systemd-analyze', ['verify', '--man=no', copy]);
+        cpSync('/usr/lib/systemd/system', join(dir, 'usr/lib/systemd/system'), {
+          recursive: true,
+        });
+        writeFileSync(join(dir, 'usr/lib/systemd/system/registrar-agent.service'), unit);
+        const programs = [...unit.matchAll(/^ExecStart(?:Pre)?=[-+@!:]*(\/\S+)/gm)].map(
+          (m) => m[1] ?? '',
+        );
+        expect(programs).toEqual(['/bin/sh', '/opt/registrar-agent/registrar-agent']);
+        for (const program of programs) {
+          mkdirSync(dirname(join(dir, program)), { recursive: true });
+          writeFileSync(join(dir, program), '#!/bin/sh\n', { mode: 0o755 });
+        }
+        const { stdout, stderr } = await run('systemd-analyze', [
+          'verify',
+          `--root=${dir}`,
+          '--man=no',
+          'registrar-agent.service',
+        ]);
         expect(`${stdout}${stderr}`).toBe('');
       } finally {
         rmSync(dir, { recursive: true, force: true });

@@ -105,7 +105,8 @@ it.skipIf(!existsSync('/usr/bin/systemd-analyze') || !existsSync('/usr/lib/syste
         readFileSync(join(REPO, 'packaging/registrar-agent.service'), 'utf8'),
       );
       put('/etc/systemd/system/registrar-agent.service.d/sidecar.conf', AGENT_DROP_IN);
-      for (const program of ['/usr/bin/node', '/bin/sh', CHECK]) put(program, '#!/bin/sh\n', 0o755);
+      for (const program of ['/opt/registrar-agent/registrar-agent', '/bin/sh', CHECK])
+        put(program, '#!/bin/sh\n', 0o755);
       const { stdout, stderr } = await run('systemd-analyze', [
         'verify',
         `--root=${root}`,
