@@ -1,4 +1,4 @@
-import { recordedWithTime, recordRefresher } from './heartbeat-groups.ts';
+import { recordedHeartbeatGroups } from './heartbeat-groups.ts';
 import { deleteDue } from './sweep-deletions.ts';
 import { checkHeartbeatGroups } from './sweep-heartbeat.ts';
 import { checkLiveness } from './sweep-liveness.ts';
@@ -37,13 +37,10 @@ export async function runHeartbeatLane(
 ): Promise<SweepResult> {
   const result = emptyResult(options.dryRun ?? false);
   if (!options.liveness) return result;
-  const recorded = await recordedWithTime(store).catch((error: unknown) => {
+  const groups = await recordedHeartbeatGroups(store).catch((error: unknown) => {
     recordFailure(result, error);
     return undefined;
   });
-  if (recorded) {
-    const refresh = recordRefresher(store, recorded.listedAt);
-    await checkHeartbeatGroups(store, options, result, recorded.groups, refresh);
-  }
+  if (groups) await checkHeartbeatGroups(store, options, result, groups);
   return result;
 }

@@ -2,12 +2,7 @@ import type { EpochMillis } from '../domain/model.ts';
 import type { NamespaceSettings } from '../domain/namespace-settings.ts';
 
 /** The fields of a namespace's settings an operator sets or unsets. */
-export type SettingsField =
-  | 'maxEntries'
-  | 'connectRate'
-  | 'networks'
-  | 'addressRanges'
-  | 'heartbeatChecks';
+export type SettingsField = 'maxEntries' | 'connectRate' | 'networks' | 'addressRanges';
 
 export interface SettingsChange {
   set: Partial<Pick<NamespaceSettings, SettingsField>>;
