@@ -15,7 +15,7 @@ export interface Reply {
  * `drain`: the VM is shutting down; the registrar marks the entry Healthy False (Draining).
  * `sidecar`: the sidecar bootstrap and a fresh mesh identity (agent/sidecar-bootstrap.ts).
  */
-export type RequestAction = 'health' | 'describe' | 'ping' | 'drain' | 'sidecar';
+export type RequestAction = 'health' | 'describe' | 'ping' | 'drain' | 'sidecar' | 'heartbeat';
 
 /** The upgrade was answered with an HTTP status: the server refused this connect. */
 export class RefusedError extends Error {
@@ -119,11 +119,13 @@ const REPLY_ACTION: Record<string, RequestAction> = {
   describe: 'describe',
   drain: 'drain',
   sidecar: 'sidecar',
+  heartbeat: 'heartbeat',
   pong: 'ping',
 };
-// What the registrar sends unasked (lib/protocol/maintenance-notice.ts); any other unasked
-// message matches no request and is dropped, which is how an older agent ignores these.
-const NOTICE_ACTIONS = new Set(['maintenance']);
+// What the registrar sends unasked (lib/protocol/maintenance-notice.ts, heartbeat-notice.ts);
+// any other unasked message matches no request and is dropped, which is how an older agent
+// ignores these.
+const NOTICE_ACTIONS = new Set(['maintenance', 'heartbeat-change']);
 // A server that does not answer a close frame is not waited for longer than this.
 const CLOSE_GRACE_MS = 2_000;
 

@@ -15,6 +15,7 @@ import {
   isNotRegistered,
   NotRegistrarError,
   RefusedError,
+  type Reply,
   RequestError,
 } from './connection.ts';
 import { HealthReporter } from './health-reporter.ts';
@@ -285,7 +286,10 @@ export class Supervisor {
     this.#refusals = 0;
     this.#notRegistrarSaid = undefined;
     link.onClose((code, reason) => this.#onClosed(current, code, reason));
-    link.onNotice?.((notice) => this.#maintenance.apply(notice, current.id));
+    link.onNotice?.((notice) => {
+      if (notice.action === 'heartbeat-change') void this.#onHeartbeatChange(notice, current);
+      else this.#maintenance.apply(notice, current.id);
+    });
     if (link.closed) {
       // Closed between the upgrade and here: the listener above came too late to hear it.
       this.#onClosed(current, 1006, 'closed right after opening');
@@ -520,6 +524,42 @@ export class Supervisor {
     this.#pingMs = ms;
     this.#o.logger.info('pinging at the interval the registrar named', { intervalMs: ms });
     if (this.#current === current) this.#schedulePing(current);
+  }
+
+  /**
+   * The registrar tells a changed heartbeat on the live connection (a `heartbeat-change`
+   * notice), and holds this connection to it once acknowledged. So that the agent never pings
+   * slower than the bound it is held to: a shorter interval is taken before the
+   * acknowledgement, a longer one only once the registrar answered `ok` (a lost reply, a
+   * refusal, a closed connection: it keeps the shorter one, which satisfies both bounds).
+   */
+  async #onHeartbeatChange(notice: Reply, current: Current): Promise<void> {
+    const told = (notice as { heartbeat?: { intervalSeconds?: unknown; misses?: unknown } })
+      .heartbeat;
+    const seconds = told?.intervalSeconds;
+    const misses = told?.misses;
+    if (typeof seconds !== 'number' || typeof misses !== 'number') return;
+    if (this.#current !== current || current.link.closed || this.#draining) return;
+    const wanted = pingIntervalMs(told, this.#o.timing.pingIntervalMs);
+    const shorter = wanted <= (this.#pingMs ?? this.#o.timing.pingIntervalMs);
+    if (shorter) this.#applyHeartbeat(told, current);
+    try {
+      await current.link.request('heartbeat', { intervalSeconds: seconds, misses });
+      if (!shorter) this.#applyHeartbeat(told, current);
+      this.#o.logger.info('acknowledged the heartbeat the registrar named', {
+        intervalSeconds: seconds,
+        misses,
+        connection: current.id,
+      });
+    } catch (error) {
+      this.#o.logger.warn(
+        'could not acknowledge the heartbeat the registrar named; keeping the current ping',
+        {
+          reason: (error as Error).message,
+          connection: current.id,
+        },
+      );
+    }
   }
 
   #schedulePing(current: Current): void {

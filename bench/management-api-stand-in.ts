@@ -9,8 +9,9 @@
  *
  * Run as a child of the bench: `fork(this file)` with BENCH_STAND_IN_LATENCY_MS set. Messages:
  * `{ gone: string[] }`, `{ silent: string[], since: number }`, `{ count: true }`, `{ drain:
- * true }` (the ids asked about since the last drain) and `{ closes: true }` (the DELETEs so
- * far, with their times), each answered `{ ack, calls, ids?, closes? }`.
+ * true }` (the ids asked about since the last drain), `{ closes: true }` (the DELETEs so
+ * far, with their times) and `{ posts: true }` (the POSTs since the last such ask, with their
+ * times: the notices an agent would get), each answered `{ ack, calls, ids?, closes?, posts? }`.
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -31,6 +32,8 @@ export interface ManagementApiStandIn {
   markSilent(connectionIds: readonly string[], since: number): Promise<void>;
   /** The connections closed with DELETE so far, and when (epoch ms). */
   closes(): Promise<{ id: string; at: number }[]>;
+  /** The connections sent a message (POST) since the last call of this, and when (epoch ms). */
+  postedSince(): Promise<{ id: string; at: number }[]>;
   close(): Promise<void>;
 }
 
@@ -40,6 +43,7 @@ type Reply = {
   port?: number;
   ids?: string[];
   closes?: { id: string; at: number }[];
+  posts?: { id: string; at: number }[];
 };
 
 export async function startManagementApiStandIn(latencyMs: number): Promise<ManagementApiStandIn> {
@@ -77,6 +81,7 @@ export async function startManagementApiStandIn(latencyMs: number): Promise<Mana
       await ask({ silent: connectionIds, since });
     },
     closes: async () => (await ask({ closes: true })).closes ?? [],
+    postedSince: async () => (await ask({ posts: true })).posts ?? [],
     close: () => stop(child, killOnExit),
   };
 }
@@ -95,6 +100,7 @@ function serve(latencyMs: number): void {
   const gone = new Set<string>();
   const silent = new Map<string, number>();
   const closes: { id: string; at: number }[] = [];
+  let posts: { id: string; at: number }[] = [];
   let calls = 0;
   let asked: string[] = [];
   const connections: ManagedConnections = {
@@ -107,7 +113,11 @@ function serve(latencyMs: number): void {
             sourceIp: '10.0.0.1',
             userAgent: 'bench',
           },
-    post: () => false,
+    post: (id) => {
+      if (gone.has(id)) return false;
+      posts.push({ id, at: Date.now() });
+      return true;
+    },
     remove: (id) => {
       if (gone.has(id)) return false;
       gone.add(id);
@@ -133,18 +143,22 @@ function serve(latencyMs: number): void {
       since?: number;
       drain?: boolean;
       closes?: boolean;
+      posts?: boolean;
     }) => {
       for (const id of message.gone ?? []) gone.add(id);
       for (const id of message.silent ?? []) silent.set(id, message.since ?? Date.now());
       const port = await listening;
       const ids = message.drain ? asked : undefined;
       if (message.drain) asked = [];
+      const posted = message.posts ? posts : undefined;
+      if (message.posts) posts = [];
       process.send?.({
         ack: message.ack,
         calls,
         port,
         ...(ids ? { ids } : {}),
         ...(message.closes ? { closes } : {}),
+        ...(posted ? { posts: posted } : {}),
       });
     },
   );

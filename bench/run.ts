@@ -73,6 +73,51 @@ const sections: Record<string, Section> = {
       );
     },
   },
+  'heartbeat-pace': {
+    title:
+      "Heartbeat checks a run makes per namespace, with and without another tenant's short heartbeat: the deployed sweeper handler, one scheduled run each (BENCH_PACE_SHOP_VMS, default 1,000 VMs of 60s x 3 in shop; BENCH_PACE_EVIL_VMS, default 1 VM of 5s x 2 in evil)",
+    run: async () => {
+      const { measureTenantPace } = await import('./heartbeat-pace.ts');
+      const rows = await measureTenantPace(
+        Number(process.env.BENCH_PACE_SHOP_VMS ?? 1_000),
+        Number(process.env.BENCH_PACE_EVIL_VMS ?? 1),
+      );
+      table(
+        ['scenario', 'shop checks', 'evil checks', 'run wall s'],
+        rows.map((r) => [r.scenario, r.shopChecks, r.evilChecks, (r.runWallMs / 1000).toFixed(1)]),
+      );
+    },
+  },
+  'heartbeat-change': {
+    title:
+      'A heartbeat change, from apply to in force on every live VM: the deployed sweeper handler tells them (POST to a management API stand-in), each acknowledges through the message use case (BENCH_CHANGE_VMS, default 10,000; 10s x 3 -> 5s x 2)',
+    run: async () => {
+      const { measureHeartbeatChange } = await import('./heartbeat-change.ts');
+      const r = await measureHeartbeatChange(Number(process.env.BENCH_CHANGE_VMS ?? 10_000));
+      table(
+        [
+          'VMs',
+          'change',
+          'first notice s',
+          'last notice s',
+          'in force s',
+          'notices',
+          'acknowledged',
+        ],
+        [
+          [
+            r.vms,
+            r.change,
+            (r.firstNoticeMs / 1000).toFixed(1),
+            (r.lastNoticeMs / 1000).toFixed(1),
+            (r.inForceMs / 1000).toFixed(1),
+            r.notices,
+            r.acknowledged,
+          ],
+        ],
+      );
+    },
+  },
   'silence-lanes': {
     title:
       'Silence with heartbeat lanes: the deployed sweeper handler, each lane run alone (BENCH_SILENCE_VMS, default 10,000; BENCH_SILENCE_SETTINGS, default "10x3:1 10x3:3": <interval s>x<misses>:<lanes>)',

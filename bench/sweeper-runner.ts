@@ -10,6 +10,7 @@ import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbSweepPolicyStore } from '../lib/store/dynamodb-sweep-policy-store.ts';
 import { DynamoDbTokenStore } from '../lib/store/dynamodb-token-store.ts';
 import { closerOf } from '../lib/wiring/message.ts';
+import { notifierOf } from '../lib/wiring/sweeper.ts';
 
 /** What one sweeper invocation took: its outcome, its wall time and its CPU. */
 export interface SweeperRun {
@@ -61,8 +62,10 @@ export function sweeperRunner(options: {
       region: config.region,
       local: true,
     }),
-    // Connections silent past their heartbeat are closed through the same endpoint.
+    // Connections silent past their heartbeat are closed through the same endpoint, and live
+    // agents are told a changed heartbeat (POST) there.
     ...closerOf(config),
+    ...notifierOf(config),
     now: () => now,
   };
   const handler = createSweeperHandler(deps);

@@ -1,6 +1,11 @@
 import { InvalidArgumentError, Option } from 'commander';
 import { parseCidrList } from '../lib/domain/cidr.ts';
-import { NO_NETWORK, parseNetworkName, parseRate } from '../lib/domain/namespace-settings.ts';
+import {
+  NO_NETWORK,
+  parseChecksPerMinute,
+  parseNetworkName,
+  parseRate,
+} from '../lib/domain/namespace-settings.ts';
 
 /**
  * The options that set what a namespace (or a join token, or an IAM policy) allows, as the
@@ -39,6 +44,22 @@ export function connectRateOption(): Option {
       );
     }
     return rate;
+  });
+}
+
+export function heartbeatChecksOption(): Option {
+  return new Option(
+    '--heartbeat-checks <n>',
+    'most heartbeat checks a minute its groups may ask of the sweeper (4800, 4800/m, 80/s), or "default"',
+  ).argParser((text: string): Resettable<number> => {
+    if (text === 'default') return RESET;
+    const perMinute = parseChecksPerMinute(text);
+    if (perMinute === undefined) {
+      throw new InvalidArgumentError(
+        `must be a positive whole number of checks a minute such as 4800, 4800/m or 80/s, or "default", got '${text}'`,
+      );
+    }
+    return perMinute;
   });
 }
 

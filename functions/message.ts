@@ -10,6 +10,7 @@ import { type AgentMessage, readAgentMessage } from '../lib/protocol/agent-messa
 import { carriedEntry } from '../lib/protocol/carried-entry.ts';
 import { type DrainAck, drainAck } from '../lib/protocol/drain-message.ts';
 import { errorsToResponses } from '../lib/protocol/error-response.ts';
+import { type HeartbeatAck, heartbeatAck } from '../lib/protocol/heartbeat-notice.ts';
 import { overBudget } from '../lib/protocol/message-budget-guard.ts';
 import {
   type AgentReply,
@@ -20,6 +21,7 @@ import {
 } from '../lib/protocol/replies.ts';
 import { SidecarUnavailableError } from '../lib/protocol/sidecar-action.ts';
 import type { WebSocketMessageEvent, WebSocketResult } from '../lib/protocol/websocket-events.ts';
+import { acknowledgeHeartbeat } from '../lib/registration/acknowledge-heartbeat.ts';
 import { describeConnection } from '../lib/registration/describe-connection.ts';
 import { drainWorkload } from '../lib/registration/drain-workload.ts';
 import { reportHealth } from '../lib/registration/report-health.ts';
@@ -64,7 +66,7 @@ async function answer(
   connection: { connectionId: string; carried: ObjectRef | undefined },
   receivedAt: EpochMillis,
   ignoredFields: readonly string[],
-): Promise<AgentReply | DrainAck> {
+): Promise<AgentReply | DrainAck | HeartbeatAck> {
   switch (message.action) {
     case 'drain': {
       const { entry } = await drainWorkload(deps.store, { ...connection, at: receivedAt });
@@ -110,6 +112,15 @@ async function answer(
         },
         ignoredFields,
       );
+    }
+    case 'heartbeat': {
+      const acked = await acknowledgeHeartbeat(deps.store, connection, message, receivedAt);
+      logger.appendKeys({ entry: formatRef(acked.entry) });
+      logger.info('heartbeat acknowledged', {
+        intervalMs: acked.heartbeat.intervalMs,
+        misses: acked.heartbeat.misses,
+      });
+      return heartbeatAck(acked.heartbeat);
     }
     case 'ping':
       return pongReply();

@@ -4,11 +4,26 @@ import { logger, METRIC, recordByLane, recordCount } from '../lib/observability.
 import { runHeartbeatLane, type SweepResult } from '../lib/registration/sweep.ts';
 import type { HeartbeatLaneReport } from '../lib/registration/sweep-result.ts';
 import type { SweeperDependencies } from '../lib/wiring/sweeper.ts';
-import { EMPTY_SUMMARY, type SweeperSummary } from './sweeper-summary.ts';
+import { EMPTY_SUMMARY, heartbeatOf, type SweeperSummary } from './sweeper-summary.ts';
 
-/** What the schedule sends heartbeat lane k (1 .. n-1); lane 0's event is the plain tick. */
+/**
+ * What the schedule sends heartbeat lane k (1 .. n-1); lane 0's event is the plain tick. `time`:
+ * when the rule fired (EventBridge's `<aws.events.event.time>`), so a lane delivered late picks
+ * its tick's plan (SweepOptions.tickAt); absent (a rule of an older stack), its start.
+ */
 export interface HeartbeatLaneEvent {
   heartbeatLane: number;
+  time?: string;
+}
+
+/**
+ * The scheduled time an event names (`time`), when it is a time within one interval before
+ * `now`; else `now` (a manual invoke, a rule without it, a time that cannot be the tick's).
+ */
+export function tickOf(event: unknown, now: number, intervalMs: number): number {
+  const text = (event as { time?: unknown } | null)?.time;
+  const at = typeof text === 'string' ? Date.parse(text) : Number.NaN;
+  return Number.isFinite(at) && at <= now && now - at <= intervalMs ? at : now;
 }
 
 /**
@@ -38,6 +53,7 @@ export async function runLane(
   lane: number,
   context: Context,
   deadlineMarginMs: number,
+  tickAt?: number,
 ): Promise<SweeperSummary> {
   const holder = context.awsRequestId;
   const startedAt = deps.now();
@@ -61,10 +77,12 @@ export async function runLane(
       outOfTime: () => context.getRemainingTimeInMillis() < deadlineMarginMs,
       liveness: deps.liveness,
       closeConnection: deps.closeConnection,
+      notifyConnection: deps.notifyConnection,
       repeatHeartbeatPasses: true,
       connectSettleMs: deps.config.connectSettleMs,
       heartbeatLanes: deps.config.heartbeatLanes,
       heartbeatLane: lane,
+      ...(tickAt === undefined ? {} : { tickAt }),
     });
     recordCount(METRIC.silentHolders, result.silentDropped);
     recordCount(METRIC.livenessUnknown, result.livenessUnknown);
@@ -78,14 +96,7 @@ export async function runLane(
       silentDropped: result.silentDropped,
       stoppedEarly: result.stoppedEarly,
       failed: result.failed,
-      heartbeat: result.heartbeat
-        ? {
-            lane,
-            planVersion: result.heartbeat.planVersion,
-            checked: result.heartbeat.checked,
-            passesMs: result.heartbeat.passesMs,
-          }
-        : idle(lane),
+      heartbeat: result.heartbeat ? heartbeatOf(result).heartbeat : idle(lane),
     };
     if (result.failed > 0) {
       logger.error('heartbeat lane finished with failures; its next run retries them', {
@@ -117,10 +128,21 @@ export async function runLane(
  * (docs/benchmarks.md, "Heartbeat lanes at 100,000"). Lane 0 reports through this too.
  */
 export function reportHeartbeatLane(result: SweepResult): void {
+  if (result.heartbeatNotices > 0 || result.heartbeatNoticesFailed > 0) {
+    // Each pass tells again the agents that have not acknowledged: a count that stays up over
+    // runs names agents that take notices but do not answer them.
+    logger.info("told live agents their group's changed heartbeat", {
+      told: result.heartbeatNotices,
+      failed: result.heartbeatNoticesFailed,
+    });
+  }
   const report = result.heartbeat;
   if (!report) return;
   recordByLane(METRIC.heartbeatChecks, report.lane, report.checked);
-  const late = report.passesMs.filter((ms) => ms > report.periodMs);
+  // Each pass against its own period (the shortest of the groups it served).
+  const late = report.passesMs.filter(
+    (ms, i) => ms > (report.passPeriodsMs?.[i] ?? report.periodMs),
+  );
   for (const ms of report.passesMs) {
     recordByLane(METRIC.heartbeatPassSeconds, report.lane, ms / 1000, 'Seconds');
   }
@@ -132,6 +154,13 @@ export function reportHeartbeatLane(result: SweepResult): void {
     });
   }
   if (late.length > 0) warnLate(report, late);
+  if (report.overQuota) {
+    // Only these namespaces' checks are slowed: every other tenant's pace is its own.
+    logger.warn(
+      `heartbeat checks of ${Object.keys(report.overQuota).join(', ')} are over their namespace's quota: their groups are checked less often (their VMs found silent later), no other namespace's`,
+      { heartbeatLane: report.lane, overQuota: report.overQuota },
+    );
+  }
   if (report.staleLanes) {
     logger.warn(
       `heartbeat lanes ${report.staleLanes.join(', ')} have not run for two sweep intervals; their shares of the heartbeat groups are checked only by the liveness interval until they do`,

@@ -1,3 +1,5 @@
+import type { SweepResult } from '../lib/registration/sweep-result.ts';
+
 /** What one sweeper invocation did: lane 0's sweep, or a heartbeat lane's passes alone. */
 export interface SweeperSummary {
   deleted: number;
@@ -29,6 +31,10 @@ export interface SweeperSummary {
     passesMs: number[];
     /** Lane 0: lanes that have not run for two sweep intervals (their shares wait). */
     staleLanes?: number[];
+    /** Holders checked, by namespace: each tenant's checks, paced by its own groups. */
+    checkedByNamespace?: Record<string, number>;
+    /** Namespaces asking for more checks a minute than their quota, and their stretch. */
+    overQuota?: Record<string, { demand: number; quota: number; stretch: number }>;
   };
 }
 
@@ -47,3 +53,22 @@ export const EMPTY_SUMMARY: SweeperSummary = {
   held: 0,
   slowed: 0,
 };
+
+/** The heartbeat lane's part of a summary (lane 0's and the other lanes' alike). */
+export function heartbeatOf(result: SweepResult): Pick<SweeperSummary, 'heartbeat'> {
+  const report = result.heartbeat;
+  if (!report) return {};
+  const { lane, planVersion, checked, passesMs, staleLanes, checkedByNamespace, overQuota } =
+    report;
+  return {
+    heartbeat: {
+      lane,
+      planVersion,
+      checked,
+      passesMs,
+      ...(staleLanes ? { staleLanes } : {}),
+      ...(checkedByNamespace ? { checkedByNamespace } : {}),
+      ...(overQuota ? { overQuota } : {}),
+    },
+  };
+}

@@ -16,10 +16,16 @@ import { runSweep, type SweepResult } from '../lib/registration/sweep.ts';
 import { RELEASE } from '../lib/release.ts';
 import { lazyHandler } from '../lib/wiring/lazy-handler.ts';
 import { type SweeperDependencies, sweeperDependencies } from '../lib/wiring/sweeper.ts';
-import { type HeartbeatLaneEvent, laneOf, reportHeartbeatLane, runLane } from './sweeper-lane.ts';
-import { EMPTY_SUMMARY, type SweeperSummary } from './sweeper-summary.ts';
+import {
+  type HeartbeatLaneEvent,
+  laneOf,
+  reportHeartbeatLane,
+  runLane,
+  tickOf,
+} from './sweeper-lane.ts';
+import { EMPTY_SUMMARY, heartbeatOf, type SweeperSummary } from './sweeper-summary.ts';
 
-export type { SweeperSummary } from './sweeper-summary.ts';
+export { heartbeatOf, type SweeperSummary } from './sweeper-summary.ts';
 
 /** The schedule's tick (lane 0: the sweep), or heartbeat lane k's (sweeper-lane.ts). */
 export type SweeperEvent = ScheduledEvent | Record<string, never> | HeartbeatLaneEvent;
@@ -43,7 +49,8 @@ export function createSweeperHandler(
     // Heartbeat lanes 1 .. n-1 only check their share of the heartbeat groups, under leases
     // of their own: they never take the sweep's (below), so no lane delays a deletion.
     const lane = laneOf(event, deps.config.heartbeatLanes);
-    if (lane > 0) return runLane(deps, lane, context, DEADLINE_MARGIN_MS);
+    const tickAt = tickOf(event, deps.now(), deps.config.sweep.sweepIntervalMs);
+    if (lane > 0) return runLane(deps, lane, context, DEADLINE_MARGIN_MS, tickAt);
     // One run at a time: the lease lasts until this invocation's deadline (on Lambda, the
     // timeout is shorter than the sweep interval), and never longer than one interval (the
     // local runtime's invocations have 15 minutes), so a run that crashes or is killed blocks
@@ -66,7 +73,7 @@ export function createSweeperHandler(
       // fails, naming both releases, and the sweeper's error alarm fires.
       const tables = schemaDeps();
       const record = tables ? await checkTable(tables) : undefined;
-      const summary = await sweepOnce(context);
+      const summary = await sweepOnce(context, tickAt);
       if (tables) await migrateInSpareTime(tables, record, context);
       return summary;
     } finally {
@@ -114,7 +121,7 @@ export function createSweeperHandler(
     }
   }
 
-  async function sweepOnce(context: Context): Promise<SweeperSummary> {
+  async function sweepOnce(context: Context, tickAt: number): Promise<SweeperSummary> {
     const { sweep } = deps.config;
     // One policy, one place: clients (`registrar sweep`, describe) read what this run applies.
     // Recorded every run, so a failure now is retried in a minute: it must not stop the sweep.
@@ -135,9 +142,11 @@ export function createSweeperHandler(
         outOfTime: () => context.getRemainingTimeInMillis() < DEADLINE_MARGIN_MS,
         liveness: deps.liveness,
         closeConnection: deps.closeConnection,
+        notifyConnection: deps.notifyConnection,
         repeatHeartbeatPasses: true,
         connectSettleMs: deps.config.connectSettleMs,
         heartbeatLanes: deps.config.heartbeatLanes,
+        tickAt,
         failStatic: { ...sweep.failStatic, sweepIntervalMs: sweep.sweepIntervalMs },
       });
     } finally {
@@ -296,16 +305,6 @@ function byZone(byCell: Record<string, number>): Record<string, number> {
     zones[zone] = (zones[zone] ?? 0) + count;
   }
   return zones;
-}
-
-/** The heartbeat lane's part of a summary (lane 0's and the other lanes' alike). */
-export function heartbeatOf(result: SweepResult): Pick<SweeperSummary, 'heartbeat'> {
-  const report = result.heartbeat;
-  if (!report) return {};
-  const { lane, planVersion, checked, passesMs, staleLanes } = report;
-  return {
-    heartbeat: { lane, planVersion, checked, passesMs, ...(staleLanes ? { staleLanes } : {}) },
-  };
 }
 
 function sum(counts: Record<string, number>): number {

@@ -63,6 +63,8 @@ export class RegistrarStack extends Stack {
     websocket.grantConnectionLookups(sweep.sweeper);
     // The sweeper closes a connection found silent past its group's heartbeat (issue 35).
     websocket.grantConnectionClosing(sweep.sweeper);
+    // It tells a live agent its group's changed heartbeat (POST), which the agent acknowledges.
+    websocket.grantConnectionNotices(sweep.sweeper);
     // A connection over its message budget is closed by the function that counted it.
     websocket.grantConnectionClosing(functions.message);
     websocket.grantConnectionClosing(rollout.function);

@@ -3,6 +3,7 @@ import type { InstanceAttestation } from './auth/instance-attestation.ts';
 import type { TerminatedInstances } from './auth/terminated-instances.ts';
 import type { Config } from './config.ts';
 import type { EpochMillis } from './domain/model.ts';
+import type { NoticeAnswer } from './gateway/connection-notifier.ts';
 import type { ConnectionCloser } from './protocol/message-budget-guard.ts';
 import type { ConnectionLiveness } from './registration/liveness.ts';
 import type { NamespaceLimits } from './registration/namespace-limits.ts';
@@ -58,6 +59,11 @@ export interface Dependencies {
    * message budget (lib/domain/message-budget.ts). Absent, such a connection is only refused.
    */
   closeConnection?: ConnectionCloser;
+  /**
+   * Sends a message to a connection (`POST @connections/{id}`): the sweeper tells a live agent
+   * its group's changed heartbeat. Absent, no agent is told (they learn it when they reconnect).
+   */
+  notifyConnection?: (connectionId: string, message: unknown) => Promise<NoticeAnswer>;
   now: () => EpochMillis;
 }
 

@@ -8,6 +8,7 @@ import {
   type IstioDocument,
   parseIstioDocuments,
 } from '../../lib/protocol/istio-documents.ts';
+import { heartbeatQuotaRefusals } from '../../lib/registration/heartbeat-quota.ts';
 import { type ApplyOutcome, appliedEntry, appliedGroup } from '../apply-preview.ts';
 import { dryRunOption } from '../dry-run-option.ts';
 import { checkPaceAnnotations, groupChangeRefusals, identityWarnings } from '../group-rules.ts';
@@ -23,6 +24,8 @@ interface ApplyOptions {
   dryRun: 'none' | 'client' | 'server';
   output: OutputSpec;
 }
+
+const ONE_MINUTE_MS = 60_000;
 
 const VERB = { created: 'created', updated: 'configured', unchanged: 'unchanged' } as const;
 
@@ -65,6 +68,23 @@ export const registerApply: CommandRegistration = (program, context) => {
       );
       const refusals = await groupChangeRefusals(stores, groups, 'apply');
       if (refusals.length > 0) throw new InvalidDocumentsError(refusals);
+      // Before anything is written: a setting that would take a namespace past its quota of
+      // heartbeat checks is refused, naming the document, the annotation and its value.
+      const overQuota = await heartbeatQuotaRefusals(
+        {
+          getSettings: (namespace, consistent) =>
+            stores.namespaceSettings.getSettings(namespace, consistent),
+          listGroups: (namespace) => stores.catalog.listGroups(namespace),
+          heldEntryCount: (group) => stores.heartbeats.heldEntryCount(group),
+        },
+        documents.flatMap((d) =>
+          d.kind === 'WorkloadGroup' ? [{ index: d.index, group: d.group }] : [],
+        ),
+        // The sweep interval the registrar runs with (a group's passes are at most that far
+        // apart); the default minute when it recorded none yet.
+        (await stores.sweepPolicy.read())?.sweepIntervalMs ?? ONE_MINUTE_MS,
+      );
+      if (overQuota.length > 0) throw new InvalidDocumentsError(overQuota);
       await prepareEntries(stores, documents, context.now());
       const lines: string[] = [];
       for (const document of documents) {

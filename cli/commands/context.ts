@@ -2,6 +2,7 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Command } from 'commander';
 import type { HeldEntryReader } from '../../lib/auth/revocation.ts';
 import type { TerminatedInstances } from '../../lib/auth/terminated-instances.ts';
+import type { HeartbeatCounts } from '../../lib/registration/heartbeat-quota.ts';
 import type { Migration, SchemaStore } from '../../lib/registration/run-migrations.ts';
 import type { RolloutStore } from '../../lib/rollout/rollout-store.ts';
 import type { DynamoDbGroupSource } from '../../lib/store/dynamodb-group-source.ts';
@@ -48,6 +49,8 @@ export interface Stores {
   terminated: TerminatedInstances;
   /** A namespace's connected entries and who authenticated each holder (revocation). */
   heldEntries: HeldEntryReader;
+  /** Heartbeat groups' held VMs (apply's quota check) and the settings they are on. */
+  heartbeats: HeartbeatCounts;
 }
 
 export type CatalogLists = Pick<CatalogStore, 'listGroups' | 'listEntries'>;
@@ -180,6 +183,7 @@ async function openStores({ client, tableName }: Connection): Promise<Stores> {
     { DynamoDbTerminatedInstances },
     { RegistryTable },
     { DynamoDbHeldEntries },
+    { DynamoDbHeartbeatGroups },
   ] = await Promise.all([
     import('../../lib/store/dynamodb-registry-store.ts'),
     import('../../lib/store/dynamodb-token-store.ts'),
@@ -191,6 +195,7 @@ async function openStores({ client, tableName }: Connection): Promise<Stores> {
     import('../../lib/store/dynamodb-terminated-instances.ts'),
     import('../../lib/store/dynamodb-table.ts'),
     import('../../lib/store/dynamodb-held-entries.ts'),
+    import('../../lib/store/dynamodb-heartbeat-groups.ts'),
   ]);
   const table = new RegistryTable(client, tableName);
   const registry = new DynamoDbRegistryStore(client, tableName);
@@ -206,5 +211,6 @@ async function openStores({ client, tableName }: Connection): Promise<Stores> {
     namespaceUsage: new DynamoDbNamespaceUsage(client, tableName),
     terminated: new DynamoDbTerminatedInstances(table),
     heldEntries: new DynamoDbHeldEntries(table),
+    heartbeats: new DynamoDbHeartbeatGroups(table),
   };
 }

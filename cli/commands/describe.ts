@@ -1,6 +1,8 @@
 import { type Command, Option } from 'commander';
 import { formatDuration } from '../../lib/domain/duration.ts';
 import { type EntryRecord, isAutoRegistered } from '../../lib/domain/entry-record.ts';
+import { formatHeartbeat, heartbeatOf } from '../../lib/domain/heartbeat.ts';
+import { censusOf, formatCensus, heldLines } from '../../lib/domain/heartbeat-census.ts';
 import type { ObjectRef, StringMap, VerifiedIdentity } from '../../lib/domain/model.ts';
 import { eventsOf, formatEvents } from '../../lib/presentation/entry-events.ts';
 import {
@@ -132,14 +134,18 @@ async function listedRefs(
 
 /** One object's description, or undefined when it is not there. */
 async function describeOne(
-  { catalog, registry, sweepPolicy }: Stores,
+  { catalog, registry, sweepPolicy, heartbeats }: Stores,
   kind: ResourceKind,
   ref: ObjectRef,
   now: number,
 ): Promise<string | undefined> {
   if (kind === 'WorkloadGroup') {
     const stored = await registry.getGroup(ref);
-    return stored && describeGroup(stored, now);
+    if (!stored) return undefined;
+    // Which heartbeat its live VMs are held to (issue 44): one Query of its held entries.
+    const live: EntryRecord[] = [];
+    for await (const record of heartbeats.heldEntriesOf(ref)) live.push(record);
+    return describeGroup(stored, now, live);
   }
   const record = await catalog.getEntry(ref);
   if (!record) return undefined;
@@ -273,6 +279,8 @@ export function describeEntry(
         ['Controller', connection?.controller],
         ['Verified Identity', describeIdentity(record.identity)],
         ['Agent Version', agentVersionCell(record)],
+        // The bound each connection is held to (issue 44): what it was told, or acknowledged.
+        ['Heartbeat', heldLines(record, heartbeatOf(group?.group), (at) => formatAge(at, now))],
       ],
       '  ',
     )
@@ -300,9 +308,10 @@ function describeIdentity(identity: VerifiedIdentity | undefined): string | unde
   return scope.length === 0 ? identity.principal : `${identity.principal} (${scope.join(', ')})`;
 }
 
-function describeGroup(stored: StoredGroup, now: number): string {
+function describeGroup(stored: StoredGroup, now: number, live: readonly EntryRecord[]): string {
   const group = renderGroup(stored);
   const { metadata } = group;
+  const setting = heartbeatOf(stored.group);
   return (
     fields([
       ['Name', metadata.name],
@@ -313,6 +322,8 @@ function describeGroup(stored: StoredGroup, now: number): string {
       ['Kind', group.kind],
       ['Generation', String(stored.generation)],
       ['Created', when(parseTimestamp(metadata.creationTimestamp), now)],
+      ['Heartbeat', formatHeartbeat(setting)],
+      ['Live VMs', formatCensus(censusOf(live, setting))],
     ]) +
     'Spec:\n' +
     indent(toYaml(group.spec))

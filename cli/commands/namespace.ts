@@ -1,7 +1,9 @@
 import type { Command } from 'commander';
 import { NotFoundError } from '../../lib/domain/errors.ts';
+import { DEFAULT_HEARTBEAT_CHECKS_PER_MINUTE } from '../../lib/domain/heartbeat-pace.ts';
 import {
   DEFAULT_LIMITS,
+  formatChecksPerMinute,
   formatNetwork,
   formatRate,
   type NamespaceSettings,
@@ -18,6 +20,7 @@ import { type DryRunMode, dryRunSuffix, writeNothingOption } from '../dry-run-op
 import {
   addressRangesOption,
   connectRateOption,
+  heartbeatChecksOption,
   maxEntriesOption,
   networksOption,
   RESET,
@@ -34,6 +37,7 @@ interface SetOptions {
   connectRate?: Resettable<number>;
   networks?: Resettable<string[]>;
   addressRanges?: Resettable<string[]>;
+  heartbeatChecks?: Resettable<number>;
 }
 
 /**
@@ -56,6 +60,7 @@ export const registerNamespace: CommandRegistration = (program, context) => {
     .addOption(connectRateOption())
     .addOption(networksOption('its entries'))
     .addOption(addressRangesOption())
+    .addOption(heartbeatChecksOption())
     .addOption(writeNothingOption())
     .addHelpText(
       'after',
@@ -63,7 +68,8 @@ export const registerNamespace: CommandRegistration = (program, context) => {
         '  registrar namespace set -n shop --max-entries 5000 --connect-rate 50/s\n' +
         '  registrar namespace set -n shop --networks vpc-shop,<none> --address-ranges 10.20.0.0/16\n' +
         '  registrar namespace set -n shop --networks any      # back to the default\n' +
-        `Defaults: max-entries ${DEFAULT_LIMITS.maxEntries}, connect-rate ${formatRate(DEFAULT_LIMITS.connectRate)}, any network, any address.`,
+        '  registrar namespace set -n shop --heartbeat-checks 4800/m\n' +
+        `Defaults: max-entries ${DEFAULT_LIMITS.maxEntries}, connect-rate ${formatRate(DEFAULT_LIMITS.connectRate)}, any network, any address, heartbeat-checks ${formatChecksPerMinute(DEFAULT_HEARTBEAT_CHECKS_PER_MINUTE)}.`,
     )
     .action(async (options: SetOptions, command: Command) => {
       const change = settingsChange(options);
@@ -133,6 +139,7 @@ export const registerNamespace: CommandRegistration = (program, context) => {
                 'CONNECT-RATE',
                 'NETWORKS',
                 'ADDRESS-RANGES',
+                'HEARTBEAT-CHECKS',
               ],
               rows.map((row, i) => [
                 row.namespace,
@@ -145,6 +152,7 @@ export const registerNamespace: CommandRegistration = (program, context) => {
                   : formatRate(row.connectRate),
                 row.networks === undefined ? '<any>' : row.networks.map(formatNetwork).join(','),
                 row.addressRanges === undefined ? '<any>' : row.addressRanges.join(','),
+                heartbeatChecksShown(row),
               ]),
             ),
           );
@@ -182,6 +190,7 @@ const FIELDS: readonly (keyof SetOptions & SettingsField)[] = [
   'connectRate',
   'networks',
   'addressRanges',
+  'heartbeatChecks',
 ];
 
 function settingsChange(options: SetOptions): SettingsChange {
@@ -195,7 +204,7 @@ function settingsChange(options: SetOptions): SettingsChange {
   }
   if (Object.keys(set).length === 0 && unset.length === 0) {
     throw new UsageError(
-      'nothing to set: give --max-entries, --connect-rate, --networks or --address-ranges',
+      'nothing to set: give --max-entries, --connect-rate, --networks, --address-ranges or --heartbeat-checks',
     );
   }
   return { set, unset };
@@ -211,7 +220,14 @@ export function describeSettings(settings: NamespaceSettings): string {
   const networks =
     settings.networks === undefined ? 'any' : settings.networks.map(formatNetwork).join(',');
   const ranges = settings.addressRanges === undefined ? 'any' : settings.addressRanges.join(',');
-  return `max-entries ${entries}, connect-rate ${rate}, networks ${networks}, address-ranges ${ranges}`;
+  return `max-entries ${entries}, connect-rate ${rate}, networks ${networks}, address-ranges ${ranges}, heartbeat-checks ${heartbeatChecksShown(settings)}`;
+}
+
+/** `4800/m`, or the default named as such. */
+function heartbeatChecksShown(settings: NamespaceSettings): string {
+  return settings.heartbeatChecks === undefined
+    ? `${formatChecksPerMinute(DEFAULT_HEARTBEAT_CHECKS_PER_MINUTE)} (default)`
+    : formatChecksPerMinute(settings.heartbeatChecks);
 }
 
 function settingsView(settings: NamespaceSettings, connected: number): Record<string, unknown> {
@@ -222,6 +238,7 @@ function settingsView(settings: NamespaceSettings, connected: number): Record<st
     connectRatePerSecond: settings.connectRate ?? DEFAULT_LIMITS.connectRate,
     ...(settings.networks === undefined ? {} : { networks: settings.networks }),
     ...(settings.addressRanges === undefined ? {} : { addressRanges: settings.addressRanges }),
+    heartbeatChecksPerMinute: settings.heartbeatChecks ?? DEFAULT_HEARTBEAT_CHECKS_PER_MINUTE,
     defaults: FIELDS.filter((field) => settings[field] === undefined),
     ...(settings.updatedAt === undefined ? {} : { updatedAt: formatTimestamp(settings.updatedAt) }),
   };

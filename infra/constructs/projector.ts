@@ -222,6 +222,8 @@ export class Projector extends Construct {
     for (const statement of partitionStatements(props.table.tableArn, [
       { actions: ['PutItem'], partitions: [PARTITIONS.namespaceIndex] },
       { actions: ['Query', 'UpdateItem'], partitions: [PARTITIONS.rollouts] },
+      // A synced group whose heartbeat changed is counted, so the sweeper lists it at once.
+      { actions: ['UpdateItem'], partitions: [PARTITIONS.heartbeatChanges] },
     ])) {
       role.addToPrincipalPolicy(statement);
     }

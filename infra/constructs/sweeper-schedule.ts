@@ -1,5 +1,5 @@
 import { Duration } from 'aws-cdk-lib';
-import { Rule, RuleTargetInput, Schedule } from 'aws-cdk-lib/aws-events';
+import { EventField, Rule, RuleTargetInput, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import type { Function as RegistrarLambda } from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
@@ -74,7 +74,8 @@ export class SweeperSchedule extends Construct {
         targets.push(
           new LambdaFunction(sweeper, {
             retryAttempts: 0,
-            event: RuleTargetInput.fromObject({ heartbeatLane: lane }),
+            // The rule's fire time rides along: a lane delivered late works from its tick's plan.
+            event: RuleTargetInput.fromObject({ heartbeatLane: lane, time: EventField.time }),
           }),
         );
       }

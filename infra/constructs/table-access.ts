@@ -48,7 +48,8 @@ const ZONE_COUNTERS = { actions: ['UpdateItem'], partitions: [PARTITIONS.zones] 
  * - message: reads and updates the entry (health); reads the connection record.
  * - sweeper: queries the sweep index and the namespace index (whose namespaces' departures it
  *   reads), reads/updates/deletes entries, forgets connection records, keeps its liveness
- *   mark and writes the effective sweep policy; keeps the table's schema record (CONFIG) and
+ *   mark and writes the effective sweep policy; reads the count of heartbeat changes
+ *   (HBCHANGES) and the namespaces' heartbeat quotas (NSCONFIG); keeps the table's schema record (CONFIG) and
  *   runs the migrations (lib/store/dynamodb-migrations.ts): the zone-wide counters of before
  *   deleted (ZONE*: Query, DeleteItem). Never the TOKEN partition: only the authorizer reads
  *   tokens.
@@ -127,6 +128,12 @@ export function tableAccess(name: AccessingFunction, authMode: 'token' | 'iam'):
           { actions: ['Query'], partitions: [PARTITIONS.sweeper] },
           // The namespaces whose departures it reads, each from its own index keys.
           { actions: ['Query'], partitions: [PARTITIONS.namespaceIndex] },
+          // Before each heartbeat pass: whether a group's heartbeat changed; once a run, the
+          // heartbeat quota of each namespace with heartbeat groups.
+          {
+            actions: ['GetItem'],
+            partitions: [PARTITIONS.heartbeatChanges, PARTITIONS.namespaceSettings],
+          },
         ],
       };
     case 'ec2StateChange':

@@ -32,8 +32,11 @@ export interface WebSocketApiProps {
   authorize: IFunction | undefined;
 }
 
-/** Agent protocol v1: message routes answered by the message function (replies expected). */
-export const MESSAGE_ROUTES = ['health', 'describe', 'drain', '$default'] as const;
+/**
+ * Agent protocol v1: message routes answered by the message function (replies expected).
+ * `heartbeat`: an agent acknowledges its group's changed heartbeat (issue 44).
+ */
+export const MESSAGE_ROUTES = ['health', 'describe', 'drain', 'heartbeat', '$default'] as const;
 
 /** The stage's throttle, sized in infra/route-throttle.ts (the local gateway applies it too). */
 export { ACCOUNT_LIMITS, routeThrottle };
@@ -139,7 +142,20 @@ export class RegistrarWebSocketApi extends Construct {
     );
   }
 
-  #grantConnections(grantee: IGrantable, method: 'GET' | 'DELETE', reason: string): void {
+  /**
+   * Lets a function send to connections (`POST @connections/{id}`), and nothing else: the
+   * sweeper tells a live agent its group's changed heartbeat (issue 44), and the agent
+   * acknowledges it on its own connection.
+   */
+  grantConnectionNotices(grantee: IGrantable): void {
+    this.#grantConnections(
+      grantee,
+      'POST',
+      "Connection ids are chosen by API Gateway at connect time; the grant names this API, this stage and the POST method (telling a live agent its group's changed heartbeat), never DELETE.",
+    );
+  }
+
+  #grantConnections(grantee: IGrantable, method: 'GET' | 'DELETE' | 'POST', reason: string): void {
     const stack = Stack.of(this);
     grantee.grantPrincipal.addToPrincipalPolicy(
       new PolicyStatement({

@@ -11,6 +11,7 @@ import { type Config, DEFAULTS, ENV } from '../../lib/config.ts';
 import { type Dependencies, dependenciesFromEnv } from '../../lib/dependencies.ts';
 import type { Cidr } from '../../lib/domain/cidr.ts';
 import { connectionCloser } from '../../lib/gateway/close-connections.ts';
+import { connectionNotifier } from '../../lib/gateway/connection-notifier.ts';
 import { ManagementApiLiveness } from '../../lib/gateway/management-api-liveness.ts';
 import { logger } from '../../lib/observability.ts';
 import type { GroupSyncReport } from '../../lib/projection/group-sync.ts';
@@ -257,7 +258,13 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
           functionName: 'registrar-disconnect',
           handler: createDisconnectHandler(deps),
         },
-        routes: { health: message, describe: message, drain: message, sidecar: sidecarRoute },
+        routes: {
+          health: message,
+          describe: message,
+          drain: message,
+          heartbeat: message,
+          sidecar: sidecarRoute,
+        },
         default: message,
         // API Gateway answers ping itself (a MOCK integration): no Lambda runs.
         mocks: { ping: JSON.stringify(pongReply()) },
@@ -273,6 +280,10 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     const closer = connectionCloser({ endpoint: gateway.managementUrl, region });
     cleanup.unshift(async () => closer.destroy());
     deps.closeConnection = (connectionId) => closer.close(connectionId);
+    // The sweeper tells live agents their group's changed heartbeat through this gateway too.
+    const notifier = connectionNotifier({ endpoint: gateway.managementUrl, region });
+    cleanup.unshift(async () => notifier.destroy());
+    deps.notifyConnection = (connectionId, notice) => notifier.post(connectionId, notice);
     await files.listening(gateway.url);
 
     const sweeper = createSweeperHandler(deps);
@@ -301,11 +312,19 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     if (options.waitForFirstSweep ?? true) await timer;
     // Heartbeat lanes 1 .. n-1, as the stack's lane rules start them: the same handler, an
     // event naming the lane, a timer each (a lane's run never doubles up, as the sweep's).
+    // Each names its tick on one grid from the schedule's start, as EventBridge names the
+    // rule's fire time: a lane that starts late still works from its tick's plan.
+    const scheduleStart = Date.now();
+    const tick = () =>
+      new Date(
+        scheduleStart +
+          Math.floor((Date.now() - scheduleStart) / sweepIntervalMs) * sweepIntervalMs,
+      ).toISOString();
     for (let lane = 1; lane < deps.config.heartbeatLanes; lane++) {
       const runLane = () => {
         const context = lambdaContext('registrar-sweeper', region, 15 * 60_000);
         return inInvocationScope(context.awsRequestId, () =>
-          sweeper({ heartbeatLane: lane }, context),
+          sweeper({ heartbeatLane: lane, time: tick() }, context),
         );
       };
       const laneTimer = startSweepTimer(runLane, sweepIntervalMs, (error) =>

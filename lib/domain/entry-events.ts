@@ -67,6 +67,11 @@ export const EVENT_REASONS = {
   Uncordoned: { from: 'operator', type: 'Normal' },
   /** Another entry's connect claimed this entry's address and was refused. */
   AddressInUse: { from: 'connect', type: 'Warning' },
+  /**
+   * A holder's agent acknowledged its group's changed heartbeat: it is held to the new bound
+   * from then on (issue 44).
+   */
+  HeartbeatChanged: { from: 'agent', type: 'Normal' },
   /** A group's template change reached the entry (the rollout; see templateRolledOutEvent). */
   TemplateUpdated: { from: 'rollout', type: 'Normal' },
   /** Deleted by the sweeper after the grace period. */

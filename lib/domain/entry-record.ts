@@ -2,6 +2,7 @@ import type { AgentGiven } from './agent-given.ts';
 import type { DepartureKind } from './disruption.ts';
 import type { EntryEvent } from './entry-events.ts';
 import { derivedEntryUid } from './entry-uid.ts';
+import type { HolderBeat } from './holder-heartbeat.ts';
 import {
   ANNOTATIONS,
   type Condition,
@@ -31,6 +32,11 @@ export interface ConnectionState {
   connectionIds: string[];
   /** When each holder connected (API Gateway's `connectedAt`), where it was recorded. */
   holderSince?: Record<string, EpochMillis>;
+  /**
+   * The heartbeat each holder was told and is held to (lib/domain/holder-heartbeat.ts), where
+   * it was recorded: absent for holders a registrar before 0.3 let in.
+   */
+  holderBeats?: Record<string, HolderBeat>;
   /** The newest connect's connection. */
   newestConnectionId?: string;
 }

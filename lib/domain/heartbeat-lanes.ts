@@ -27,6 +27,41 @@ export const MAX_HEARTBEAT_LANES = 16;
  */
 export const SAMPLE_EVERY = 25;
 
+/**
+ * The most sampled names one lane's item keeps (~40 bytes each in its JSON: ~160 KB, well
+ * inside DynamoDB's 400 KB item at any fleet size). Past it, the lane keeps every other sample
+ * of every group, and its samples stand for twice as many names each (`every`): the split
+ * points stay quantiles of the same names, a little coarser. Before, a lane's samples grew with
+ * its share (one in 25 names: 4,000 names at 100,000 VMs, ~160 KB) and a lane of several
+ * hundred thousand VMs could not write its item at all.
+ */
+export const MAX_LANE_SAMPLES = 4_000;
+
+/** Every `k`-th name of a sorted list, from the first (k 1: all of them). */
+export function thinned(names: readonly string[], k: number): string[] {
+  return k <= 1 ? [...names] : names.filter((_, i) => i % k === 0);
+}
+
+/**
+ * A lane's samples within MAX_LANE_SAMPLES: thinned by 2 as often as needed, with the number of
+ * names each sample now stands for.
+ */
+export function boundedSamples(
+  samples: GroupSamples,
+  every: number,
+): { samples: GroupSamples; every: number } {
+  let bounded = samples;
+  let stride = every;
+  const count = (s: GroupSamples) => Object.values(s).reduce((sum, names) => sum + names.length, 0);
+  while (count(bounded) > MAX_LANE_SAMPLES) {
+    bounded = Object.fromEntries(
+      Object.entries(bounded).map(([key, names]) => [key, thinned(names, 2)]),
+    );
+    stride *= 2;
+  }
+  return { samples: bounded, every: stride };
+}
+
 /** A lane carrying this much more than its even share makes the next plan rebalance. */
 export const REBALANCE_AT = 1.25;
 
@@ -135,8 +170,12 @@ export function planFor(
   return plan;
 }
 
-/** Each lane's estimated holders under `plan`, from the samples. */
-export function laneLoads(plan: LanePlan, samples: GroupSamples): number[] {
+/** Each lane's estimated holders under `plan`, from samples that stand for `every` names each. */
+export function laneLoads(
+  plan: LanePlan,
+  samples: GroupSamples,
+  every: number = SAMPLE_EVERY,
+): number[] {
   const loads = Array.from({ length: plan.lanes }, () => 0);
   for (const [key, names] of Object.entries(samples)) {
     for (let lane = 0; lane < plan.lanes; lane++) {
@@ -144,7 +183,7 @@ export function laneLoads(plan: LanePlan, samples: GroupSamples): number[] {
       if (range) loads[lane] = (loads[lane] ?? 0) + names.filter((n) => inRange(n, range)).length;
     }
   }
-  return loads.map((count) => count * SAMPLE_EVERY);
+  return loads.map((count) => count * every);
 }
 
 /**

@@ -20,6 +20,11 @@ export interface NamespaceSettings {
   networks?: string[];
   /** CIDRs every entry's address must be in. Unset: any address a VM can be reached at. */
   addressRanges?: string[];
+  /**
+   * Heartbeat checks a minute its groups may ask of the sweeper (lib/domain/heartbeat-pace.ts:
+   * each held VM of a heartbeat group counts its group's checks a minute). Unset: the default.
+   */
+  heartbeatChecks?: number;
   updatedAt?: EpochMillis;
 }
 
@@ -60,6 +65,22 @@ export function parseRate(text: string): number | undefined {
 /** A rate as the CLI shows it: `500/s`, `0.5/s`. */
 export function formatRate(perSecond: number): string {
   return `${Number(perSecond.toPrecision(6))}/s`;
+}
+
+/**
+ * `4800`, `4800/m`, `80/s` -> heartbeat checks a minute (whole); undefined when not a
+ * positive number of checks a minute.
+ */
+export function parseChecksPerMinute(text: string): number | undefined {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(?:\/\s*(s|m))?\s*$/.exec(text);
+  if (!match) return undefined;
+  const perMinute = Number(match[1]) * (match[2] === 's' ? 60 : 1);
+  return Number.isSafeInteger(perMinute) && perMinute > 0 ? perMinute : undefined;
+}
+
+/** `4800/m`: heartbeat checks a minute as the CLI shows and takes them. */
+export function formatChecksPerMinute(perMinute: number): string {
+  return `${perMinute}/m`;
 }
 
 /** A network as shown: its name, or `<none>` for no network. */

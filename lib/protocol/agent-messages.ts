@@ -50,12 +50,22 @@ export interface PingMessage {
 export interface DrainMessage {
   action: 'drain';
 }
+/**
+ * `{"action":"heartbeat","intervalSeconds":5,"misses":2}`: the agent acknowledges a changed
+ * heartbeat the registrar told it (lib/protocol/heartbeat-notice.ts), so it is held to it.
+ */
+export interface HeartbeatMessage {
+  action: 'heartbeat';
+  intervalSeconds: number;
+  misses: number;
+}
 export type AgentMessage =
   | HealthMessage
   | DescribeMessage
   | PingMessage
   | DrainMessage
-  | SidecarMessage;
+  | SidecarMessage
+  | HeartbeatMessage;
 
 type Checked = { message: AgentMessage } | { problems: string[] };
 
@@ -91,6 +101,25 @@ const CHECKS: Record<AgentMessage['action'], (json: Record<string, unknown>) => 
       ? { message: { action: 'drain' } }
       : { problems: [`unexpected field '${extra}'; send {"action":"drain"}`] };
   },
+  // Additive (issue 44): an agent of 0.3 or newer acknowledges a changed heartbeat.
+  heartbeat: (json) => {
+    const { intervalSeconds, misses } = json;
+    const problems: string[] = [];
+    if (typeof intervalSeconds !== 'number' || !Number.isFinite(intervalSeconds)) {
+      problems.push("'intervalSeconds' must be a number of seconds");
+    }
+    if (typeof misses !== 'number' || !Number.isInteger(misses)) {
+      problems.push("'misses' must be a whole number");
+    }
+    if (problems.length > 0) return { problems };
+    return {
+      message: {
+        action: 'heartbeat',
+        intervalSeconds: intervalSeconds as number,
+        misses: misses as number,
+      },
+    };
+  },
   // Additive (issue 23): answered by the mesh function's route, else SidecarUnavailable.
   sidecar: (json) => {
     const problem = sidecarMessageProblem(json);
@@ -108,6 +137,7 @@ const KNOWN_FIELDS: Record<AgentMessage['action'], readonly string[]> = {
   ping: ['action'],
   drain: ['action'],
   sidecar: ['action'],
+  heartbeat: ['action', 'intervalSeconds', 'misses'],
 };
 
 /** Parses one message body; throws InvalidMessageError with a code for each kind of mistake. */

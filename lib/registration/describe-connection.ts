@@ -41,10 +41,13 @@ export async function describeConnection(
     ? await store.getGroup({ namespace: holder.entry.namespace, name: groupName })
     : undefined;
   const maintenance = maintenanceOf(record);
+  // The heartbeat this holder was told at its connect (or acknowledged since) and is held to;
+  // the group's now only for a holder a registrar before 0.3 let in, which recorded none.
+  const told = record.connection.holderBeats?.[connectionId]?.told;
   return {
     entry: renderWorkloadEntry(record),
     probe: group?.group.spec.probe,
-    heartbeat: heartbeatOf(group?.group),
+    heartbeat: told ? { ...told } : heartbeatOf(group?.group),
     ...(maintenance ? { maintenance } : {}),
   };
 }

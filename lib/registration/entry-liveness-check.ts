@@ -1,7 +1,14 @@
 import { formatDuration } from '../domain/duration.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
-import { formatHeartbeat, holderHeartbeat, isSilent, silenceOf } from '../domain/heartbeat.ts';
+import { formatHeartbeat, type Heartbeat, isSilent, silenceOf } from '../domain/heartbeat.ts';
+import {
+  type HolderBeat,
+  heldHeartbeat,
+  heldSince,
+  needsNotice,
+} from '../domain/holder-heartbeat.ts';
 import type { EpochMillis } from '../domain/model.ts';
+import { heartbeatNotice } from '../protocol/heartbeat-notice.ts';
 import type { Holder } from '../store/registry-store.ts';
 import { type GroupHeartbeat, groupKeyOf } from './heartbeat-groups.ts';
 import { type ConnectionLiveness, checkHolders } from './liveness.ts';
@@ -28,6 +35,11 @@ export async function checkEntryLiveness(
     result: SweepResult;
     groups: ReadonlyMap<string, GroupHeartbeat>;
     now: EpochMillis;
+    /**
+     * The heartbeat lane: tell holders their group's changed heartbeat (tellChanged), through
+     * the pass's own pool of notices, so a notice's round trip never holds a check's place.
+     */
+    tell?: (send: () => Promise<void>) => void;
   },
 ): Promise<void> {
   const { store, options, result, groups, now } = deps;
@@ -46,15 +58,33 @@ export async function checkEntryLiveness(
   const group = record.autoRegistrationGroup
     ? groups.get(groupKeyOf(record.entry.metadata.namespace, record.autoRegistrationGroup))
     : undefined;
-  const silent = answers.active.filter(({ activity, since }) =>
-    isSilent(
-      activity,
-      since,
-      now,
-      holderHeartbeat(group, { since, agentVersion: record.agentVersion }),
-    ),
-  );
+  // Each holder is held to the heartbeat it was told (recorded by its connect, or by its
+  // acknowledgement of a change), whatever the group says now: a holder told 5 s x 2 in the
+  // second its group was applied is held to it before this sweeper ever listed the group.
+  const beats = record.connection?.holderBeats ?? {};
+  const held = (connectionId: string, since: number | undefined) => {
+    const holder = { since, agentVersion: record.agentVersion, beat: beats[connectionId] };
+    return { heartbeat: heldHeartbeat(group, holder), since: heldSince(holder) };
+  };
+  const silent = answers.active.filter(({ connectionId, activity, since }) => {
+    const bound = held(connectionId, since);
+    return isSilent(activity, bound.since, now, bound.heartbeat);
+  });
   const gone = answers.gone;
+  if (deps.tell && group && !result.dryRun) {
+    const silentIds = new Set(silent.map((s) => s.connectionId));
+    const live = answers.active.filter((a) => !silentIds.has(a.connectionId));
+    const setting = group.heartbeat;
+    deps.tell(() =>
+      tellChanged(
+        live.map((a) => a.connectionId),
+        beats,
+        setting,
+        options,
+        result,
+      ),
+    );
+  }
   if (gone.length === 0 && silent.length === 0) return;
   if (result.dryRun) {
     result.phantomsDropped += gone.length;
@@ -69,10 +99,7 @@ export async function checkEntryLiveness(
   }
   if (silent.length === 0) return;
   const first = silent[0];
-  const heartbeat = holderHeartbeat(group, {
-    since: first?.since,
-    agentVersion: record.agentVersion,
-  });
+  const heartbeat = held(first?.connectionId ?? '', first?.since).heartbeat;
   // Whole seconds: API Gateway's own times are no finer than that (its Date header).
   const silence = Math.round((first ? silenceOf(first.activity, now) : 0) / 1000) * 1000;
   const why = `sent nothing for ${formatDuration(silence)}, past its heartbeat ${formatHeartbeat(heartbeat)}`;
@@ -92,6 +119,35 @@ export async function checkEntryLiveness(
         result.firstCloseFailure ??= error instanceof Error ? error.message : String(error);
       }),
     ),
+  );
+}
+
+/**
+ * Tells each live holder that takes notices and was told another setting its group's
+ * heartbeat now (issue 44): a `heartbeat-change` notice, no write (the agent's acknowledgement
+ * records it). Sent again on every pass until acknowledged: a lost notice, a lost
+ * acknowledgement, a failed write of it are all mended by the next pass. A holder whose agent
+ * cannot take notices keeps what it was told until it reconnects (describe wg names them).
+ */
+async function tellChanged(
+  connectionIds: readonly string[],
+  beats: Readonly<Record<string, HolderBeat>>,
+  current: Heartbeat,
+  options: SweepOptions,
+  result: SweepResult,
+): Promise<void> {
+  const notify = options.notifyConnection;
+  if (!notify) return;
+  const told = connectionIds.filter((id) => needsNotice(beats[id], current));
+  const notice = heartbeatNotice(current);
+  await Promise.all(
+    told.map(async (id) => {
+      const answer = await notify(id, notice).catch((error: unknown) => ({
+        failed: error instanceof Error ? error.message : String(error),
+      }));
+      if (answer === 'sent') result.heartbeatNotices += 1;
+      else if (answer !== 'gone') result.heartbeatNoticesFailed += 1;
+    }),
   );
 }
 

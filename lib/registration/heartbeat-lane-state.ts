@@ -1,4 +1,5 @@
 import {
+  boundedSamples,
   effectivePlan,
   FIRST_PLAN,
   type GroupSamples,
@@ -8,11 +9,14 @@ import {
   laneRangeOf,
   nextPlan,
   replaceRange,
+  SAMPLE_EVERY,
+  thinned,
 } from '../domain/heartbeat-lanes.ts';
 import type { ObjectRef } from '../domain/model.ts';
-import type { HeartbeatLaneState } from '../store/registry-store.ts';
+import type { HeartbeatLaneState, HeldObservation } from '../store/registry-store.ts';
 import type { ShareGroup, StretchRead } from './heartbeat-flows.ts';
 import { type GroupHeartbeat, groupKeyOf } from './heartbeat-groups.ts';
+import { combinedObservations } from './heartbeat-schedule.ts';
 import type { SweepOptions, SweepStore } from './sweep-options.ts';
 import { recordFailure, type SweepResult } from './sweep-result.ts';
 
@@ -28,6 +32,8 @@ export interface LaneRun {
   sampling: boolean;
   /** Lane 0 with several lanes: the lanes whose item says they have not run lately. */
   stale?: number[];
+  /** Every lane's last observation of its groups, summed (heartbeat-schedule.ts). */
+  observed: Record<string, HeldObservation>;
 }
 
 /**
@@ -46,11 +52,14 @@ export async function openLane(
 ): Promise<LaneRun | undefined> {
   const lane = options.heartbeatLane ?? 0;
   const lanes = options.heartbeatLanes ?? 1;
+  // The plan of the tick this run belongs to (see SweepOptions.tickAt).
+  const tick = options.tickAt ?? options.now;
   const multi = lanes > 1 || lane > 0;
   let plan: LanePlan = FIRST_PLAN;
   let published: number | undefined;
   let stored: HeartbeatLaneState | undefined;
   let stale: number[] | undefined;
+  let others: HeartbeatLaneState[] = [];
   try {
     if (!multi) {
       stored = await store.heartbeatLane?.(0);
@@ -60,17 +69,23 @@ export async function openLane(
         store.heartbeatLanes?.() ?? new Map<number, HeartbeatLaneState>(),
       ]);
       stored = states.get(0);
-      stale = staleLanes(states, effectivePlan(record, options.now), options);
+      others = [...states].filter(([at]) => at !== 0).map(([, state]) => state);
+      stale = staleLanes(states, effectivePlan(record, tick), options);
       // A plan published now takes effect from a later run (its `from`), not this one.
       published = (await publishPlan(store, options, record, states, groups))?.version;
-      plan = effectivePlan(record, options.now);
+      plan = effectivePlan(record, tick);
     } else {
-      const [record, own] = await Promise.all([
+      // The other lanes' items too: a namespace's pace against its quota is set by its whole
+      // fleet, which the lanes read in shares (heartbeat-schedule.ts). Not needed to run: a
+      // failed read of them paces by this lane's own share alone.
+      const [record, own, states] = await Promise.all([
         store.heartbeatPlan?.(),
         store.heartbeatLane?.(lane),
+        (store.heartbeatLanes?.() ?? Promise.resolve(undefined)).catch(() => undefined),
       ]);
-      plan = effectivePlan(record, options.now);
+      plan = effectivePlan(record, tick);
       stored = own;
+      others = [...(states ?? [])].filter(([at]) => at !== lane).map(([, state]) => state);
     }
   } catch (error) {
     recordFailure(result, error);
@@ -79,7 +94,14 @@ export async function openLane(
   const state: HeartbeatLaneState =
     stored && stored.planVersion === plan.version
       ? stored
-      : { planVersion: plan.version, cursors: {}, complete: false, samples: {} };
+      : {
+          planVersion: plan.version,
+          cursors: {},
+          complete: false,
+          samples: {},
+          // What the lane saw of its groups still paces them under the new plan.
+          ...(stored?.held ? { held: stored.held } : {}),
+        };
   return {
     lane,
     plan,
@@ -88,14 +110,24 @@ export async function openLane(
     state,
     sampling: multi,
     ...(stale ? { stale } : {}),
+    observed: combinedObservations([state, ...others]),
   };
 }
 
-/** A stretch the pass read: its samples replace the ones of that range. */
+/**
+ * A stretch the pass read: its samples replace the ones of that range, thinned to the lane's
+ * stride (a pass samples one name in SAMPLE_EVERY; a lane whose item grew past
+ * MAX_LANE_SAMPLES keeps fewer), so every sample of the lane stands for as many names.
+ */
 export function recordStretch(run: LaneRun, read: StretchRead): void {
   if (!run.sampling) return;
   const key = groupKeyOf(read.group.namespace, read.group.name);
-  run.state.samples[key] = replaceRange(run.state.samples[key] ?? [], read.range, read.samples);
+  const k = Math.round((run.state.sampleEvery ?? SAMPLE_EVERY) / SAMPLE_EVERY);
+  run.state.samples[key] = replaceRange(
+    run.state.samples[key] ?? [],
+    read.range,
+    thinned(read.samples, k),
+  );
 }
 
 /**
@@ -107,13 +139,21 @@ export function recordStretch(run: LaneRun, read: StretchRead): void {
 export async function saveLane(store: SweepStore, run: LaneRun, result: SweepResult) {
   if (result.dryRun) return;
   const samples: GroupSamples = {};
+  const held: Record<string, HeldObservation> = {};
   for (const { ref, range } of run.share) {
     const key = groupKeyOf(ref.namespace, ref.name);
     const names = run.state.samples[key];
     if (names) samples[key] = names.filter((name) => inRange(name, range));
+    const seen = run.state.held?.[key];
+    if (seen) held[key] = seen;
   }
+  // The item stays the same size whatever the lane's share: past MAX_LANE_SAMPLES its samples
+  // are thinned (each then stands for more names).
+  const bounded = boundedSamples(samples, run.state.sampleEvery ?? SAMPLE_EVERY);
+  run.state.samples = bounded.samples;
+  run.state.sampleEvery = bounded.every;
   await store
-    .saveHeartbeatLane?.(run.lane, { ...run.state, samples })
+    .saveHeartbeatLane?.(run.lane, { ...run.state, samples: bounded.samples, held })
     .catch((error: unknown) => recordFailure(result, error));
 }
 
@@ -165,16 +205,25 @@ async function publishPlan(
   states: ReadonlyMap<number, HeartbeatLaneState>,
   groups: ReadonlyMap<string, GroupHeartbeat>,
 ): Promise<LanePlan | undefined> {
-  const { now } = options;
+  // Its tick's time: a plan takes effect half an interval after the tick that published it.
+  const now = options.tickAt ?? options.now;
   const current = effectivePlan(record, now);
   const samples: GroupSamples = {};
   let complete = true;
+  // Every lane's samples at one stride (the coarsest any lane keeps), so each stands for as
+  // many names and the split points are quantiles of the whole group.
+  let every = SAMPLE_EVERY;
+  for (const state of states.values()) {
+    if (state.planVersion === current.version)
+      every = Math.max(every, state.sampleEvery ?? SAMPLE_EVERY);
+  }
   for (let lane = 0; lane < current.lanes; lane++) {
     const state = states.get(lane);
     if (!state || state.planVersion !== current.version || !state.complete) complete = false;
     if (!state || state.planVersion !== current.version) continue;
+    const k = Math.round(every / (state.sampleEvery ?? SAMPLE_EVERY));
     for (const [key, names] of Object.entries(state.samples)) {
-      if (groups.has(key)) samples[key] = [...(samples[key] ?? []), ...names];
+      if (groups.has(key)) samples[key] = [...(samples[key] ?? []), ...thinned(names, k)];
     }
   }
   const next = nextPlan(

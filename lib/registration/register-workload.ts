@@ -8,6 +8,8 @@ import {
   NotFoundError,
   UnsupportedAgentVersionError,
 } from '../domain/errors.ts';
+import { heartbeatOf } from '../domain/heartbeat.ts';
+import { toldAtConnect } from '../domain/holder-heartbeat.ts';
 import {
   type ConnectRequest,
   type EpochMillis,
@@ -111,6 +113,10 @@ export async function registerWorkload(
     // The credential's networks were checked above; the entry records who connected.
     identity: withoutGrants(identity),
     agentVersion: request.agentVersion ?? UNVERSIONED_AGENT,
+    // What this connection's `describe` will name, from the group read above, recorded on the
+    // holder by the same write: the sweeper holds it to exactly this from its first ping,
+    // however late it learns of the group's setting (issue 44).
+    heartbeat: toldAtConnect(heartbeatOf(stored.group), request.agentVersion, input.connectedAt),
     // Rule 6: who may control an existing entry depends on that entry, not on the template:
     // a caller the template refuses may still hold an entry built from an older template.
     mayCreate: templateRefusal === undefined,

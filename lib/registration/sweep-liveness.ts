@@ -1,7 +1,7 @@
 import type { EpochMillis } from '../domain/model.ts';
 import { type LivenessPolicy, livenessDueAt, livenessWindows } from '../domain/sweep-policy.ts';
 import { checkEntryLiveness } from './entry-liveness-check.ts';
-import { type GroupHeartbeat, loadHeartbeatGroups } from './heartbeat-groups.ts';
+import { type GroupHeartbeat, groupsRefresher, loadWithChanges } from './heartbeat-groups.ts';
 import { checkHeartbeatGroups } from './sweep-heartbeat.ts';
 import type { SweepOptions, SweepStore } from './sweep-options.ts';
 import { recordFailure, type SweepResult } from './sweep-result.ts';
@@ -33,15 +33,27 @@ export async function checkLiveness(
   // this lane still checks every connected entry once per interval, theirs too, so an entry a
   // pass did not reach (a group larger than a pass can check) is never left unchecked. A
   // failed read leaves every holder on the default, as before heartbeats existed.
-  const groups = await loadHeartbeatGroups(store, now, policy.sweepIntervalMs, result.dryRun).catch(
-    (error: unknown) => {
-      recordFailure(result, error);
-      return new Map<string, GroupHeartbeat>();
-    },
-  );
+  // A group that drops its setting is still checked for as long as a connection told the old
+  // one may live (the gateway's longest connection), so its holders are told the change.
+  const keepDroppedMs = policy.maxConnectionAgeMs ?? 0;
+  const listed = await loadWithChanges(
+    store,
+    now,
+    policy.sweepIntervalMs,
+    result.dryRun,
+    keepDroppedMs,
+  ).catch((error: unknown) => {
+    recordFailure(result, error);
+    return undefined;
+  });
+  const groups = listed?.groups ?? new Map<string, GroupHeartbeat>();
+  // Between passes, a group whose heartbeat `apply` changed is listed again at once.
+  const refresh = listed
+    ? groupsRefresher(store, listed.changes, result.dryRun, keepDroppedMs)
+    : undefined;
   await Promise.all([
     checkWindows(store, options, result, groups),
-    checkHeartbeatGroups(store, options, result, groups),
+    checkHeartbeatGroups(store, options, result, groups, refresh),
   ]);
 }
 

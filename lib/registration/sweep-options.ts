@@ -49,6 +49,15 @@ export interface SweepOptions {
    */
   closeConnection?: (connectionId: string) => Promise<unknown>;
   /**
+   * Tells a live agent its group's changed heartbeat (POST @connections/{id}: a
+   * `heartbeat-change` notice, lib/protocol/heartbeat-notice.ts); absent, no agent is told and
+   * each keeps the bound it was told until it reconnects.
+   */
+  notifyConnection?: (
+    connectionId: string,
+    notice: unknown,
+  ) => Promise<'sent' | 'gone' | { failed: string }>;
+  /**
    * Several passes over the heartbeat groups in one run, every half of the shortest bound,
    * until the sweep interval is over (sweep-heartbeat.ts); the sweeper function sets it.
    */
@@ -59,6 +68,13 @@ export interface SweepOptions {
    */
   heartbeatLanes?: number;
   heartbeatLane?: number;
+  /**
+   * When the schedule meant this run to start (the event's `time`): the lanes pick their plan
+   * of the shares by it, not by when their invocation began, so a lane delivered late (more
+   * than half an interval: a throttled or retried invocation) still works from its tick's plan
+   * and the lanes of one tick cover every entry once. Default `now`.
+   */
+  tickAt?: EpochMillis;
   /** Injected so tests move the passes' clock; milliseconds since the run began by default. */
   elapsedMs?: () => number;
   /**

@@ -31,6 +31,10 @@ export interface SweepResult {
   silentDropped: number;
   /** The same, by namespace: the log line says whose VMs fell silent (a cut network, a hang). */
   silentByNamespace: Record<string, number>;
+  /** Agents told their group's changed heartbeat (heartbeat-change notices sent). */
+  heartbeatNotices: number;
+  /** Notices that did not land (throttled, denied): the next pass tells them again. */
+  heartbeatNoticesFailed: number;
   /** Silent connections whose close (DELETE @connections) failed; they hold nothing anyway. */
   silentCloseFailed: number;
   firstCloseFailure?: string;
@@ -81,6 +85,18 @@ export interface HeartbeatLaneReport {
   checked: number;
   /** Passes over its whole share that ended in this run, and how long each took (ms). */
   passesMs: number[];
+  /**
+   * The period of each of those passes (the shortest of its groups'): a pass longer than its
+   * own period skipped a slot. Absent: every pass is held to `periodMs`.
+   */
+  passPeriodsMs?: number[];
+  /** Holders it checked, by namespace (each tenant's share of the lane's work). */
+  checkedByNamespace?: Record<string, number>;
+  /**
+   * Namespaces whose groups ask for more heartbeat checks a minute than their quota: their
+   * periods are stretched by `stretch` (their own checks only; heartbeat-schedule.ts).
+   */
+  overQuota?: Record<string, { demand: number; quota: number; stretch: number }>;
   /** The shortest silence bound among the heartbeat groups. */
   shortestBoundMs: number;
   /**
@@ -105,6 +121,8 @@ export function emptyResult(dryRun: boolean): SweepResult {
     silentDropped: 0,
     silentByNamespace: {},
     silentCloseFailed: 0,
+    heartbeatNotices: 0,
+    heartbeatNoticesFailed: 0,
     stoppedEarly: false,
     intervalUsed: false,
     failed: 0,

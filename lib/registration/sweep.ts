@@ -1,4 +1,4 @@
-import { recordedHeartbeatGroups } from './heartbeat-groups.ts';
+import { recordedWithTime, recordRefresher } from './heartbeat-groups.ts';
 import { deleteDue } from './sweep-deletions.ts';
 import { checkHeartbeatGroups } from './sweep-heartbeat.ts';
 import { checkLiveness } from './sweep-liveness.ts';
@@ -37,10 +37,13 @@ export async function runHeartbeatLane(
 ): Promise<SweepResult> {
   const result = emptyResult(options.dryRun ?? false);
   if (!options.liveness) return result;
-  const groups = await recordedHeartbeatGroups(store).catch((error: unknown) => {
+  const recorded = await recordedWithTime(store).catch((error: unknown) => {
     recordFailure(result, error);
     return undefined;
   });
-  if (groups) await checkHeartbeatGroups(store, options, result, groups);
+  if (recorded) {
+    const refresh = recordRefresher(store, recorded.listedAt);
+    await checkHeartbeatGroups(store, options, result, recorded.groups, refresh);
+  }
   return result;
 }

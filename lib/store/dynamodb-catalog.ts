@@ -7,10 +7,12 @@ import {
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
+  UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { deletedEvent, EVENTS_KEPT, entryEvent } from '../domain/entry-events.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import { ConflictError, InvalidRequestError } from '../domain/errors.ts';
+import { HEARTBEAT_ANNOTATIONS } from '../domain/heartbeat.ts';
 import {
   formatRef,
   type ObjectRef,
@@ -22,6 +24,7 @@ import { entrySizeRefusal, groupSizeRefusal, type SizeRefusal } from './catalog-
 import { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import { DynamoDbEntryHistory } from './dynamodb-entry-history.ts';
+import { heartbeatChangeUpdate } from './dynamodb-heartbeat-changes.ts';
 import { DynamoDbNamespaceIndex } from './dynamodb-namespace-index.ts';
 import { RegistryTable } from './dynamodb-table.ts';
 import { encodeEvent } from './event-codec.ts';
@@ -101,6 +104,7 @@ export class DynamoDbCatalog {
           1,
         );
         if (await this.#put(item, 'attribute_not_exists(pk)', {})) {
+          await this.#noteHeartbeatChange(undefined, item.group);
           return { outcome: 'created', group: item.group };
         }
         continue;
@@ -123,12 +127,32 @@ export class DynamoDbCatalog {
         existing.revision + 1,
       );
       if (await this.#put(item, 'revision = :revision', { ':revision': existing.revision })) {
+        await this.#noteHeartbeatChange(old, item.group);
         return { outcome: 'updated', group: item.group };
       }
     }
     throw new ConflictError(
       `workloadgroup ${formatRef(group.metadata)} is being changed by someone else; apply it again`,
     );
+  }
+
+  /**
+   * After a group write that changed its heartbeat annotations: counts the change, so the
+   * sweeper lists the groups again before its next pass instead of at its next run (a VM
+   * that connects in the same second is held to the new setting from its first ping, and
+   * must be checked at its pace from then on). A failure is thrown: the group is written,
+   * and the sweeper still lists it within a sweep interval.
+   */
+  async #noteHeartbeatChange(
+    before: WorkloadGroup | undefined,
+    after: WorkloadGroup,
+  ): Promise<void> {
+    const setting = (group: WorkloadGroup | undefined) =>
+      [HEARTBEAT_ANNOTATIONS.interval, HEARTBEAT_ANNOTATIONS.misses]
+        .map((key) => group?.metadata.annotations?.[key] ?? '')
+        .join('\n');
+    if (setting(before) === setting(after)) return;
+    await this.#client.send(new UpdateCommand(heartbeatChangeUpdate(this.#table)));
   }
 
   async listGroups(namespace?: string): Promise<StoredGroup[]> {

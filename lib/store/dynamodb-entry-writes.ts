@@ -19,7 +19,9 @@ import type { ObjectRef, VerifiedIdentity } from '../domain/model.ts';
 import { withEntryEvent } from './dynamodb-entry-events.ts';
 import { EVENTS_SINCE_ATTRIBUTE } from './event-codec.ts';
 import {
+  beatAttribute,
   departedSweepState,
+  encodeBeat,
   entryKey,
   heldAttribute,
   holderPrincipalAttribute,
@@ -95,6 +97,7 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
   const instance = change.instanceId !== undefined;
   const given = change.agentGiven !== undefined;
   const version = change.agentVersion !== undefined;
+  const beat = change.heartbeat !== undefined;
   return {
     TableName: tableName,
     Key: entryKey(ref),
@@ -111,6 +114,7 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
       `${EVENTS_SINCE_ATTRIBUTE} = if_not_exists(${EVENTS_SINCE_ATTRIBUTE}, :at)`,
       ...(instance ? ['instanceId = :instanceId'] : []),
       ...(version ? ['agentVersion = :agentVersion'] : []),
+      ...(beat ? ['#beat = :beat'] : []),
     ]
       .join(', ')
       .concat(
@@ -125,6 +129,7 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
       '#identity': 'identity',
       '#held': heldAttribute(change.connectionId),
       '#by': holderPrincipalAttribute(change.connectionId),
+      ...(beat ? { '#beat': beatAttribute(change.connectionId) } : {}),
     },
     ExpressionAttributeValues: {
       ...join.values,
@@ -142,6 +147,7 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
       ...(instance ? { ':instanceId': change.instanceId } : {}),
       ...(given ? { ':agentGiven': change.agentGiven } : {}),
       ...(version ? { ':agentVersion': change.agentVersion } : {}),
+      ...(change.heartbeat ? { ':beat': encodeBeat(change.heartbeat) } : {}),
     },
     ReturnValues: 'ALL_OLD',
   };
@@ -155,15 +161,17 @@ export function connectAsNewest(tableName: string, change: ConnectChange): Updat
  */
 export function connectAsOlder(tableName: string, change: ConnectChange): UpdateCommandInput {
   const join = joinable(change);
+  const beat = change.heartbeat;
   return {
     TableName: tableName,
     Key: entryKey(change.entry.metadata),
-    UpdateExpression: 'SET #held = :at, #by = :principal ADD conns :connections, revision :one',
+    UpdateExpression: `SET #held = :at, #by = :principal${beat ? ', #beat = :beat' : ''} ADD conns :connections, revision :one`,
     ConditionExpression: `${join.condition} AND connectedAt > :at`,
     ExpressionAttributeNames: {
       ...NAMES,
       '#held': heldAttribute(change.connectionId),
       '#by': holderPrincipalAttribute(change.connectionId),
+      ...(beat ? { '#beat': beatAttribute(change.connectionId) } : {}),
     },
     ExpressionAttributeValues: {
       ...join.values,
@@ -171,6 +179,7 @@ export function connectAsOlder(tableName: string, change: ConnectChange): Update
       ':principal': change.identity.principal,
       ':connections': new Set([change.connectionId]),
       ':one': 1,
+      ...(beat ? { ':beat': encodeBeat(beat) } : {}),
     },
   };
 }
@@ -296,7 +305,10 @@ export function leaveAsOneOfMany(
   );
 }
 
-/** Each leaving connection must be a holder; its `held:` time and `by:` principal go with it. */
+/**
+ * Each leaving connection must be a holder; its `held:` time, `by:` principal and `beat:`
+ * heartbeat go with it.
+ */
 function leavingHolders(connectionIds: readonly string[], values: Record<string, unknown>) {
   const names: Record<string, string> = {};
   const conditions: string[] = [];
@@ -305,8 +317,9 @@ function leavingHolders(connectionIds: readonly string[], values: Record<string,
     values[`:c${i}`] = id;
     names[`#h${i}`] = heldAttribute(id);
     names[`#b${i}`] = holderPrincipalAttribute(id);
+    names[`#t${i}`] = beatAttribute(id);
     conditions.push(`contains(conns, :c${i})`);
-    removes.push(`#h${i}`, `#b${i}`);
+    removes.push(`#h${i}`, `#b${i}`, `#t${i}`);
   });
   return { names, condition: conditions.join(' AND '), remove: removes.join(', ') };
 }

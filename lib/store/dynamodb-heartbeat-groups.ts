@@ -1,9 +1,11 @@
-import { PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import { type Heartbeat, parseHeartbeat } from '../domain/heartbeat.ts';
 import type { ObjectRef, WorkloadGroup } from '../domain/model.ts';
 import { queryItems } from './dynamodb-client.ts';
+import { HEARTBEAT_CHANGES_KEY } from './dynamodb-heartbeat-changes.ts';
 import { DynamoDbNamespaceIndex } from './dynamodb-namespace-index.ts';
+import { namespaceSettingsKey } from './dynamodb-namespace-settings.ts';
 import { groupEntryPrefix } from './dynamodb-rollout-entries.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import { decodeEntry, ENTRY_PREFIX, GROUP_PREFIX, namespacePartition } from './item-codec.ts';
@@ -43,6 +45,7 @@ export class DynamoDbHeartbeatGroups implements HeartbeatStore {
     return {
       listedAt: item.listedAt,
       groups: JSON.parse(item.groups) as HeartbeatGroups['groups'],
+      ...(typeof item.changes === 'number' ? { changes: item.changes } : {}),
     };
   }
 
@@ -55,9 +58,43 @@ export class DynamoDbHeartbeatGroups implements HeartbeatStore {
           ...HEARTBEAT_GROUPS_KEY,
           listedAt: state.listedAt,
           groups: JSON.stringify(state.groups),
+          ...(state.changes === undefined ? {} : { changes: state.changes }),
         },
       }),
     );
+  }
+
+  /** Eventually consistent (half a read unit): a change seen one pass later is no harm. */
+  async heartbeatChanges(): Promise<number> {
+    const { Item } = await this.#table.client.send(
+      new GetCommand({ TableName: this.#table.name, Key: HEARTBEAT_CHANGES_KEY }),
+    );
+    return typeof Item?.changes === 'number' ? Item.changes : 0;
+  }
+
+  /**
+   * Each namespace's `heartbeatChecks` setting (its item in the namespace settings partition,
+   * whose key that adapter owns), read side by side: only namespaces with heartbeat groups.
+   */
+  async heartbeatQuotas(namespaces: readonly string[]): Promise<Record<string, number>> {
+    const quotas: Record<string, number> = {};
+    let next = 0;
+    // LIST_CONCURRENCY at a time: a registrar of a thousand tenants is a thousand small reads.
+    const lane = async () => {
+      for (let at = next++; at < namespaces.length; at = next++) {
+        const namespace = namespaces[at] as string;
+        const { Item } = await this.#table.client.send(
+          new GetCommand({
+            TableName: this.#table.name,
+            Key: namespaceSettingsKey(namespace),
+            ProjectionExpression: 'heartbeatChecks',
+          }),
+        );
+        if (typeof Item?.heartbeatChecks === 'number') quotas[namespace] = Item.heartbeatChecks;
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(LIST_CONCURRENCY, namespaces.length) }, lane));
+    return quotas;
   }
 
   /** Every group whose annotations set a heartbeat: the namespace index, a Query per namespace. */
@@ -92,6 +129,37 @@ export class DynamoDbHeartbeatGroups implements HeartbeatStore {
     };
     await Promise.all(Array.from({ length: Math.min(LIST_CONCURRENCY, namespaces.length) }, lane));
     return found;
+  }
+
+  /**
+   * How many of the group's entries have a holder now: a Query of the group's name prefix,
+   * counted (`Select: COUNT`: read units as for reading them, nothing transferred). For
+   * `apply`'s heartbeat quota check, an operator's command, never the event path.
+   */
+  async heldEntryCount(group: ObjectRef): Promise<number> {
+    const prefix = groupEntryPrefix(group.name);
+    let count = 0;
+    let start: Record<string, unknown> | undefined;
+    do {
+      const page = await this.#table.client.send(
+        new QueryCommand({
+          TableName: this.#table.name,
+          Select: 'COUNT',
+          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :from AND :to',
+          FilterExpression: 'autoRegistrationGroup = :group AND attribute_exists(conns)',
+          ExpressionAttributeValues: {
+            ':pk': namespacePartition(group.namespace),
+            ':from': prefix,
+            ':to': `${prefix}\uffff`,
+            ':group': group.name,
+          },
+          ...(start ? { ExclusiveStartKey: start } : {}),
+        }),
+      );
+      count += page.Count ?? 0;
+      start = page.LastEvaluatedKey;
+    } while (start);
+    return count;
   }
 
   /**

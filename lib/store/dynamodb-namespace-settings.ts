@@ -114,6 +114,7 @@ export function decodeSettings(item: Record<string, unknown>): NamespaceSettings
   const settings: NamespaceSettings = { namespace: String(item.namespace ?? item.sk) };
   if (isPositive(item.maxEntries)) settings.maxEntries = item.maxEntries;
   if (isPositive(item.connectRate)) settings.connectRate = item.connectRate;
+  if (isPositive(item.heartbeatChecks)) settings.heartbeatChecks = item.heartbeatChecks;
   if (item.networks !== undefined) settings.networks = stringList(item.networks);
   if (item.addressRanges !== undefined) settings.addressRanges = stringList(item.addressRanges);
   if (typeof item.updatedAt === 'number') settings.updatedAt = item.updatedAt;

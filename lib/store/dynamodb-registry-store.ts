@@ -4,6 +4,7 @@ import type { EntryEvent } from '../domain/entry-events.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { Heartbeat } from '../domain/heartbeat.ts';
 import type { LanePlanRecord } from '../domain/heartbeat-lanes.ts';
+import type { HolderBeat } from '../domain/holder-heartbeat.ts';
 import type { EpochMillis, ObjectRef, WorkloadEntry, WorkloadGroup } from '../domain/model.ts';
 import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
 import { DynamoDbAddressClaims } from './dynamodb-address-claims.ts';
@@ -20,6 +21,7 @@ import {
 import { DynamoDbEntryLifecycle } from './dynamodb-entry-lifecycle.ts';
 import { DynamoDbHeartbeatGroups } from './dynamodb-heartbeat-groups.ts';
 import { DynamoDbHeartbeatLanes } from './dynamodb-heartbeat-lanes.ts';
+import { DynamoDbHolderBeats } from './dynamodb-holder-beats.ts';
 import { DynamoDbInstanceIndex } from './dynamodb-instance-index.ts';
 import { DynamoDbSweepIndex } from './dynamodb-sweep-index.ts';
 import { DynamoDbSweeperState } from './dynamodb-sweeper-state.ts';
@@ -86,6 +88,7 @@ export class DynamoDbRegistryStore
   readonly #catalog: DynamoDbCatalog;
   readonly #history: DynamoDbEntryHistory;
   readonly #cordons: DynamoDbCordon;
+  readonly #beats: DynamoDbHolderBeats;
 
   constructor(
     client: DynamoDBDocumentClient,
@@ -106,6 +109,7 @@ export class DynamoDbRegistryStore
     this.#addresses = new DynamoDbAddressClaims(client, tableName);
     this.#catalog = new DynamoDbCatalog(client, tableName, this.#history);
     this.#cordons = new DynamoDbCordon(table);
+    this.#beats = new DynamoDbHolderBeats(table);
   }
 
   // Address claims
@@ -215,6 +219,12 @@ export class DynamoDbRegistryStore
   groupHeartbeats(): Promise<{ group: ObjectRef; heartbeat: Heartbeat }[]> {
     return this.#heartbeats.groupHeartbeats();
   }
+  heartbeatChanges(): Promise<number> {
+    return this.#heartbeats.heartbeatChanges();
+  }
+  heartbeatQuotas(namespaces: readonly string[]): Promise<Record<string, number>> {
+    return this.#heartbeats.heartbeatQuotas(namespaces);
+  }
   heldEntriesOf(group: ObjectRef, range?: NameRange): AsyncIterable<EntryRecord> {
     return this.#heartbeats.heldEntriesOf(group, range);
   }
@@ -317,6 +327,13 @@ export class DynamoDbRegistryStore
   }
   uncordon(ref: ObjectRef, at: EpochMillis): Promise<UncordonOutcome> {
     return this.#cordons.uncordon(ref, at);
+  }
+  recordHeartbeat(
+    holder: HolderRef,
+    beat: HolderBeat,
+    event: EntryEvent,
+  ): Promise<'recorded' | 'not-holder'> {
+    return this.#beats.recordHeartbeat(holder, beat, event);
   }
   recordEvent(ref: ObjectRef, event: EntryEvent): Promise<boolean> {
     return this.#entries.recordEvent(ref, event);

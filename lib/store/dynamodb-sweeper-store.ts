@@ -118,6 +118,12 @@ export class DynamoDbSweeperStore implements SweeperStore {
   groupHeartbeats(): Promise<{ group: ObjectRef; heartbeat: Heartbeat }[]> {
     return this.#heartbeats.groupHeartbeats();
   }
+  heartbeatChanges(): Promise<number> {
+    return this.#heartbeats.heartbeatChanges();
+  }
+  heartbeatQuotas(namespaces: readonly string[]): Promise<Record<string, number>> {
+    return this.#heartbeats.heartbeatQuotas(namespaces);
+  }
   heldEntriesOf(group: ObjectRef, range?: NameRange): AsyncIterable<EntryRecord> {
     return this.#heartbeats.heldEntriesOf(group, range);
   }

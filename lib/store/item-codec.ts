@@ -11,6 +11,7 @@ import type {
   EntryRecord,
   HealthState,
 } from '../domain/entry-record.ts';
+import type { HolderBeat } from '../domain/holder-heartbeat.ts';
 import type {
   EpochMillis,
   ObjectRef,
@@ -52,6 +53,54 @@ const HELD_PREFIX = 'held:';
 /** The attribute that records when a holder connected: `held:<connection id>`. */
 export function heldAttribute(connectionId: string): string {
   return `${HELD_PREFIX}${connectionId}`;
+}
+
+const BEAT_PREFIX = 'beat:';
+
+/**
+ * The attribute that records the heartbeat a holder was told and is held to (HolderBeat):
+ * `beat:<connection id>`, a map `{i, m, f, n, at}` (interval ms, misses, follows, takes
+ * notices, since). Written with `held:` by `$connect`, rewritten by the agent's
+ * acknowledgement of a changed heartbeat, removed with `held:`.
+ */
+export function beatAttribute(connectionId: string): string {
+  return `${BEAT_PREFIX}${connectionId}`;
+}
+
+/** A HolderBeat as stored: short names, since every holder of every entry carries one. */
+export interface StoredBeat {
+  i: number;
+  m: number;
+  f: boolean;
+  n: boolean;
+  at: EpochMillis;
+}
+
+export function encodeBeat(beat: HolderBeat): StoredBeat {
+  return {
+    i: beat.told.intervalMs,
+    m: beat.told.misses,
+    f: beat.follows,
+    n: beat.notices,
+    at: beat.at,
+  };
+}
+
+/** Each holder's heartbeat, from the `beat:` attributes of an entry item (a bad one is skipped). */
+export function holderBeats(item: Record<string, unknown>): Record<string, HolderBeat> {
+  const beats: Record<string, HolderBeat> = {};
+  for (const [name, value] of Object.entries(item)) {
+    if (!name.startsWith(BEAT_PREFIX) || typeof value !== 'object' || value === null) continue;
+    const { i, m, f, n, at } = value as Partial<StoredBeat>;
+    if (typeof i !== 'number' || typeof m !== 'number' || typeof at !== 'number') continue;
+    beats[name.slice(BEAT_PREFIX.length)] = {
+      told: { intervalMs: i, misses: m },
+      follows: f === true,
+      notices: n === true,
+      at,
+    };
+  }
+  return beats;
 }
 
 const BY_PREFIX = 'by:';
@@ -228,6 +277,9 @@ function encodeConnection(connection: ConnectionState | undefined): Partial<Entr
   for (const [id, since] of Object.entries(connection.holderSince ?? {})) {
     (fields as Record<string, unknown>)[heldAttribute(id)] = since;
   }
+  for (const [id, beat] of Object.entries(connection.holderBeats ?? {})) {
+    (fields as Record<string, unknown>)[beatAttribute(id)] = encodeBeat(beat);
+  }
   if (connection.newestConnectionId !== undefined) {
     fields.newestConnectionId = connection.newestConnectionId;
   }
@@ -268,6 +320,7 @@ export function decodeEntry(raw: Item): EntryRecord {
   if (item.controller !== undefined) {
     const connectionIds = [...(item.conns ?? [])].sort();
     const times = holderTimes(raw);
+    const beats = holderBeats(raw);
     const connection: ConnectionState = {
       controller: item.controller,
       connectionIds,
@@ -275,6 +328,8 @@ export function decodeEntry(raw: Item): EntryRecord {
         connectionIds.flatMap((id) => (times[id] === undefined ? [] : [[id, times[id]]])),
       ),
     };
+    const told = connectionIds.flatMap((id) => (beats[id] ? [[id, beats[id]] as const] : []));
+    if (told.length > 0) connection.holderBeats = Object.fromEntries(told);
     if (item.connectedAt !== undefined) connection.connectedAt = item.connectedAt;
     if (item.disconnectedAt !== undefined) connection.disconnectedAt = item.disconnectedAt;
     if (item.departure !== undefined) connection.departure = item.departure;

@@ -2,7 +2,12 @@ import type { EpochMillis } from '../domain/model.ts';
 import type { NamespaceSettings } from '../domain/namespace-settings.ts';
 
 /** The fields of a namespace's settings an operator sets or unsets. */
-export type SettingsField = 'maxEntries' | 'connectRate' | 'networks' | 'addressRanges';
+export type SettingsField =
+  | 'maxEntries'
+  | 'connectRate'
+  | 'networks'
+  | 'addressRanges'
+  | 'heartbeatChecks';
 
 export interface SettingsChange {
   set: Partial<Pick<NamespaceSettings, SettingsField>>;

@@ -1,9 +1,10 @@
 import type { AgentGiven } from '../domain/agent-given.ts';
 import type { DepartureKind, DisruptionRecord, ZoneCount } from '../domain/disruption.ts';
-import type { DeletionCause } from '../domain/entry-events.ts';
+import type { DeletionCause, EntryEvent } from '../domain/entry-events.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { Heartbeat } from '../domain/heartbeat.ts';
 import type { GroupSamples, LanePlanRecord } from '../domain/heartbeat-lanes.ts';
+import type { HolderBeat } from '../domain/holder-heartbeat.ts';
 import type {
   EpochMillis,
   ObjectRef,
@@ -54,6 +55,12 @@ export interface ConnectChange {
    * recorded beside the identity by the newest connect. The agent's word: shown, never trusted.
    */
   agentVersion?: string;
+  /**
+   * The heartbeat this connection is told (its `describe` names it) and held to, recorded on
+   * the holder by the same write (lib/domain/holder-heartbeat.ts). Absent: none recorded (a
+   * caller of an older shape); the sweeper then applies the rule of 0.2.
+   */
+  heartbeat?: HolderBeat;
   /**
    * Whether this caller may create the entry (the group template's service account). When
    * not, it may still join an existing entry it may control (rule 6); otherwise 'forbidden'.
@@ -240,6 +247,15 @@ export interface RegistryStore extends DisruptionStore, InstanceStore, SweepLeas
     silent?: { why: string },
   ): Promise<'disconnected' | 'still-held' | 'unchanged'>;
   reportHealth(report: HealthReport): Promise<HealthOutcome>;
+  /**
+   * Records the heartbeat a holder acknowledged (lib/registration/acknowledge-heartbeat.ts),
+   * with its event: one conditional write, only while the connection holds the entry.
+   */
+  recordHeartbeat(
+    holder: HolderRef,
+    beat: HolderBeat,
+    event: EntryEvent,
+  ): Promise<'recorded' | 'not-holder'>;
   getConnection(connectionId: string): Promise<ConnectionRecord | undefined>;
   forgetConnection(connectionId: string): Promise<void>;
   getEntry(ref: ObjectRef): Promise<EntryRecord | undefined>;
@@ -403,7 +419,12 @@ export interface CatalogStore {
  */
 export interface HeartbeatGroups {
   listedAt: EpochMillis;
-  groups: Record<string, { intervalMs: number; misses: number; since: EpochMillis }>;
+  groups: Record<
+    string,
+    { intervalMs: number; misses: number; since: EpochMillis; dropped?: EpochMillis }
+  >;
+  /** The count of heartbeat changes (heartbeatChanges) this listing saw. */
+  changes?: number;
 }
 
 /** What the sweeper's heartbeat lane needs from storage. */
@@ -412,6 +433,16 @@ export interface HeartbeatStore {
   saveHeartbeatGroups(state: HeartbeatGroups): Promise<void>;
   /** Every group whose annotations set a heartbeat (listed once per liveness interval). */
   groupHeartbeats(): Promise<{ group: ObjectRef; heartbeat: Heartbeat }[]>;
+  /**
+   * How many times a group's heartbeat annotations changed (`apply` and the group sync count
+   * each: one small item): the sweeper lists the groups again when it went up.
+   */
+  heartbeatChanges(): Promise<number>;
+  /**
+   * The heartbeat checks a minute each namespace's settings allow (`registrar namespace set
+   * --heartbeat-checks`); a namespace without one is absent (the default applies).
+   */
+  heartbeatQuotas(namespaces: readonly string[]): Promise<Record<string, number>>;
   /**
    * The group's auto-registered entries that still have a holder, by name; with `range`, only
    * those named after `after` and/or at most `upTo` (a lane resuming where it stopped).
@@ -440,6 +471,23 @@ export interface HeartbeatLaneState {
   passStartedAt?: EpochMillis;
   /** When the lane last ran (written every run: lane 0 names the lanes that stopped running). */
   ranAt?: EpochMillis;
+  /**
+   * How many names each of its samples stands for (SAMPLE_EVERY, doubled each time its item
+   * would pass MAX_LANE_SAMPLES: lib/domain/heartbeat-lanes.ts). Absent: SAMPLE_EVERY.
+   */
+  sampleEvery?: number;
+  /**
+   * By group (`<namespace>/<name>`): what the lane's last whole read of its share of the group
+   * saw (lib/registration/heartbeat-schedule.ts): the group's pace and its namespace's quota
+   * are set from it at the next run's start.
+   */
+  held?: Record<string, HeldObservation>;
+}
+
+/** One group's held entries as a pass read them, and the shortest bound a holder was held to. */
+export interface HeldObservation {
+  held: number;
+  shortestMs?: number;
 }
 
 /** Entry names after `after` (exclusive) and at most `upTo` (inclusive), in name order. */

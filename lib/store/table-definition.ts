@@ -70,6 +70,13 @@ export const PARTITIONS = {
   namespaceSettings: 'NSCONFIG',
   /** Connect-rate counters: `RATE#<namespace>#<shard>` / `W#<window start>`. */
   connectRate: 'RATE#*',
+  /**
+   * How many times a group's heartbeat annotations changed (`HBCHANGES / count`): `apply` and
+   * the group sync count each, the sweeper reads it before each pass
+   * (lib/store/dynamodb-heartbeat-groups.ts). A partition of its own: the group sync may
+   * count without any right to the sweeper's state.
+   */
+  heartbeatChanges: 'HBCHANGES',
 } as const;
 
 /**

@@ -1,4 +1,6 @@
+import type { Config } from '../config.ts';
 import type { Dependencies } from '../function-dependencies.ts';
+import { connectionNotifier } from '../gateway/connection-notifier.ts';
 import { registryMigrations } from '../store/dynamodb-migrations.ts';
 import { DynamoDbSchemaStore } from '../store/dynamodb-schema-store.ts';
 import { DynamoDbSweepPolicyStore } from '../store/dynamodb-sweep-policy-store.ts';
@@ -10,6 +12,22 @@ import { closerOf } from './message.ts';
 import { now, tableWiring } from './table.ts';
 
 /**
+ * `POST @connections/{id}` when the stack names its management endpoint, built at the first
+ * notice (most runs send none).
+ */
+export function notifierOf(config: Config): Pick<SweeperDependencies, 'notifyConnection'> {
+  const endpoint = config.connectionsUrl;
+  if (endpoint === undefined) return {};
+  let notifier: ReturnType<typeof connectionNotifier> | undefined;
+  return {
+    notifyConnection: (connectionId, message) => {
+      notifier ??= connectionNotifier({ endpoint, region: config.region });
+      return notifier.post(connectionId, message);
+    },
+  };
+}
+
+/**
  * The sweeper: the registry, API Gateway's word on holders, where it records its policy and
  * runs, the table's schema record and this code's migrations. No tokens, rules, certificates
  * or namespace limits: those are `$connect`'s.
@@ -19,6 +37,7 @@ export type SweeperDependencies = Pick<
   | 'config'
   | 'liveness'
   | 'closeConnection'
+  | 'notifyConnection'
   | 'sweepPolicy'
   | 'sweepRuns'
   | 'schema'
@@ -44,6 +63,8 @@ export function sweeperDependencies(
     ...livenessOf(config),
     // Connections silent past their heartbeat are closed (sweep-heartbeat.ts).
     ...closerOf(config),
+    // Live agents are told their group's changed heartbeat (issue 44).
+    ...notifierOf(config),
     now,
   };
 }

@@ -241,6 +241,12 @@ describe('functions', () => {
         partitions: ['NAMESPACES'],
         resource: expect.stringMatching(TABLE),
       },
+      // Whether a group's heartbeat changed (before each pass), and the namespaces' quotas.
+      {
+        actions: ['dynamodb:GetItem'],
+        partitions: ['HBCHANGES', 'NSCONFIG'],
+        resource: expect.stringMatching(TABLE),
+      },
       {
         actions: ['dynamodb:Query'],
         partitions: undefined,
@@ -418,7 +424,7 @@ describe('functions', () => {
     ]);
   });
 
-  it('give exactly disconnect GET @connections, the sweeper GET and DELETE, and message DELETE, on this stage only', () => {
+  it('give exactly disconnect GET @connections, the sweeper GET, DELETE and POST, and message DELETE, on this stage only', () => {
     const lookups = (rolePath: string) =>
       statementsOfRole(template, rolePath).filter((s) =>
         actionsOf([s]).includes('execute-api:ManageConnections'),
@@ -429,11 +435,12 @@ describe('functions', () => {
     const [lookup, ...more] = lookups(ROLES.disconnect);
     expect(more).toEqual([]);
     expect(JSON.stringify(lookup?.Resource)).toMatch(/\/v1\/GET\/@connections\/\*"\]\]\}$/);
-    // The sweeper asks (GET) and closes a connection silent past its heartbeat (DELETE).
+    // The sweeper asks (GET), closes a connection silent past its heartbeat (DELETE) and
+    // tells a live agent its group's changed heartbeat (POST).
     const sweeper = JSON.stringify(lookups(ROLES.sweeper).map((s) => s.Resource));
     expect(sweeper).toMatch(/\/v1\/GET\/@connections\/\*"/);
     expect(sweeper).toMatch(/\/v1\/DELETE\/@connections\/\*"/);
-    expect(sweeper).not.toMatch(/\/POST\//);
+    expect(sweeper).toMatch(/\/v1\/POST\/@connections\/\*"/);
     // The message function closes a connection over its message budget: DELETE, nothing else.
     const [closing, ...others] = lookups(ROLES.message);
     expect(others).toEqual([]);

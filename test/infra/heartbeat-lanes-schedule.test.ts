@@ -15,10 +15,23 @@ function laneRules(template: Template) {
   return Object.entries(rules).filter(([id]) => id.includes('HeartbeatLanes'));
 }
 
+/** Each lane target's input, its fire time filled in as EventBridge does (`<time>` here). */
 function laneInputs(template: Template): number[] {
   return laneRules(template)
-    .flatMap(([, rule]) => rule.Properties.Targets as { Input?: string }[])
-    .map((target) => (JSON.parse(target.Input ?? '{}') as { heartbeatLane: number }).heartbeatLane)
+    .flatMap(
+      ([, rule]) =>
+        rule.Properties.Targets as {
+          InputTransformer?: { InputTemplate: string; InputPathsMap: Record<string, string> };
+        }[],
+    )
+    .map(
+      (target) =>
+        (
+          JSON.parse(
+            (target.InputTransformer?.InputTemplate ?? '{}').replace('<time>', '"<time>"'),
+          ) as { heartbeatLane: number }
+        ).heartbeatLane,
+    )
     .sort((a, b) => a - b);
 }
 
@@ -41,7 +54,11 @@ describe('heartbeat lanes in the stack', () => {
       Targets: Match.arrayWith([
         Match.objectLike({
           Arn: { 'Fn::GetAtt': [SWEEPER, 'Arn'] },
-          Input: JSON.stringify({ heartbeatLane: 1 }),
+          // The rule's fire time rides along: a lane delivered late picks its tick's plan.
+          InputTransformer: {
+            InputPathsMap: { time: '$.time' },
+            InputTemplate: '{"heartbeatLane":1,"time":<time>}',
+          },
           RetryPolicy: { MaximumRetryAttempts: 0 },
         }),
       ]),

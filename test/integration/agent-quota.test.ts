@@ -34,7 +34,7 @@ afterAll(async () => {
 it('waits out a full namespace and registers once a VM leaves', async () => {
   const set = await bed.cli(['namespace', 'set', '-n', NAMESPACE, '--max-entries', '1']);
   expect(set.stdout).toBe(
-    `namespace "${NAMESPACE}" configured: max-entries 1, connect-rate 1000/s (default), networks any, address-ranges any\n`,
+    `namespace "${NAMESPACE}" configured: max-entries 1, connect-rate 1000/s (default), networks any, address-ranges any, heartbeat-checks 1200000/m (default)\n`,
   );
   const other = await openClient(
     `${bed.runtime.url}?group=web&namespace=${NAMESPACE}&ip=10.0.0.99`,

@@ -480,11 +480,13 @@ describe('leave', () => {
         'SET #evList = list_append(if_not_exists(#evList, :evNone), :evNew), ' +
         'eventsSince = if_not_exists(eventsSince, :evAt), ' +
         'disconnectedAt = :at, departure = :departure, sweepState = :sweepState, sweepAt = :at ' +
-        'REMOVE connectedAt, newestConnectionId, cleanExitSince, #h0, #b0 DELETE conns :connections ADD revision :one',
+        'REMOVE connectedAt, newestConnectionId, cleanExitSince, #h0, #b0, #t0 DELETE conns :connections ADD revision :one',
       ConditionExpression: 'size(conns) = :count AND contains(conns, :c0)',
       ExpressionAttributeNames: {
         '#h0': 'held:pin-leave',
         '#b0': 'by:pin-leave',
+        // The heartbeat the holder was told goes with it (lib/domain/holder-heartbeat.ts).
+        '#t0': 'beat:pin-leave',
         '#evList': 'events',
       },
       ExpressionAttributeValues: {

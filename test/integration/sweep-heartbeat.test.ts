@@ -225,11 +225,12 @@ describe('several passes in one run', () => {
     await store.connect(connect('10.0.0.8', 'c8', T0 + 1_000));
     lastActive.set('c8', T0 + 1_000);
     let elapsed = 0;
-    const slept: number[] = [];
+    const checkedAt: number[] = [];
     const result = await sweep(T0 + 10_000, {
       // API Gateway's answers without a Date header: each pass's own time judges.
       liveness: {
         check: async (id: string): Promise<LivenessAnswer> => {
+          checkedAt.push(elapsed);
           const last = lastActive.get(id);
           return last === undefined ? 'gone' : { alive: { lastActiveAt: last } };
         },
@@ -237,12 +238,13 @@ describe('several passes in one run', () => {
       repeatHeartbeatPasses: true,
       elapsedMs: () => elapsed,
       sleep: async (ms) => {
-        slept.push(ms);
         elapsed += ms;
       },
     });
-    // Passes at 0, 15, 30 and 45 s of the run: the silence (over 31 s) is found at +30 s.
-    expect(slept).toEqual([15_000, 15_000, 15_000]);
+    // Passes at 0, 15, 30 and 45 s of the run: the silence (over 31 s) is found at +30 s, and
+    // the pass at 45 s finds the entry no longer held; the run's waits end with its interval.
+    expect(checkedAt).toEqual([0, 15_000, 30_000]);
+    expect(elapsed).toBe(45_000);
     expect(result.silentDropped).toBe(1);
     const entry = await store.getEntry({ namespace: NS, name: 'web-10-0-0-8' });
     expect(entry?.connection?.disconnectedAt).toBe(T0 + 40_000);

@@ -201,8 +201,8 @@ describe('registrar namespace', () => {
     const shown = await cli('namespace', 'get', '-n', 'shown');
 
     expect(shown).toBe(
-      'NAMESPACE   CONNECTED   MAX-ENTRIES        CONNECT-RATE       NETWORKS   ADDRESS-RANGES\n' +
-        'shown       1           200000 (default)   1000/s (default)   <any>      10.20.0.0/16\n',
+      'NAMESPACE   CONNECTED   MAX-ENTRIES        CONNECT-RATE       NETWORKS   ADDRESS-RANGES   HEARTBEAT-CHECKS\n' +
+        'shown       1           200000 (default)   1000/s (default)   <any>      10.20.0.0/16     1200000/m (default)\n',
     );
   });
 
@@ -226,6 +226,7 @@ describe('registrar namespace', () => {
       'connectRate',
       'networks',
       'addressRanges',
+      'heartbeatChecks',
     ]);
   });
 });

@@ -405,6 +405,87 @@ describe('agent supervisor', () => {
     );
   });
 
+  describe('a changed heartbeat told on the live connection', () => {
+    const pingsOf = (link: FakeLink, from: number) =>
+      link.sent.filter((s) => s.action === 'ping' && s.at > from).map((s) => s.at - from);
+    const notice = (intervalSeconds: number, misses: number) => ({
+      action: 'heartbeat-change',
+      heartbeat: { intervalSeconds, misses },
+    });
+
+    it('pings at a shorter interval before it acknowledges, whatever the answer', async () => {
+      const h = harness({ probe: null });
+      h.supervisor.start();
+      await h.clock.advance(0);
+      const link = h.links[0] as FakeLink;
+      const base = link.respond;
+      // The acknowledgement is never answered (a lost reply).
+      link.respond = (action, body) => (action === 'heartbeat' ? 'drop' : base(action, body));
+      const at = h.clock.now();
+      link.notify(notice(5, 2));
+      await h.clock.advance(20_000);
+      expect(link.sent.find((s) => s.action === 'heartbeat')?.body).toEqual({
+        intervalSeconds: 5,
+        misses: 2,
+      });
+      expect(pingsOf(link, at)).toEqual([5_000, 10_000, 15_000, 20_000]);
+    });
+
+    it('pings at a longer interval only once the registrar said ok, and keeps the shorter when refused', async () => {
+      const h = harness({
+        probe: null,
+        onLink: (link) => {
+          const base = link.respond;
+          link.respond = (action, body) =>
+            action === 'describe'
+              ? {
+                  action: 'describe',
+                  ok: true,
+                  entry: { metadata: { namespace: 'ns', name: 'web-10-0-0-1' } },
+                  probe: null,
+                  heartbeat: { intervalSeconds: 5, misses: 2 },
+                }
+              : base(action, body);
+        },
+      });
+      h.supervisor.start();
+      await h.clock.advance(1_000);
+      const link = h.links[0] as FakeLink;
+      const base = link.respond;
+      link.respond = (action, body) =>
+        action === 'heartbeat'
+          ? { ok: false, error: { code: 'HeartbeatNotCurrent', message: 'changed again' } }
+          : base(action, body);
+      let at = h.clock.now();
+      link.notify(notice(60, 3));
+      await h.clock.advance(20_000);
+      // Refused: it keeps pinging every 5 s.
+      expect(pingsOf(link, at).length).toBeGreaterThanOrEqual(4);
+      expect(h.logs.some((l) => l.includes('could not acknowledge the heartbeat'))).toBe(true);
+
+      link.respond = (action, body) =>
+        action === 'heartbeat'
+          ? { action: 'heartbeat', ok: true, heartbeat: body }
+          : base(action, body);
+      link.notify(notice(60, 3));
+      await h.clock.advance(0);
+      at = h.clock.now();
+      await h.clock.advance(125_000);
+      expect(pingsOf(link, at)).toEqual([60_000, 120_000]);
+    });
+
+    it('is ignored by a link that is no longer current', async () => {
+      const h = harness({ probe: null });
+      h.supervisor.start();
+      await h.clock.advance(0);
+      const link = h.links[0] as FakeLink;
+      link.serverClose();
+      link.notify(notice(5, 2));
+      await h.clock.advance(0);
+      expect(link.sent.filter((s) => s.action === 'heartbeat')).toEqual([]);
+    });
+  });
+
   it("keeps a connection whose pings API Gateway throttles: another tenant's ping flood does not make it reconnect", async () => {
     const h = harness({ probe: null });
     h.supervisor.start();
