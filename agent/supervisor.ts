@@ -81,6 +81,9 @@ interface Current {
  *   time, then with the failure backoff, so a registrar that keeps answering so is not
  *   hammered.
  */
+/** Tries of a heartbeat acknowledgement whose reply did not come (see #onHeartbeatChange). */
+const ACK_ATTEMPTS = 3;
+
 export class Supervisor {
   readonly #o: SupervisorOptions;
   readonly #health: HealthReporter;
@@ -544,7 +547,17 @@ export class Supervisor {
     const shorter = wanted <= (this.#pingMs ?? this.#o.timing.pingIntervalMs);
     if (shorter) this.#applyHeartbeat(told, current);
     try {
-      await current.link.request('heartbeat', { intervalSeconds: seconds, misses });
+      // A reply lost on the way (a timeout) is asked again: the acknowledgement is idempotent,
+      // and without its `ok` a longer interval is never taken.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          await current.link.request('heartbeat', { intervalSeconds: seconds, misses });
+          break;
+        } catch (error) {
+          const lost = error instanceof RequestError && error.kind === 'timeout';
+          if (!lost || attempt >= ACK_ATTEMPTS || this.#current !== current) throw error;
+        }
+      }
       if (!shorter) this.#applyHeartbeat(told, current);
       this.#o.logger.info('acknowledged the heartbeat the registrar named', {
         intervalSeconds: seconds,

@@ -474,6 +474,30 @@ describe('agent supervisor', () => {
       expect(pingsOf(link, at)).toEqual([60_000, 120_000]);
     });
 
+    it('asks again when the reply to its acknowledgement is lost, and takes the longer interval on the ok', async () => {
+      const h = harness({ probe: null });
+      h.supervisor.start();
+      await h.clock.advance(0);
+      const link = h.links[0] as FakeLink;
+      const base = link.respond;
+      let asked = 0;
+      link.respond = (action, body) => {
+        if (action !== 'heartbeat') return base(action, body);
+        asked += 1;
+        return asked === 1 ? 'drop' : { action: 'heartbeat', ok: true, heartbeat: body };
+      };
+      // Shorter than the configured 5 min, but longer than nothing yet named: 60 s.
+      link.notify(notice(60, 3));
+      await h.clock.advance(11_000);
+      expect(asked).toBe(2);
+      const at = h.clock.now();
+      await h.clock.advance(121_000);
+      // Every 60 s from the ok on.
+      const pings = pingsOf(link, at);
+      expect(pings).toHaveLength(2);
+      expect((pings[1] ?? 0) - (pings[0] ?? 0)).toBe(60_000);
+    });
+
     it('is ignored by a link that is no longer current', async () => {
       const h = harness({ probe: null });
       h.supervisor.start();
