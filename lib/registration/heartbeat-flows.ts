@@ -14,13 +14,17 @@ import type { HeartbeatCursors, HeartbeatStore, NameRange } from '../store/regis
  * the pass opens, side by side, and a flow's next page is on its way while the others take
  * their turns. A flow still reading a page is not waited for (`ready`): the pass serves the
  * others meanwhile, so one namespace's reads (its large pages, a slow store) never stand in
- * the way of another's turn.
+ * the way of another's turn. The one exception is a flow's first page (`opened`): all of them
+ * are asked for at once as the pass opens, and the first round waits for each in turn (up to
+ * FIRST_PAGE_WAIT_MS), so a namespace whose first answer came a few milliseconds after
+ * another's is not served after a page of the other's.
  */
 export class HeartbeatFlow {
   readonly namespace: string;
   readonly #records: AsyncIterator<EntryRecord>;
   #pending: Promise<IteratorResult<EntryRecord>>;
   #ready = false;
+  #opened = false;
   #done = false;
   #last: { group: string; after: string } | undefined;
 
@@ -33,6 +37,11 @@ export class HeartbeatFlow {
   /** Its next entry (or its end) is read: a turn given to it now does not wait. */
   get ready(): boolean {
     return this.#ready;
+  }
+
+  /** Its first page is in (or its share turned out empty): it has been ready once. */
+  get opened(): boolean {
+    return this.#opened;
   }
 
   /** Settles once `ready`. */
@@ -67,6 +76,7 @@ export class HeartbeatFlow {
     this.#ready = false;
     return this.#records.next().then((next) => {
       this.#ready = true;
+      this.#opened = true;
       return next;
     });
   }

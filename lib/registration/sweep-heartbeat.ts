@@ -286,6 +286,7 @@ async function onePass(
     (read) => recordStretch(run, read),
   );
   const active: HeartbeatFlow[] = [...flows];
+  const firstPages = firstPagesDue();
   try {
     // Round-robin, one check per namespace per turn; a flow with nothing left leaves the round.
     for (let turn = 0; active.length > 0; ) {
@@ -301,7 +302,7 @@ async function onePass(
         await look(true);
       }
       const groups = live.groups;
-      const at = await nextReady(active, turn % active.length);
+      const at = await nextReady(active, turn % active.length, firstPages.due);
       if (at === undefined) continue;
       const record = await active[at]?.take();
       if (!record) {
@@ -324,6 +325,7 @@ async function onePass(
       lanes.add(lane);
     }
   } finally {
+    firstPages.cancel();
     await Promise.all(flows.map((flow) => flow.close().catch(() => undefined)));
   }
   await Promise.all(lanes);
@@ -362,17 +364,19 @@ function shortestHeldMs(record: EntryRecord, group: GroupHeartbeat | undefined) 
 
 /**
  * The flow whose turn it is (`from`), or, while it is reading a page (not ready within a turn
- * of the event loop: its next entry was not in the page it has), the next one after it that is
- * ready; when none is, waits for the first to be and returns undefined (the caller looks again,
+ * of the event loop: its next entry was not in the page it has; within FIRST_PAGE_WAIT_MS for
+ * its first page, asked for with every other flow's as the pass opened), the next one after it
+ * that is ready; when none is, waits for the first to be and returns undefined (the caller looks again,
  * its deadlines first).
  */
 async function nextReady(
   active: readonly HeartbeatFlow[],
   from: number,
+  firstPages: Promise<void>,
 ): Promise<number | undefined> {
   const inTurn = active[from];
   if (inTurn && !inTurn.ready) {
-    await Promise.race([inTurn.whenReady(), new Promise((resolve) => setImmediate(resolve))]);
+    await Promise.race([inTurn.whenReady(), inTurn.opened ? nextTurnOfLoop() : firstPages]);
   }
   for (let step = 0; step < active.length; step++) {
     const at = (from + step) % active.length;
@@ -380,6 +384,27 @@ async function nextReady(
   }
   await Promise.race(active.map((flow) => flow.whenReady()));
   return undefined;
+}
+
+/**
+ * How long a flow's turn waits for its first page. Every flow's first page is asked for at once
+ * when the pass opens, so this is waited at most once a pass, for the slowest first answer (a
+ * page of 100 entries: tens of milliseconds, a few hundred on DynamoDB Local); a read that
+ * hangs costs the others one second, not the pass.
+ */
+const FIRST_PAGE_WAIT_MS = 1_000;
+
+function nextTurnOfLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** Settles FIRST_PAGE_WAIT_MS after the pass opened its flows: one timer a pass. */
+function firstPagesDue(): { due: Promise<void>; cancel: () => void } {
+  let timer: NodeJS.Timeout | undefined;
+  const due = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, FIRST_PAGE_WAIT_MS);
+  });
+  return { due, cancel: () => clearTimeout(timer) };
 }
 
 function elapsedSince(start: number): () => number {
