@@ -10,7 +10,7 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PACKAGE_ARCH, projectVersion } from '../../packaging/agent-package.ts';
 import { AGENT_ARCHES, type AgentArch, hostArch } from '../../packaging/agent-runtime.ts';
@@ -171,7 +171,7 @@ describe.runIf(tools || process.env.CI === 'true')('the agent packages', () => {
   it('refuses to package an executable built for another CPU, naming both', () => {
     const mixed = {
       ...build('x86_64', join(work, 'mixed')),
-      bundleDir: join(work, 'executables/aarch64'),
+      bundleDir: dirname(inputs.executable('aarch64')),
     };
     expect(() => buildDeb(mixed)).toThrow(/is a program for aarch64, not for x86_64/);
     expect(() => buildRpm(mixed)).toThrow(/is a program for aarch64, not for x86_64/);
