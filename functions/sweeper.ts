@@ -13,15 +13,13 @@ import { lazyHandler } from '../lib/wiring/lazy-handler.ts';
 import { type SweeperDependencies, sweeperDependencies } from '../lib/wiring/sweeper.ts';
 
 export type { SweeperEvent } from '../lib/protocol/sweeper-event.ts';
-export { SweepIncompleteError } from '../lib/sweep/sweep-run.ts';
-export { DEADLINE_MARGIN_MS } from '../lib/sweep/sweep-run-dependencies.ts';
-export { heartbeatOf, type SweeperSummary } from '../lib/sweep/sweeper-summary.ts';
+export type { SweeperSummary } from '../lib/sweep/sweeper-summary.ts';
 
 /**
  * The EventBridge schedule: lane 0's plain tick sweeps (lib/sweep/sweep-run.ts); heartbeat
  * lane k's tick checks its share of the heartbeat groups (lib/sweep/heartbeat-lane-run.ts),
- * under a lease of its own, so no lane delays a deletion. A failure propagates so the invocation fails
- * and the sweeper alarm sees it.
+ * under a lease of its own, so no lane delays a deletion. A failure propagates so the
+ * invocation fails and the sweeper alarm sees it.
  */
 export function createSweeperHandler(
   deps: SweeperDependencies,
