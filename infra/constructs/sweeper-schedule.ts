@@ -21,8 +21,8 @@ const TARGETS_PER_RULE = 5;
 
 /**
  * The sweeper function and the EventBridge schedule that runs it; with `heartbeatLanes` n > 1,
- * also the invocations of heartbeat lanes 1 .. n-1 each tick (functions/sweeper-lane.ts): the
- * same function, an event naming the lane, on rules of their own (up to 5 lanes a rule), so
+ * also the invocations of heartbeat lanes 1 .. n-1 each tick (lib/sweep/heartbeat-lane-run.ts):
+ * the same function, an event naming the lane, on rules of their own (up to 5 lanes a rule), so
  * the sweep's rule stays as it was.
  */
 export class SweeperSchedule extends Construct {

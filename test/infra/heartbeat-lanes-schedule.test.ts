@@ -5,8 +5,9 @@ import { createStack, synthTemplate } from './synth-stack.ts';
 
 /**
  * `cdk synth -c heartbeatLanes=N`: lanes 1 .. N-1 are the sweeper function invoked each tick
- * with `{"heartbeatLane": k}` (functions/sweeper-lane.ts), five targets to a rule (EventBridge's
- * limit), with the permission that lets each rule invoke it; the sweep's own rule is unchanged.
+ * with `{"heartbeatLane": k}` (lib/sweep/heartbeat-lane-run.ts), five targets to a rule
+ * (EventBridge's limit), with the permission that lets each rule invoke it; the sweep's own rule
+ * is unchanged.
  */
 const SWEEPER = Match.stringLikeRegexp('^SweepSweeperFunction');
 

@@ -5,9 +5,9 @@ vi.hoisted(() => {
   process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
 });
 
-import { reportHeartbeatLane } from '../../functions/sweeper-lane.ts';
 import { logger, metrics } from '../../lib/observability.ts';
 import { emptyResult, type HeartbeatLaneReport } from '../../lib/registration/sweep-result.ts';
+import { reportHeartbeatLane } from '../../lib/sweep/heartbeat-lane-report.ts';
 
 /**
  * A heartbeat lane's metrics and the operator's signal to add lanes: a warning when a pass

@@ -1,4 +1,4 @@
-import type { SweepResult } from '../lib/registration/sweep-result.ts';
+import type { SweepResult } from '../registration/sweep-result.ts';
 
 /** What one sweeper invocation did: lane 0's sweep, or a heartbeat lane's passes alone. */
 export interface SweeperSummary {
@@ -22,7 +22,7 @@ export interface SweeperSummary {
   mode: string;
   held: number;
   slowed: number;
-  /** The heartbeat lane this run served, when heartbeat groups exist (sweeper-lane.ts). */
+  /** The heartbeat lane this run served, when heartbeat groups exist (heartbeat-lane-run.ts). */
   heartbeat?: {
     lane: number;
     planVersion: number;
