@@ -163,6 +163,7 @@ describe.skipIf(
     expect(
       execFileSync(
         'dpkg-query',
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: dpkg-query's format, not ours
         [`--root=${root.dir}`, '-W', '-f', '${Version} ${Architecture}', 'registrar-agent'],
         {
           encoding: 'utf8',
