@@ -50,18 +50,18 @@ const fire = (state: MachineState, timer: TimerName): MachineEvent => ({
 });
 
 /** The named states, each reached from `idle` by the events that lead there. */
-const STATES = {
+const STATES: Record<Phase, () => MachineState> = {
   idle: () => initialState(),
   connecting: () => play([{ type: 'start' }]),
   'backing-off': () => play([{ type: 'start' }, failed]),
   connected: () => play([{ type: 'start' }, { type: 'opened', linkId: 1, closed: false }]),
-  rotating: () => {
+  rotating: (): MachineState => {
     const connected = STATES.connected();
     return play([fire(connected, 'rotate')], connected);
   },
   draining: () => play([{ type: 'drain' }], STATES.connected()),
   stopped: () => play([{ type: 'stop' }], STATES.connected()),
-} satisfies Record<Phase, () => MachineState>;
+};
 
 /** An effect in a few words: what it does and to what; logs and emits by level and type. */
 function said(effect: Effect): string {
