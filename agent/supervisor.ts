@@ -1,35 +1,25 @@
 import type { Probe } from '../lib/domain/model.ts';
-import { formatRef } from '../lib/domain/model.ts';
-import { AuthSetupError } from './auth.ts';
-import { REFUSAL_STATUSES } from './backoff.ts';
 import type { Clock, Timer } from './clock.ts';
 import type { AgentTiming } from './config.ts';
-import {
-  type AgentLink,
-  isNotRegistered,
-  NotRegistrarError,
-  RefusedError,
-  type Reply,
-  RequestError,
-} from './connection.ts';
+import { type AgentLink, isNotRegistered, RequestError } from './connection.ts';
 import { HealthReporter } from './health-reporter.ts';
 import type { Logger } from './logger.ts';
 import { MaintenanceNotices } from './maintenance-notices.ts';
 import { ProbeWatcher } from './probe-watcher.ts';
 import type { ProbeCheck } from './probes/probe-result.ts';
 import type { ProbeSettings } from './probes/probe-runner.ts';
+import { describedReply, openFailure, type RefusalHint } from './supervisor-inputs.ts';
 import { seconds, transition } from './supervisor-machine.ts';
 import {
   type AgentEvent,
-  type Described,
   type Effect,
   initialState,
   type MachineEvent,
   type MachineState,
-  type OpenFailure,
   type TimerName,
 } from './supervisor-state.ts';
 
+export { describeError } from './supervisor-inputs.ts';
 export { seconds } from './supervisor-machine.ts';
 export type { AgentEvent } from './supervisor-state.ts';
 
@@ -44,7 +34,7 @@ export interface SupervisorOptions {
    * What to do about a refusal with this status (it depends on how the agent authenticates);
    * `reasonGiven` when the refusal carries the registrar's own reason.
    */
-  refusalHint?: (status: number, reasonGiven: boolean, message: string) => string | undefined;
+  refusalHint?: RefusalHint;
   onEvent?: (event: AgentEvent & { at: number }) => void;
 }
 
@@ -286,7 +276,7 @@ export class Supervisor {
         this.#dispatch({ type: 'opened', linkId, closed: link.closed });
       },
       (error: unknown) => {
-        this.#dispatch({ type: 'open-failed', failure: this.#classify(error) });
+        this.#dispatch({ type: 'open-failed', failure: openFailure(error, this.#o.refusalHint) });
       },
     );
   }
@@ -320,7 +310,7 @@ export class Supervisor {
     if (!link || link.closed) return;
     try {
       const reply = await link.request('describe');
-      this.#dispatch({ type: 'described', linkId, reply: described(reply) });
+      this.#dispatch({ type: 'described', linkId, reply: describedReply(reply) });
     } catch (error) {
       const failure =
         error instanceof RequestError && error.kind === 'closed'
@@ -375,57 +365,7 @@ export class Supervisor {
     }
   }
 
-  /** Turns an upgrade's error into what the machine decides on. */
-  #classify(error: unknown): OpenFailure {
-    if (error instanceof NotRegistrarError)
-      return {
-        kind: 'not-registrar',
-        message: error.message,
-        status: error.status,
-        contentType: error.contentType,
-      };
-    if (error instanceof RefusedError && REFUSAL_STATUSES.has(error.status)) {
-      // The registrar's own refusal (it names a code) already says what to do; API Gateway's
-      // bare `Forbidden`/`Unauthorized` forwards no reason, so the agent adds the likely ones.
-      const hint = this.#o.refusalHint?.(error.status, error.code !== undefined, error.message);
-      const reason = `refused (${error.status}${error.code ? ` ${error.code}` : ''}): ${error.message}`;
-      return {
-        kind: 'refused',
-        reason: hint ? `${reason}; ${hint}` : reason,
-        status: error.status,
-        missingGroup: error.status === 404,
-      };
-    }
-    if (error instanceof AuthSetupError)
-      return { kind: 'refused', reason: error.message, status: undefined, missingGroup: false };
-    return { kind: 'failed', description: describeError(error) };
-  }
-
   #emit(event: AgentEvent): void {
     this.#o.onEvent?.({ ...event, at: this.#o.clock.now() });
   }
-}
-
-/** The parts of a `describe` reply the supervisor reads. */
-function described(reply: Reply): Described {
-  const metadata = (reply.entry as { metadata?: { namespace?: string; name?: string } } | undefined)
-    ?.metadata;
-  return {
-    name:
-      metadata?.name && metadata.namespace
-        ? formatRef({ namespace: metadata.namespace, name: metadata.name })
-        : '?',
-    connectionId: typeof reply.connectionId === 'string' ? reply.connectionId : undefined,
-    maintenance: reply.maintenance,
-    probe: reply.probe,
-    heartbeat: reply.heartbeat,
-  };
-}
-
-/** Node's `connect ECONNREFUSED 127.0.0.1:8080` already names its code: said once. */
-export function describeError(error: unknown): string {
-  if (error instanceof RefusedError) return `HTTP ${error.status}: ${error.message}`;
-  const code = (error as NodeJS.ErrnoException).code;
-  const message = (error as Error).message;
-  return code && !message.includes(code) ? `${code} ${message}` : message;
 }
