@@ -55,6 +55,11 @@ export class Supervisor {
   readonly #links = new Map<number, AgentLink>();
   readonly #timers = new Map<TimerName, Timer>();
   #state: MachineState = initialState();
+  /**
+   * The connection the machine counts as current, kept after it closed (as `#links` is not)
+   * until the machine names another: the health reporter and `link` ask for it.
+   */
+  #current: AgentLink | undefined;
   #linkSeq = 0;
   /** Events raised while effects are performed wait their turn: one transition at a time. */
   readonly #queue: MachineEvent[] = [];
@@ -78,7 +83,7 @@ export class Supervisor {
       },
       onStuck: (link, reason) => {
         const current = this.#state.current;
-        if (current && this.#links.get(current.id) === link)
+        if (current && this.#current === link)
           this.#dispatch({ type: 'link-stuck', linkId: current.id, reason });
       },
     });
@@ -98,8 +103,7 @@ export class Supervisor {
 
   /** The connection the registrar counts now (the sidecar bootstrap asks on it). */
   get link(): AgentLink | undefined {
-    const current = this.#state.current;
-    return current ? this.#links.get(current.id) : undefined;
+    return this.#current;
   }
 
   /** The machine's state, for tests and diagnostics. */
@@ -199,6 +203,8 @@ export class Supervisor {
         const { clock, timing } = this.#o;
         const context = { now: clock.now(), random: () => clock.random(), timing };
         const { state, effects } = transition(this.#state, next, context);
+        if (state.current?.id !== this.#state.current?.id)
+          this.#current = state.current ? this.#links.get(state.current.id) : undefined;
         this.#state = state;
         for (const effect of effects) this.#perform(effect);
       }
@@ -285,6 +291,8 @@ export class Supervisor {
   #watch(linkId: number): void {
     const link = this.#links.get(linkId);
     if (!link) return;
+    // Closed before the listener below could hear it: the machine was told (`opened`).
+    if (link.closed) this.#links.delete(linkId);
     link.onClose((code, reason) => {
       this.#links.delete(linkId);
       this.#dispatch({ type: 'closed', linkId, code, reason });
