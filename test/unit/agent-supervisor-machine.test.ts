@@ -103,6 +103,45 @@ describe('the supervisor machine: its named states', () => {
   });
 });
 
+/** Freezes a state all the way down: a transition that wrote to its input would throw. */
+function frozen<T>(value: T): T {
+  if (value && typeof value === 'object') {
+    for (const inner of Object.values(value)) frozen(inner);
+    Object.freeze(value);
+  }
+  return value;
+}
+
+describe('the supervisor machine is pure', () => {
+  it('never writes to the state it is given', () => {
+    const from = frozen(STATES.connected());
+    const events: MachineEvent[] = [
+      fire(from, 'rotate'),
+      fire(from, 'ping'),
+      { type: 'closed', linkId: 1, code: 1006, reason: '' },
+      { type: 'link-stuck', linkId: 1, reason: 'x' },
+      { type: 'heartbeat-told', linkId: 1, intervalSeconds: 10, misses: 3 },
+      { type: 'drain' },
+      { type: 'stop' },
+    ];
+    for (const event of events) expect(() => step(from, event)).not.toThrow();
+    const asked = frozen(
+      play([{ type: 'heartbeat-told', linkId: 1, intervalSeconds: 60, misses: 3 }], from),
+    );
+    expect(() =>
+      step(asked, { type: 'heartbeat-answered', ackId: 1, outcome: 'lost', message: 'lost' }),
+    ).not.toThrow();
+  });
+
+  it('gives the same answer to the same state, event, time and jitter', () => {
+    const from = STATES.connected();
+    const event: MachineEvent = { type: 'closed', linkId: 1, code: 1006, reason: '' };
+    expect(step(from, event, { now: T0 + 5, random: 0.25 })).toEqual(
+      step(from, event, { now: T0 + 5, random: 0.25 }),
+    );
+  });
+});
+
 describe('the supervisor machine: each transition', () => {
   const opened2: MachineEvent = { type: 'opened', linkId: 2, closed: false };
   const closed1: MachineEvent = { type: 'closed', linkId: 1, code: 1006, reason: '' };
