@@ -6,6 +6,18 @@ const resultsFile = process.env.REGISTRAR_TEST_RESULTS;
 const leaveOutRealCluster =
   process.env.CI === 'true' && process.env.REGISTRAR_REAL_CLUSTER_STAGE !== '1';
 
+function testForks(): number {
+  const asked = process.env.REGISTRAR_TEST_FORKS;
+  if (asked === undefined || asked === '') return 3;
+  const forks = Number(asked);
+  if (!Number.isInteger(forks) || forks < 1) {
+    throw new Error(
+      `REGISTRAR_TEST_FORKS must be a whole number of forks, 1 or more; got '${asked}'`,
+    );
+  }
+  return forks;
+}
+
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
@@ -21,11 +33,15 @@ export default defineConfig({
     globalSetup: ['test/global-tmpdir.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
-    // Integration suites start servers on random ports; two cores are enough for two forks.
+    // Integration suites start servers on random ports, each file in a fork of its own.
     pool: 'forks',
     // The slowest files first, from committed durations (a fresh clone has no cache of them).
     sequence: { sequencer: DurationSequencer },
-    poolOptions: { forks: { maxForks: 2, minForks: 1 } },
+    // Three forks on two cores: a full run spends about half of its wall time with a core idle
+    // (its files wait on timers, sockets and child processes: ~1,200 s of CPU in a 20-minute
+    // pass on two forks), so a third fork fills the gaps (docs/contributing.md, "CI stages").
+    // REGISTRAR_TEST_FORKS sets another count (1 on a machine that must stay quiet).
+    poolOptions: { forks: { maxForks: testForks(), minForks: 1 } },
     reporters: resultsFile ? ['default', ['json', { outputFile: resultsFile }]] : ['default'],
     // The functions run inside the test processes: keep their JSON logs and EMF metrics out of
     // the test output. A test about logging sets its own level.
