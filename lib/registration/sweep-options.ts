@@ -97,5 +97,5 @@ export type SweepStore = Pick<
   | 'livenessMark'
   | 'setLivenessMark'
 > &
-  Partial<DisruptionStore> &
-  Partial<HeartbeatStore>;
+  DisruptionStore &
+  HeartbeatStore;

@@ -43,7 +43,12 @@ import {
   type Item,
   namespacePartition,
 } from './item-codec.ts';
-import type { EntryDeletion, NamespaceList, StoredGroup } from './registry-store.ts';
+import type {
+  CatalogDocumentStore,
+  EntryDeletion,
+  NamespaceList,
+  StoredGroup,
+} from './registry-store.ts';
 
 /** Optimistic-lock retries of an apply that raced another writer of the same object. */
 const APPLY_ATTEMPTS = 3;
@@ -62,7 +67,7 @@ type ApplyGroupResult = { outcome: 'created' | 'updated' | 'unchanged'; group: W
  * Applies read, decide, then write conditionally on what they read (`revision`), so two
  * operators applying at once, or a VM connecting while an entry is applied, never lose a write.
  */
-export class DynamoDbCatalog {
+export class DynamoDbCatalog implements CatalogDocumentStore {
   readonly #client: DynamoDBDocumentClient;
   readonly #table: string;
   readonly #namespaces: DynamoDbNamespaceIndex;

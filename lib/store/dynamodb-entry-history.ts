@@ -96,7 +96,7 @@ export class DynamoDbEntryHistory {
   }
 
   /** The deleted entries of a namespace (of one name, when given) not expired at `now`. */
-  async list(namespace: string, name: string | undefined, now: EpochMillis) {
+  async deletedEntries(namespace: string, name: string | undefined, now: EpochMillis) {
     const found: DeletedEntryHistory[] = [];
     const items = queryItems(this.#client, {
       TableName: this.#table,
@@ -125,7 +125,7 @@ export class DynamoDbEntryHistory {
    * Deletes expired history items of these namespaces, at most `limit` (where the table has no
    * TTL: dynalite, DynamoDB Local). Reads only the namespaces' history items (their keys).
    */
-  async pruneExpired(
+  async pruneExpiredHistory(
     namespaces: readonly string[],
     now: EpochMillis,
     limit: number,

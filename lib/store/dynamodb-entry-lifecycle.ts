@@ -39,6 +39,7 @@ import type {
   AddressClaim,
   ConnectChange,
   ConnectOutcome,
+  EntryLifecycleStore,
   HealthOutcome,
   HealthReport,
   Holder,
@@ -59,7 +60,7 @@ const ROUNDS = 3;
  * and drain. Each event is one conditional write on the entry in the common case; a lost
  * condition is an outcome, and the entry is read only to tell which outcome.
  */
-export class DynamoDbEntryLifecycle {
+export class DynamoDbEntryLifecycle implements EntryLifecycleStore {
   readonly #table: RegistryTable;
   readonly #counters: DynamoDbCellCounters;
   readonly #connections: DynamoDbConnectionRecords;

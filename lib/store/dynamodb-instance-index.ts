@@ -7,13 +7,14 @@ import type { DynamoDbEntryHistory } from './dynamodb-entry-history.ts';
 import { instanceGoneDelete } from './dynamodb-entry-writes.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import { decodeEntry } from './item-codec.ts';
+import type { InstanceStore } from './registry-store.ts';
 import { INSTANCE_INDEX } from './table-definition.ts';
 
 /**
  * The sparse `instance` index (keys only): the entries whose newest connect came from an EC2
  * instance, for the EC2 state-change function's removals.
  */
-export class DynamoDbInstanceIndex {
+export class DynamoDbInstanceIndex implements InstanceStore {
   readonly #table: RegistryTable;
   readonly #counters: DynamoDbCellCounters;
   readonly #history: DynamoDbEntryHistory;

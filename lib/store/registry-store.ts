@@ -358,7 +358,7 @@ export interface DisruptionStore {
    * the count past it is left uncounted, and undefined when the shared keys alone hold more.
    * The counters can drift (a write that failed for good after its entry's); this cannot.
    */
-  awayByZone?(limit: number, namespaces?: readonly string[]): Promise<AwayCount | undefined>;
+  awayByZone(limit: number, namespaces?: readonly string[]): Promise<AwayCount | undefined>;
   /** The newest connect anywhere, from the head of each connected shard of the sweep index. */
   newestConnectAt(): Promise<EpochMillis | undefined>;
   disruptionRecord(): Promise<DisruptionRecord | undefined>;
@@ -427,8 +427,11 @@ export interface HeartbeatGroups {
   changes?: number;
 }
 
-/** What the sweeper's heartbeat lane needs from storage. */
-export interface HeartbeatStore {
+/** What the sweeper's heartbeat lane needs from storage: the groups, and the lanes' records. */
+export type HeartbeatStore = HeartbeatGroupStore & HeartbeatLaneStore;
+
+/** The heartbeat groups, their holders and their namespaces' quotas (DynamoDbHeartbeatGroups). */
+export interface HeartbeatGroupStore {
   heartbeatGroups(): Promise<HeartbeatGroups | undefined>;
   saveHeartbeatGroups(state: HeartbeatGroups): Promise<void>;
   /** Every group whose annotations set a heartbeat (listed once per liveness interval). */
@@ -448,14 +451,18 @@ export interface HeartbeatStore {
    * those named after `after` and/or at most `upTo` (a lane resuming where it stopped).
    */
   heldEntriesOf(group: ObjectRef, range?: NameRange): AsyncIterable<EntryRecord>;
+}
+
+/** The heartbeat lanes' records and their plan (DynamoDbHeartbeatLanes). */
+export interface HeartbeatLaneStore {
   /** A heartbeat lane's own record: where its pass stopped, its samples (one small item). */
-  heartbeatLane?(lane: number): Promise<HeartbeatLaneState | undefined>;
-  saveHeartbeatLane?(lane: number, state: HeartbeatLaneState): Promise<void>;
+  heartbeatLane(lane: number): Promise<HeartbeatLaneState | undefined>;
+  saveHeartbeatLane(lane: number, state: HeartbeatLaneState): Promise<void>;
   /** Every lane's record (one Query): lane 0 plans from their samples. */
-  heartbeatLanes?(): Promise<Map<number, HeartbeatLaneState>>;
+  heartbeatLanes(): Promise<Map<number, HeartbeatLaneState>>;
   /** How the heartbeat groups' entries are shared among the lanes (lib/domain/heartbeat-lanes.ts). */
-  heartbeatPlan?(): Promise<LanePlanRecord | undefined>;
-  saveHeartbeatPlan?(record: LanePlanRecord): Promise<void>;
+  heartbeatPlan(): Promise<LanePlanRecord | undefined>;
+  saveHeartbeatPlan(record: LanePlanRecord): Promise<void>;
 }
 
 /**
@@ -501,3 +508,67 @@ export interface NameRange {
  * checked. A namespace whose share of the pass was done has none.
  */
 export type HeartbeatCursors = Record<string, { group: string; after: string }>;
+
+/*
+ * The ports the adapters of this folder implement, one each (`implements`), so a call a use
+ * case names and no adapter serves fails to compile. RegistryStore, CatalogStore,
+ * HeartbeatStore, CordonStore and EntryEventStore are the use cases' view: their sum is what
+ * lib/wiring composes from these adapters (composeAdapters), never a class that forwards.
+ */
+
+/** DynamoDbAddressClaims: an address's claim item, apart from its entry. */
+export type AddressClaimItemStore = Pick<RegistryStore, 'claimAddress' | 'takeAddress'>;
+
+/** DynamoDbConnectionRecords: IAM mode's connection -> entry records. */
+export type ConnectionRecordStore = Pick<RegistryStore, 'getConnection' | 'forgetConnection'>;
+
+/** DynamoDbEntryLifecycle: the event path's conditional writes on an entry and its holders. */
+export type EntryLifecycleStore = Pick<
+  RegistryStore,
+  | 'getGroup'
+  | 'getEntry'
+  | 'connect'
+  | 'withdrawCreated'
+  | 'leave'
+  | 'dropHolders'
+  | 'reportHealth'
+  | 'drain'
+  | 'noteAddressConflict'
+>;
+
+/** DynamoDbSweepIndex: the keys every namespace shares, and the sweeper's deletion. */
+export type SweepIndexStore = Pick<
+  RegistryStore,
+  'sweepCandidates' | 'connectedIn' | 'deleteSwept' | 'newestConnectAt'
+>;
+
+/** DynamoDbDepartureQueues: each namespace's departures, and the recount of those away. */
+export type DepartureStore = Pick<
+  RegistryStore,
+  | 'sweepNamespaces'
+  | 'departuresOf'
+  | 'departuresInGrace'
+  | 'moveDeparturesToSharedKeys'
+  | 'awayByZone'
+>;
+
+/** DynamoDbSweeperState: the sweep's lease, its liveness mark and fail static's record. */
+export type SweeperStateStore = Pick<
+  RegistryStore,
+  | 'acquireSweepLease'
+  | 'releaseSweepLease'
+  | 'livenessMark'
+  | 'setLivenessMark'
+  | 'disruptionRecord'
+  | 'saveDisruptionRecord'
+  | 'releaseHold'
+>;
+
+/** DynamoDbCellCounters, as the fail-static guard reads them. */
+export type ZoneCountStore = Pick<DisruptionStore, 'zoneCounts'>;
+
+/** DynamoDbHolderBeats: the heartbeat a holder acknowledged. */
+export type HolderBeatStore = Pick<RegistryStore, 'recordHeartbeat'>;
+
+/** DynamoDbCatalog: the operators' documents (an entry is read by the lifecycle's getEntry). */
+export type CatalogDocumentStore = Omit<CatalogStore, 'getEntry'>;

@@ -9,6 +9,7 @@ import type { ConnectChange, RegistryStore } from '../../lib/store/registry-stor
 import { countRequests } from '../../lib/store/request-counter.ts';
 import { ZONE_SHARDS } from '../../lib/store/table-definition.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+import { NO_DISRUPTION, NO_HEARTBEATS } from '../fixtures/sweep-stand-ins.ts';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -148,6 +149,8 @@ describe('runSweep', () => {
         return 'deleted';
       },
       ...NO_LIVENESS_STORE,
+      ...NO_DISRUPTION,
+      ...NO_HEARTBEATS,
     };
 
     const result = await runSweep(store, options());
@@ -209,6 +212,8 @@ describe('runSweep', () => {
     // The VM reconnects after the sweeper read the entry and before its delete.
     const racing: SweepStore = {
       ...NO_LIVENESS_STORE,
+      ...NO_DISRUPTION,
+      ...NO_HEARTBEATS,
       sweepCandidates: (cutoffs, limit) => store.sweepCandidates(cutoffs, limit),
       sweepNamespaces: () => store.sweepNamespaces(),
       departuresOf: (namespace, kind, cutoff) => store.departuresOf(namespace, kind, cutoff),

@@ -21,6 +21,8 @@ function fakeStore(listed: { group: ObjectRef; heartbeat: Heartbeat }[]) {
         record = state;
       },
       groupHeartbeats: async () => listed,
+      // No `apply` counted: the groups are listed again on the relist interval alone.
+      heartbeatChanges: async () => 0,
     },
   };
 }
