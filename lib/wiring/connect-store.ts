@@ -1,14 +1,11 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoDbAddressClaims } from '../store/dynamodb-address-claims.ts';
-import { DynamoDbCellCounters } from '../store/dynamodb-cell-counters.ts';
 import { DynamoDbConnectionRecords } from '../store/dynamodb-connection-records.ts';
-import { DynamoDbEntryHistory } from '../store/dynamodb-entry-history.ts';
 import { DynamoDbEntryLifecycle } from '../store/dynamodb-entry-lifecycle.ts';
 import { DynamoDbSweepIndex } from '../store/dynamodb-sweep-index.ts';
-import { RegistryTable } from '../store/dynamodb-table.ts';
 import type { RegistryStore } from '../store/registry-store.ts';
 import { composeAdapters } from './compose-adapters.ts';
-import type { RegistryOptions } from './registry.ts';
+import { type RegistryOptions, sharedAdapters } from './shared-adapters.ts';
 
 /** What `$connect` asks of the registry: its group, its entry, the address claim. */
 export type ConnectStore = Pick<
@@ -34,9 +31,7 @@ export function connectStore(
   tableName: string,
   options: RegistryOptions = {},
 ): ConnectStore {
-  const table = new RegistryTable(client, tableName);
-  const counters = new DynamoDbCellCounters(table);
-  const history = new DynamoDbEntryHistory(client, tableName, options.onHistoryLost);
+  const { table, history, counters } = sharedAdapters(client, tableName, options);
   return composeAdapters(
     new DynamoDbEntryLifecycle(table, counters, new DynamoDbConnectionRecords(table)),
     new DynamoDbAddressClaims(client, tableName),

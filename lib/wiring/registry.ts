@@ -1,11 +1,9 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DynamoDbAddressClaims } from '../store/dynamodb-address-claims.ts';
 import { DynamoDbCatalog } from '../store/dynamodb-catalog.ts';
-import { DynamoDbCellCounters } from '../store/dynamodb-cell-counters.ts';
 import { DynamoDbConnectionRecords } from '../store/dynamodb-connection-records.ts';
 import { DynamoDbCordon } from '../store/dynamodb-cordon.ts';
 import { DynamoDbDepartureQueues } from '../store/dynamodb-departure-queues.ts';
-import { DynamoDbEntryHistory, type HistoryLost } from '../store/dynamodb-entry-history.ts';
 import { DynamoDbEntryLifecycle } from '../store/dynamodb-entry-lifecycle.ts';
 import { DynamoDbHeartbeatGroups } from '../store/dynamodb-heartbeat-groups.ts';
 import { DynamoDbHeartbeatLanes } from '../store/dynamodb-heartbeat-lanes.ts';
@@ -13,14 +11,9 @@ import { DynamoDbHolderBeats } from '../store/dynamodb-holder-beats.ts';
 import { DynamoDbInstanceIndex } from '../store/dynamodb-instance-index.ts';
 import { DynamoDbSweepIndex } from '../store/dynamodb-sweep-index.ts';
 import { DynamoDbSweeperState } from '../store/dynamodb-sweeper-state.ts';
-import { RegistryTable } from '../store/dynamodb-table.ts';
 import type { RegistrarStore } from '../store/registrar-store.ts';
 import { composeAdapters, without } from './compose-adapters.ts';
-
-export interface RegistryOptions {
-  /** A deletion whose history item could not be written (functions log and count it). */
-  onHistoryLost?: HistoryLost;
-}
+import { type RegistryOptions, sharedAdapters } from './shared-adapters.ts';
 
 /**
  * The registry on one DynamoDB table (docs/architecture.md): every adapter, each owning its
@@ -35,9 +28,7 @@ export function composeRegistry(
   tableName: string,
   options: RegistryOptions = {},
 ): RegistrarStore {
-  const table = new RegistryTable(client, tableName);
-  const history = new DynamoDbEntryHistory(client, tableName, options.onHistoryLost);
-  const counters = new DynamoDbCellCounters(table);
+  const { table, history, counters } = sharedAdapters(client, tableName, options);
   const connections = new DynamoDbConnectionRecords(table);
   return composeAdapters(
     new DynamoDbEntryLifecycle(table, counters, connections),

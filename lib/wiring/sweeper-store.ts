@@ -1,18 +1,15 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SweepStore } from '../registration/sweep-options.ts';
-import { DynamoDbCellCounters } from '../store/dynamodb-cell-counters.ts';
 import { DynamoDbConnectionRecords } from '../store/dynamodb-connection-records.ts';
 import { DynamoDbDepartureQueues } from '../store/dynamodb-departure-queues.ts';
-import { DynamoDbEntryHistory } from '../store/dynamodb-entry-history.ts';
 import { DynamoDbEntryLifecycle } from '../store/dynamodb-entry-lifecycle.ts';
 import { DynamoDbHeartbeatGroups } from '../store/dynamodb-heartbeat-groups.ts';
 import { DynamoDbHeartbeatLanes } from '../store/dynamodb-heartbeat-lanes.ts';
 import { DynamoDbSweepIndex } from '../store/dynamodb-sweep-index.ts';
 import { DynamoDbSweeperState } from '../store/dynamodb-sweeper-state.ts';
-import { RegistryTable } from '../store/dynamodb-table.ts';
 import type { SweepLeaseStore } from '../store/registry-store.ts';
 import { composeAdapters } from './compose-adapters.ts';
-import type { RegistryOptions } from './registry.ts';
+import { type RegistryOptions, sharedAdapters } from './shared-adapters.ts';
 
 /** What the sweeper function asks of the registry: the sweep (with fail static), its lease. */
 export type SweeperStore = SweepStore & SweepLeaseStore;
@@ -27,9 +24,7 @@ export function sweeperStore(
   tableName: string,
   options: RegistryOptions = {},
 ): SweeperStore {
-  const table = new RegistryTable(client, tableName);
-  const history = new DynamoDbEntryHistory(client, tableName, options.onHistoryLost);
-  const counters = new DynamoDbCellCounters(table);
+  const { table, history, counters } = sharedAdapters(client, tableName, options);
   return composeAdapters(
     // For dropHolders: a liveness check's or a silent holder's drop.
     new DynamoDbEntryLifecycle(table, counters, new DynamoDbConnectionRecords(table)),
