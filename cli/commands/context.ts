@@ -1,6 +1,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Command } from 'commander';
 import type { HeartbeatCounts } from '../../lib/registration/heartbeat-quota.ts';
+import type { CatalogStore } from '../../lib/store/catalog-store.ts';
 import type { DynamoDbGroupSource } from '../../lib/store/dynamodb-group-source.ts';
 import type { NamespaceUsageReader } from '../../lib/store/dynamodb-namespace-usage.ts';
 import type { SweepPolicyStore } from '../../lib/store/dynamodb-sweep-policy-store.ts';
@@ -8,7 +9,6 @@ import type { CordonStore, EntryEventStore } from '../../lib/store/entry-event-s
 import type { HeldEntryReader } from '../../lib/store/held-entry-reader.ts';
 import type { NamespaceSettingsStore } from '../../lib/store/namespace-settings-store.ts';
 import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
-import type { CatalogStore } from '../../lib/store/registry-store.ts';
 import type { RolloutStore } from '../../lib/store/rollout-store.ts';
 import type { Migration, SchemaStore } from '../../lib/store/schema-store.ts';
 import type { TerminatedInstances } from '../../lib/store/terminated-instance-store.ts';

@@ -13,7 +13,7 @@ import {
   thinned,
 } from '../domain/heartbeat-lanes.ts';
 import type { ObjectRef } from '../domain/model.ts';
-import type { HeartbeatLaneState, HeldObservation } from '../store/registry-store.ts';
+import type { HeartbeatLaneState, HeldObservation } from '../store/heartbeat-store.ts';
 import type { ShareGroup, StretchRead } from './heartbeat-flows.ts';
 import { type GroupHeartbeat, groupKeyOf } from './heartbeat-groups.ts';
 import { combinedObservations } from './heartbeat-schedule.ts';

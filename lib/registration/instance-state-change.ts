@@ -1,7 +1,7 @@
 import { rememberGoneInstance } from '../auth/terminated-instances.ts';
 import { type EpochMillis, formatRef } from '../domain/model.ts';
 import type { InstanceStateChange } from '../protocol/ec2-state-change.ts';
-import type { InstanceStore } from '../store/registry-store.ts';
+import type { InstanceStore } from '../store/catalog-store.ts';
 import type { TerminatedInstances } from '../store/terminated-instance-store.ts';
 import { removeInstanceEntries } from './remove-instance-entries.ts';
 

@@ -6,7 +6,7 @@ import type {
   HeartbeatCursors,
   HeartbeatLaneState,
   HeldObservation,
-} from '../store/registry-store.ts';
+} from '../store/heartbeat-store.ts';
 import { checkEntryLiveness } from './entry-liveness-check.ts';
 import { type HeartbeatFlow, heartbeatFlows, type ShareGroup } from './heartbeat-flows.ts';
 import { type GroupHeartbeat, groupKeyOf, shortestBoundMs } from './heartbeat-groups.ts';

@@ -1,5 +1,5 @@
 import { isOnCurrentTemplate } from '../domain/template-rollout.ts';
-import type { StoredGroup } from '../store/registry-store.ts';
+import type { StoredGroup } from '../store/registry-records.ts';
 import type { RolloutEntry, RolloutRecord } from '../store/rollout-store.ts';
 import { paceOf } from './rollout-pace.ts';
 

@@ -1,8 +1,8 @@
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
 import { isConditionFailed } from './dynamodb-client.ts';
+import type { AddressClaim, AddressClaimItemStore, ClaimResult } from './entry-lifecycle-store.ts';
 import { EXPIRES_AT_ATTRIBUTE } from './item-codec.ts';
-import type { AddressClaim, AddressClaimItemStore, ClaimResult } from './registry-store.ts';
 
 /** The partition of an address's claim: one item per address and network, never a hot key. */
 export function addressKey(claim: Pick<AddressClaim, 'address' | 'network'>) {

@@ -1,7 +1,7 @@
 import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { RegistryTable } from './dynamodb-table.ts';
+import type { ConnectionRecord, ConnectionRecordStore } from './entry-lifecycle-store.ts';
 import { connectionKey, decodeConnectionRecord, encodeConnectionRecord } from './item-codec.ts';
-import type { ConnectionRecord, ConnectionRecordStore } from './registry-store.ts';
 
 /**
  * IAM mode's `CONN#<connectionId>` records: connection -> its entry, for the events after

@@ -9,12 +9,7 @@ import { DynamoDbNamespaceIndex } from './dynamodb-namespace-index.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import { decodeEntry, type Item, namespaceSweepState, sweepState } from './item-codec.ts';
 import { mergeOrdered } from './merge-ordered.ts';
-import type {
-  AwayCount,
-  DepartureKey,
-  DepartureStore,
-  DeparturesInGrace,
-} from './registry-store.ts';
+import type { AwayCount, DepartureKey, DepartureStore, DeparturesInGrace } from './sweep-store.ts';
 import { SWEEP_INDEX, SWEEP_SHARDS } from './table-definition.ts';
 
 /**

@@ -27,14 +27,6 @@ import {
 } from './dynamodb-entry-writes.ts';
 import { drainUpdate, healthUpdate } from './dynamodb-health-writes.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
-import {
-  decodeEntry,
-  decodeGroup,
-  type EntryItem,
-  entryKey,
-  groupKey,
-  holderTimes,
-} from './item-codec.ts';
 import type {
   AddressClaim,
   ConnectChange,
@@ -43,11 +35,18 @@ import type {
   HealthOutcome,
   HealthReport,
   Holder,
-  HolderRef,
   LeaveChange,
   LeaveResult,
-  StoredGroup,
-} from './registry-store.ts';
+} from './entry-lifecycle-store.ts';
+import {
+  decodeEntry,
+  decodeGroup,
+  type EntryItem,
+  entryKey,
+  groupKey,
+  holderTimes,
+} from './item-codec.ts';
+import type { HolderRef, StoredGroup } from './registry-records.ts';
 
 /**
  * Rounds of conditional writes before a connect or disconnect gives up. Each round re-reads

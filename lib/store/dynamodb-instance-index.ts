@@ -1,13 +1,13 @@
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { deletedEvent } from '../domain/entry-events.ts';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
+import type { InstanceStore } from './catalog-store.ts';
 import type { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import type { DynamoDbEntryHistory } from './dynamodb-entry-history.ts';
 import { instanceGoneDelete } from './dynamodb-entry-writes.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import { decodeEntry } from './item-codec.ts';
-import type { InstanceStore } from './registry-store.ts';
 import { INSTANCE_INDEX } from './table-definition.ts';
 
 /**

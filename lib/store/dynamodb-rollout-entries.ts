@@ -18,7 +18,7 @@ import {
   type Item,
   namespacePartition,
 } from './item-codec.ts';
-import type { EntryDeletion, StoredGroup } from './registry-store.ts';
+import type { EntryDeletion, StoredGroup } from './registry-records.ts';
 import type { OutdatedPage, RolloutEntry, RolloutStore } from './rollout-store.ts';
 
 /**

@@ -10,7 +10,8 @@ import type { DynamoDbEntryHistory } from './dynamodb-entry-history.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import { decodeEntry, encodeEntry, entryKey, type Item, sweepState } from './item-codec.ts';
 import { mergeOrdered } from './merge-ordered.ts';
-import type { EntryDeletion, SweepIndexState, SweepIndexStore } from './registry-store.ts';
+import type { EntryDeletion } from './registry-records.ts';
+import type { SweepIndexState, SweepIndexStore } from './sweep-store.ts';
 import { SWEEP_INDEX, SWEEP_SHARDS } from './table-definition.ts';
 
 /**

@@ -3,7 +3,7 @@ import type { DisruptionRecord } from '../domain/disruption.ts';
 import type { EpochMillis } from '../domain/model.ts';
 import { isConditionFailed } from './dynamodb-client.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
-import type { SweeperStateStore, SweepLease } from './registry-store.ts';
+import type { SweeperStateStore, SweepLease } from './sweep-store.ts';
 
 /** The sweeper's own state: how far its liveness checks have covered time. */
 const LIVENESS_MARK_KEY = { pk: 'SWEEPER', sk: 'liveness' };

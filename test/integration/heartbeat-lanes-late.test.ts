@@ -15,7 +15,7 @@ import { HEARTBEAT_ANNOTATIONS } from '../../lib/domain/heartbeat.ts';
 import { toldAtConnect } from '../../lib/domain/holder-heartbeat.ts';
 import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
-import type { ConnectChange } from '../../lib/store/registry-store.ts';
+import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
 import { sweeperStore as composeSweeperStore } from '../../lib/wiring/sweeper-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';

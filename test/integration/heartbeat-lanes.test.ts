@@ -10,7 +10,7 @@ import { ENV, readConfig } from '../../lib/config.ts';
 import { HEARTBEAT_ANNOTATIONS } from '../../lib/domain/heartbeat.ts';
 import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
-import type { ConnectChange } from '../../lib/store/registry-store.ts';
+import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
 import {
   sweeperStore as composeSweeperStore,
   type SweeperStore,

@@ -5,8 +5,8 @@ import { ISTIO_API_VERSION, type VerifiedIdentity } from '../../lib/domain/model
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
 import { DynamoDbHeldEntries } from '../../lib/store/dynamodb-held-entries.ts';
 import { RegistryTable } from '../../lib/store/dynamodb-table.ts';
+import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
 import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
-import type { ConnectChange } from '../../lib/store/registry-store.ts';
 import { countRequests } from '../../lib/store/request-counter.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';

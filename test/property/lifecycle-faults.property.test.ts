@@ -16,7 +16,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ISTIO_API_VERSION } from '../../lib/domain/model.ts';
 import type { SweepPolicy } from '../../lib/domain/sweep-policy.ts';
 import { runSweep } from '../../lib/registration/sweep.ts';
-import type { ConnectChange } from '../../lib/store/registry-store.ts';
+import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 

@@ -142,7 +142,9 @@ describe('the layout check', () => {
   });
 
   it('refuses a use case importing the wiring', () => {
-    expect(found).toContain('only-entry-points-wire: lib/rollout/builds.ts -> lib/wiring/widgets.ts');
+    expect(found).toContain(
+      'only-entry-points-wire: lib/rollout/builds.ts -> lib/wiring/widgets.ts',
+    );
   });
 
   it('lets a deliverable stand on lib/, the local runtime host a function, and a use case its port', () => {
