@@ -54,6 +54,16 @@ module.exports = {
       to: { path: '^lib/', pathNot: '^lib/(store|domain|aws)/' },
     },
     {
+      name: 'protocol-below-use-cases',
+      severity: 'error',
+      comment:
+        'lib/protocol converts the wire to the domain; the use cases (registration, rollout, auth, projection...) stand on it, never the reverse. lib/protocol/identity.ts called lib/auth while lib/auth read principals from it: an arrow each way, until who a caller is moved to lib/auth/verified-identity.ts (issue 45)',
+      from: { path: '^lib/protocol/' },
+      to: {
+        path: '^lib/(registration|rollout|auth|projection|presentation|gateway|mesh-identity|dashboard-server|wiring)/',
+      },
+    },
+    {
       name: 'domain-stands-alone',
       severity: 'error',
       comment:

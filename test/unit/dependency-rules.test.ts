@@ -100,6 +100,9 @@ describe('the layout check', () => {
     'lib/store/dynamodb-gadgets.ts':
       "import type { GadgetStore } from '../rollout/gadgets.ts';\nexport type G = GadgetStore;\n",
     'lib/rollout/gadgets.ts': 'export interface GadgetStore { count(): Promise<number> }\n',
+    // The wire's conversions calling a use case above them.
+    'lib/protocol/caller.ts':
+      "import type { GadgetStore } from '../rollout/gadgets.ts';\nexport type C = GadgetStore;\n",
     // The domain importing a room above it.
     'lib/domain/rule.ts':
       "import type { WidgetStore } from '../store/widget-store.ts';\nexport type R = WidgetStore;\n",
@@ -137,6 +140,12 @@ describe('the layout check', () => {
     );
   });
 
+  it('refuses lib/protocol importing a use case', () => {
+    expect(found).toContain(
+      'protocol-below-use-cases: lib/protocol/caller.ts -> lib/rollout/gadgets.ts',
+    );
+  });
+
   it('refuses lib/domain importing another room of lib/', () => {
     expect(found).toContain('domain-stands-alone: lib/domain/rule.ts -> lib/store/widget-store.ts');
   });
@@ -157,6 +166,7 @@ describe('the layout check', () => {
       'no-sideways-into-functions: cli/commands/ec2-event.ts -> functions/connect.ts',
       'no-sideways: cli/commands/dashboard.ts -> dashboard/server/start.ts',
       'only-entry-points-wire: lib/rollout/builds.ts -> lib/wiring/widgets.ts',
+      'protocol-below-use-cases: lib/protocol/caller.ts -> lib/rollout/gadgets.ts',
       'store-below-use-cases: lib/store/dynamodb-gadgets.ts -> lib/rollout/gadgets.ts',
     ]);
   });
