@@ -12,7 +12,7 @@ export function composeAdapters<const P extends readonly object[]>(
   const composed: Record<string, unknown> = {};
   for (const adapter of adapters) {
     for (const [name, call] of callsOf(adapter)) {
-      if (name in composed) {
+      if (Object.hasOwn(composed, name)) {
         throw new Error(
           `two adapters define '${name}'; compose one of them without it (without(adapter, '${name}'))`,
         );
