@@ -1,8 +1,10 @@
 /**
  * The layout's one direction, checked by `npm run lint` (so in CI): docs/contributing.md,
  * "Layout". Each deliverable stands on lib/ and on nothing beside it; lib/ stands on nothing
- * above it; no file imports a file that imports it back. test/unit/dependency-rules.test.ts
- * plants a circle and a sideways import and holds this file to failing on both.
+ * above it; no file imports a file that imports it back; inside lib/, the adapters (lib/store)
+ * stand on lib/domain alone and the use cases stand on them (docs/contributing.md, "Ports and
+ * adapters"). test/unit/dependency-rules.test.ts plants each kind of fault and holds this file
+ * to failing on it.
  *
  * CommonJS because dependency-cruiser loads its configuration with require().
  */
@@ -42,6 +44,40 @@ module.exports = {
       comment: 'only the local runtime hosts the functions; others use lib/ directly',
       from: { path: `^${DELIVERABLES}/`, pathNot: '^(functions|infra/local)/' },
       to: { path: '^functions/' },
+    },
+    {
+      name: 'store-below-use-cases',
+      severity: 'error',
+      comment:
+        'lib/store implements ports; it never imports the use cases (lib/registration, rollout, auth, projection...) nor their wiring: a port lives in lib/store beside its adapter (or in lib/domain), and a use case imports it downward. Before issue 45 lib/store imported ports from lib/rollout, lib/auth and lib/registration, which import lib/store: arrows back up that made a folder say nothing of which way an import may point',
+      from: { path: '^lib/store/' },
+      to: { path: '^lib/', pathNot: '^lib/(store|domain|aws)/' },
+    },
+    {
+      name: 'protocol-below-use-cases',
+      severity: 'error',
+      comment:
+        'lib/protocol converts the wire to the domain; the use cases (registration, rollout, auth, projection...) stand on it, never the reverse. lib/protocol/identity.ts called lib/auth while lib/auth read principals from it: an arrow each way, until who a caller is moved to lib/auth/verified-identity.ts (issue 45)',
+      from: { path: '^lib/protocol/' },
+      to: {
+        path: '^lib/(registration|rollout|auth|projection|presentation|gateway|mesh-identity|dashboard-server|wiring)/',
+      },
+    },
+    {
+      name: 'domain-stands-alone',
+      severity: 'error',
+      comment:
+        'lib/domain is pure (model, rules, policy): it imports nothing else of lib/, so every other room, lib/store included, can stand on it',
+      from: { path: '^lib/domain/' },
+      to: { path: '^lib/', pathNot: '^lib/domain/' },
+    },
+    {
+      name: 'only-entry-points-wire',
+      severity: 'error',
+      comment:
+        'lib/wiring composes adapters for the deliverables (and lib/dependencies.ts for them all); a use case is given its ports, it never builds them',
+      from: { path: '^lib/', pathNot: '^lib/(wiring/|dependencies\\.ts$)' },
+      to: { path: '^lib/wiring/' },
     },
     {
       name: 'lib-stands-alone',

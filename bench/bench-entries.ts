@@ -1,7 +1,7 @@
 import { buildRegistration } from '../lib/domain/build-entry.ts';
 import { entryOrigin } from '../lib/domain/entry-name.ts';
 import type { ObjectRef, WorkloadGroup } from '../lib/domain/model.ts';
-import type { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
+import type { RegistrarStore } from '../lib/store/registrar-store.ts';
 
 /** The group every store-level benchmark registers its VMs in. */
 const BENCH_GROUP: WorkloadGroup = {
@@ -21,7 +21,7 @@ export function benchIp(i: number): string {
  * benchmarks measure the store and the sweeper, not the gateway), holding `c<i>`.
  */
 export async function connectBenchVm(
-  store: DynamoDbRegistryStore,
+  store: RegistrarStore,
   i: number,
   connectedAt: number,
   namespace = 'bench',

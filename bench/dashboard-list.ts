@@ -10,11 +10,12 @@ import { noRefusals } from '../lib/dashboard-server/refusals.ts';
 import type { EntryRecord } from '../lib/domain/entry-record.ts';
 import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-client.ts';
 import { DynamoDbEntryPages } from '../lib/store/dynamodb-entry-pages.ts';
-import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbSweepRuns } from '../lib/store/dynamodb-sweep-runs.ts';
 import { ensureTable } from '../lib/store/ensure-table.ts';
 import { encodeEntry } from '../lib/store/item-codec.ts';
+import type { RegistrarStore } from '../lib/store/registrar-store.ts';
 import { countRequests } from '../lib/store/request-counter.ts';
+import { composeRegistry } from '../lib/wiring/registry.ts';
 import { benchIp, connectBenchVm } from './bench-entries.ts';
 
 const TEMPLATES = 20;
@@ -34,7 +35,7 @@ const BENCH_GROUP = {
  */
 async function seed(
   client: DynamoDBDocumentClient,
-  store: DynamoDbRegistryStore,
+  store: RegistrarStore,
   entries: number,
   now: number,
 ): Promise<void> {
@@ -108,7 +109,7 @@ export async function measureDashboardList(entries = 20_000): Promise<DashboardL
   try {
     await ensureTable(raw, 'bench');
     const client = documentClientFor(raw);
-    const store = new DynamoDbRegistryStore(client, 'bench');
+    const store = composeRegistry(client, 'bench');
     const now = Date.now();
     const seedStart = performance.now();
     await store.applyGroup(BENCH_GROUP); // indexes the namespace, as an operator's apply does

@@ -2,9 +2,9 @@ import { startDynalite } from '../infra/local/dynalite-server.ts';
 import { ISTIO_API_VERSION } from '../lib/domain/model.ts';
 import { runSweep } from '../lib/registration/sweep.ts';
 import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { ensureTable } from '../lib/store/ensure-table.ts';
 import { countRequests } from '../lib/store/request-counter.ts';
+import { composeRegistry } from '../lib/wiring/registry.ts';
 
 export interface DisruptionCost {
   mode: string;
@@ -42,7 +42,7 @@ async function scenario(entries: number, away: number, allZones: boolean): Promi
   try {
     await ensureTable(raw, 'bench');
     const client = documentClientFor(raw);
-    const store = new DynamoDbRegistryStore(client, 'bench');
+    const store = composeRegistry(client, 'bench');
     const zones = ['eu-west-1/a', 'eu-west-1/b', 'eu-west-1/c'];
     const names = Array.from({ length: entries }, (_, i) => `vm-${i}`);
     const zoneOf = (i: number) => zones[allZones ? i % 3 : Math.floor((i * 3) / entries)] ?? '';

@@ -3,10 +3,10 @@ import { startDynalite } from '../infra/local/dynalite-server.ts';
 import { EVENTS_KEPT, EVENTS_TRIM_AT } from '../lib/domain/entry-events.ts';
 import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-client.ts';
 import { historyKey } from '../lib/store/dynamodb-entry-history.ts';
-import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { ensureTable } from '../lib/store/ensure-table.ts';
 import { entryKey } from '../lib/store/item-codec.ts';
 import { itemSize } from '../lib/store/item-size.ts';
+import { composeRegistry } from '../lib/wiring/registry.ts';
 
 export interface EventBytes {
   what: string;
@@ -28,7 +28,7 @@ export async function measureEventBytes(): Promise<EventBytes[]> {
   const tableName = 'bench-event-bytes';
   try {
     await ensureTable(raw, tableName);
-    const store = new DynamoDbRegistryStore(client, tableName);
+    const store = composeRegistry(client, tableName);
     const ref = { namespace: 'bench', name: 'web-10.0.0.12' };
     const t0 = Date.now();
     await store.connect({

@@ -6,8 +6,9 @@ import { toldAtConnect } from '../lib/domain/holder-heartbeat.ts';
 import type { ObjectRef, WorkloadGroup } from '../lib/domain/model.ts';
 import { acknowledgeHeartbeat } from '../lib/registration/acknowledge-heartbeat.ts';
 import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { ensureTable } from '../lib/store/ensure-table.ts';
+import type { RegistrarStore } from '../lib/store/registrar-store.ts';
+import { composeRegistry } from '../lib/wiring/registry.ts';
 import { benchGroup, benchIp, inBatches } from './bench-entries.ts';
 import { startDynaliteProcess } from './dynalite-process.ts';
 import { startManagementApiStandIn } from './management-api-stand-in.ts';
@@ -49,7 +50,7 @@ export async function measureHeartbeatChange(
   try {
     await ensureTable(raw, 'bench');
     const client = documentClientFor(raw);
-    const store = new DynamoDbRegistryStore(client, 'bench');
+    const store = composeRegistry(client, 'bench');
     const group = benchGroup('bench');
     const setting = (heartbeat: Heartbeat) => {
       group.metadata.annotations = {
@@ -124,7 +125,7 @@ export async function measureHeartbeatChange(
 
 /** `vms` VMs of agents of 0.3, told `heartbeat` at their connect; their entries by connection. */
 async function connectAll(
-  store: DynamoDbRegistryStore,
+  store: RegistrarStore,
   group: WorkloadGroup,
   vms: number,
   connectedAt: number,

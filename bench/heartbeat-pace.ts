@@ -4,8 +4,9 @@ import { entryOrigin } from '../lib/domain/entry-name.ts';
 import { HEARTBEAT_ANNOTATIONS, type Heartbeat } from '../lib/domain/heartbeat.ts';
 import type { WorkloadGroup } from '../lib/domain/model.ts';
 import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { ensureTable } from '../lib/store/ensure-table.ts';
+import type { RegistrarStore } from '../lib/store/registrar-store.ts';
+import { composeRegistry } from '../lib/wiring/registry.ts';
 import { benchGroup, benchIp, inBatches } from './bench-entries.ts';
 import { startDynaliteProcess } from './dynalite-process.ts';
 import { startManagementApiStandIn } from './management-api-stand-in.ts';
@@ -36,7 +37,7 @@ export async function measureTenantPace(shopVms = 1_000, evilVms = 1): Promise<T
   try {
     await ensureTable(raw, 'bench');
     const client = documentClientFor(raw);
-    const store = new DynamoDbRegistryStore(client, 'bench');
+    const store = composeRegistry(client, 'bench');
     const sweeper = sweeperRunner({
       client,
       tableName: 'bench',
@@ -74,7 +75,7 @@ export async function measureTenantPace(shopVms = 1_000, evilVms = 1): Promise<T
 }
 
 async function groupOf(
-  store: DynamoDbRegistryStore,
+  store: RegistrarStore,
   namespace: string,
   name: string,
   heartbeat: Heartbeat,
@@ -94,7 +95,7 @@ async function groupOf(
  * heartbeat (the holder's record, when this tree has one; a tree before it records none).
  */
 async function connectAll(
-  store: DynamoDbRegistryStore,
+  store: RegistrarStore,
   group: WorkloadGroup,
   namespace: string,
   from: number,

@@ -1,9 +1,9 @@
 import { startDynalite } from '../infra/local/dynalite-server.ts';
 import { runSweep } from '../lib/registration/sweep.ts';
 import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { ensureTable } from '../lib/store/ensure-table.ts';
 import { countRequests } from '../lib/store/request-counter.ts';
+import { composeRegistry } from '../lib/wiring/registry.ts';
 import { connectBenchVm, inBatches } from './bench-entries.ts';
 
 export interface LivenessCalls {
@@ -31,7 +31,7 @@ export async function measureLivenessCalls(vms = 1_000, intervalMin = 5): Promis
   const raw = createDynamoDbClient({ region: 'us-east-1', endpoint: dynamo.endpoint });
   try {
     await ensureTable(raw, 'bench');
-    const store = new DynamoDbRegistryStore(documentClientFor(raw), 'bench');
+    const store = composeRegistry(documentClientFor(raw), 'bench');
     const start = Date.UTC(2026, 10, 23, 12);
     // Connects spread over the past hour, as rotation spreads them.
     await inBatches(vms, 64, (i) =>

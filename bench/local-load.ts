@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { WebSocket } from 'ws';
 import { createJoinToken } from '../lib/auth/join-token.ts';
 import { createDocumentClient } from '../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../lib/store/dynamodb-token-store.ts';
+import { composeRegistry } from '../lib/wiring/registry.ts';
 
 /**
  * How the runtime runs. `npm-start` (the default) is what a user gets from `npm start`: the
@@ -100,7 +100,7 @@ export async function measureLocalLoad(options: LocalLoadOptions = {}): Promise<
       region: local.region ?? 'us-east-1',
       endpoint: local.dynamoDbEndpoint,
     });
-    const store = new DynamoDbRegistryStore(client, local.tableName);
+    const store = composeRegistry(client, local.tableName);
     await store.applyGroup({
       apiVersion: 'networking.istio.io/v1',
       kind: 'WorkloadGroup',

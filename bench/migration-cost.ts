@@ -1,17 +1,18 @@
 import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { startDynalite } from '../infra/local/dynalite-server.ts';
 import { startDynamoDbLocal } from '../infra/local/dynamodb-local-server.ts';
-import { type Migration, runMigrations } from '../lib/registration/run-migrations.ts';
+import { runMigrations } from '../lib/registration/run-migrations.ts';
 import { RELEASE } from '../lib/release.ts';
 import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-client.ts';
 import { entryPage } from '../lib/store/dynamodb-entry-walk.ts';
 import { registryMigrations } from '../lib/store/dynamodb-migrations.ts';
 import { DynamoDbNamespaceIndex } from '../lib/store/dynamodb-namespace-index.ts';
-import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbSchemaStore } from '../lib/store/dynamodb-schema-store.ts';
 import { ensureTable } from '../lib/store/ensure-table.ts';
 import { itemSize } from '../lib/store/item-size.ts';
 import { countRequests } from '../lib/store/request-counter.ts';
+import type { Migration } from '../lib/store/schema-store.ts';
+import { composeRegistry } from '../lib/wiring/registry.ts';
 import { connectBenchVm, inBatches } from './bench-entries.ts';
 
 /**
@@ -70,7 +71,7 @@ export async function measureMigrationCost(
     const table = 'migrate';
     await ensureTable(raw, table);
     const client = documentClientFor(raw);
-    const store = new DynamoDbRegistryStore(client, table);
+    const store = composeRegistry(client, table);
     const index = new DynamoDbNamespaceIndex(client, table);
     const namespaceOf = (i: number) => `ns-${Math.floor(i / NAMESPACE_SIZE)}`;
     for (let n = 0; n * NAMESPACE_SIZE < vms; n++) await index.record(`ns-${n}`);

@@ -5,10 +5,10 @@ import { createKubernetesCluster } from '../lib/projection/kubernetes-cluster.ts
 import { reconcile } from '../lib/projection/projector.ts';
 import type { Target } from '../lib/projection/report.ts';
 import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { ensureTable } from '../lib/store/ensure-table.ts';
 import { itemSize } from '../lib/store/item-size.ts';
 import { countRequests } from '../lib/store/request-counter.ts';
+import { composeRegistry } from '../lib/wiring/registry.ts';
 import { startKubeApiServerStandIn } from '../test/fixtures/kube-apiserver-stand-in.ts';
 import { entryRecord, MemoryCatalog, T0 } from '../test/fixtures/projection-records.ts';
 import { connectBenchVm, inBatches } from './bench-entries.ts';
@@ -146,7 +146,7 @@ export async function measureFullReconcileReads(entries: number, namespaces = 10
   try {
     await ensureTable(raw, 'bench');
     const client = documentClientFor(raw);
-    const store = new DynamoDbRegistryStore(client, 'bench');
+    const store = composeRegistry(client, 'bench');
     for (let n = 0; n < namespaces; n += 1) {
       await store.applyGroup({
         apiVersion: 'networking.istio.io/v1',

@@ -4,9 +4,9 @@ import { startLocalRuntime } from '../infra/local/runtime.ts';
 import { createJoinToken } from '../lib/auth/join-token.ts';
 import { REPLACED_CLOSE_REASON } from '../lib/protocol/close-reasons.ts';
 import { createDocumentClient } from '../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../lib/store/dynamodb-token-store.ts';
 import { countRequests } from '../lib/store/request-counter.ts';
+import { composeRegistry } from '../lib/wiring/registry.ts';
 import { startCountingProxy } from './counting-proxy.ts';
 
 export interface EventCost {
@@ -37,7 +37,7 @@ export async function measureRequestCounts(): Promise<EventCost[]> {
   const client = createDocumentClient({ region: 'us-east-1', endpoint: dynamo.endpoint });
   const costs: EventCost[] = [];
   try {
-    const store = new DynamoDbRegistryStore(client, runtime.tableName);
+    const store = composeRegistry(client, runtime.tableName);
     await store.applyGroup({
       apiVersion: 'networking.istio.io/v1',
       kind: 'WorkloadGroup',
@@ -100,7 +100,7 @@ export async function measureRequestCounts(): Promise<EventCost[]> {
     await measure('connect (back after a disconnect: records Reconnected)', async () => {
       third = await open(url, headers);
     });
-    const counted = new DynamoDbRegistryStore(
+    const counted = composeRegistry(
       createDocumentClient({ region: 'us-east-1', endpoint: proxy.endpoint }),
       runtime.tableName,
     );
@@ -123,7 +123,7 @@ export async function measureRequestCounts(): Promise<EventCost[]> {
     const sweeperClient = createDocumentClient({ region: 'us-east-1', endpoint: dynamo.endpoint });
     try {
       const sweeperRequests = countRequests(sweeperClient);
-      const sweeper = new DynamoDbRegistryStore(sweeperClient, runtime.tableName);
+      const sweeper = composeRegistry(sweeperClient, runtime.tableName);
       if (!record || (await sweeper.deleteSwept(record)) !== 'deleted') {
         throw new Error('the bench entry was not deleted');
       }

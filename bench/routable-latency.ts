@@ -11,8 +11,8 @@ import { reconcile } from '../lib/projection/projector.ts';
 import { servingState } from '../lib/projection/serving.ts';
 import { scopeOfStream } from '../lib/projection/stream-scope.ts';
 import { createDocumentClient } from '../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../lib/store/dynamodb-token-store.ts';
+import { composeRegistry } from '../lib/wiring/registry.ts';
 import {
   type AgentCommand,
   type AgentProcess,
@@ -136,7 +136,7 @@ async function crashes(
       region: 'us-east-1',
       endpoint: runtime.dynamoDbEndpoint,
     });
-    const store = new DynamoDbRegistryStore(client, runtime.tableName);
+    const store = composeRegistry(client, runtime.tableName);
     await store.applyGroup({
       apiVersion: 'networking.istio.io/v1',
       kind: 'WorkloadGroup',
@@ -310,7 +310,7 @@ export async function measureRestartUnroutable(
       region: 'us-east-1',
       endpoint: runtime.dynamoDbEndpoint,
     });
-    const store = new DynamoDbRegistryStore(client, runtime.tableName);
+    const store = composeRegistry(client, runtime.tableName);
     const group = (name: string, probe: boolean) =>
       store.applyGroup({
         apiVersion: 'networking.istio.io/v1',

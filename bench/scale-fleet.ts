@@ -7,8 +7,9 @@ import type { Dependencies } from '../lib/dependencies.ts';
 import type { ObjectRef } from '../lib/domain/model.ts';
 import { ManagementApiLiveness } from '../lib/gateway/management-api-liveness.ts';
 import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../lib/store/dynamodb-token-store.ts';
+import type { RegistrarStore } from '../lib/store/registrar-store.ts';
+import { composeRegistry } from '../lib/wiring/registry.ts';
 import { benchGroup, benchIp, connectBenchVm, inBatches } from './bench-entries.ts';
 import { GatewayPath } from './gateway-path.ts';
 import type { ManagementApiStandIn } from './management-api-stand-in.ts';
@@ -55,7 +56,7 @@ export interface MeasuredRun extends SweeperRun {
  */
 export class BenchFleet {
   readonly vms: BenchVm[] = [];
-  readonly store: DynamoDbRegistryStore;
+  readonly store: RegistrarStore;
   readonly gateway: GatewayPath;
   readonly runs: MeasuredRun[] = [];
   readonly #tokens: Record<string, string> = {};
@@ -79,7 +80,7 @@ export class BenchFleet {
     this.#raw = [raw, sweeperRaw];
     const client = documentClientFor(raw);
     this.#client = client;
-    this.store = new DynamoDbRegistryStore(client, tableName);
+    this.store = composeRegistry(client, tableName);
     this.#standIn = standIn;
     let now = start;
     this.gateway = new GatewayPath(gatewayDeps(client, tableName, standIn.url, () => now));
@@ -230,7 +231,7 @@ function gatewayDeps(
   const config = readConfig({ [ENV.tableName]: tableName, [ENV.connectionsUrl]: connectionsUrl });
   return {
     config,
-    store: new DynamoDbRegistryStore(client, tableName),
+    store: composeRegistry(client, tableName),
     tokens: new DynamoDbTokenStore(client, tableName),
     liveness: new ManagementApiLiveness({
       endpoint: connectionsUrl,

@@ -6,8 +6,8 @@ import { startDynalite } from '../infra/local/dynalite-server.ts';
 import { startLocalRuntime } from '../infra/local/runtime.ts';
 import { createJoinToken } from '../lib/auth/join-token.ts';
 import { createDocumentClient } from '../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../lib/store/dynamodb-token-store.ts';
+import { composeRegistry } from '../lib/wiring/registry.ts';
 import { startKubeApiServerStandIn } from '../test/fixtures/kube-apiserver-stand-in.ts';
 import { startCountingProxy } from './counting-proxy.ts';
 
@@ -57,7 +57,7 @@ export async function measureSidecarCost(asks = 200): Promise<SidecarCost> {
   const client = createDocumentClient({ region: 'us-east-1', endpoint: dynamo.endpoint });
   const sockets: WebSocket[] = [];
   try {
-    await new DynamoDbRegistryStore(client, runtime.tableName).applyGroup({
+    await composeRegistry(client, runtime.tableName).applyGroup({
       apiVersion: 'networking.istio.io/v1',
       kind: 'WorkloadGroup',
       metadata: { name: 'web', namespace: 'bench' },

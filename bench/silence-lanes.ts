@@ -6,8 +6,8 @@ import { entryOrigin } from '../lib/domain/entry-name.ts';
 import { HEARTBEAT_ANNOTATIONS, type Heartbeat, silenceBoundMs } from '../lib/domain/heartbeat.ts';
 import { planFor, SAMPLE_EVERY } from '../lib/domain/heartbeat-lanes.ts';
 import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { ensureTable } from '../lib/store/ensure-table.ts';
+import { composeRegistry } from '../lib/wiring/registry.ts';
 import { benchGroup, benchIp, inBatches } from './bench-entries.ts';
 import { startDynaliteProcess } from './dynalite-process.ts';
 import { startManagementApiStandIn } from './management-api-stand-in.ts';
@@ -81,7 +81,7 @@ export async function measureSilenceLanes(
   try {
     await ensureTable(raw, 'bench');
     const client = documentClientFor(raw);
-    const store = new DynamoDbRegistryStore(client, 'bench');
+    const store = composeRegistry(client, 'bench');
     const group = benchGroup('bench');
     const seen = Date.now() - 60 * 60_000;
     const names: string[] = [];

@@ -3,8 +3,8 @@ import { buildRegistration } from '../lib/domain/build-entry.ts';
 import { entryOrigin } from '../lib/domain/entry-name.ts';
 import { HEARTBEAT_ANNOTATIONS, type Heartbeat, silenceBoundMs } from '../lib/domain/heartbeat.ts';
 import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { ensureTable } from '../lib/store/ensure-table.ts';
+import { composeRegistry } from '../lib/wiring/registry.ts';
 import { benchGroup, benchIp, inBatches } from './bench-entries.ts';
 import { startDynaliteProcess } from './dynalite-process.ts';
 import { startManagementApiStandIn } from './management-api-stand-in.ts';
@@ -53,7 +53,7 @@ export async function measureSilenceAtScale(
   try {
     await ensureTable(raw, 'bench');
     const client = documentClientFor(raw);
-    const store = new DynamoDbRegistryStore(client, 'bench');
+    const store = composeRegistry(client, 'bench');
     const group = benchGroup('bench');
     group.metadata.annotations = {
       [HEARTBEAT_ANNOTATIONS.interval]: `${heartbeat.intervalMs}ms`,

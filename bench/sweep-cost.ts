@@ -1,9 +1,9 @@
 import { startDynalite } from '../infra/local/dynalite-server.ts';
 import { runSweep } from '../lib/registration/sweep.ts';
 import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { ensureTable } from '../lib/store/ensure-table.ts';
 import { countRequests } from '../lib/store/request-counter.ts';
+import { composeRegistry } from '../lib/wiring/registry.ts';
 import { connectBenchVm, inBatches } from './bench-entries.ts';
 
 export interface SweepCost {
@@ -29,7 +29,7 @@ export async function measureSweepCost(entries = 10_000, due = 100): Promise<Swe
   const raw = createDynamoDbClient({ region: 'us-east-1', endpoint: dynamo.endpoint });
   try {
     await ensureTable(raw, 'bench');
-    const store = new DynamoDbRegistryStore(documentClientFor(raw), 'bench');
+    const store = composeRegistry(documentClientFor(raw), 'bench');
     const now = Date.UTC(2026, 10, 21, 12);
     const recentlyDisconnected = Math.floor((entries - due) / 10);
     await inBatches(entries, 64, async (i) => {

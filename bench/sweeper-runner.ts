@@ -6,10 +6,10 @@ import { ENV, readConfig } from '../lib/config.ts';
 import type { Dependencies } from '../lib/dependencies.ts';
 import type { EpochMillis } from '../lib/domain/model.ts';
 import { ManagementApiLiveness } from '../lib/gateway/management-api-liveness.ts';
-import { DynamoDbRegistryStore } from '../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbSweepPolicyStore } from '../lib/store/dynamodb-sweep-policy-store.ts';
 import { DynamoDbTokenStore } from '../lib/store/dynamodb-token-store.ts';
 import { closerOf } from '../lib/wiring/message.ts';
+import { composeRegistry } from '../lib/wiring/registry.ts';
 import { notifierOf } from '../lib/wiring/sweeper.ts';
 
 /** What one sweeper invocation took: its outcome, its wall time and its CPU. */
@@ -54,7 +54,7 @@ export function sweeperRunner(options: {
   });
   const deps: Dependencies = {
     config,
-    store: new DynamoDbRegistryStore(options.client, options.tableName),
+    store: composeRegistry(options.client, options.tableName),
     tokens: new DynamoDbTokenStore(options.client, options.tableName),
     sweepPolicy: new DynamoDbSweepPolicyStore(options.client, options.tableName),
     liveness: new ManagementApiLiveness({

@@ -1,7 +1,7 @@
+import { groupsComeFromClusterMessage } from '../lib/domain/group-source.ts';
 import type { ObjectRef, WorkloadGroup } from '../lib/domain/model.ts';
 import { identityChanges } from '../lib/domain/template-rollout.ts';
 import { InvalidDocumentsError, type IstioDocument } from '../lib/protocol/istio-documents.ts';
-import { groupsComeFromClusterMessage } from '../lib/rollout/group-source.ts';
 import { paceOf, ROLLOUT_PACE_ANNOTATION } from '../lib/rollout/rollout-pace.ts';
 import type { Stores } from './commands/context.ts';
 

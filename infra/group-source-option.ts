@@ -1,5 +1,5 @@
 import type { Node } from 'constructs';
-import type { GroupSource } from '../lib/rollout/group-source.ts';
+import type { GroupSource } from '../lib/domain/group-source.ts';
 import { LABEL_SELECTOR } from '../lib/rollout/rollout-config.ts';
 import { StackOptionsError } from './stack-options.ts';
 

@@ -1,18 +1,18 @@
 import type { Context } from 'aws-lambda';
 import type { InstanceAttestation } from './auth/instance-attestation.ts';
-import type { TerminatedInstances } from './auth/terminated-instances.ts';
 import type { Config } from './config.ts';
 import type { EpochMillis } from './domain/model.ts';
 import type { NoticeAnswer } from './gateway/connection-notifier.ts';
 import type { ConnectionCloser } from './protocol/message-budget-guard.ts';
 import type { ConnectionLiveness } from './registration/liveness.ts';
 import type { NamespaceLimits } from './registration/namespace-limits.ts';
-import type { Migration, SchemaStore } from './registration/run-migrations.ts';
 import type { SweepPolicyStore } from './store/dynamodb-sweep-policy-store.ts';
 import type { SweepRunStore } from './store/dynamodb-sweep-runs.ts';
 import type { NamespaceSettingsStore } from './store/namespace-settings-store.ts';
 import type { PolicyReader } from './store/policy-store.ts';
-import type { CatalogStore, RegistryStore } from './store/registry-store.ts';
+import type { RegistrarStore } from './store/registrar-store.ts';
+import type { Migration, SchemaStore } from './store/schema-store.ts';
+import type { TerminatedInstances } from './store/terminated-instance-store.ts';
 import type { TokenStore } from './store/token-store.ts';
 
 // The shape of what a function is given. Its own module, below lib/dependencies.ts and
@@ -24,7 +24,7 @@ import type { TokenStore } from './store/token-store.ts';
  */
 export interface Dependencies {
   config: Config;
-  store: RegistryStore & CatalogStore;
+  store: RegistrarStore;
   tokens: TokenStore;
   /** IAM mode's allow rules (role -> namespace), read on connect; absent, none is allowed. */
   policies?: PolicyReader;

@@ -1,16 +1,17 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Command } from 'commander';
-import type { HeldEntryReader } from '../../lib/auth/revocation.ts';
-import type { TerminatedInstances } from '../../lib/auth/terminated-instances.ts';
 import type { HeartbeatCounts } from '../../lib/registration/heartbeat-quota.ts';
-import type { Migration, SchemaStore } from '../../lib/registration/run-migrations.ts';
-import type { RolloutStore } from '../../lib/rollout/rollout-store.ts';
+import type { CatalogStore } from '../../lib/store/catalog-store.ts';
 import type { DynamoDbGroupSource } from '../../lib/store/dynamodb-group-source.ts';
 import type { NamespaceUsageReader } from '../../lib/store/dynamodb-namespace-usage.ts';
 import type { SweepPolicyStore } from '../../lib/store/dynamodb-sweep-policy-store.ts';
 import type { CordonStore, EntryEventStore } from '../../lib/store/entry-event-store.ts';
+import type { HeldEntryReader } from '../../lib/store/held-entry-reader.ts';
 import type { NamespaceSettingsStore } from '../../lib/store/namespace-settings-store.ts';
-import type { CatalogStore, RegistryStore } from '../../lib/store/registry-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import type { RolloutStore } from '../../lib/store/rollout-store.ts';
+import type { Migration, SchemaStore } from '../../lib/store/schema-store.ts';
+import type { TerminatedInstances } from '../../lib/store/terminated-instance-store.ts';
 import type { TokenStore } from '../../lib/store/token-store.ts';
 import { resolveTarget, type Target, type TargetFlags } from '../target.ts';
 
@@ -32,7 +33,8 @@ export interface CliIo {
 
 export interface Stores {
   catalog: CatalogStore;
-  registry: RegistryStore;
+  /** The registry's every port (lib/wiring/registry.ts): the sweep and its heartbeat checks too. */
+  registry: RegistrarStore;
   tokens: TokenStore;
   /** The sweep policy the registrar recorded (its deployed or running configuration). */
   sweepPolicy: Pick<SweepPolicyStore, 'read'>;
@@ -173,7 +175,7 @@ async function openConnection(target: Target): Promise<Connection> {
 
 async function openStores({ client, tableName }: Connection): Promise<Stores> {
   const [
-    { DynamoDbRegistryStore },
+    { composeRegistry },
     { DynamoDbTokenStore },
     { DynamoDbSweepPolicyStore },
     { DynamoDbRollouts },
@@ -185,7 +187,7 @@ async function openStores({ client, tableName }: Connection): Promise<Stores> {
     { DynamoDbHeldEntries },
     { DynamoDbHeartbeatGroups },
   ] = await Promise.all([
-    import('../../lib/store/dynamodb-registry-store.ts'),
+    import('../../lib/wiring/registry.ts'),
     import('../../lib/store/dynamodb-token-store.ts'),
     import('../../lib/store/dynamodb-sweep-policy-store.ts'),
     import('../../lib/store/dynamodb-rollout.ts'),
@@ -198,7 +200,7 @@ async function openStores({ client, tableName }: Connection): Promise<Stores> {
     import('../../lib/store/dynamodb-heartbeat-groups.ts'),
   ]);
   const table = new RegistryTable(client, tableName);
-  const registry = new DynamoDbRegistryStore(client, tableName);
+  const registry = composeRegistry(client, tableName);
   return {
     catalog: registry,
     registry,

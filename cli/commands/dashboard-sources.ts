@@ -19,14 +19,14 @@ export async function openSources(
 ): Promise<OpenedSources> {
   const [
     { createDocumentClient },
-    { DynamoDbRegistryStore },
+    { composeRegistry },
     { DynamoDbSweepRuns },
     { DynamoDbEntryPages },
     { DynamoDbRollouts },
     refusals,
   ] = await Promise.all([
     import('../../lib/store/dynamodb-client.ts'),
-    import('../../lib/store/dynamodb-registry-store.ts'),
+    import('../../lib/wiring/registry.ts'),
     import('../../lib/store/dynamodb-sweep-runs.ts'),
     import('../../lib/store/dynamodb-entry-pages.ts'),
     import('../../lib/store/dynamodb-rollout.ts'),
@@ -36,7 +36,7 @@ export async function openSources(
     region: target.region,
     ...(target.endpoint ? { endpoint: target.endpoint } : {}),
   });
-  const registry = new DynamoDbRegistryStore(client, target.tableName);
+  const registry = composeRegistry(client, target.tableName);
   const pages = new DynamoDbEntryPages(client, target.tableName);
   const refusalSource = target.local
     ? // The local runtime keeps its counts beside the local.json the target came from.

@@ -13,7 +13,7 @@ import {
   toYaml,
 } from '../../lib/presentation/output.ts';
 import type { RecordedSweepPolicy } from '../../lib/store/dynamodb-sweep-policy-store.ts';
-import type { StoredGroup } from '../../lib/store/registry-store.ts';
+import type { StoredGroup } from '../../lib/store/registry-records.ts';
 import {
   type LabelSelector,
   matchesSelector,

@@ -13,6 +13,7 @@ import type { ITopic } from 'aws-cdk-lib/aws-sns';
 import { Queue, QueueEncryption } from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { ENV } from '../../lib/config.ts';
+import type { GroupSource } from '../../lib/domain/group-source.ts';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../lib/observability.ts';
 import { PROJECTION_METRIC } from '../../lib/projection/projection-metrics.ts';
 import {
@@ -21,7 +22,6 @@ import {
   parseTargets,
 } from '../../lib/projection/projector-config.ts';
 import type { Target } from '../../lib/projection/report.ts';
-import type { GroupSource } from '../../lib/rollout/group-source.ts';
 import { ROLLOUT_ENV } from '../../lib/rollout/rollout-config.ts';
 import { GROUP_ITEM_ATTRIBUTES } from '../../lib/store/item-codec.ts';
 import { PARTITIONS } from '../../lib/store/table-definition.ts';

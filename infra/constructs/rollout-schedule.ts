@@ -3,7 +3,7 @@ import { Rule, Schedule } from 'aws-cdk-lib/aws-events';
 import { LambdaFunction } from 'aws-cdk-lib/aws-events-targets';
 import type { Function as RegistrarLambda } from 'aws-cdk-lib/aws-lambda';
 import { Construct } from 'constructs';
-import type { GroupSource } from '../../lib/rollout/group-source.ts';
+import type { GroupSource } from '../../lib/domain/group-source.ts';
 import { ROLLOUT_ENV } from '../../lib/rollout/rollout-config.ts';
 import type { StackOptions } from '../stack-options.ts';
 import { RegistrarFunction } from './registrar-function.ts';

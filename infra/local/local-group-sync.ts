@@ -1,10 +1,10 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { KubeConfig } from '@kubernetes/client-node';
+import type { GroupSource } from '../../lib/domain/group-source.ts';
 import type { EpochMillis } from '../../lib/domain/model.ts';
 import { logger } from '../../lib/observability.ts';
 import { describeGroupSync, type GroupSyncDeps } from '../../lib/projection/group-sync.ts';
 import { createKubernetesCluster } from '../../lib/projection/kubernetes-cluster.ts';
-import type { GroupSource } from '../../lib/rollout/group-source.ts';
 import { DynamoDbRollouts } from '../../lib/store/dynamodb-rollout.ts';
 import { type GroupSyncLoop, startGroupSyncLoop } from './group-sync-loop.ts';
 

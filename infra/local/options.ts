@@ -11,8 +11,8 @@ import {
   readConfig,
 } from '../../lib/config.ts';
 import { formatDuration, parseDuration } from '../../lib/domain/duration.ts';
+import type { GroupSource } from '../../lib/domain/group-source.ts';
 import { parseClusterRanges, parseTargets } from '../../lib/projection/projector-config.ts';
-import type { GroupSource } from '../../lib/rollout/group-source.ts';
 import {
   ROLLOUT_ENV,
   type RolloutConfig,

@@ -1,11 +1,11 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { RolloutSummary } from '../../functions/rollout.ts';
+import type { GroupSource } from '../../lib/domain/group-source.ts';
 import type { EpochMillis } from '../../lib/domain/model.ts';
 import type { GroupSyncReport } from '../../lib/projection/group-sync.ts';
-import type { GroupSource } from '../../lib/rollout/group-source.ts';
 import { ROLLOUT_ENV, readRolloutConfig } from '../../lib/rollout/rollout-config.ts';
+import type { CatalogStore } from '../../lib/store/catalog-store.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
-import type { CatalogStore } from '../../lib/store/registry-store.ts';
 
 export interface RolloutServicesOptions {
   /** The functions' environment (REGISTRAR_GROUP_SOURCE, REGISTRAR_ROLLOUT_*). */

@@ -10,6 +10,7 @@ import { createSweeperHandler, type SweeperSummary } from '../../functions/sweep
 import { type Config, DEFAULTS, ENV } from '../../lib/config.ts';
 import { type Dependencies, dependenciesFromEnv } from '../../lib/dependencies.ts';
 import type { Cidr } from '../../lib/domain/cidr.ts';
+import type { GroupSource } from '../../lib/domain/group-source.ts';
 import { connectionCloser } from '../../lib/gateway/close-connections.ts';
 import { connectionNotifier } from '../../lib/gateway/connection-notifier.ts';
 import { ManagementApiLiveness } from '../../lib/gateway/management-api-liveness.ts';
@@ -17,10 +18,8 @@ import { logger } from '../../lib/observability.ts';
 import type { GroupSyncReport } from '../../lib/projection/group-sync.ts';
 import type { Target } from '../../lib/projection/report.ts';
 import { pongReply } from '../../lib/protocol/replies.ts';
-import type { GroupSource } from '../../lib/rollout/group-source.ts';
 import { createDynamoDbClient, type StoreTransport } from '../../lib/store/dynamodb-client.ts';
 import { ensureTable } from '../../lib/store/ensure-table.ts';
-import type { EntryEventStore } from '../../lib/store/entry-event-store.ts';
 import type { RouteThrottle } from '../route-throttle.ts';
 import { LOCAL_DEFAULTS } from './defaults.ts';
 import type { RunningDynamo } from './dynalite-server.ts';
@@ -333,19 +332,10 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
       cleanup.unshift(async () => (await laneTimer).stop());
     }
     // dynalite has no TTL: expired history items of deleted entries go on the sweep's pace.
-    const history = deps.store as typeof deps.store & Partial<EntryEventStore>;
-    if (history.pruneExpiredHistory) {
-      const pruner = startHistoryPruner(
-        {
-          listNamespaces: () => history.listNamespaces(),
-          pruneExpiredHistory: history.pruneExpiredHistory.bind(history),
-        },
-        sweepIntervalMs,
-        deps.now,
-        (error) => logger.warn('pruning expired entry history failed', { error: String(error) }),
-      );
-      cleanup.unshift(() => pruner.stop());
-    }
+    const pruner = startHistoryPruner(deps.store, sweepIntervalMs, deps.now, (error) =>
+      logger.warn('pruning expired entry history failed', { error: String(error) }),
+    );
+    cleanup.unshift(() => pruner.stop());
 
     let projection: LocalRuntime['projection'];
     let projectionConfig: import('@kubernetes/client-node').KubeConfig | undefined;

@@ -1,5 +1,6 @@
 import type { ObjectRef } from '../domain/model.ts';
 import { tokenPrincipal } from '../protocol/identity.ts';
+import type { HeldEntry, HeldEntryReader } from '../store/held-entry-reader.ts';
 import { parseAssumedRoleArn } from './iam-caller.ts';
 
 /**
@@ -18,19 +19,6 @@ import { parseAssumedRoleArn } from './iam-caller.ts';
 export type RevokedCredential =
   | { kind: 'token'; id: string; namespace: string }
   | { kind: 'policy'; roleArn: string; namespace: string };
-
-/** A connected entry of the credential's namespace, and who authenticated each holder. */
-export interface HeldEntry {
-  entry: ObjectRef;
-  holders: { connectionId: string; principal?: string }[];
-  /** The entry's verified identity: the newest connect's. */
-  newestPrincipal?: string;
-}
-
-/** The connected entries of a namespace: one Query of it, never a Scan. */
-export interface HeldEntryReader {
-  connectedEntries(namespace: string): AsyncIterable<HeldEntry>;
-}
 
 /** A connection to close, and the entry it holds (for messages). */
 export interface CutConnection {

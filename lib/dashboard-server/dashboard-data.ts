@@ -1,7 +1,8 @@
 import type { DisruptionRecord, ZoneCount } from '../domain/disruption.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
+import type { CatalogStore } from '../store/catalog-store.ts';
 import type { SweepRun, SweepRunStore } from '../store/dynamodb-sweep-runs.ts';
-import type { CatalogStore, DisruptionStore } from '../store/registry-store.ts';
+import type { DisruptionStore } from '../store/sweep-store.ts';
 import type {
   EntriesResponse,
   EntryResponse,

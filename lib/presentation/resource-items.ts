@@ -9,7 +9,7 @@ import {
 import { HEALTHY_CONDITION, type WorkloadEntry, type WorkloadGroup } from '../domain/model.ts';
 import { isOnCurrentTemplate } from '../domain/template-rollout.ts';
 import { servingState } from '../projection/serving.ts';
-import type { StoredGroup } from '../store/registry-store.ts';
+import type { StoredGroup } from '../store/registry-records.ts';
 import { formatAge, parseTimestamp } from './output.ts';
 
 /**

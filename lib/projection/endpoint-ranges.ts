@@ -3,7 +3,7 @@ import { type Cidr, rangeHolding, storedCidrs } from '../domain/cidr.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { NamespaceSettings } from '../domain/namespace-settings.ts';
 import { addressBounds } from '../domain/tenant-limits.ts';
-import type { StoredGroup } from '../store/registry-store.ts';
+import type { StoredGroup } from '../store/registry-records.ts';
 
 /**
  * Which addresses the projector may write into the cluster (DESIGN: trusted data decides; the

@@ -12,7 +12,7 @@ import type { EntryRecord } from '../domain/entry-record.ts';
 import { fleetModeOfRecord } from '../domain/fail-static-status.ts';
 import type { EpochMillis } from '../domain/model.ts';
 import type { SweepPolicy } from '../domain/sweep-policy.ts';
-import type { DisruptionStore } from '../store/registry-store.ts';
+import type { DisruptionStore } from '../store/sweep-store.ts';
 import type { SweepResult } from './sweep-result.ts';
 
 /** Up to this many away entries are counted from the index each run; more: the counters. */
@@ -33,14 +33,11 @@ export interface FailStaticGuard {
  * with few of them, and decides this run's mode.
  */
 export async function failStaticGuard(
-  store: Partial<DisruptionStore>,
+  store: DisruptionStore,
   options: { now: EpochMillis; policy: SweepPolicy; failStatic: FailStaticPolicy },
   result: SweepResult,
 ): Promise<FailStaticGuard> {
   const { now, failStatic: policy } = options;
-  if (!store.zoneCounts || !store.newestConnectAt || !store.disruptionRecord) {
-    throw new Error('a fail-static sweep needs a store with zone counters (a DisruptionStore)');
-  }
   const [counted, newestConnectAt, previous] = await Promise.all([
     store.zoneCounts(),
     store.newestConnectAt(),
@@ -78,11 +75,7 @@ export async function failStaticGuard(
  * Namespaces are recounted fewest away first (a drift of one matters most in a small cell),
  * within AWAY_RECOUNT_LIMIT items in all; the rest keep their counters.
  */
-async function recounted(
-  store: Partial<DisruptionStore>,
-  counted: ZoneCount[],
-): Promise<ZoneCount[]> {
-  if (!store.awayByZone) return counted;
+async function recounted(store: DisruptionStore, counted: ZoneCount[]): Promise<ZoneCount[]> {
   const awayOf = new Map<string, number>();
   for (const zone of counted) {
     awayOf.set(zone.namespace, (awayOf.get(zone.namespace) ?? 0) + Math.max(0, zone.away));

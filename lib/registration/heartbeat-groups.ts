@@ -1,6 +1,12 @@
 import { DEFAULT_HEARTBEAT, type Heartbeat, silenceBoundMs } from '../domain/heartbeat.ts';
 import type { EpochMillis } from '../domain/model.ts';
-import type { HeartbeatGroups, HeartbeatStore } from '../store/registry-store.ts';
+import type { HeartbeatGroupStore, HeartbeatGroups } from '../store/heartbeat-store.ts';
+
+/** What listing the heartbeat groups reads and keeps: every call required (none is optional). */
+type GroupListing = Pick<
+  HeartbeatGroupStore,
+  'heartbeatGroups' | 'saveHeartbeatGroups' | 'groupHeartbeats' | 'heartbeatChanges'
+>;
 
 /** A group's heartbeat as the sweeper applies it, and since when (see holderHeartbeat). */
 export interface GroupHeartbeat {
@@ -29,10 +35,10 @@ export function groupKeyOf(namespace: string, name: string): string {
  * 0.3 let in keeps that release's rule). A group that dropped its setting is kept, with the
  * default, for `keepDroppedMs` (the gateway's longest connection: by then every connection
  * told its old setting has closed) so its holders are still checked at the pace their told
- * bound needs and told the change; then forgotten. Without a store (a test's fake), none.
+ * bound needs and told the change; then forgotten.
  */
 export async function loadHeartbeatGroups(
-  store: Partial<HeartbeatStore>,
+  store: GroupListing,
   now: EpochMillis,
   relistAfterMs: number,
   dryRun: boolean,
@@ -43,16 +49,15 @@ export async function loadHeartbeatGroups(
 
 /** loadHeartbeatGroups, and the change count the groups are listed as of. */
 export async function loadWithChanges(
-  store: Partial<HeartbeatStore>,
+  store: GroupListing,
   now: EpochMillis,
   relistAfterMs: number,
   dryRun: boolean,
   keepDroppedMs = 0,
 ): Promise<{ groups: Map<string, GroupHeartbeat>; changes: number }> {
-  if (!store.heartbeatGroups || !store.groupHeartbeats) return { groups: new Map(), changes: 0 };
   const [recorded, changes] = await Promise.all([
     store.heartbeatGroups(),
-    store.heartbeatChanges?.() ?? Promise.resolve(0),
+    store.heartbeatChanges(),
   ]);
   let state = recorded;
   if (
@@ -83,7 +88,7 @@ export async function loadWithChanges(
     const changed = JSON.stringify(groups) !== JSON.stringify(state?.groups ?? {});
     state = { listedAt: now, groups, changes };
     if ((changed || changes !== (recorded?.changes ?? 0)) && !dryRun) {
-      await store.saveHeartbeatGroups?.(state);
+      await store.saveHeartbeatGroups(state);
     }
   }
   return { groups: asMap(state), changes: Math.max(changes, state.changes ?? 0) };
@@ -95,14 +100,14 @@ export async function loadWithChanges(
  * its passes is checked from the next pass, not the next run.
  */
 export function groupsRefresher(
-  store: Partial<HeartbeatStore>,
+  store: GroupListing,
   listedAs: number,
   dryRun: boolean,
   keepDroppedMs: number,
 ): (now: EpochMillis) => Promise<Map<string, GroupHeartbeat> | undefined> {
   let seen = listedAs;
   return async (now) => {
-    const changes = (await store.heartbeatChanges?.()) ?? 0;
+    const changes = await store.heartbeatChanges();
     if (changes <= seen) return undefined;
     // Listed again at once (relistAfterMs 0): the change count says the record is behind.
     const listed = await loadWithChanges(store, now, 0, dryRun, keepDroppedMs);
@@ -116,12 +121,12 @@ export function groupsRefresher(
  * (one GetItem a pass): a group lane 0 learned of mid-run reaches the lanes at their next pass.
  */
 export function recordRefresher(
-  store: Partial<HeartbeatStore>,
+  store: GroupListing,
   listedAt: EpochMillis | undefined,
 ): () => Promise<Map<string, GroupHeartbeat> | undefined> {
   let seen = listedAt;
   return async () => {
-    const state = await store.heartbeatGroups?.();
+    const state = await store.heartbeatGroups();
     if (!state || state.listedAt === seen) return undefined;
     seen = state.listedAt;
     return asMap(state);
@@ -133,16 +138,16 @@ export function recordRefresher(
  * follow lane 0's record (a lane listing too would race it for the record's `since`).
  */
 export async function recordedHeartbeatGroups(
-  store: Partial<HeartbeatStore>,
+  store: GroupListing,
 ): Promise<Map<string, GroupHeartbeat>> {
   return (await recordedWithTime(store)).groups;
 }
 
 /** recordedHeartbeatGroups, and when lane 0 listed them. */
 export async function recordedWithTime(
-  store: Partial<HeartbeatStore>,
+  store: GroupListing,
 ): Promise<{ groups: Map<string, GroupHeartbeat>; listedAt?: EpochMillis }> {
-  const state = await store.heartbeatGroups?.();
+  const state = await store.heartbeatGroups();
   return state ? { groups: asMap(state), listedAt: state.listedAt } : { groups: new Map() };
 }
 

@@ -13,7 +13,7 @@ import {
   thinned,
 } from '../domain/heartbeat-lanes.ts';
 import type { ObjectRef } from '../domain/model.ts';
-import type { HeartbeatLaneState, HeldObservation } from '../store/registry-store.ts';
+import type { HeartbeatLaneState, HeldObservation } from '../store/heartbeat-store.ts';
 import type { ShareGroup, StretchRead } from './heartbeat-flows.ts';
 import { type GroupHeartbeat, groupKeyOf } from './heartbeat-groups.ts';
 import { combinedObservations } from './heartbeat-schedule.ts';
@@ -62,12 +62,9 @@ export async function openLane(
   let others: HeartbeatLaneState[] = [];
   try {
     if (!multi) {
-      stored = await store.heartbeatLane?.(0);
+      stored = await store.heartbeatLane(0);
     } else if (lane === 0) {
-      const [record, states] = await Promise.all([
-        store.heartbeatPlan?.(),
-        store.heartbeatLanes?.() ?? new Map<number, HeartbeatLaneState>(),
-      ]);
+      const [record, states] = await Promise.all([store.heartbeatPlan(), store.heartbeatLanes()]);
       stored = states.get(0);
       others = [...states].filter(([at]) => at !== 0).map(([, state]) => state);
       stale = staleLanes(states, effectivePlan(record, tick), options);
@@ -79,9 +76,9 @@ export async function openLane(
       // fleet, which the lanes read in shares (heartbeat-schedule.ts). Not needed to run: a
       // failed read of them paces by this lane's own share alone.
       const [record, own, states] = await Promise.all([
-        store.heartbeatPlan?.(),
-        store.heartbeatLane?.(lane),
-        (store.heartbeatLanes?.() ?? Promise.resolve(undefined)).catch(() => undefined),
+        store.heartbeatPlan(),
+        store.heartbeatLane(lane),
+        store.heartbeatLanes().catch(() => undefined),
       ]);
       plan = effectivePlan(record, tick);
       stored = own;
@@ -153,7 +150,7 @@ export async function saveLane(store: SweepStore, run: LaneRun, result: SweepRes
   run.state.samples = bounded.samples;
   run.state.sampleEvery = bounded.every;
   await store
-    .saveHeartbeatLane?.(run.lane, { ...run.state, samples: bounded.samples, held })
+    .saveHeartbeatLane(run.lane, { ...run.state, samples: bounded.samples, held })
     .catch((error: unknown) => recordFailure(result, error));
 }
 
@@ -235,7 +232,7 @@ async function publishPlan(
     options.policy.sweepIntervalMs ?? 60_000,
   );
   if (!next || options.dryRun) return undefined;
-  await store.saveHeartbeatPlan?.({ current, next });
+  await store.saveHeartbeatPlan({ current, next });
   return next;
 }
 

@@ -6,7 +6,7 @@ import {
   groupPeriodMs,
   quotaStretch,
 } from '../domain/heartbeat-pace.ts';
-import type { HeldObservation } from '../store/registry-store.ts';
+import type { HeldObservation } from '../store/heartbeat-store.ts';
 import type { ShareGroup } from './heartbeat-flows.ts';
 import { type GroupHeartbeat, groupKeyOf } from './heartbeat-groups.ts';
 

@@ -1,3 +1,4 @@
+import { instanceIdOf } from '../auth/instance-identity.ts';
 import { type AgentSkewPolicy, agentSkewRefusal, UNVERSIONED_AGENT } from '../domain/agent-skew.ts';
 import { buildRegistration } from '../domain/build-entry.ts';
 import { entryOrigin } from '../domain/entry-name.ts';
@@ -21,10 +22,10 @@ import {
 } from '../domain/model.ts';
 import { reservedLabelProblems } from '../domain/reserved-labels.ts';
 import { isTokenPrincipal } from '../protocol/identity.ts';
-import type { ConnectChange, ConnectOutcome, RegistryStore } from '../store/registry-store.ts';
+import type { ConnectChange, ConnectOutcome } from '../store/entry-lifecycle-store.ts';
+import type { RegistryStore } from '../store/registry-store.ts';
 import { type AddressClaimStore, claimEntryAddress } from './address-claim.ts';
 import { type MonotonicClock, monotonicNow, withinGroupReadWindow } from './group-read-window.ts';
-import { instanceIdOf } from './instance-identity.ts';
 import type { NamespaceLimits } from './namespace-limits.ts';
 import { enforceTenantLimits } from './tenant-limit-checks.ts';
 

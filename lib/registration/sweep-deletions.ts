@@ -9,7 +9,7 @@ import {
 import type { EntryRecord } from '../domain/entry-record.ts';
 import { inTurn } from '../domain/fair-turns.ts';
 import { isDueForSweep, sweepCutoffs } from '../domain/sweep-policy.ts';
-import type { SweepIndexState } from '../store/registry-store.ts';
+import type { SweepIndexState } from '../store/sweep-store.ts';
 import { type FailStaticGuard, failStaticGuard, isDeliberate } from './fail-static-guard.ts';
 import { type NamespaceFlow, openFlows } from './namespace-flows.ts';
 import type { SweepOptions, SweepStore } from './sweep-options.ts';

@@ -6,7 +6,7 @@ import type {
   HeartbeatCursors,
   HeartbeatLaneState,
   HeldObservation,
-} from '../store/registry-store.ts';
+} from '../store/heartbeat-store.ts';
 import { checkEntryLiveness } from './entry-liveness-check.ts';
 import { type HeartbeatFlow, heartbeatFlows, type ShareGroup } from './heartbeat-flows.ts';
 import { type GroupHeartbeat, groupKeyOf, shortestBoundMs } from './heartbeat-groups.ts';
@@ -76,7 +76,7 @@ export async function checkHeartbeatGroups(
   const groups = initial;
   const shortest = shortestBoundMs(groups);
   const sweepIntervalMs = options.policy.sweepIntervalMs;
-  if (shortest === undefined || !store.heldEntriesOf || !sweepIntervalMs) return;
+  if (shortest === undefined || !sweepIntervalMs) return;
   const outOfTime = options.outOfTime ?? (() => false);
   const elapsed = options.elapsedMs ?? elapsedSince(performance.now());
   const sleep = options.sleep ?? ((ms: number) => new Promise((r) => setTimeout(r, ms)));
@@ -190,7 +190,6 @@ async function quotasOf(
   groups: ReadonlyMap<string, GroupHeartbeat>,
   result: SweepResult,
 ): Promise<Record<string, number>> {
-  if (!store.heartbeatQuotas) return {};
   const namespaces = [...new Set([...groups.keys()].map((key) => key.slice(0, key.indexOf('/'))))];
   return store.heartbeatQuotas(namespaces).catch((error: unknown) => {
     recordFailure(result, error);
@@ -278,7 +277,7 @@ async function onePass(
   };
   const observations = new Map<string, HeldObservation>();
   const flows = heartbeatFlows(
-    store as Required<Pick<SweepStore, 'heldEntriesOf'>>,
+    store,
     share,
     Math.floor(now / MIN_PASS_MS),
     (error) => recordFailure(result, error),

@@ -1,6 +1,8 @@
 import type { EpochMillis } from '../domain/model.ts';
 import type { LivenessPolicy, SweepPolicy } from '../domain/sweep-policy.ts';
-import type { DisruptionStore, HeartbeatStore, RegistryStore } from '../store/registry-store.ts';
+import type { HeartbeatStore } from '../store/heartbeat-store.ts';
+import type { RegistryStore } from '../store/registry-store.ts';
+import type { DisruptionStore } from '../store/sweep-store.ts';
 import type { FailStaticPolicy } from './fail-static-guard.ts';
 import type { ConnectionLiveness } from './liveness.ts';
 
@@ -97,5 +99,5 @@ export type SweepStore = Pick<
   | 'livenessMark'
   | 'setLivenessMark'
 > &
-  Partial<DisruptionStore> &
-  Partial<HeartbeatStore>;
+  DisruptionStore &
+  HeartbeatStore;

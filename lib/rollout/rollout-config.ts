@@ -1,6 +1,6 @@
 import { ConfigError } from '../config.ts';
 import * as check from '../config-checks.ts';
-import { GROUP_SOURCES, type GroupSource } from './group-source.ts';
+import { GROUP_SOURCES, type GroupSource } from '../domain/group-source.ts';
 
 /** The rollout function's and the group sync's settings, read once from the environment. */
 export interface RolloutConfig {

@@ -1,6 +1,8 @@
 import { type EpochMillis, formatRef, type ObjectRef } from '../domain/model.ts';
 import { rolledOutEntry } from '../domain/template-rollout.ts';
-import type { CatalogStore, StoredGroup } from '../store/registry-store.ts';
+import type { CatalogStore } from '../store/catalog-store.ts';
+import type { StoredGroup } from '../store/registry-records.ts';
+import type { RolloutEntry, RolloutRecord, RolloutStore } from '../store/rollout-store.ts';
 import { listAllGroups } from './list-groups.ts';
 import { PacedPool } from './paced-pool.ts';
 import { paceOf } from './rollout-pace.ts';
@@ -12,7 +14,6 @@ import {
   startedRollout,
   steppedRollout,
 } from './rollout-progress.ts';
-import type { RolloutEntry, RolloutRecord, RolloutStore } from './rollout-store.ts';
 
 export interface RolloutRunDeps {
   store: RolloutStore;

@@ -1,8 +1,8 @@
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
 import { isConditionFailed } from './dynamodb-client.ts';
+import type { AddressClaim, AddressClaimItemStore, ClaimResult } from './entry-lifecycle-store.ts';
 import { EXPIRES_AT_ATTRIBUTE } from './item-codec.ts';
-import type { AddressClaim, ClaimResult } from './registry-store.ts';
 
 /** The partition of an address's claim: one item per address and network, never a hot key. */
 export function addressKey(claim: Pick<AddressClaim, 'address' | 'network'>) {
@@ -24,7 +24,7 @@ export const ADDRESS_CLAIM_TTL_MS = 24 * 60 * 60 * 1000;
  * taken when free, expired, or already this entry's. Losing is an outcome: the holder is read
  * and returned for the use case to decide.
  */
-export class DynamoDbAddressClaims {
+export class DynamoDbAddressClaims implements AddressClaimItemStore {
   readonly #client: DynamoDBDocumentClient;
   readonly #table: string;
 
@@ -33,7 +33,7 @@ export class DynamoDbAddressClaims {
     this.#table = tableName;
   }
 
-  async claim(claim: AddressClaim): Promise<ClaimResult> {
+  async claimAddress(claim: AddressClaim): Promise<ClaimResult> {
     for (let round = 0; round < 3; round++) {
       const taken = await this.#put(
         claim,
@@ -59,7 +59,7 @@ export class DynamoDbAddressClaims {
    * Takes the claim from `from` for this entry: conditional on the claim still naming `from`,
    * so two claimants replacing one stale holder cannot both win.
    */
-  async take(claim: AddressClaim, from: ObjectRef): Promise<boolean> {
+  async takeAddress(claim: AddressClaim, from: ObjectRef): Promise<boolean> {
     return this.#put(claim, 'entryNamespace = :fromNs AND entryName = :fromName', {
       ':fromNs': from.namespace,
       ':fromName': from.name,

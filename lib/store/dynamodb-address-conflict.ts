@@ -1,7 +1,7 @@
 import type { UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { formatRef, type ObjectRef } from '../domain/model.ts';
+import type { AddressClaim } from './entry-lifecycle-store.ts';
 import { entryKey } from './item-codec.ts';
-import type { AddressClaim } from './registry-store.ts';
 
 /**
  * The note a refused claim of an address leaves on the entry holding it (`addressConflict`:

@@ -21,6 +21,7 @@ import {
 } from '../domain/model.ts';
 import { type Forgery, forgedEntryState, forgedGroupState } from '../domain/registrar-state.ts';
 import { entrySizeRefusal, groupSizeRefusal, type SizeRefusal } from './catalog-item-limits.ts';
+import type { CatalogDocumentStore, NamespaceList } from './catalog-store.ts';
 import { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import { DynamoDbEntryHistory } from './dynamodb-entry-history.ts';
@@ -43,7 +44,7 @@ import {
   type Item,
   namespacePartition,
 } from './item-codec.ts';
-import type { EntryDeletion, NamespaceList, StoredGroup } from './registry-store.ts';
+import type { EntryDeletion, StoredGroup } from './registry-records.ts';
 
 /** Optimistic-lock retries of an apply that raced another writer of the same object. */
 const APPLY_ATTEMPTS = 3;
@@ -62,7 +63,7 @@ type ApplyGroupResult = { outcome: 'created' | 'updated' | 'unchanged'; group: W
  * Applies read, decide, then write conditionally on what they read (`revision`), so two
  * operators applying at once, or a VM connecting while an entry is applied, never lose a write.
  */
-export class DynamoDbCatalog {
+export class DynamoDbCatalog implements CatalogDocumentStore {
   readonly #client: DynamoDBDocumentClient;
   readonly #table: string;
   readonly #namespaces: DynamoDbNamespaceIndex;

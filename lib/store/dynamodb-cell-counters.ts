@@ -10,8 +10,9 @@ import type { EntryRecord } from '../domain/entry-record.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import { zoneCountUpdate } from './dynamodb-entry-writes.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
+import type { ConnectChange } from './entry-lifecycle-store.ts';
 import type { EntryItem, Item } from './item-codec.ts';
-import type { ConnectChange } from './registry-store.ts';
+import type { ZoneCountStore } from './sweep-store.ts';
 import { ZONE_SHARDS, zonePartition, zoneShardOf } from './table-definition.ts';
 
 type Ref = { namespace?: string; name?: string } | undefined;
@@ -23,7 +24,7 @@ type CounterDelta = { connected?: number; away?: number; left?: number };
  * (docs/architecture.md, "Fail static: how the disruption is counted"). Each move names the
  * transition it counts, so the SDK retrying an applied `ADD` counts it once.
  */
-export class DynamoDbCellCounters {
+export class DynamoDbCellCounters implements ZoneCountStore {
   readonly #table: RegistryTable;
 
   constructor(table: RegistryTable) {

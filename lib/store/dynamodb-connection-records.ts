@@ -1,14 +1,14 @@
 import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { RegistryTable } from './dynamodb-table.ts';
+import type { ConnectionRecord, ConnectionRecordStore } from './entry-lifecycle-store.ts';
 import { connectionKey, decodeConnectionRecord, encodeConnectionRecord } from './item-codec.ts';
-import type { ConnectionRecord } from './registry-store.ts';
 
 /**
  * IAM mode's `CONN#<connectionId>` records: connection -> its entry, for the events after
  * `$connect` (token mode carries the entry in the authorizer's context instead). They expire
  * by TTL.
  */
-export class DynamoDbConnectionRecords {
+export class DynamoDbConnectionRecords implements ConnectionRecordStore {
   readonly #table: RegistryTable;
 
   constructor(table: RegistryTable) {
@@ -21,13 +21,13 @@ export class DynamoDbConnectionRecords {
     );
   }
 
-  async get(connectionId: string): Promise<ConnectionRecord | undefined> {
+  async getConnection(connectionId: string): Promise<ConnectionRecord | undefined> {
     // Consistent: a $disconnect or health report can follow its $connect by milliseconds.
     const item = await this.#table.get(connectionKey(connectionId));
     return item ? decodeConnectionRecord(item) : undefined;
   }
 
-  async forget(connectionId: string): Promise<void> {
+  async forgetConnection(connectionId: string): Promise<void> {
     await this.#table.client.send(
       new DeleteCommand({ TableName: this.#table.name, Key: connectionKey(connectionId) }),
     );

@@ -1,20 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { cordonedEvent, uncordonedEvent } from '../domain/entry-events.ts';
-import { type EntryRecord, MAX_CORDON_MESSAGE } from '../domain/entry-record.ts';
+import { MAX_CORDON_MESSAGE } from '../domain/entry-record.ts';
 import { InvalidRequestError } from '../domain/errors.ts';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
 import { DynamoDbEntryEvents, withEntryEvent } from './dynamodb-entry-events.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
+import type { CordonOutcome, CordonStore, UncordonOutcome } from './entry-event-store.ts';
 import { decodeEntry, entryKey } from './item-codec.ts';
-
-export type CordonOutcome =
-  | { outcome: 'cordoned' | 'already-cordoned'; record: EntryRecord }
-  | { outcome: 'not-found' };
-
-export type UncordonOutcome =
-  | { outcome: 'uncordoned' | 'not-cordoned'; record: EntryRecord }
-  | { outcome: 'not-found' };
 
 /**
  * `registrar cordon`: the entry's `cordon` attribute ({at, message, id}), set and removed by
@@ -29,7 +22,7 @@ export type UncordonOutcome =
  * A retry of an applied write (the SDK after a lost response) fails its condition and reads
  * the entry: its own `id` (cordon) or `uncordonedAt` (uncordon) tells it that it landed.
  */
-export class DynamoDbCordon {
+export class DynamoDbCordon implements CordonStore {
   readonly #table: RegistryTable;
   readonly #events: DynamoDbEntryEvents;
 

@@ -9,7 +9,7 @@ import { DynamoDbNamespaceIndex } from './dynamodb-namespace-index.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import { decodeEntry, type Item, namespaceSweepState, sweepState } from './item-codec.ts';
 import { mergeOrdered } from './merge-ordered.ts';
-import type { AwayCount, DepartureKey, DeparturesInGrace } from './registry-store.ts';
+import type { AwayCount, DepartureKey, DepartureStore, DeparturesInGrace } from './sweep-store.ts';
 import { SWEEP_INDEX, SWEEP_SHARDS } from './table-definition.ts';
 
 /**
@@ -27,7 +27,7 @@ const PAGE_MAX = 256;
  * namespaces it looks in, and the recount of the entries away that fail static trusts over
  * its counters.
  */
-export class DynamoDbDepartureQueues {
+export class DynamoDbDepartureQueues implements DepartureStore {
   readonly #table: RegistryTable;
   readonly #namespaces: DynamoDbNamespaceIndex;
   readonly #counters: DynamoDbCellCounters;
@@ -54,12 +54,15 @@ export class DynamoDbDepartureQueues {
   }
 
   /** See departuresInGrace: every namespace's, and 0.1.0's shared keys. */
-  async inGrace(disconnectedAfter: EpochMillis, limit: number): Promise<DeparturesInGrace> {
+  async departuresInGrace(
+    disconnectedAfter: EpochMillis,
+    limit: number,
+  ): Promise<DeparturesInGrace> {
     return departuresInGrace(this.#table, await this.sweepNamespaces(), disconnectedAfter, limit);
   }
 
   /** See moveDeparturesToSharedKeys: every namespace's, for a rollback to 0.1.0. */
-  async moveToSharedKeys(limit?: number): Promise<{ moved: number; more: boolean }> {
+  async moveDeparturesToSharedKeys(limit?: number): Promise<{ moved: number; more: boolean }> {
     return moveDeparturesToSharedKeys(this.#table, await this.sweepNamespaces(), limit);
   }
 

@@ -3,6 +3,7 @@ import { type EntryEvent, EVENT_RETENTION_MS } from '../domain/entry-events.ts';
 import { entryHistory } from '../domain/entry-history.ts';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
 import { queryItems } from './dynamodb-client.ts';
+import type { DeletedEntryHistory, EntryHistoryStore } from './entry-event-store.ts';
 import { decodeEvents, encodeEvent, type StoredEvent } from './event-codec.ts';
 import { decodeEntry, EXPIRES_AT_ATTRIBUTE, type Item, namespacePartition } from './item-codec.ts';
 
@@ -19,16 +20,6 @@ import { decodeEntry, EXPIRES_AT_ATTRIBUTE, type Item, namespacePartition } from
  * (pruneExpired, a bounded number each sweep interval).
  */
 export const HISTORY_PREFIX = 'EV#';
-
-export interface DeletedEntryHistory {
-  ref: ObjectRef;
-  deletedAt: EpochMillis;
-  /** The group that auto-registered it; absent for a hand-made entry. */
-  group?: string;
-  address?: string;
-  /** Oldest first; the last is the deletion. */
-  events: EntryEvent[];
-}
 
 type HistoryItem = {
   pk: string;
@@ -54,7 +45,7 @@ export function historyKey(ref: ObjectRef, at: EpochMillis): { pk: string; sk: s
 /** Told when a deletion's history item could not be written (the composition root logs it). */
 export type HistoryLost = (ref: ObjectRef, deletion: EntryEvent, error: unknown) => void;
 
-export class DynamoDbEntryHistory {
+export class DynamoDbEntryHistory implements EntryHistoryStore {
   readonly #client: DynamoDBDocumentClient;
   readonly #table: string;
 
@@ -96,7 +87,7 @@ export class DynamoDbEntryHistory {
   }
 
   /** The deleted entries of a namespace (of one name, when given) not expired at `now`. */
-  async list(namespace: string, name: string | undefined, now: EpochMillis) {
+  async deletedEntries(namespace: string, name: string | undefined, now: EpochMillis) {
     const found: DeletedEntryHistory[] = [];
     const items = queryItems(this.#client, {
       TableName: this.#table,
@@ -125,7 +116,7 @@ export class DynamoDbEntryHistory {
    * Deletes expired history items of these namespaces, at most `limit` (where the table has no
    * TTL: dynalite, DynamoDB Local). Reads only the namespaces' history items (their keys).
    */
-  async pruneExpired(
+  async pruneExpiredHistory(
     namespaces: readonly string[],
     now: EpochMillis,
     limit: number,

@@ -27,6 +27,17 @@ import {
 } from './dynamodb-entry-writes.ts';
 import { drainUpdate, healthUpdate } from './dynamodb-health-writes.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
+import type {
+  AddressClaim,
+  ConnectChange,
+  ConnectOutcome,
+  EntryLifecycleStore,
+  HealthOutcome,
+  HealthReport,
+  Holder,
+  LeaveChange,
+  LeaveResult,
+} from './entry-lifecycle-store.ts';
 import {
   decodeEntry,
   decodeGroup,
@@ -35,18 +46,7 @@ import {
   groupKey,
   holderTimes,
 } from './item-codec.ts';
-import type {
-  AddressClaim,
-  ConnectChange,
-  ConnectOutcome,
-  HealthOutcome,
-  HealthReport,
-  Holder,
-  HolderRef,
-  LeaveChange,
-  LeaveResult,
-  StoredGroup,
-} from './registry-store.ts';
+import type { HolderRef, StoredGroup } from './registry-records.ts';
 
 /**
  * Rounds of conditional writes before a connect or disconnect gives up. Each round re-reads
@@ -59,7 +59,7 @@ const ROUNDS = 3;
  * and drain. Each event is one conditional write on the entry in the common case; a lost
  * condition is an outcome, and the entry is read only to tell which outcome.
  */
-export class DynamoDbEntryLifecycle {
+export class DynamoDbEntryLifecycle implements EntryLifecycleStore {
   readonly #table: RegistryTable;
   readonly #counters: DynamoDbCellCounters;
   readonly #connections: DynamoDbConnectionRecords;

@@ -17,6 +17,7 @@ import type { DepartureKind } from '../domain/disruption.ts';
 import type { EntryEvent } from '../domain/entry-events.ts';
 import type { ObjectRef, VerifiedIdentity } from '../domain/model.ts';
 import { withEntryEvent } from './dynamodb-entry-events.ts';
+import type { ConnectChange } from './entry-lifecycle-store.ts';
 import { EVENTS_SINCE_ATTRIBUTE } from './event-codec.ts';
 import {
   beatAttribute,
@@ -28,7 +29,6 @@ import {
   sweepShard,
   sweepState,
 } from './item-codec.ts';
-import type { ConnectChange } from './registry-store.ts';
 import { zonePartition } from './table-definition.ts';
 
 const NAMES = {

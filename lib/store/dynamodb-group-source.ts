@@ -1,6 +1,6 @@
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { type GroupSource, sameGroupSource } from '../domain/group-source.ts';
 import type { EpochMillis } from '../domain/model.ts';
-import { type GroupSource, sameGroupSource } from '../rollout/group-source.ts';
 import { isConditionFailed } from './dynamodb-client.ts';
 import { PARTITIONS } from './table-definition.ts';
 

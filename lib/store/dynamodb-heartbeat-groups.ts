@@ -8,8 +8,8 @@ import { DynamoDbNamespaceIndex } from './dynamodb-namespace-index.ts';
 import { namespaceSettingsKey } from './dynamodb-namespace-settings.ts';
 import { groupEntryPrefix } from './dynamodb-rollout-entries.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
+import type { HeartbeatGroupStore, HeartbeatGroups, NameRange } from './heartbeat-store.ts';
 import { decodeEntry, ENTRY_PREFIX, GROUP_PREFIX, namespacePartition } from './item-codec.ts';
-import type { HeartbeatGroups, HeartbeatStore, NameRange } from './registry-store.ts';
 
 /** The sweeper's record of the groups that set a heartbeat, beside its liveness mark. */
 const HEARTBEAT_GROUPS_KEY = { pk: 'SWEEPER', sk: 'heartbeats' };
@@ -28,7 +28,7 @@ export const HELD_PAGE = 100;
  * record of them, and the connected entries of one such group (a Query of the group's name
  * prefix: reads proportional to the group's entries, never to the table).
  */
-export class DynamoDbHeartbeatGroups implements HeartbeatStore {
+export class DynamoDbHeartbeatGroups implements HeartbeatGroupStore {
   readonly #table: RegistryTable;
   readonly #namespaces: DynamoDbNamespaceIndex;
 

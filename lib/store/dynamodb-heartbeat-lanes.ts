@@ -2,7 +2,11 @@ import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { LanePlanRecord } from '../domain/heartbeat-lanes.ts';
 import { queryItems } from './dynamodb-client.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
-import type { HeartbeatCursors, HeartbeatLaneState } from './registry-store.ts';
+import type {
+  HeartbeatCursors,
+  HeartbeatLaneState,
+  HeartbeatLaneStore,
+} from './heartbeat-store.ts';
 
 /** How the heartbeat groups' entries are shared among the lanes; only lane 0 writes it. */
 const PLAN_KEY = { pk: 'SWEEPER', sk: 'heartbeat-plan' };
@@ -22,7 +26,7 @@ function laneKey(lane: number): { pk: string; sk: string } {
  * ~40 bytes a SAMPLE_EVERY entries) and lets no lane's write race another's. JSON strings,
  * so namespace and group names stay out of DynamoDB's attribute-name rules.
  */
-export class DynamoDbHeartbeatLanes {
+export class DynamoDbHeartbeatLanes implements HeartbeatLaneStore {
   readonly #table: RegistryTable;
 
   constructor(table: RegistryTable) {

@@ -3,8 +3,9 @@ import type { EntryEvent } from '../domain/entry-events.ts';
 import type { HolderBeat } from '../domain/holder-heartbeat.ts';
 import { DynamoDbEntryEvents, withEntryEvent } from './dynamodb-entry-events.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
+import type { HolderBeatStore } from './entry-lifecycle-store.ts';
 import { beatAttribute, encodeBeat, entryKey } from './item-codec.ts';
-import type { HolderRef } from './registry-store.ts';
+import type { HolderRef } from './registry-records.ts';
 
 /**
  * The heartbeat a holder acknowledged, recorded on its entry (`beat:<connection id>`): one
@@ -36,7 +37,7 @@ export function heartbeatAckUpdate(
 }
 
 /** The holders' heartbeats as the message function writes them. */
-export class DynamoDbHolderBeats {
+export class DynamoDbHolderBeats implements HolderBeatStore {
   readonly #table: RegistryTable;
   readonly #events: DynamoDbEntryEvents;
 

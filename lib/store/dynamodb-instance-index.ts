@@ -1,6 +1,7 @@
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { deletedEvent } from '../domain/entry-events.ts';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
+import type { InstanceStore } from './catalog-store.ts';
 import type { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import type { DynamoDbEntryHistory } from './dynamodb-entry-history.ts';
@@ -13,7 +14,7 @@ import { INSTANCE_INDEX } from './table-definition.ts';
  * The sparse `instance` index (keys only): the entries whose newest connect came from an EC2
  * instance, for the EC2 state-change function's removals.
  */
-export class DynamoDbInstanceIndex {
+export class DynamoDbInstanceIndex implements InstanceStore {
   readonly #table: RegistryTable;
   readonly #counters: DynamoDbCellCounters;
   readonly #history: DynamoDbEntryHistory;

@@ -1,7 +1,7 @@
 import { type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
+import type { NamespaceList } from './catalog-store.ts';
 import { queryItems, scanItems } from './dynamodb-client.ts';
 import { namespacePartition } from './item-codec.ts';
-import type { NamespaceList } from './registry-store.ts';
 import { PARTITIONS } from './table-definition.ts';
 
 /**

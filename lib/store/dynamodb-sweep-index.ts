@@ -10,7 +10,8 @@ import type { DynamoDbEntryHistory } from './dynamodb-entry-history.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import { decodeEntry, encodeEntry, entryKey, type Item, sweepState } from './item-codec.ts';
 import { mergeOrdered } from './merge-ordered.ts';
-import type { EntryDeletion, SweepIndexState } from './registry-store.ts';
+import type { EntryDeletion } from './registry-records.ts';
+import type { SweepIndexState, SweepIndexStore } from './sweep-store.ts';
 import { SWEEP_INDEX, SWEEP_SHARDS } from './table-definition.ts';
 
 /**
@@ -19,7 +20,7 @@ import { SWEEP_INDEX, SWEEP_SHARDS } from './table-definition.ts';
  * reads, the departures an earlier release wrote, and the sweeper's conditional delete. Each
  * namespace's own departures are read by DynamoDbDepartureQueues.
  */
-export class DynamoDbSweepIndex {
+export class DynamoDbSweepIndex implements SweepIndexStore {
   readonly #table: RegistryTable;
   readonly #counters: DynamoDbCellCounters;
   readonly #history: DynamoDbEntryHistory;

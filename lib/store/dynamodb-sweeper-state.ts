@@ -3,7 +3,7 @@ import type { DisruptionRecord } from '../domain/disruption.ts';
 import type { EpochMillis } from '../domain/model.ts';
 import { isConditionFailed } from './dynamodb-client.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
-import type { SweepLease } from './registry-store.ts';
+import type { SweeperStateStore, SweepLease } from './sweep-store.ts';
 
 /** The sweeper's own state: how far its liveness checks have covered time. */
 const LIVENESS_MARK_KEY = { pk: 'SWEEPER', sk: 'liveness' };
@@ -21,7 +21,7 @@ function leaseKey(lane = 0): { pk: string; sk: string } {
  * The sweeper's items in the `SWEEPER` partition: its lease (one run at a time), its liveness
  * cursor, and fail static's record with an operator's release beside it.
  */
-export class DynamoDbSweeperState {
+export class DynamoDbSweeperState implements SweeperStateStore {
   readonly #table: RegistryTable;
 
   constructor(table: RegistryTable) {

@@ -1,9 +1,24 @@
 import type { EntryEvent } from '../domain/entry-events.ts';
+import type { EntryRecord } from '../domain/entry-record.ts';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
-import type { CordonOutcome, UncordonOutcome } from './dynamodb-cordon.ts';
-import type { DeletedEntryHistory } from './dynamodb-entry-history.ts';
 
-export type { CordonOutcome, DeletedEntryHistory, UncordonOutcome };
+export type CordonOutcome =
+  | { outcome: 'cordoned' | 'already-cordoned'; record: EntryRecord }
+  | { outcome: 'not-found' };
+
+export type UncordonOutcome =
+  | { outcome: 'uncordoned' | 'not-cordoned'; record: EntryRecord }
+  | { outcome: 'not-found' };
+
+export interface DeletedEntryHistory {
+  ref: ObjectRef;
+  deletedAt: EpochMillis;
+  /** The group that auto-registered it; absent for a hand-made entry. */
+  group?: string;
+  address?: string;
+  /** Oldest first; the last is the deletion. */
+  events: EntryEvent[];
+}
 
 /** What `registrar cordon` and `uncordon` need: one conditional write per entry. */
 export interface CordonStore {
@@ -32,3 +47,6 @@ export interface EntryEventStore {
     limit: number,
   ): Promise<number>;
 }
+
+/** DynamoDbEntryHistory: the deleted entries' history items (recordEvent is the lifecycle's). */
+export type EntryHistoryStore = Pick<EntryEventStore, 'deletedEntries' | 'pruneExpiredHistory'>;

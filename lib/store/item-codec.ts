@@ -19,8 +19,9 @@ import type {
   WorkloadEntry,
   WorkloadGroup,
 } from '../domain/model.ts';
+import type { ConnectionRecord } from './entry-lifecycle-store.ts';
 import { decodeEvents, encodeEvent, type StoredEvent } from './event-codec.ts';
-import type { ConnectionRecord, StoredGroup } from './registry-store.ts';
+import type { StoredGroup } from './registry-records.ts';
 import { SWEEP_SHARDS } from './table-definition.ts';
 import type { StoredToken } from './token-store.ts';
 

@@ -4,12 +4,12 @@ import { type Config, ConfigError, ENV } from '../config.ts';
 import type { Dependencies } from '../function-dependencies.ts';
 import { NamespaceLimits } from '../registration/namespace-limits.ts';
 import { DynamoDbConnectRate } from '../store/dynamodb-connect-rate.ts';
-import { type ConnectStore, DynamoDbConnectStore } from '../store/dynamodb-connect-store.ts';
 import { DynamoDbNamespaceSettings } from '../store/dynamodb-namespace-settings.ts';
 import { DynamoDbNamespaceUsage } from '../store/dynamodb-namespace-usage.ts';
 import { DynamoDbPolicyStore } from '../store/dynamodb-policy-store.ts';
 import { RegistryTable } from '../store/dynamodb-table.ts';
 import { DynamoDbTerminatedInstances } from '../store/dynamodb-terminated-instances.ts';
+import { type ConnectStore, connectStore } from './connect-store.ts';
 import { reportHistoryLost } from './history-lost.ts';
 import { now, tableWiring } from './table.ts';
 
@@ -24,7 +24,7 @@ export type ConnectDependencies = Pick<
   | 'namespaceSettings'
   | 'now'
 > & {
-  /** Only what a connect calls (lib/store/dynamodb-connect-store.ts). */
+  /** Only what a connect calls (lib/wiring/connect-store.ts). */
   store: ConnectStore;
 };
 
@@ -36,9 +36,7 @@ export function connectDependencies(
   const namespaceSettings = new DynamoDbNamespaceSettings(client, config.tableName);
   return {
     config,
-    store: new DynamoDbConnectStore(client, config.tableName, {
-      onHistoryLost: reportHistoryLost,
-    }),
+    store: connectStore(client, config.tableName, { onHistoryLost: reportHistoryLost }),
     policies: new DynamoDbPolicyStore(client, config.tableName),
     ...(config.authMode === 'iam'
       ? {

@@ -5,10 +5,10 @@ import { registryMigrations } from '../store/dynamodb-migrations.ts';
 import { DynamoDbSchemaStore } from '../store/dynamodb-schema-store.ts';
 import { DynamoDbSweepPolicyStore } from '../store/dynamodb-sweep-policy-store.ts';
 import { DynamoDbSweepRuns } from '../store/dynamodb-sweep-runs.ts';
-import { DynamoDbSweeperStore, type SweeperStore } from '../store/dynamodb-sweeper-store.ts';
 import { livenessOf } from './disconnect.ts';
 import { reportHistoryLost } from './history-lost.ts';
 import { closerOf } from './message.ts';
+import { type SweeperStore, sweeperStore } from './sweeper-store.ts';
 import { now, tableWiring } from './table.ts';
 
 /**
@@ -44,7 +44,7 @@ export type SweeperDependencies = Pick<
   | 'migrations'
   | 'now'
 > & {
-  /** Only what a sweep calls (lib/store/dynamodb-sweeper-store.ts). */
+  /** Only what a sweep calls (lib/wiring/sweeper-store.ts). */
   store: SweeperStore;
 };
 
@@ -55,7 +55,7 @@ export function sweeperDependencies(
   const { config, client } = table;
   return {
     config,
-    store: new DynamoDbSweeperStore(client, config.tableName, { onHistoryLost: reportHistoryLost }),
+    store: sweeperStore(client, config.tableName, { onHistoryLost: reportHistoryLost }),
     sweepPolicy: new DynamoDbSweepPolicyStore(client, config.tableName),
     sweepRuns: new DynamoDbSweepRuns(client, config.tableName, config.sweep.sweepIntervalMs),
     schema: new DynamoDbSchemaStore(client, config.tableName),

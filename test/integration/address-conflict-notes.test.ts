@@ -1,9 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { entryHistory } from '../../lib/domain/entry-history.ts';
 import { CONFLICT_NOTE_INTERVAL_MS } from '../../lib/registration/address-claim.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
-import type { AddressClaim } from '../../lib/store/registry-store.ts';
+import type { AddressClaim } from '../../lib/store/entry-lifecycle-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { countRequests } from '../../lib/store/request-counter.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
@@ -17,11 +18,11 @@ const MINUTE = 60_000;
 const HOLDER = { namespace: 'shop', name: 'web-10-0-0-1' };
 
 let dynamo: TestDynamo;
-let store: DynamoDbRegistryStore;
+let store: RegistrarStore;
 
 beforeAll(async () => {
   dynamo = await startTestDynamo();
-  store = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName);
+  store = composeRegistry(dynamo.client, dynamo.tableName);
   // The holder's own story: registered, its VM went away, and came back.
   await store.connect(connectChange({ ...HOLDER, connectionId: 'a', connectedAt: T0 }));
   await store.leave({ entry: HOLDER, connectionId: 'a', at: T0 + MINUTE, departure: 'clean' });

@@ -6,7 +6,7 @@ vi.hoisted(() => {
 });
 
 import { INSTANCE_ID_LABEL } from '../../agent/discovery.ts';
-import { INSTANCE_ID_LABEL as REGISTRAR_INSTANCE_ID_LABEL } from '../../lib/registration/instance-identity.ts';
+import { INSTANCE_ID_LABEL as REGISTRAR_INSTANCE_ID_LABEL } from '../../lib/auth/instance-identity.ts';
 import { type ImdsStandIn, startImdsStandIn } from '../fixtures/agent-imds-stand-in.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';
 import { type AgentTestbed, startAgentTestbed } from '../fixtures/agent-testbed.ts';

@@ -15,8 +15,8 @@ import { createJoinToken } from '../../lib/auth/join-token.ts';
 import { readConfig } from '../../lib/config.ts';
 import type { Dependencies } from '../../lib/dependencies.ts';
 import type { AuthorizerResult } from '../../lib/protocol/websocket-events.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
 
@@ -43,7 +43,7 @@ beforeAll(async () => {
       REGISTRAR_DYNAMODB_ENDPOINT: dynamo.endpoint,
       REGISTRAR_CONTROLLER: 'registrar-test',
     }),
-    store: new DynamoDbRegistryStore(dynamo.client, dynamo.tableName),
+    store: composeRegistry(dynamo.client, dynamo.tableName),
     tokens: new DynamoDbTokenStore(dynamo.client, dynamo.tableName),
     now: () => NOW,
   };

@@ -6,10 +6,10 @@ import { InvalidRequestError } from '../../lib/domain/errors.ts';
 import type { ConnectRequest, WorkloadGroup } from '../../lib/domain/model.ts';
 import { AGENT_LABELS_MAX, groupSizeRefusal } from '../../lib/store/catalog-item-limits.ts';
 import { DynamoDbCatalog } from '../../lib/store/dynamodb-catalog.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { groupKey } from '../../lib/store/item-codec.ts';
 import { itemSize, MAX_ITEM_BYTES } from '../../lib/store/item-size.ts';
 import { countRequests, type RequestCounter } from '../../lib/store/request-counter.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 /**
@@ -172,7 +172,7 @@ describe('an accepted group builds entries that fit', () => {
       labels: agentLabels,
     };
     const built = buildRegistration(applied.group, request, T0);
-    const store = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName);
+    const store = composeRegistry(dynamo.client, dynamo.tableName);
     const outcome = await store.connect({
       ...built,
       origin: entryOrigin('edge', request.ips[0] ?? '', request.network),

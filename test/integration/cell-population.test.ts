@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ZoneCount } from '../../lib/domain/disruption.ts';
 import { runSweep } from '../../lib/registration/sweep.ts';
-import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import {
   type FreshRegistry,
@@ -32,7 +32,7 @@ afterAll(async () => {
 });
 
 /** A table of its own: a sweep reads its whole index. */
-async function freshStore(): Promise<DynamoDbRegistryStore> {
+async function freshStore(): Promise<RegistrarStore> {
   const registry = await freshRegistry(dynamo.endpoint, 'population');
   registries.push(registry);
   return registry.store;
@@ -40,12 +40,7 @@ async function freshStore(): Promise<DynamoDbRegistryStore> {
 
 const ref = (name: string) => ({ namespace: 'shop', name });
 
-async function connect(
-  store: DynamoDbRegistryStore,
-  name: string,
-  connectionId: string,
-  at: number,
-) {
+async function connect(store: RegistrarStore, name: string, connectionId: string, at: number) {
   return store.connect(
     connectChange({
       name,
@@ -57,11 +52,11 @@ async function connect(
   );
 }
 
-async function cell(store: DynamoDbRegistryStore): Promise<ZoneCount | undefined> {
+async function cell(store: RegistrarStore): Promise<ZoneCount | undefined> {
   return (await store.zoneCounts()).find((zone) => zone.zone === ZONE);
 }
 
-const sweepAt = (store: DynamoDbRegistryStore, now: number) =>
+const sweepAt = (store: RegistrarStore, now: number) =>
   runSweep(store, {
     now,
     policy: { gracePeriodMs: 5 * MINUTE, maxConnectionAgeMs: 120 * MINUTE },

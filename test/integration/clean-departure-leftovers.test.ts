@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DepartureKind } from '../../lib/domain/disruption.ts';
-import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { countRequests } from '../../lib/store/request-counter.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
@@ -27,7 +27,7 @@ afterAll(async () => {
 });
 
 /** `vm` connected as `old` at T0 (its $disconnect lost in a restart), then as `new` at T0+10s. */
-async function restartedVm(store: DynamoDbRegistryStore, name: string) {
+async function restartedVm(store: RegistrarStore, name: string) {
   for (const [connectionId, at] of [
     ['old', T0],
     ['new', T0 + 10_000],
@@ -45,7 +45,7 @@ async function restartedVm(store: DynamoDbRegistryStore, name: string) {
 }
 
 function leave(
-  store: DynamoDbRegistryStore,
+  store: RegistrarStore,
   name: string,
   which: 'old' | 'new',
   departure: DepartureKind,
@@ -62,7 +62,7 @@ function leave(
   });
 }
 
-async function departureOf(store: DynamoDbRegistryStore, name: string) {
+async function departureOf(store: RegistrarStore, name: string) {
   const record = await store.getEntry(ref(name));
   return {
     departure: record?.connection?.departure,
@@ -70,7 +70,7 @@ async function departureOf(store: DynamoDbRegistryStore, name: string) {
   };
 }
 
-async function away(store: DynamoDbRegistryStore) {
+async function away(store: RegistrarStore) {
   const cells = await store.zoneCounts();
   return cells.reduce((sum, cell) => sum + cell.away, 0);
 }

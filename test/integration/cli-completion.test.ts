@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
@@ -32,7 +32,7 @@ beforeAll(async () => {
     )
     .join('---\n');
   expect((await captureCli(['apply', '-f', '-'], { env: registry, stdin: groups })).code).toBe(0);
-  const store = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName);
+  const store = composeRegistry(dynamo.client, dynamo.tableName);
   for (const name of ['web-10.0.0.1', 'web-10.0.0.2']) {
     await store.connect(
       connectChange({ name, namespace: 'shop', connectionId: name, connectedAt: 1 }),

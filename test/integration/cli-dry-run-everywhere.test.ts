@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
@@ -19,7 +20,7 @@ const NOW = Date.parse('2026-03-01T12:00:00Z');
 const MINUTE = 60_000;
 const ROLE = 'arn:aws:iam::123456789012:role/web-vm';
 let dynamo: TestDynamo;
-let store: DynamoDbRegistryStore;
+let store: RegistrarStore;
 let dir: string;
 
 function registrar(args: string[], stdin = '') {
@@ -75,7 +76,7 @@ const entryOf = (namespace: string, address: string) =>
 
 beforeAll(async () => {
   dynamo = await startTestDynamo();
-  store = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName);
+  store = composeRegistry(dynamo.client, dynamo.tableName);
   dir = await mkdtemp(join(tmpdir(), 'registrar-dry-run-'));
   await ok(['apply', '-f', '-'], [group('shop'), group('blog')].join('---\n'));
   await departed('shop', '10.1.0.1', 60);

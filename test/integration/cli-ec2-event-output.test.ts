@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
@@ -18,7 +18,7 @@ const INSTANCE = 'i-0123456789abcdef0';
 beforeAll(async () => {
   dynamo = await startTestDynamo();
   // The instance's VM is registered: the function removes its entry and logs that it did.
-  const store = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName);
+  const store = composeRegistry(dynamo.client, dynamo.tableName);
   const change = connectChange({
     name: 'web-10.0.0.1',
     namespace: 'shop',

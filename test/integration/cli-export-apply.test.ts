@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import type { KubeObject } from '../../lib/projection/objects.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
@@ -20,7 +21,7 @@ import {
 
 const AT = Date.parse('2026-03-01T12:00:00Z');
 let dynamo: TestDynamo;
-let store: DynamoDbRegistryStore;
+let store: RegistrarStore;
 let api: KubeApiServerStandIn;
 
 /** istiod's readiness of what kubectl applied (test/fixtures/istio-routing-rule.ts). */
@@ -42,7 +43,7 @@ async function kubectlApply(yaml: string): Promise<void> {
 
 beforeAll(async () => {
   dynamo = await startTestDynamo();
-  store = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName);
+  store = composeRegistry(dynamo.client, dynamo.tableName);
   api = await startKubeApiServerStandIn();
   // A VM of a group with a probe, connected and reported healthy.
   const change = connectChange({

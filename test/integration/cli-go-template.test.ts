@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../cli/main.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
@@ -43,7 +43,7 @@ spec:
 beforeAll(async () => {
   dynamo = await startTestDynamo();
   dir = await mkdtemp(join(tmpdir(), 'registrar-go-template-'));
-  const store = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName);
+  const store = composeRegistry(dynamo.client, dynamo.tableName);
   expect((await registrar(['apply', '-f', '-'], GROUP)).code).toBe(0);
   for (const address of ['10.3.0.1', '10.3.0.2']) {
     const change = connectChange({

@@ -3,8 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbSweepPolicyStore } from '../../lib/store/dynamodb-sweep-policy-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
@@ -23,7 +24,7 @@ const POLICY = {
   sweepIntervalMs: 60_000,
 };
 let dynamo: TestDynamo;
-let store: DynamoDbRegistryStore;
+let store: RegistrarStore;
 let dir: string;
 
 function registrar(args: string[], stdin = '') {
@@ -62,7 +63,7 @@ async function register(namespace: string, groupName: string, address: string, v
 
 beforeAll(async () => {
   dynamo = await startTestDynamo();
-  store = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName);
+  store = composeRegistry(dynamo.client, dynamo.tableName);
   dir = await mkdtemp(join(tmpdir(), 'registrar-everywhere-'));
   const groups = [
     group('web', 'shop', 'v1'),

@@ -8,7 +8,8 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { runCli } from '../../cli/main.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 /**
@@ -36,7 +37,7 @@ spec: {address: 10.0.0.5}
 const execFileAsync = promisify(execFile);
 
 let dynamo: TestDynamo;
-let store: DynamoDbRegistryStore;
+let store: RegistrarStore;
 let dir: string;
 
 async function registrar(args: string[], stdin = '') {
@@ -84,7 +85,7 @@ async function registerVm(
 
 beforeAll(async () => {
   dynamo = await startTestDynamo();
-  store = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName);
+  store = composeRegistry(dynamo.client, dynamo.tableName);
   dir = await mkdtemp(join(tmpdir(), 'registrar-kubectl-'));
   expect((await registrar(['apply', '-f', '-'], GROUP_AND_ENTRY)).code).toBe(0);
   await registerVm('web-10.0.0.12', '10.0.0.12', { app: 'web', tier: 'front' }, '0.2.0');

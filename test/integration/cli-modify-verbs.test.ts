@@ -2,7 +2,8 @@ import { chmod, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
@@ -28,7 +29,7 @@ spec: {address: 10.0.0.5}
 `;
 
 let dynamo: TestDynamo;
-let store: DynamoDbRegistryStore;
+let store: RegistrarStore;
 let dir: string;
 
 function registrar(args: string[], env: Record<string, string> = {}) {
@@ -52,7 +53,7 @@ async function groupJson(): Promise<Record<string, any>> {
 
 beforeAll(async () => {
   dynamo = await startTestDynamo();
-  store = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName);
+  store = composeRegistry(dynamo.client, dynamo.tableName);
   dir = await mkdtemp(join(tmpdir(), 'registrar-verbs-'));
   await writeFile(join(dir, 'objects.yaml'), `${GROUP}---\n${ENTRY}`);
   expect((await registrar(['apply', '-f', join(dir, 'objects.yaml')])).code).toBe(0);

@@ -12,8 +12,8 @@ vi.hoisted(() => {
 import type { Page } from 'playwright-core';
 import { createJoinToken } from '../../lib/auth/join-token.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { type DashboardCli, startDashboardCli } from '../fixtures/dashboard-cli.ts';
 import {
   browserTestSkip,
@@ -58,7 +58,7 @@ async function startAgent(ip: string): Promise<void> {
   try {
     const token = createJoinToken({ namespace: 'shop', ttlMs: 3_600_000, now: Date.now() });
     await new DynamoDbTokenStore(client, local.tableName).putToken(token.stored);
-    await new DynamoDbRegistryStore(client, local.tableName).applyGroup({
+    await composeRegistry(client, local.tableName).applyGroup({
       apiVersion: 'networking.istio.io/v1',
       kind: 'WorkloadGroup',
       metadata: { name: 'web', namespace: 'shop' },

@@ -19,10 +19,11 @@ import { noRefusals } from '../../lib/dashboard-server/refusals.ts';
 import { startDashboard } from '../../lib/dashboard-server/start.ts';
 import { createDynamoDbClient, documentClientFor } from '../../lib/store/dynamodb-client.ts';
 import { DynamoDbEntryPages } from '../../lib/store/dynamodb-entry-pages.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbRollouts } from '../../lib/store/dynamodb-rollout.ts';
 import { DynamoDbSweepRuns } from '../../lib/store/dynamodb-sweep-runs.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { countRequests, type RequestCounter } from '../../lib/store/request-counter.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import {
   type FreshRegistry,
@@ -56,7 +57,7 @@ async function connect(name: string, at: number, locality = 'us-east-1/us-east-1
 }
 
 /** The dashboard's own client, apart from the test's writes, so its requests can be counted. */
-let reads: DynamoDbRegistryStore;
+let reads: RegistrarStore;
 let readsClient: DynamoDBDocumentClient;
 
 function start(address: string): Promise<RunningDashboard> {
@@ -95,7 +96,7 @@ beforeAll(async () => {
   const raw = createDynamoDbClient({ region: 'us-east-1', endpoint: dynamo.endpoint });
   counter = countRequests(raw);
   readsClient = documentClientFor(raw);
-  reads = new DynamoDbRegistryStore(readsClient, registry.tableName);
+  reads = composeRegistry(readsClient, registry.tableName);
   server = await start('127.0.0.1');
   base = server.url.replace(/\/$/, '');
 }, 60_000);

@@ -10,8 +10,9 @@ import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.
 import { createJoinToken } from '../../lib/auth/join-token.ts';
 import type { WorkloadGroup } from '../../lib/domain/model.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { type OutageProxy, startOutageProxy } from '../fixtures/outage-proxy.ts';
 import { openClient, type TestClient } from '../fixtures/websocket-client.ts';
@@ -36,7 +37,7 @@ const webGroup: WorkloadGroup = {
 interface Harness {
   runtime: LocalRuntime;
   proxy: OutageProxy;
-  store: DynamoDbRegistryStore;
+  store: RegistrarStore;
   token: string;
   connect(ip: string, zone: string, instanceId?: string): Promise<TestClient>;
   cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
@@ -59,7 +60,7 @@ async function harness(functionEnv: Record<string, string> = {}): Promise<Harnes
     region: runtime.region,
     endpoint: runtime.dynamoDbEndpoint,
   });
-  const store = new DynamoDbRegistryStore(client, runtime.tableName);
+  const store = composeRegistry(client, runtime.tableName);
   await store.applyGroup(webGroup);
   const { token, stored } = createJoinToken({
     namespace: 'shop',

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSweep } from '../../lib/registration/sweep.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import {
@@ -60,7 +60,7 @@ spec:
 beforeAll(async () => {
   dynamo = await startTestDynamo();
   dir = await mkdtemp(join(tmpdir(), 'registrar-docs-columns-'));
-  const store = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName);
+  const store = composeRegistry(dynamo.client, dynamo.tableName);
   expect((await captureCli(['apply', '-f', '-'], { ...cliEnv(), stdin: GROUP })).code).toBe(0);
   const change = connectChange({
     name: 'web-10.0.0.12',

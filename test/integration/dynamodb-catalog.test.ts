@@ -4,17 +4,18 @@ import {
   type WorkloadEntry,
   type WorkloadGroup,
 } from '../../lib/domain/model.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { countRequests, type RequestCounter } from '../../lib/store/request-counter.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 let dynamo: TestDynamo;
-let store: DynamoDbRegistryStore;
+let store: RegistrarStore;
 let requests: RequestCounter;
 
 beforeAll(async () => {
   dynamo = await startTestDynamo();
-  store = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName);
+  store = composeRegistry(dynamo.client, dynamo.tableName);
   requests = countRequests(dynamo.client);
 });
 afterAll(async () => {

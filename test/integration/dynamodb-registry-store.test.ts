@@ -3,24 +3,25 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { entryOrigin } from '../../lib/domain/entry-name.ts';
 import { type EntryRecord, renderWorkloadEntry } from '../../lib/domain/entry-record.ts';
 import { ISTIO_API_VERSION, type WorkloadEntry } from '../../lib/domain/model.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
 import { entryKey, sweepShard } from '../../lib/store/item-codec.ts';
-import type { ConnectChange } from '../../lib/store/registry-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { countRequests, type RequestCounter } from '../../lib/store/request-counter.ts';
 import { zoneShardOf } from '../../lib/store/table-definition.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 const NS = 'shop';
 const T0 = Date.UTC(2025, 0, 1, 12, 0, 0);
 
 let dynamo: TestDynamo;
-let store: DynamoDbRegistryStore;
+let store: RegistrarStore;
 let requests: RequestCounter;
 let vmCount = 0;
 
 beforeAll(async () => {
   dynamo = await startTestDynamo();
-  store = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName);
+  store = composeRegistry(dynamo.client, dynamo.tableName);
   requests = countRequests(dynamo.client);
 });
 afterAll(async () => {
@@ -724,11 +725,11 @@ describe('health', () => {
 describe('sweep index', () => {
   // A table of its own: the candidate queries read across the whole index.
   let own: TestDynamo;
-  let sweepStore: DynamoDbRegistryStore;
+  let sweepStore: RegistrarStore;
   let counter: RequestCounter;
   beforeAll(async () => {
     own = await startTestDynamo();
-    sweepStore = new DynamoDbRegistryStore(own.client, own.tableName);
+    sweepStore = composeRegistry(own.client, own.tableName);
     counter = countRequests(own.client);
   });
   afterAll(async () => {

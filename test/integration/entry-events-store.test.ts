@@ -3,10 +3,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { EVENT_RETENTION_MS, EVENTS_TRIM_AT } from '../../lib/domain/entry-events.ts';
 import { entryHistory } from '../../lib/domain/entry-history.ts';
 import { effectiveHealth } from '../../lib/domain/entry-record.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { entryKey } from '../../lib/store/item-codec.ts';
 import { itemSize } from '../../lib/store/item-size.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { countRequests, type RequestCounter } from '../../lib/store/request-counter.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
@@ -23,7 +24,7 @@ const MINUTE = 60_000;
 const lost: string[] = [];
 
 let dynamo: TestDynamo;
-let store: DynamoDbRegistryStore;
+let store: RegistrarStore;
 let requests: RequestCounter;
 /** Answers 500 after applying the next request this accepts: the SDK retries it. */
 let failAfterApplying: ((command: string, input: Record<string, unknown>) => boolean) | undefined;
@@ -33,7 +34,7 @@ let count = 0;
 
 beforeAll(async () => {
   dynamo = await startTestDynamo();
-  store = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName, {
+  store = composeRegistry(dynamo.client, dynamo.tableName, {
     onHistoryLost: (ref, deletion) => lost.push(`${ref.namespace}/${ref.name}: ${deletion.reason}`),
   });
   requests = countRequests(dynamo.client);

@@ -12,8 +12,9 @@ import { createJoinToken } from '../../lib/auth/join-token.ts';
 import { isConnected, renderWorkloadEntry } from '../../lib/domain/entry-record.ts';
 import { HEALTHY_CONDITION } from '../../lib/domain/model.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { type HttpTarget, startHttpTarget, waitFor } from '../fixtures/agent-targets.ts';
 import { NAMESPACE, type TestAgent, testbedFor } from '../fixtures/agent-testbed.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
@@ -149,7 +150,7 @@ async function runScenario(scenario: Scenario, tableName: string): Promise<Outco
   });
   // The truth, read around the proxy.
   const client = createDocumentClient({ region: runtime.region, endpoint: dynamo.endpoint });
-  const truth = new DynamoDbRegistryStore(client, tableName);
+  const truth = composeRegistry(client, tableName);
   const tokens = new DynamoDbTokenStore(client, tableName);
   const bed = await testbedFor(runtime, 'unused');
   const violations: string[] = [];
@@ -305,7 +306,7 @@ async function issueToken(tokens: DynamoDbTokenStore, serviceAccount: string): P
 }
 
 /** The entry as Istio would see it, read around the proxy. */
-async function observe(truth: DynamoDbRegistryStore, name: string) {
+async function observe(truth: RegistrarStore, name: string) {
   const record = await truth.getEntry({ namespace: NAMESPACE, name });
   if (!record) return undefined;
   const conditions = renderWorkloadEntry(record).status?.conditions ?? [];

@@ -9,7 +9,7 @@ import {
   registerWorkload,
 } from '../../lib/registration/register-workload.ts';
 import { removeGroupEntries } from '../../lib/registration/remove-group-entries.ts';
-import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 /**
@@ -22,7 +22,7 @@ import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dyn
 const NS = 'shop';
 const GROUP = { namespace: NS, name: 'web' };
 let dynamo: TestDynamo;
-let registry: DynamoDbRegistryStore;
+let registry: RegistrarStore;
 let requests: { command: string; sk: string }[];
 
 beforeAll(async () => {

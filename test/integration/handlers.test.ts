@@ -22,9 +22,9 @@ import type {
   AuthorizerResult,
   WebSocketResult,
 } from '../../lib/protocol/websocket-events.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
 import { countRequests, type RequestCounter } from '../../lib/store/request-counter.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
 
@@ -76,7 +76,7 @@ beforeAll(async () => {
       REGISTRAR_CONTROLLER: 'registrar-test',
       REGISTRAR_SWEEP_DELETES_PER_SECOND: '1000',
     }),
-    store: new DynamoDbRegistryStore(dynamo.client, dynamo.tableName),
+    store: composeRegistry(dynamo.client, dynamo.tableName),
     tokens: new DynamoDbTokenStore(dynamo.client, dynamo.tableName),
     now: () => clock,
   };

@@ -16,9 +16,9 @@ import {
 import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
-import { DynamoDbSweeperStore } from '../../lib/store/dynamodb-sweeper-store.ts';
-import type { ConnectChange } from '../../lib/store/registry-store.ts';
+import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
 import type { SweeperDependencies } from '../../lib/wiring/sweeper.ts';
+import { sweeperStore as composeSweeperStore } from '../../lib/wiring/sweeper-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
 
@@ -300,7 +300,7 @@ describe("one namespace's heartbeat volume on the sweeper's schedule", () => {
     await store.applyGroup(group('evil', 'fake'));
     await store.applyGroup(group('shop', 'web'));
     const api = managementApi();
-    const sweeperStore = new DynamoDbSweeperStore(client, tableName);
+    const sweeperStore = composeSweeperStore(client, tableName);
     const deletedAt = new Map<string, number>();
     const deleteSwept = sweeperStore.deleteSwept.bind(sweeperStore);
     sweeperStore.deleteSwept = async (record, deletion) => {

@@ -13,7 +13,7 @@ import {
   saveLane,
 } from '../../lib/registration/heartbeat-lane-state.ts';
 import { emptyResult } from '../../lib/registration/sweep-result.ts';
-import { DynamoDbSweeperStore } from '../../lib/store/dynamodb-sweeper-store.ts';
+import { sweeperStore } from '../../lib/wiring/sweeper-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 /**
@@ -56,7 +56,7 @@ function laneOf(): LaneRun {
 describe("a heartbeat lane's item", () => {
   it('stays under 400 KB with a share of 600,000 VMs, where the unbounded one is refused', async () => {
     const { client, tableName } = await freshRegistry(dynamo.endpoint, 'lane-size');
-    const lanes = new DynamoDbSweeperStore(client, tableName);
+    const lanes = sweeperStore(client, tableName);
     const sampled = names(VMS, SAMPLE_EVERY);
     expect(sampled.length).toBe(VMS / SAMPLE_EVERY);
 

@@ -15,8 +15,8 @@ import { HEARTBEAT_ANNOTATIONS } from '../../lib/domain/heartbeat.ts';
 import { toldAtConnect } from '../../lib/domain/holder-heartbeat.ts';
 import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
-import { DynamoDbSweeperStore } from '../../lib/store/dynamodb-sweeper-store.ts';
-import type { ConnectChange } from '../../lib/store/registry-store.ts';
+import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
+import { sweeperStore as composeSweeperStore } from '../../lib/wiring/sweeper-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
 
@@ -81,7 +81,7 @@ async function bed() {
   const { client, tableName, store } = await freshRegistry(dynamo.endpoint, 'late');
   let clock = T0;
   const asked = new Map<string, number>();
-  const sweeperStore = new DynamoDbSweeperStore(client, tableName);
+  const sweeperStore = composeSweeperStore(client, tableName);
   const handlerFor = (lanes: number) =>
     createSweeperHandler({
       config: readConfig({

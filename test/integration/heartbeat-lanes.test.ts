@@ -10,8 +10,11 @@ import { ENV, readConfig } from '../../lib/config.ts';
 import { HEARTBEAT_ANNOTATIONS } from '../../lib/domain/heartbeat.ts';
 import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
-import { DynamoDbSweeperStore } from '../../lib/store/dynamodb-sweeper-store.ts';
-import type { ConnectChange } from '../../lib/store/registry-store.ts';
+import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
+import {
+  sweeperStore as composeSweeperStore,
+  type SweeperStore,
+} from '../../lib/wiring/sweeper-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
 
@@ -87,10 +90,10 @@ async function lanesBed(options: { big?: number } = {}) {
   const gone = new Set<string>();
   const asked = new Map<string, number>();
   const closed: string[] = [];
-  const sweeperStore = new DynamoDbSweeperStore(client, tableName);
+  const sweeperStore = composeSweeperStore(client, tableName);
   const faults = { laneRead: new Set<number>(), laneWrite: new Set<number>(), lanesQuery: false };
   // The real adapter; a lane's own item can be made to fail (a throttled read or write).
-  const overrides: Partial<DynamoDbSweeperStore> = {
+  const overrides: Partial<SweeperStore> = {
     heartbeatLane: (lane) =>
       faults.laneRead.has(lane)
         ? Promise.reject(new Error(`ProvisionedThroughputExceededException (lane ${lane})`))
@@ -106,7 +109,7 @@ async function lanesBed(options: { big?: number } = {}) {
   };
   const failing = new Proxy(sweeperStore, {
     get: (target, property) => {
-      const own = overrides[property as keyof DynamoDbSweeperStore];
+      const own = overrides[property as keyof SweeperStore];
       if (own) return own;
       const value = Reflect.get(target, property, target);
       return typeof value === 'function' ? value.bind(target) : value;

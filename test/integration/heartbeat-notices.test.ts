@@ -5,8 +5,8 @@ import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts
 import { acknowledgeHeartbeat } from '../../lib/registration/acknowledge-heartbeat.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
-import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
-import type { ConnectChange } from '../../lib/store/registry-store.ts';
+import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 /**
@@ -122,7 +122,7 @@ async function bed() {
   };
 }
 
-const ack = (store: DynamoDbRegistryStore, id: string, heartbeat: Heartbeat, at: number) =>
+const ack = (store: RegistrarStore, id: string, heartbeat: Heartbeat, at: number) =>
   acknowledgeHeartbeat(
     store,
     { connectionId: id, carried: ENTRY },

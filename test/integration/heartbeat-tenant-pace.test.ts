@@ -5,8 +5,8 @@ import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
 import { runSweep } from '../../lib/registration/sweep.ts';
 import { DynamoDbNamespaceSettings } from '../../lib/store/dynamodb-namespace-settings.ts';
-import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
-import type { ConnectChange } from '../../lib/store/registry-store.ts';
+import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 /**
@@ -76,7 +76,7 @@ function vm(namespace: string, name: string, ip: string, told: Heartbeat): Conne
 }
 
 /** One scheduled run of the sweeper's passes, its clock simulated: who was checked when. */
-async function oneRun(store: DynamoDbRegistryStore, at: number) {
+async function oneRun(store: RegistrarStore, at: number) {
   let elapsed = 0;
   const checks: { namespace: string; at: number }[] = [];
   const result = await runSweep(store, {

@@ -5,8 +5,8 @@ import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts
 import { describeConnection } from '../../lib/registration/describe-connection.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
-import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
-import type { ConnectChange } from '../../lib/store/registry-store.ts';
+import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 /**
@@ -111,7 +111,7 @@ async function bed(setting: Heartbeat) {
   return { store, lastActive, closed, sweep };
 }
 
-const entry = (store: DynamoDbRegistryStore, ip: string) =>
+const entry = (store: RegistrarStore, ip: string) =>
   store.getEntry({ namespace: NS, name: `web-${ip.replaceAll('.', '-')}` });
 
 describe('the heartbeat a holder was told', () => {

@@ -4,10 +4,11 @@ import { entryOrigin } from '../../lib/domain/entry-name.ts';
 import { ISTIO_API_VERSION, type VerifiedIdentity } from '../../lib/domain/model.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
 import { DynamoDbHeldEntries } from '../../lib/store/dynamodb-held-entries.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { RegistryTable } from '../../lib/store/dynamodb-table.ts';
-import type { ConnectChange } from '../../lib/store/registry-store.ts';
+import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { countRequests } from '../../lib/store/request-counter.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 /**
@@ -21,12 +22,12 @@ const TOKEN_A: VerifiedIdentity = { principal: 'token:aaaaaaaaaaaa', namespace: 
 const TOKEN_B: VerifiedIdentity = { principal: 'token:bbbbbbbbbbbb', namespace: NS };
 
 let dynamo: TestDynamo;
-let store: DynamoDbRegistryStore;
+let store: RegistrarStore;
 let held: DynamoDbHeldEntries;
 
 beforeAll(async () => {
   dynamo = await startTestDynamo();
-  store = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName);
+  store = composeRegistry(dynamo.client, dynamo.tableName);
   held = new DynamoDbHeldEntries(new RegistryTable(dynamo.client, dynamo.tableName));
 });
 afterAll(() => dynamo?.close());

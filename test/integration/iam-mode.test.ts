@@ -12,8 +12,8 @@ import { readConfig } from '../../lib/config.ts';
 import type { Dependencies } from '../../lib/dependencies.ts';
 import type { WorkloadGroup } from '../../lib/domain/model.ts';
 import { DynamoDbPolicyStore } from '../../lib/store/dynamodb-policy-store.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
 
@@ -57,7 +57,7 @@ beforeAll(async () => {
       // These connects carry no instance identity document: the policy is what is tested.
       REGISTRAR_INSTANCE_ATTESTATION: 'optional',
     }),
-    store: new DynamoDbRegistryStore(dynamo.client, dynamo.tableName),
+    store: composeRegistry(dynamo.client, dynamo.tableName),
     tokens: new DynamoDbTokenStore(dynamo.client, dynamo.tableName),
     policies,
     now: () => T0,

@@ -11,8 +11,9 @@ import {
   REGISTRAR_ANNOTATIONS,
 } from '../../lib/projection/istiod-coexistence.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { istiodRoutesTo } from '../fixtures/istio-routing-rule.ts';
 import {
   type IstiodControllerModel,
@@ -45,7 +46,7 @@ const ISTIOD_KEEPALIVE_MS = 200;
 let api: KubeApiServerStandIn;
 let runtime: LocalRuntime;
 let dir: string;
-let store: DynamoDbRegistryStore;
+let store: RegistrarStore;
 let destroyClient: () => void;
 let token: string;
 let replicas: IstiodControllerModel[] = [];
@@ -66,7 +67,7 @@ beforeAll(async () => {
   });
   const client = createDocumentClient({ region: 'us-east-1', endpoint: runtime.dynamoDbEndpoint });
   destroyClient = () => client.destroy();
-  store = new DynamoDbRegistryStore(client, runtime.tableName);
+  store = composeRegistry(client, runtime.tableName);
   // A group with a probe: the projected entry carries health-checks-enabled and a Healthy
   // condition, the shape istiod's health branch would take for its own with a controller key.
   await store.applyGroup({

@@ -12,8 +12,9 @@ import { createJoinToken } from '../../lib/auth/join-token.ts';
 import { isConnected } from '../../lib/domain/entry-record.ts';
 import type { WorkloadGroup } from '../../lib/domain/model.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { openClient, refusedUpgrade, type TestClient } from '../fixtures/websocket-client.ts';
@@ -35,7 +36,7 @@ const group = (name: string, serviceAccount?: string): WorkloadGroup => ({
 
 let dynamo: TestDynamo;
 let runtime: LocalRuntime;
-let store: DynamoDbRegistryStore;
+let store: RegistrarStore;
 let tokens: DynamoDbTokenStore;
 
 beforeAll(async () => {
@@ -49,7 +50,7 @@ beforeAll(async () => {
     logLevel: 'SILENT',
   });
   const client = createDocumentClient({ region: runtime.region, endpoint: dynamo.endpoint });
-  store = new DynamoDbRegistryStore(client, runtime.tableName);
+  store = composeRegistry(client, runtime.tableName);
   tokens = new DynamoDbTokenStore(client, runtime.tableName);
 });
 afterAll(async () => {

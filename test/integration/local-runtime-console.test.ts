@@ -9,8 +9,8 @@ import { createJoinToken } from '../../lib/auth/join-token.ts';
 import type { Probe } from '../../lib/domain/model.ts';
 import { printable } from '../../lib/printable.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { type RuntimeProcess, startRuntimeProcess } from '../fixtures/local-runtime-process.ts';
 import { openClient, refusedUpgrade } from '../fixtures/websocket-client.ts';
 
@@ -46,7 +46,7 @@ async function prepare(probe?: Probe): Promise<string> {
   const local = JSON.parse(readFileSync(join(dataDir, 'local.json'), 'utf8'));
   const client = createDocumentClient({ region: local.region, endpoint: local.dynamoDbEndpoint });
   try {
-    await new DynamoDbRegistryStore(client, local.tableName).applyGroup({
+    await composeRegistry(client, local.tableName).applyGroup({
       apiVersion: 'networking.istio.io/v1',
       kind: 'WorkloadGroup',
       metadata: { name: 'web', namespace: 'shop' },

@@ -6,8 +6,8 @@ import { parseLocalOptions } from '../../infra/local/options.ts';
 import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
 import { createJoinToken } from '../../lib/auth/join-token.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import {
   type KubeApiServerStandIn,
   startKubeApiServerStandIn,
@@ -47,7 +47,7 @@ describe('local runtime with --kubeconfig', () => {
       region: 'us-east-1',
       endpoint: runtime.dynamoDbEndpoint,
     });
-    await new DynamoDbRegistryStore(client, runtime.tableName).applyGroup({
+    await composeRegistry(client, runtime.tableName).applyGroup({
       apiVersion: 'networking.istio.io/v1',
       kind: 'WorkloadGroup',
       metadata: { name: 'web', namespace: 'shop' },

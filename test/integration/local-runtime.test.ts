@@ -19,8 +19,9 @@ import {
 import { createJoinToken } from '../../lib/auth/join-token.ts';
 import type { WorkloadGroup } from '../../lib/domain/model.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { testBackend } from '../fixtures/dynamo.ts';
 import { openClient, refusedUpgrade } from '../fixtures/websocket-client.ts';
 
@@ -63,7 +64,7 @@ afterAll(async () => {
 
 interface Harness {
   runtime: LocalRuntime;
-  store: DynamoDbRegistryStore;
+  store: RegistrarStore;
   tokens: DynamoDbTokenStore;
   connectUrl(ip: string, extra?: string): string;
   token(namespace?: string, serviceAccount?: string): Promise<string>;
@@ -83,7 +84,7 @@ async function harness(options: LocalRuntimeOptions = {}): Promise<Harness> {
     region: runtime.region,
     endpoint: runtime.dynamoDbEndpoint,
   });
-  const store = new DynamoDbRegistryStore(client, runtime.tableName);
+  const store = composeRegistry(client, runtime.tableName);
   const tokens = new DynamoDbTokenStore(client, runtime.tableName);
   await store.applyGroup(webGroup);
   return {

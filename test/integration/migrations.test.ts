@@ -3,7 +3,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IncompatibleTableError, type SchemaRecord } from '../../lib/domain/table-schema.ts';
 import {
   checkTable,
-  type Migration,
   type MigrationDeps,
   runMigrations,
 } from '../../lib/registration/run-migrations.ts';
@@ -11,6 +10,7 @@ import { RELEASE } from '../../lib/release.ts';
 import { registryMigrations } from '../../lib/store/dynamodb-migrations.ts';
 import { DynamoDbSchemaStore, SCHEMA_KEY } from '../../lib/store/dynamodb-schema-store.ts';
 import { countRequests } from '../../lib/store/request-counter.ts';
+import type { Migration } from '../../lib/store/schema-store.ts';
 import {
   type FreshRegistry,
   freshRegistry,

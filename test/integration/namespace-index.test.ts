@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
 import { createKubernetesCluster } from '../../lib/projection/kubernetes-cluster.ts';
 import { reconcile } from '../../lib/projection/projector.ts';
-import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { countRequests, type RequestCounter } from '../../lib/store/request-counter.ts';
 import {
   type FreshRegistry,
@@ -48,7 +48,7 @@ function group(namespace: string, name = 'web'): WorkloadGroup {
 }
 
 /** A VM's connect through the store's real write, as `$connect` makes it. */
-async function connectVm(store: DynamoDbRegistryStore, namespace: string, name: string) {
+async function connectVm(store: RegistrarStore, namespace: string, name: string) {
   await store.connect({
     entry: {
       apiVersion: ISTIO_API_VERSION,
@@ -75,7 +75,7 @@ function cluster() {
   return createKubernetesCluster(config);
 }
 
-function project(store: DynamoDbRegistryStore) {
+function project(store: RegistrarStore) {
   return reconcile({ store, cluster: cluster() }, { targets: ['istio'] });
 }
 

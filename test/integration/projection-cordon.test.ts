@@ -5,7 +5,7 @@ import { LINKERD_ANNOTATIONS } from '../../lib/projection/desired-linkerd.ts';
 import { createKubernetesCluster } from '../../lib/projection/kubernetes-cluster.ts';
 import type { EndpointSliceObject, ServiceObject } from '../../lib/projection/objects.ts';
 import { reconcile } from '../../lib/projection/projector.ts';
-import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import {
   type KubeApiServerStandIn,
@@ -21,7 +21,7 @@ const NS = 'shop';
 const T0 = Date.UTC(2026, 2, 1, 12, 0, 0);
 
 let dynamo: TestDynamo;
-let store: DynamoDbRegistryStore;
+let store: RegistrarStore;
 let api: KubeApiServerStandIn;
 
 beforeAll(async () => {

@@ -9,7 +9,8 @@ import { createProjectHandler } from '../../functions/project.ts';
 import { LINKERD_ANNOTATIONS } from '../../lib/projection/desired-linkerd.ts';
 import { REGISTRAR_ANNOTATIONS } from '../../lib/projection/istiod-coexistence.ts';
 import { createKubernetesCluster } from '../../lib/projection/kubernetes-cluster.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import {
@@ -26,7 +27,7 @@ import { lambdaContext } from '../fixtures/lambda-context.ts';
 
 const CONNECTED_AT = Date.parse('2026-03-01T12:00:00Z');
 let dynamo: TestDynamo;
-let store: DynamoDbRegistryStore;
+let store: RegistrarStore;
 let api: KubeApiServerStandIn;
 let dir: string;
 
@@ -85,7 +86,7 @@ function registrar(args: string[], env: Record<string, string> = {}) {
 
 beforeAll(async () => {
   dynamo = await startTestDynamo();
-  store = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName);
+  store = composeRegistry(dynamo.client, dynamo.tableName);
   api = await startKubeApiServerStandIn();
   dir = await mkdtemp(join(tmpdir(), 'projection-'));
   await writeFile(join(dir, 'kubeconfig'), api.kubeconfig);

@@ -4,12 +4,12 @@ import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createProjectHandler } from '../../functions/project.ts';
+import type { GroupSource } from '../../lib/domain/group-source.ts';
 import { createKubernetesCluster } from '../../lib/projection/kubernetes-cluster.ts';
 import type { KubeObject } from '../../lib/projection/objects.ts';
-import type { GroupSource } from '../../lib/rollout/group-source.ts';
 import { DynamoDbGroupSource } from '../../lib/store/dynamodb-group-source.ts';
-import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbRollouts } from '../../lib/store/dynamodb-rollout.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import {
@@ -64,8 +64,7 @@ async function setup(source: GroupSource) {
   return { store, client, tableName, handler, api: stand };
 }
 
-const group = (store: DynamoDbRegistryStore, name = 'web') =>
-  store.getGroup({ namespace: 'shop', name });
+const group = (store: RegistrarStore, name = 'web') => store.getGroup({ namespace: 'shop', name });
 
 describe('the projector with groups from the cluster', () => {
   it('syncs the groups on its full reconcile schedule, before projecting', async () => {

@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
 import type { WorkloadEntry } from '../../lib/domain/model.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import { istiodRoutesTo } from '../fixtures/istio-routing-rule.ts';
@@ -35,7 +36,7 @@ const AT = Date.parse('2026-03-01T12:00:00Z');
 const WE = `/apis/networking.istio.io/v1/namespaces/${NS}/workloadentries`;
 let cluster: RealCluster;
 let runtime: LocalRuntime;
-let store: DynamoDbRegistryStore;
+let store: RegistrarStore;
 let destroyClient: () => void;
 let dir: string;
 let kubeconfig: string;
@@ -106,7 +107,7 @@ describe.skipIf(skipped)(
         endpoint: runtime.dynamoDbEndpoint,
       });
       destroyClient = () => client.destroy();
-      store = new DynamoDbRegistryStore(client, runtime.tableName);
+      store = composeRegistry(client, runtime.tableName);
       await store.applyGroup({
         apiVersion: 'networking.istio.io/v1',
         kind: 'WorkloadGroup',

@@ -5,8 +5,9 @@ import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.
 import { createJoinToken } from '../../lib/auth/join-token.ts';
 import type { KubeObject } from '../../lib/projection/objects.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { type RealCluster, startRealCluster } from '../fixtures/real-cluster.ts';
 import { realClusterSkip } from '../fixtures/real-cluster-binaries.ts';
 import { waitFor } from '../fixtures/real-cluster-processes.ts';
@@ -41,7 +42,7 @@ function clusterGroup(version: string): KubeObject {
 describe.skipIf(skipped)('npm start --group-source cluster against a real kube-apiserver', () => {
   let cluster: RealCluster;
   let runtime: LocalRuntime;
-  let store: DynamoDbRegistryStore;
+  let store: RegistrarStore;
   let documents: ReturnType<typeof createDocumentClient>;
   const open: TestClient[] = [];
 
@@ -61,7 +62,7 @@ describe.skipIf(skipped)('npm start --group-source cluster against a real kube-a
       logLevel: 'ERROR',
     });
     documents = createDocumentClient({ region: 'us-east-1', endpoint: runtime.dynamoDbEndpoint });
-    store = new DynamoDbRegistryStore(documents, runtime.tableName);
+    store = composeRegistry(documents, runtime.tableName);
   }, 240_000);
   afterAll(async () => {
     for (const client of open) client.socket.terminate();

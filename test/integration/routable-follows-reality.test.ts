@@ -8,8 +8,9 @@ import type { WorkloadEntry } from '../../lib/domain/model.ts';
 import { REGISTRAR_ANNOTATIONS } from '../../lib/projection/istiod-coexistence.ts';
 import { servingState } from '../../lib/projection/serving.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { istiodRoutesTo } from '../fixtures/istio-routing-rule.ts';
 import {
   type KubeApiServerStandIn,
@@ -32,7 +33,7 @@ const URL_QUERY = '?group=web&namespace=shop&ip=10.0.0.7';
 let api: KubeApiServerStandIn;
 let runtime: LocalRuntime;
 let dir: string;
-let store: DynamoDbRegistryStore;
+let store: RegistrarStore;
 let destroyClient: () => void;
 let token: string;
 const open: TestClient[] = [];
@@ -53,7 +54,7 @@ beforeAll(async () => {
   });
   const client = createDocumentClient({ region: 'us-east-1', endpoint: runtime.dynamoDbEndpoint });
   destroyClient = () => client.destroy();
-  store = new DynamoDbRegistryStore(client, runtime.tableName);
+  store = composeRegistry(client, runtime.tableName);
   // A group without a probe: connected is what makes it routable, so only the connection can
   // take it out (a probed group would also be taken out by its probe).
   await store.applyGroup({

@@ -12,8 +12,8 @@ import { HEARTBEAT_ANNOTATIONS } from '../../lib/domain/heartbeat.ts';
 import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
 import { logger, METRIC, metrics } from '../../lib/observability.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
-import { DynamoDbSweeperStore } from '../../lib/store/dynamodb-sweeper-store.ts';
-import type { ConnectChange } from '../../lib/store/registry-store.ts';
+import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
+import { sweeperStore } from '../../lib/wiring/sweeper-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
 
@@ -80,7 +80,7 @@ describe('SilentHoldersDropped', () => {
     const sweeper = createSweeperHandler({
       // One pass a run (a sweep interval shorter than the pass period), so a run is quick.
       config: readConfig({ [ENV.tableName]: tableName, [ENV.sweepInterval]: '1s' }),
-      store: new DynamoDbSweeperStore(client, tableName),
+      store: sweeperStore(client, tableName),
       liveness: {
         check: async (id: string): Promise<LivenessAnswer> => {
           const last = lastActive.get(id);

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cellKey } from '../../lib/domain/disruption.ts';
 import type { SweepPolicy } from '../../lib/domain/sweep-policy.ts';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
-import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { countRequests } from '../../lib/store/request-counter.ts';
 import { CELL_SPREAD, ZONE_SHARDS, zoneShardOf } from '../../lib/store/table-definition.ts';
 import { connectChange as storeConnect } from '../fixtures/connect-change.ts';
@@ -43,7 +43,7 @@ function connectChange(name: string, zone: string, at: number) {
   });
 }
 
-type Store = DynamoDbRegistryStore;
+type Store = RegistrarStore;
 
 /** Connects `count` VMs in a zone at `at`; returns their names. */
 async function fleet(store: Store, prefix: string, zone: string, count: number, at: number) {

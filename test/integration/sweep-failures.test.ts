@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSweep, type SweepOptions, type SweepStore } from '../../lib/registration/sweep.ts';
 import { createDynamoDbClient, documentClientFor } from '../../lib/store/dynamodb-client.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { connectChange as storeConnect } from '../fixtures/connect-change.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { startFaultProxy } from '../fixtures/fault-proxy.ts';
@@ -52,7 +53,7 @@ function withFailing<
     | 'saveDisruptionRecord'
     | 'sweepNamespaces',
 >(
-  store: DynamoDbRegistryStore,
+  store: RegistrarStore,
   method: K,
   fails: (...args: Parameters<NonNullable<SweepStore[K]>>) => boolean,
 ): SweepStore {
@@ -72,7 +73,7 @@ async function behindFaultProxy(prefix: string, seed: number) {
   const proxy = await startFaultProxy(dynamo.endpoint, seed);
   const { tableName } = await freshRegistry(dynamo.endpoint, prefix);
   const raw = createDynamoDbClient({ region: 'us-east-1', endpoint: proxy.endpoint });
-  const store = new DynamoDbRegistryStore(documentClientFor(raw), tableName);
+  const store = composeRegistry(documentClientFor(raw), tableName);
   const close = async () => {
     raw.destroy();
     await proxy.close();
@@ -81,7 +82,7 @@ async function behindFaultProxy(prefix: string, seed: number) {
 }
 
 /** `count` VMs of the namespace that left cleanly ten minutes ago (due now). */
-async function leftCleanly(store: DynamoDbRegistryStore, namespace: string, count: number) {
+async function leftCleanly(store: RegistrarStore, namespace: string, count: number) {
   for (let i = 0; i < count; i += 1) {
     const name = `vm-${i}`;
     const connectionId = `${namespace}-${i}`;
@@ -98,7 +99,7 @@ async function leftCleanly(store: DynamoDbRegistryStore, namespace: string, coun
 }
 
 /** A VM of NS that connected an hour ago and left abnormally ten minutes ago (due now). */
-async function departedTenMinutesAgo(store: DynamoDbRegistryStore, name: string) {
+async function departedTenMinutesAgo(store: RegistrarStore, name: string) {
   await store.connect(connectChange(name, `c-${name}`, NOW - 60 * MINUTE));
   await store.leave({
     connectionId: `c-${name}`,

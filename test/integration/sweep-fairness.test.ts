@@ -1,8 +1,8 @@
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
-import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { encodeEntry, entryKey, sweepShard } from '../../lib/store/item-codec.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import {
   type FreshRegistry,
@@ -43,7 +43,7 @@ async function freshStore() {
 
 /** `count` VMs of a namespace that connected at T0 and left at `at`, in `zones` in turn. */
 async function departed(
-  store: DynamoDbRegistryStore,
+  store: RegistrarStore,
   namespace: string,
   count: number,
   at: number,
@@ -70,7 +70,7 @@ async function departed(
 }
 
 /** VMs that stay connected (a namespace's population, so its cells are not all away). */
-async function connected(store: DynamoDbRegistryStore, namespace: string, count: number) {
+async function connected(store: RegistrarStore, namespace: string, count: number) {
   for (let i = 0; i < count; i++) {
     const name = `${namespace}-up-${i}`;
     await store.connect(
@@ -98,7 +98,7 @@ function options(now: number, overrides: Partial<SweepOptions> = {}): SweepOptio
 }
 
 /** The names in a namespace's departures of one kind, disconnected up to T0 + 1 h. */
-async function queued(store: DynamoDbRegistryStore, namespace: string, kind: 'D' | 'L') {
+async function queued(store: RegistrarStore, namespace: string, kind: 'D' | 'L') {
   const names: string[] = [];
   for await (const record of store.departuresOf(namespace, kind, T0 + HOUR)) {
     names.push(record.entry.metadata.name);
@@ -106,7 +106,7 @@ async function queued(store: DynamoDbRegistryStore, namespace: string, kind: 'D'
   return names;
 }
 
-const exists = async (store: DynamoDbRegistryStore, namespace: string, name: string) =>
+const exists = async (store: RegistrarStore, namespace: string, name: string) =>
   (await store.getEntry({ namespace, name })) !== undefined;
 
 const namesIn = (result: { deleted: { namespace: string; name: string }[] }, namespace: string) =>

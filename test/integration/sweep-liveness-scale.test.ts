@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
-import type { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
@@ -37,7 +37,7 @@ function change(name: string, connectedAt: number) {
  * `count` entries whose checks fall due across the last sweep interval before NOW, spread over
  * different multiples of the liveness interval (so they come from different index windows).
  */
-async function fleet(count: number): Promise<DynamoDbRegistryStore> {
+async function fleet(count: number): Promise<RegistrarStore> {
   const { store } = await freshRegistry(dynamo.endpoint, 'liveness-scale');
   for (let i = 0; i < count; i++) {
     const dueAt = NOW - MINUTE + Math.floor((i * MINUTE) / count);

@@ -8,13 +8,14 @@ vi.hoisted(() => {
 import { createSweeperHandler } from '../../functions/sweeper.ts';
 import { readConfig } from '../../lib/config.ts';
 import type { Dependencies } from '../../lib/dependencies.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import {
   DynamoDbSweepPolicyStore,
   SWEEP_POLICY_KEY,
 } from '../../lib/store/dynamodb-sweep-policy-store.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { countRequests, type RequestCounter } from '../../lib/store/request-counter.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
@@ -28,14 +29,14 @@ import { lambdaContext } from '../fixtures/lambda-context.ts';
 const NOW = Date.parse('2026-03-01T12:00:00Z');
 const MINUTE = 60_000;
 let dynamo: TestDynamo;
-let store: DynamoDbRegistryStore;
+let store: RegistrarStore;
 let policies: DynamoDbSweepPolicyStore;
 let counter: RequestCounter;
 
 beforeAll(async () => {
   dynamo = await startTestDynamo();
   counter = countRequests(dynamo.client);
-  store = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName);
+  store = composeRegistry(dynamo.client, dynamo.tableName);
   policies = new DynamoDbSweepPolicyStore(dynamo.client, dynamo.tableName);
 });
 afterAll(async () => {

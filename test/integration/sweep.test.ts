@@ -4,11 +4,13 @@ import type { EntryRecord } from '../../lib/domain/entry-record.ts';
 import { ISTIO_API_VERSION, type WorkloadEntry } from '../../lib/domain/model.ts';
 import type { SweepPolicy } from '../../lib/domain/sweep-policy.ts';
 import { runSweep, type SweepOptions, type SweepStore } from '../../lib/registration/sweep.ts';
+import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
 import { encodeEntry } from '../../lib/store/item-codec.ts';
-import type { ConnectChange, RegistryStore } from '../../lib/store/registry-store.ts';
+import type { RegistryStore } from '../../lib/store/registry-store.ts';
 import { countRequests } from '../../lib/store/request-counter.ts';
 import { ZONE_SHARDS } from '../../lib/store/table-definition.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+import { NO_DISRUPTION, NO_HEARTBEATS } from '../fixtures/sweep-stand-ins.ts';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
@@ -148,6 +150,8 @@ describe('runSweep', () => {
         return 'deleted';
       },
       ...NO_LIVENESS_STORE,
+      ...NO_DISRUPTION,
+      ...NO_HEARTBEATS,
     };
 
     const result = await runSweep(store, options());
@@ -209,6 +213,8 @@ describe('runSweep', () => {
     // The VM reconnects after the sweeper read the entry and before its delete.
     const racing: SweepStore = {
       ...NO_LIVENESS_STORE,
+      ...NO_DISRUPTION,
+      ...NO_HEARTBEATS,
       sweepCandidates: (cutoffs, limit) => store.sweepCandidates(cutoffs, limit),
       sweepNamespaces: () => store.sweepNamespaces(),
       departuresOf: (namespace, kind, cutoff) => store.departuresOf(namespace, kind, cutoff),

@@ -4,8 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runSweep } from '../../lib/registration/sweep.ts';
 import { createDynamoDbClient, documentClientFor } from '../../lib/store/dynamodb-client.ts';
 import { zoneCountUpdate } from '../../lib/store/dynamodb-entry-writes.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
 import { ensureTable } from '../../lib/store/ensure-table.ts';
+import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { type FaultProxy, startFaultProxy } from '../fixtures/fault-proxy.ts';
@@ -16,8 +17,8 @@ import { type FaultProxy, startFaultProxy } from '../fixtures/fault-proxy.ts';
  */
 let dynamo: TestDynamo;
 let proxy: FaultProxy;
-let store: DynamoDbRegistryStore;
-let truth: DynamoDbRegistryStore;
+let store: RegistrarStore;
+let truth: RegistrarStore;
 const TABLE = `zones-${randomUUID()}`;
 
 beforeAll(async () => {
@@ -26,8 +27,8 @@ beforeAll(async () => {
   const tableName = TABLE;
   const raw = createDynamoDbClient({ region: 'us-east-1', endpoint: proxy.endpoint });
   await ensureTable(raw, tableName);
-  store = new DynamoDbRegistryStore(documentClientFor(raw), tableName);
-  truth = new DynamoDbRegistryStore(dynamo.client, tableName);
+  store = composeRegistry(documentClientFor(raw), tableName);
+  truth = composeRegistry(dynamo.client, tableName);
 });
 afterAll(async () => {
   await proxy?.close();

@@ -16,8 +16,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ISTIO_API_VERSION } from '../../lib/domain/model.ts';
 import type { SweepPolicy } from '../../lib/domain/sweep-policy.ts';
 import { runSweep } from '../../lib/registration/sweep.ts';
-import { DynamoDbRegistryStore } from '../../lib/store/dynamodb-registry-store.ts';
-import type { ConnectChange } from '../../lib/store/registry-store.ts';
+import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
+import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 const MINUTE = 60_000;
@@ -142,8 +142,8 @@ it('keeps its promises when writes fail before or after they land, or are sent t
 }, 240_000);
 
 async function tellStory(story: number, ops: Op[], schedule: Fault[]): Promise<void> {
-  const store = new DynamoDbRegistryStore(faulty(dynamo.client, schedule), dynamo.tableName);
-  const reader = new DynamoDbRegistryStore(dynamo.client, dynamo.tableName);
+  const store = composeRegistry(faulty(dynamo.client, schedule), dynamo.tableName);
+  const reader = composeRegistry(dynamo.client, dynamo.tableName);
   let now = Date.UTC(2025, 0, 1) + story * 30 * 24 * HOUR;
   const ref = { namespace: NS, name: `vm-${story}` };
   const connections: Connection[] = [];

@@ -90,6 +90,26 @@ describe('the layout check', () => {
     // The CLI reaching into a function (only the local runtime hosts them).
     'cli/commands/ec2-event.ts':
       "import { handler } from '../../functions/connect.ts';\nexport const run = handler;\n",
+    // Allowed inside lib/: a use case on its port in lib/store, the adapter on lib/domain.
+    'lib/store/widget-store.ts':
+      "import type { Model } from '../domain/model.ts';\nexport interface WidgetStore { get(): Promise<Model> }\n",
+    'lib/domain/model.ts': 'export type Model = { name: string };\n',
+    'lib/registration/widgets.ts':
+      "import type { WidgetStore } from '../store/widget-store.ts';\nexport const read = (s: WidgetStore) => s.get();\n",
+    // An adapter importing its port from the use case above it (the arrow issue 45 removed).
+    'lib/store/dynamodb-gadgets.ts':
+      "import type { GadgetStore } from '../rollout/gadgets.ts';\nexport type G = GadgetStore;\n",
+    'lib/rollout/gadgets.ts': 'export interface GadgetStore { count(): Promise<number> }\n',
+    // The wire's conversions calling a use case above them.
+    'lib/protocol/caller.ts':
+      "import type { GadgetStore } from '../rollout/gadgets.ts';\nexport type C = GadgetStore;\n",
+    // The domain importing a room above it.
+    'lib/domain/rule.ts':
+      "import type { WidgetStore } from '../store/widget-store.ts';\nexport type R = WidgetStore;\n",
+    // A use case building its own adapters (only lib/wiring composes them).
+    'lib/wiring/widgets.ts': 'export const widgets = () => 1;\n',
+    'lib/rollout/builds.ts':
+      "import { widgets } from '../wiring/widgets.ts';\nexport const built = widgets;\n",
     // lib/ on a deliverable.
     'lib/upward.ts':
       "import { run } from '../cli/commands/dashboard.ts';\nexport const up = run;\n",
@@ -114,13 +134,40 @@ describe('the layout check', () => {
     expect(found).toContain('lib-stands-alone: lib/upward.ts -> cli/commands/dashboard.ts');
   });
 
-  it('lets a deliverable stand on lib/, and the local runtime host a function', () => {
-    // Exactly the four planted faults: nothing that stands on lib/ is refused.
+  it('refuses an adapter in lib/store importing its port from a use case above it', () => {
+    expect(found).toContain(
+      'store-below-use-cases: lib/store/dynamodb-gadgets.ts -> lib/rollout/gadgets.ts',
+    );
+  });
+
+  it('refuses lib/protocol importing a use case', () => {
+    expect(found).toContain(
+      'protocol-below-use-cases: lib/protocol/caller.ts -> lib/rollout/gadgets.ts',
+    );
+  });
+
+  it('refuses lib/domain importing another room of lib/', () => {
+    expect(found).toContain('domain-stands-alone: lib/domain/rule.ts -> lib/store/widget-store.ts');
+  });
+
+  it('refuses a use case importing the wiring', () => {
+    expect(found).toContain(
+      'only-entry-points-wire: lib/rollout/builds.ts -> lib/wiring/widgets.ts',
+    );
+  });
+
+  it('lets a deliverable stand on lib/, the local runtime host a function, and a use case its port', () => {
+    // Exactly the planted faults: nothing that stands on lib/, nor a use case on its port in
+    // lib/store, nor an adapter on lib/domain, is refused.
     expect(found).toEqual([
+      'domain-stands-alone: lib/domain/rule.ts -> lib/store/widget-store.ts',
       'lib-stands-alone: lib/upward.ts -> cli/commands/dashboard.ts',
       'no-circular: lib/domain/a.ts -> lib/domain/b.ts',
       'no-sideways-into-functions: cli/commands/ec2-event.ts -> functions/connect.ts',
       'no-sideways: cli/commands/dashboard.ts -> dashboard/server/start.ts',
+      'only-entry-points-wire: lib/rollout/builds.ts -> lib/wiring/widgets.ts',
+      'protocol-below-use-cases: lib/protocol/caller.ts -> lib/rollout/gadgets.ts',
+      'store-below-use-cases: lib/store/dynamodb-gadgets.ts -> lib/rollout/gadgets.ts',
     ]);
   });
 });

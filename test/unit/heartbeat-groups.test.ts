@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Heartbeat } from '../../lib/domain/heartbeat.ts';
 import type { ObjectRef } from '../../lib/domain/model.ts';
 import { loadHeartbeatGroups } from '../../lib/registration/heartbeat-groups.ts';
-import type { HeartbeatGroups } from '../../lib/store/registry-store.ts';
+import type { HeartbeatGroups } from '../../lib/store/heartbeat-store.ts';
 
 const T0 = Date.UTC(2026, 2, 1, 12);
 const MINUTE = 60_000;
@@ -21,6 +21,8 @@ function fakeStore(listed: { group: ObjectRef; heartbeat: Heartbeat }[]) {
         record = state;
       },
       groupHeartbeats: async () => listed,
+      // No `apply` counted: the groups are listed again on the relist interval alone.
+      heartbeatChanges: async () => 0,
     },
   };
 }

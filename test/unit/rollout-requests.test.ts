@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../lib/config.ts';
-import { groupsComeFromClusterMessage, sameGroupSource } from '../../lib/rollout/group-source.ts';
+import { groupsComeFromClusterMessage, sameGroupSource } from '../../lib/domain/group-source.ts';
 import { readRolloutConfig } from '../../lib/rollout/rollout-config.ts';
 import { connectAsNewest } from '../../lib/store/dynamodb-entry-writes.ts';
 import { groupEntryPrefix, rollOutEntryRequest } from '../../lib/store/dynamodb-rollout-entries.ts';
