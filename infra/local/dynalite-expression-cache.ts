@@ -9,8 +9,8 @@ import { isDeepStrictEqual } from 'node:util';
  * (text, attribute name keys, value keys and types) once, with a stand-in for every attribute
  * name, and then hands out a copy of that parse with the request's own names and values.
  *
- * Why that is the same as parsing (checked on every hit under `REGISTRAR_DYNALITE_PARSE_CHECK`,
- * which the test suite sets):
+ * Why that is the same as parsing (checked under `REGISTRAR_DYNALITE_PARSE_CHECK`, which the
+ * test suite sets: the first CHECKED_HITS hits of every key, then one in CHECK_EVERY):
  * - the parsers resolve `#n` to its string and `:v` to the request's value object itself, so a
  *   parse is its tree plus those, which the copy swaps: a stand-in name (a string no expression
  *   can spell) by its name, a value by identity;
@@ -40,6 +40,8 @@ interface PegParser {
 }
 
 interface CachedParse {
+  /** Hits so far: which ones the check parses afresh. */
+  hits: number;
   /** The parse with stand-in names and the first request's values. */
   tree: unknown;
   /** The first request's value objects, by key: what the copy replaces. */
@@ -49,6 +51,15 @@ interface CachedParse {
   usedNames: string[];
   usedValues: string[];
 }
+
+/**
+ * The check parses afresh the first CHECKED_HITS hits of each key (every expression shape the
+ * suite sends, with many requests' own names and values), then one hit in CHECK_EVERY. Checking
+ * every hit made the PEG parse the largest CPU cost of the whole suite again (about a quarter
+ * of a store-heavy file's), for no shape the first hits had not already met.
+ */
+const CHECKED_HITS = 16;
+const CHECK_EVERY = 64;
 
 /** Enough for every expression the registrar sends, with room; the oldest go first past it. */
 const MAX_ENTRIES = 1_000;
@@ -122,6 +133,8 @@ export interface ExpressionCacheStats {
   misses: number;
   /** Parses not cached: value-dependent expressions, repeated names and failed parses. */
   uncached: number;
+  /** Hits the check parsed afresh (zero without the check). */
+  checked: number;
 }
 
 export interface CachingParser {
@@ -130,13 +143,16 @@ export interface CachingParser {
 }
 
 /**
- * A `parse` with the cache in front of `parser`'s. With `check`, every hit also parses afresh
- * and throws if the two differ in tree or in what they crossed off: the test suite's guard.
+ * A `parse` with the cache in front of `parser`'s. With `check`, a hit also parses afresh (the
+ * first CHECKED_HITS of each key, then one in CHECK_EVERY) and throws if the two differ in tree
+ * or in what they crossed off: the test suite's guard.
  */
 export function cachingParser(name: string, parser: PegParser, check = false): CachingParser {
   const parseFresh = parser.parse.bind(parser);
   const cache = new Map<string, CachedParse>();
-  const stats: ExpressionCacheStats = { hits: 0, misses: 0, uncached: 0 };
+  const stats: ExpressionCacheStats = { hits: 0, misses: 0, uncached: 0, checked: 0 };
+  const checks = (cached: CachedParse) =>
+    check && (cached.hits <= CHECKED_HITS || cached.hits % CHECK_EVERY === 0);
 
   const fromCache = (cached: CachedParse, context: ParseContext) => {
     const values = new Map<unknown, unknown>();
@@ -149,6 +165,7 @@ export function cachingParser(name: string, parser: PegParser, check = false): C
 
   const checked = (cached: CachedParse, text: string, options: { context: ParseContext }) => {
     const { context } = options;
+    stats.checked += 1;
     const names = { ...context.unusedAttrNames };
     const values = { ...context.unusedAttrVals };
     const fresh = parseFresh(text, options);
@@ -181,6 +198,7 @@ export function cachingParser(name: string, parser: PegParser, check = false): C
     // A message instead of a tree is a refused expression.
     if (typeof tree === 'string') return undefined;
     return {
+      hits: 0,
       tree,
       values: { ...context.attrVals },
       spelled: new Set(text.match(SPELLED_NAME) ?? []),
@@ -203,7 +221,8 @@ export function cachingParser(name: string, parser: PegParser, check = false): C
         return parseFresh(text, options);
       }
       stats.hits += 1;
-      return check ? checked(cached, text, options) : fromCache(cached, context);
+      cached.hits += 1;
+      return checks(cached) ? checked(cached, text, options) : fromCache(cached, context);
     }
     cached = parseOnce(text, context);
     if (!cached || !namesAreDistinct(context.attrNames, cached.spelled)) {

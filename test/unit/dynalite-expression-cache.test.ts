@@ -241,6 +241,62 @@ describe('dynalite expression cache', () => {
   });
 });
 
+describe('the check (REGISTRAR_DYNALITE_PARSE_CHECK)', () => {
+  const context = () => ({
+    attrNames: { '#a': 'a' },
+    attrVals: { ':v': { S: 'x' } },
+    unusedAttrNames: { '#a': true },
+    unusedAttrVals: { ':v': true },
+    isReserved: () => false,
+  });
+
+  it('parses afresh the first 16 hits of a key, then one in 64, and every hit agrees', () => {
+    let freshParses = 0;
+    const counting = {
+      parse: (text: string, options: { context: Record<string, unknown> }) => {
+        freshParses += 1;
+        return fresh.updateParser(text, options as never);
+      },
+    };
+    const checked = cachingParser('updateParser', counting, true);
+    for (let i = 0; i < 200; i++) {
+      expect(checked.parse('SET #a = :v', { context: context() })).toStrictEqual(
+        fresh.updateParser('SET #a = :v', { context: context() }),
+      );
+    }
+    // The miss parses twice (stand-ins, then the check); hits 1-16, 64, 128 and 192 once each.
+    expect(checked.stats).toMatchObject({ misses: 1, hits: 199, checked: 20 });
+    expect(freshParses).toBe(2 + 19);
+  });
+
+  it('still catches a drift that starts after the first hits, at a sampled one', () => {
+    let calls = 0;
+    const drifting = {
+      parse: () => {
+        calls += 1;
+        // Right for the miss and the first 16 hits (18 parses), wrong after: a late drift.
+        return { type: 'tree', drifted: calls > 18 };
+      },
+    };
+    const checked = cachingParser('conditionParser', drifting, true);
+    const noNames = () => ({
+      attrNames: {},
+      attrVals: {},
+      unusedAttrNames: {},
+      unusedAttrVals: {},
+    });
+    let thrownAt = -1;
+    for (let i = 0; i < 200 && thrownAt < 0; i++) {
+      try {
+        checked.parse('a = b', { context: noNames() });
+      } catch {
+        thrownAt = i;
+      }
+    }
+    expect(thrownAt).toBe(64);
+  });
+});
+
 describe('the dynalite release the cache covers', () => {
   it('is the one package.json pins, exactly, and the one installed', () => {
     const manifest = JSON.parse(
