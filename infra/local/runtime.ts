@@ -42,6 +42,15 @@ import { recordRelease } from './table-release.ts';
 
 export { LOCAL_DEFAULTS } from './defaults.ts';
 
+/** One run of the local sweep schedule, as `onSweepEnd` tells it. */
+export interface SweepRunOutcome {
+  startedAt: number;
+  endedAt: number;
+  /** Absent when the run failed (`error`). */
+  summary?: SweeperSummary;
+  error?: unknown;
+}
+
 export interface LocalRuntimeOptions {
   /** Port of the WebSocket gateway and its @connections API; 0 picks a free one. Default 8080. */
   port?: number;
@@ -94,6 +103,12 @@ export interface LocalRuntimeOptions {
    * minute later.
    */
   waitForFirstSweep?: boolean;
+  /**
+   * Told after each run of the sweeper's schedule (lane 0): when it started, and its summary or
+   * the error it failed with. A test judges sweep bounds by the runs that happened, not by a
+   * wall clock a loaded machine stretches.
+   */
+  onSweepEnd?: (run: SweepRunOutcome) => void;
   /** The functions' log level (Powertools). */
   logLevel?: LogLevel;
   /**
@@ -301,8 +316,22 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     // a schedule that never stopped would.
     const restarted =
       files.keepsRegistry && (await deps.store.listNamespaces()).namespaces.length > 0;
+    const onSweepEnd = options.onSweepEnd;
+    const scheduledSweep = onSweepEnd
+      ? async () => {
+          const startedAt = Date.now();
+          try {
+            const summary = await sweepNow();
+            onSweepEnd({ startedAt, endedAt: Date.now(), summary });
+            return summary;
+          } catch (error) {
+            onSweepEnd({ startedAt, endedAt: Date.now(), error });
+            throw error;
+          }
+        }
+      : sweepNow;
     const timer = startSweepTimer(
-      sweepNow,
+      scheduledSweep,
       sweepIntervalMs,
       (error) => logger.error('sweep failed', { error: String(error) }),
       restarted ? { firstRunAfterMs: sweepIntervalMs } : {},
