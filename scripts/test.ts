@@ -1,7 +1,7 @@
 /**
  * `npm test`: the fast loop (type-check and lint beside the unit, infrastructure and store
- * contract tests, about 2 minutes); `npm test -- --all`: the whole chain (type-check and lint
- * beside every test, then the DynamoDB Local pass), what CI runs; given file filters or a test
+ * contract tests, about 2 minutes); `npm test -- --all`: the whole chain (type-check, lint and
+ * the DynamoDB Local pass beside every test), what CI runs; given file filters or a test
  * name, vitest alone on those. `npm test -- --help` says how.
  *
  * Each step runs in a process group of its own, tied to this process (scripts/process-group.ts):
@@ -112,17 +112,20 @@ export function fastLoopFiles(repo: string): { run: string[]; skipped: number } 
   return { run: ['test/unit', 'test/infra', ...contract], skipped: slow - contract.length };
 }
 
-interface Step {
+export interface Step {
   title: string;
   command: string;
   args: string[];
   /** Runs beside the steps after it (the static checks beside the tests), joined at the end. */
   beside?: boolean;
+  /** Put before each line it prints: a step beside another step that prints as much. */
+  prefix?: string;
+  env?: Record<string, string>;
 }
 
 const node = (script: string, ...args: string[]): Step['args'] => [script, ...args];
 
-function steps(plan: TestPlan): Step[] {
+export function steps(plan: TestPlan): Step[] {
   const vitest = { title: 'vitest', command: process.execPath };
   if (plan.vitestOnly) {
     return [{ ...vitest, args: node('node_modules/vitest/vitest.mjs', 'run', ...plan.vitestOnly) }];
@@ -137,15 +140,39 @@ function steps(plan: TestPlan): Step[] {
     const { run } = fastLoopFiles(REPO);
     return [...statics, { ...vitest, args: node('node_modules/vitest/vitest.mjs', 'run', ...run) }];
   }
+  // The DynamoDB Local pass runs beside the dynalite pass, in a fork of its own (its files wait
+  // on DynamoDB Local's JVM more than on the CPU), its lines marked: run one after the other,
+  // the two took 18 minutes of a CI run; side by side they share what the other leaves idle.
   return [
     ...statics,
-    { ...vitest, args: node('node_modules/vitest/vitest.mjs', 'run') },
     {
       title: 'DynamoDB Local suite',
       command: process.execPath,
       args: node('test/dynamodb-local-suite.ts'),
+      beside: true,
+      prefix: '[dynamodb-local] ',
+      env: { REGISTRAR_TEST_FORKS: process.env.REGISTRAR_DYNAMODB_LOCAL_FORKS || '1' },
     },
+    { ...vitest, args: node('node_modules/vitest/vitest.mjs', 'run') },
   ];
+}
+
+/** Copies `from` to `to` a whole line at a time, each line after `prefix`. */
+export function prefixLines(
+  from: NodeJS.ReadableStream,
+  to: NodeJS.WritableStream,
+  prefix: string,
+) {
+  let partial = '';
+  from.setEncoding('utf8');
+  from.on('data', (chunk: string) => {
+    const lines = (partial + chunk).split('\n');
+    partial = lines.pop() ?? '';
+    if (lines.length > 0) to.write(lines.map((line) => `${prefix}${line}\n`).join(''));
+  });
+  from.on('end', () => {
+    if (partial !== '') to.write(`${prefix}${partial}\n`);
+  });
 }
 
 const running = new Set<ChildProcess>();
@@ -155,9 +182,14 @@ let stopping: NodeJS.Signals | undefined;
 function run(step: Step): Promise<number> {
   const child = spawn(step.command, step.args, {
     cwd: REPO,
-    stdio: 'inherit',
+    stdio: step.prefix ? ['inherit', 'pipe', 'pipe'] : 'inherit',
     detached: true,
+    ...(step.env ? { env: { ...process.env, ...step.env } } : {}),
   });
+  if (step.prefix && child.stdout && child.stderr) {
+    prefixLines(child.stdout, process.stdout, step.prefix);
+    prefixLines(child.stderr, process.stderr, step.prefix);
+  }
   const guard = guardProcessGroup(child);
   running.add(child);
   return new Promise((resolve) => {
@@ -166,7 +198,8 @@ function run(step: Step): Promise<number> {
       guard.release();
       resolve(1);
     });
-    child.once('exit', (code, signal) => {
+    // Piped output is whole only once its streams closed, after the exit.
+    child.once(step.prefix ? 'close' : 'exit', (code, signal) => {
       running.delete(child);
       // Whatever the step left in its group (a runtime a test leaked) goes now.
       guard.release();

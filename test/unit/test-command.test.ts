@@ -1,7 +1,8 @@
 import { dirname, join } from 'node:path';
+import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { fastLoopFiles, planOf, UsageError } from '../../scripts/test.ts';
+import { fastLoopFiles, planOf, prefixLines, steps, UsageError } from '../../scripts/test.ts';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -57,5 +58,35 @@ describe('npm test arguments', () => {
 
   it('refuses -t without a pattern', () => {
     expect(() => planOf(['-t'])).toThrow('-t needs a pattern');
+  });
+});
+
+describe('npm test -- --all', () => {
+  it('runs the DynamoDB Local pass beside the dynalite pass, in one fork, its lines marked', () => {
+    const chain = steps(planOf(['--all']));
+    expect(chain.map((step) => [step.title, step.beside === true])).toEqual([
+      ['type-check', true],
+      ['lint', true],
+      ['DynamoDB Local suite', true],
+      ['vitest', false],
+    ]);
+    const local = chain[2];
+    expect(local?.prefix).toBe('[dynamodb-local] ');
+    expect(local?.env?.REGISTRAR_TEST_FORKS).toBe('1');
+  });
+
+  it('marks whole lines only, however the output arrives in pieces', async () => {
+    const from = new PassThrough();
+    const to = new PassThrough();
+    let out = '';
+    to.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    prefixLines(from, to, '[x] ');
+    from.write('one\ntw');
+    from.write('o\n\nthr');
+    from.end('ee');
+    await new Promise((resolve) => from.on('end', resolve));
+    expect(out).toBe('[x] one\n[x] two\n[x] \n[x] three\n');
   });
 });
