@@ -92,6 +92,15 @@ const disconnect = (connection: string, at: number): Request => ({
   },
 });
 
+/** A fresh context for `SET #a = :v`: one name, one string value, both still unused. */
+const setOneName = () => ({
+  attrNames: { '#a': 'a' },
+  attrVals: { ':v': { S: 'x' } },
+  unusedAttrNames: { '#a': true },
+  unusedAttrVals: { ':v': true },
+  isReserved: () => false,
+});
+
 describe('dynalite expression cache', () => {
   it('answers a text it parsed before with the request’s own names and values', () => {
     const { answers, hits } = both([disconnect('conn-a', 1), disconnect('conn-b', 2)]);
@@ -204,13 +213,7 @@ describe('dynalite expression cache', () => {
 
   it('hands out copies: a caller changing its tree does not change the next one', () => {
     const caching = cachingParser('updateParser', { parse: fresh.updateParser });
-    const context = () => ({
-      attrNames: { '#a': 'a' },
-      attrVals: { ':v': { S: 'x' } },
-      unusedAttrNames: { '#a': true },
-      unusedAttrVals: { ':v': true },
-      isReserved: () => false,
-    });
+    const context = setOneName;
     const first = caching.parse('SET #a = :v', { context: context() }) as {
       sections: { path: string[] }[];
     };
@@ -242,13 +245,7 @@ describe('dynalite expression cache', () => {
 });
 
 describe('the check (REGISTRAR_DYNALITE_PARSE_CHECK)', () => {
-  const context = () => ({
-    attrNames: { '#a': 'a' },
-    attrVals: { ':v': { S: 'x' } },
-    unusedAttrNames: { '#a': true },
-    unusedAttrVals: { ':v': true },
-    isReserved: () => false,
-  });
+  const context = setOneName;
 
   it('parses afresh the first 16 hits of a key, then one in 64, and every hit agrees', () => {
     let freshParses = 0;
