@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { formatRef, type WorkloadGroup } from '../domain/model.ts';
+import type { StoredGroup } from '../domain/registry-records.ts';
 import { InvalidDocumentsError, parseIstioDocuments } from '../protocol/istio-documents.ts';
-import type { StoredGroup } from '../store/registry-records.ts';
 import type { KubeObject } from './objects.ts';
 
 /**

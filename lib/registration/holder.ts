@@ -1,5 +1,5 @@
 import type { ObjectRef } from '../domain/model.ts';
-import type { HolderRef } from '../store/registry-records.ts';
+import type { HolderRef } from '../domain/registry-records.ts';
 import type { RegistryStore } from '../store/registry-store.ts';
 
 /**

@@ -1,7 +1,7 @@
 import type { EntryRecord } from '../domain/entry-record.ts';
+import { mergeOrdered } from '../domain/merge-ordered.ts';
 import type { EpochMillis } from '../domain/model.ts';
 import { type SweepPolicy, sweepDueAt } from '../domain/sweep-policy.ts';
-import { mergeOrdered } from '../store/merge-ordered.ts';
 import type { RegistryStore } from '../store/registry-store.ts';
 import { isDeliberate } from './fail-static-guard.ts';
 

@@ -1,5 +1,5 @@
+import type { StoredGroup } from '../domain/registry-records.ts';
 import { isOnCurrentTemplate } from '../domain/template-rollout.ts';
-import type { StoredGroup } from '../store/registry-records.ts';
 import type { RolloutEntry, RolloutRecord } from '../store/rollout-store.ts';
 import { paceOf } from './rollout-pace.ts';
 

@@ -1,7 +1,7 @@
 import { type EpochMillis, formatRef, type ObjectRef } from '../domain/model.ts';
+import type { StoredGroup } from '../domain/registry-records.ts';
 import { rolledOutEntry } from '../domain/template-rollout.ts';
 import type { CatalogStore } from '../store/catalog-store.ts';
-import type { StoredGroup } from '../store/registry-records.ts';
 import type { RolloutEntry, RolloutRecord, RolloutStore } from '../store/rollout-store.ts';
 import { listAllGroups } from './list-groups.ts';
 import { PacedPool } from './paced-pool.ts';

@@ -1,6 +1,6 @@
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { EpochMillis, ObjectRef, WorkloadEntry, WorkloadGroup } from '../domain/model.ts';
-import type { EntryDeletion, StoredGroup } from './registry-records.ts';
+import type { EntryDeletion, StoredGroup } from '../domain/registry-records.ts';
 
 // The ports of the operators' catalog (registrar apply, get, delete) and of the EC2
 // state-change function's instance index.

@@ -20,6 +20,7 @@ import {
   type WorkloadGroup,
 } from '../domain/model.ts';
 import { type Forgery, forgedEntryState, forgedGroupState } from '../domain/registrar-state.ts';
+import type { EntryDeletion, StoredGroup } from '../domain/registry-records.ts';
 import { entrySizeRefusal, groupSizeRefusal, type SizeRefusal } from './catalog-item-limits.ts';
 import type { CatalogDocumentStore, NamespaceList } from './catalog-store.ts';
 import { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
@@ -44,7 +45,6 @@ import {
   type Item,
   namespacePartition,
 } from './item-codec.ts';
-import type { EntryDeletion, StoredGroup } from './registry-records.ts';
 
 /** Optimistic-lock retries of an apply that raced another writer of the same object. */
 const APPLY_ATTEMPTS = 3;

@@ -11,6 +11,7 @@ import {
 import { legacyEvents } from '../domain/entry-history.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
+import type { HolderRef, StoredGroup } from '../domain/registry-records.ts';
 import { addressConflictUpdate } from './dynamodb-address-conflict.ts';
 import type { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { isConditionFailed } from './dynamodb-client.ts';
@@ -46,7 +47,6 @@ import {
   groupKey,
   holderTimes,
 } from './item-codec.ts';
-import type { HolderRef, StoredGroup } from './registry-records.ts';
 
 /**
  * Rounds of conditional writes before a connect or disconnect gives up. Each round re-reads

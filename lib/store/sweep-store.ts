@@ -1,8 +1,8 @@
 import type { DisruptionRecord, ZoneCount } from '../domain/disruption.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { EpochMillis } from '../domain/model.ts';
+import type { EntryDeletion } from '../domain/registry-records.ts';
 import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
-import type { EntryDeletion } from './registry-records.ts';
 
 // The ports of the sweep: its lease, the sweep index, each namespace's departures, the
 // liveness mark, and fail static's counters and record.

@@ -1,17 +1,5 @@
 import type { EpochMillis } from '../domain/model.ts';
-
-/** A join token as stored: never the secret, only its SHA-256. */
-export interface StoredToken {
-  id: string;
-  secretHash: string;
-  namespace: string;
-  serviceAccount?: string;
-  createdAt: EpochMillis;
-  expiresAt: EpochMillis;
-  revokedAt?: EpochMillis;
-  /** The networks entries registered with this token may be in; unset, any. */
-  networks?: string[];
-}
+import type { StoredToken } from '../domain/stored-token.ts';
 
 export interface TokenStore {
   putToken(token: StoredToken): Promise<void>;

@@ -13,8 +13,8 @@ import { createConnectHandler } from '../../functions/connect.ts';
 import { createJoinToken } from '../../lib/auth/join-token.ts';
 import { readConfig } from '../../lib/config.ts';
 import type { Dependencies } from '../../lib/dependencies.ts';
+import type { StoredToken } from '../../lib/domain/stored-token.ts';
 import { logger } from '../../lib/observability.ts';
-import type { StoredToken } from '../../lib/store/token-store.ts';
 import { captureProcessOutput } from '../fixtures/captured-output.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
 
