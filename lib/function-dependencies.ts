@@ -1,19 +1,19 @@
 import type { Context } from 'aws-lambda';
 import type { InstanceAttestation } from './auth/instance-attestation.ts';
+import type { PolicyReader } from './auth/policy-store.ts';
+import type { TerminatedInstances } from './auth/terminated-instance-store.ts';
+import type { TokenStore } from './auth/token-store.ts';
 import type { Config } from './config.ts';
 import type { EpochMillis } from './domain/model.ts';
 import type { NoticeAnswer } from './gateway/connection-notifier.ts';
 import type { ConnectionCloser } from './protocol/message-budget-guard.ts';
+import type { RegistrarStore } from './registrar-store.ts';
 import type { ConnectionLiveness } from './registration/liveness.ts';
 import type { NamespaceLimits } from './registration/namespace-limits.ts';
+import type { NamespaceSettingsStore } from './registration/namespace-settings-store.ts';
+import type { Migration, SchemaStore } from './registration/schema-store.ts';
 import type { SweepPolicyStore } from './store/dynamodb-sweep-policy-store.ts';
 import type { SweepRunStore } from './store/dynamodb-sweep-runs.ts';
-import type { NamespaceSettingsStore } from './store/namespace-settings-store.ts';
-import type { PolicyReader } from './store/policy-store.ts';
-import type { RegistrarStore } from './store/registrar-store.ts';
-import type { Migration, SchemaStore } from './store/schema-store.ts';
-import type { TerminatedInstances } from './store/terminated-instance-store.ts';
-import type { TokenStore } from './store/token-store.ts';
 
 // The shape of what a function is given. Its own module, below lib/dependencies.ts and
 // lib/wiring/, so the wiring can name it while lib/dependencies.ts composes the wiring.

@@ -3,8 +3,8 @@ import type { RolloutSummary } from '../../functions/rollout.ts';
 import type { GroupSource } from '../../lib/domain/group-source.ts';
 import type { EpochMillis } from '../../lib/domain/model.ts';
 import type { GroupSyncReport } from '../../lib/projection/group-sync.ts';
+import type { CatalogStore } from '../../lib/registration/catalog-store.ts';
 import { ROLLOUT_ENV, readRolloutConfig } from '../../lib/rollout/rollout-config.ts';
-import type { CatalogStore } from '../../lib/store/catalog-store.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
 
 export interface RolloutServicesOptions {

@@ -1,5 +1,5 @@
+import type { CatalogStore } from '../registration/catalog-store.ts';
 import { listAllGroups } from '../rollout/list-groups.ts';
-import type { CatalogStore } from '../store/catalog-store.ts';
 import type { Cluster } from './cluster.ts';
 import { KindNotInstalledError } from './cluster.ts';
 import { groupDifferences, groupsByRef, readClusterGroups } from './cluster-groups.ts';

@@ -1,7 +1,7 @@
 import { type EpochMillis, formatRef, toRfc3339, type WorkloadGroup } from '../domain/model.ts';
+import type { CatalogStore } from '../registration/catalog-store.ts';
 import { listAllGroups } from '../rollout/list-groups.ts';
-import type { CatalogStore } from '../store/catalog-store.ts';
-import type { RolloutStore } from '../store/rollout-store.ts';
+import type { RolloutStore } from '../rollout/rollout-store.ts';
 import type { Cluster } from './cluster.ts';
 import { groupDifferences, groupsByRef, readClusterGroups } from './cluster-groups.ts';
 import type { KubeObject } from './objects.ts';

@@ -9,11 +9,11 @@ import {
 import type { EntryRecord } from '../domain/entry-record.ts';
 import { inTurn } from '../domain/fair-turns.ts';
 import { isDueForSweep, sweepCutoffs } from '../domain/sweep-policy.ts';
-import type { SweepIndexState } from '../store/sweep-store.ts';
 import { type FailStaticGuard, failStaticGuard, isDeliberate } from './fail-static-guard.ts';
 import { type NamespaceFlow, openFlows } from './namespace-flows.ts';
 import type { SweepOptions, SweepStore } from './sweep-options.ts';
 import { countIn, recordFailure, type SweepResult, swept } from './sweep-result.ts';
+import type { SweepIndexState } from './sweep-store.ts';
 
 const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 

@@ -21,8 +21,8 @@ import {
 } from '../domain/model.ts';
 import { type Forgery, forgedEntryState, forgedGroupState } from '../domain/registrar-state.ts';
 import type { EntryDeletion, StoredGroup } from '../domain/registry-records.ts';
+import type { CatalogDocumentStore, NamespaceList } from '../registration/catalog-store.ts';
 import { entrySizeRefusal, groupSizeRefusal, type SizeRefusal } from './catalog-item-limits.ts';
-import type { CatalogDocumentStore, NamespaceList } from './catalog-store.ts';
 import { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import { DynamoDbEntryHistory } from './dynamodb-entry-history.ts';

@@ -7,12 +7,12 @@ import {
   zoneOf,
 } from '../domain/disruption.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
+import type { ConnectChange } from '../registration/entry-lifecycle-store.ts';
+import type { ZoneCountStore } from '../registration/sweep-store.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import { zoneCountUpdate } from './dynamodb-entry-writes.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
-import type { ConnectChange } from './entry-lifecycle-store.ts';
 import type { EntryItem, Item } from './item-codec.ts';
-import type { ZoneCountStore } from './sweep-store.ts';
 import { ZONE_SHARDS, zonePartition, zoneShardOf } from './table-definition.ts';
 
 type Ref = { namespace?: string; name?: string } | undefined;

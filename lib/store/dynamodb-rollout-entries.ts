@@ -3,6 +3,7 @@ import { deletedEvent, templateRolledOutEvent } from '../domain/entry-events.ts'
 import type { EpochMillis, ObjectRef, WorkloadEntry } from '../domain/model.ts';
 import type { EntryDeletion, StoredGroup } from '../domain/registry-records.ts';
 import { templateChanges } from '../domain/template-rollout.ts';
+import type { OutdatedPage, RolloutEntry, RolloutStore } from '../rollout/rollout-store.ts';
 import { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import { DynamoDbEntryEvents, withEntryEvent } from './dynamodb-entry-events.ts';
@@ -19,7 +20,6 @@ import {
   type Item,
   namespacePartition,
 } from './item-codec.ts';
-import type { OutdatedPage, RolloutEntry, RolloutStore } from './rollout-store.ts';
 
 /**
  * An auto-registered entry's name starts with `<group>-` (entry-name.ts) unless the whole name

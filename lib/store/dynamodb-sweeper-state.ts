@@ -1,9 +1,9 @@
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DisruptionRecord } from '../domain/disruption.ts';
 import type { EpochMillis } from '../domain/model.ts';
+import type { SweeperStateStore, SweepLease } from '../registration/sweep-store.ts';
 import { isConditionFailed } from './dynamodb-client.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
-import type { SweeperStateStore, SweepLease } from './sweep-store.ts';
 
 /** The sweeper's own state: how far its liveness checks have covered time. */
 const LIVENESS_MARK_KEY = { pk: 'SWEEPER', sk: 'liveness' };

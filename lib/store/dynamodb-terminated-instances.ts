@@ -1,8 +1,11 @@
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  TERMINATED_RECORD_TTL_MS,
+  type TerminatedInstances,
+} from '../auth/terminated-instance-store.ts';
 import type { EpochMillis } from '../domain/model.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import { EXPIRES_AT_ATTRIBUTE } from './item-codec.ts';
-import { TERMINATED_RECORD_TTL_MS, type TerminatedInstances } from './terminated-instance-store.ts';
 
 /**
  * `TERMINATED#<instance id>` / `TERMINATED`: one partition per instance, so a mass

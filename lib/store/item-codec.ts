@@ -21,7 +21,7 @@ import type {
 } from '../domain/model.ts';
 import type { StoredGroup } from '../domain/registry-records.ts';
 import type { StoredToken } from '../domain/stored-token.ts';
-import type { ConnectionRecord } from './entry-lifecycle-store.ts';
+import type { ConnectionRecord } from '../registration/entry-lifecycle-store.ts';
 import { decodeEvents, encodeEvent, type StoredEvent } from './event-codec.ts';
 import { SWEEP_SHARDS } from './table-definition.ts';
 

@@ -14,9 +14,9 @@ import {
   MIN_HEARTBEAT_MISSES,
 } from '../../lib/domain/heartbeat.ts';
 import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
+import type { ConnectChange } from '../../lib/registration/entry-lifecycle-store.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
-import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
 import type { SweeperDependencies } from '../../lib/wiring/sweeper.ts';
 import { sweeperStore as composeSweeperStore } from '../../lib/wiring/sweeper-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';

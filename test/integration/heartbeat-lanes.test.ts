@@ -9,8 +9,8 @@ import { createSweeperHandler, type SweeperSummary } from '../../functions/sweep
 import { ENV, readConfig } from '../../lib/config.ts';
 import { HEARTBEAT_ANNOTATIONS } from '../../lib/domain/heartbeat.ts';
 import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
+import type { ConnectChange } from '../../lib/registration/entry-lifecycle-store.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
-import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
 import {
   sweeperStore as composeSweeperStore,
   type SweeperStore,

@@ -8,8 +8,8 @@ vi.hoisted(() => {
 import { createSweeperHandler } from '../../functions/sweeper.ts';
 import { readConfig } from '../../lib/config.ts';
 import type { Dependencies } from '../../lib/dependencies.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';

@@ -1,5 +1,6 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { IamPolicy } from '../../lib/auth/policy-store.ts';
 import { ForbiddenError, NotRegisteredError } from '../../lib/domain/errors.ts';
 import type { StoredToken } from '../../lib/domain/stored-token.ts';
 import { buildBootstrap } from '../../lib/mesh-identity/bootstrap.ts';
@@ -12,7 +13,6 @@ import {
   SidecarUnavailableError,
   sidecarBootstrapProblems,
 } from '../../lib/protocol/sidecar-message.ts';
-import type { IamPolicy } from '../../lib/store/policy-store.ts';
 import { createTestSigner } from '../fixtures/instance-identity-signer.ts';
 import {
   type KubeApiServerStandIn,

@@ -27,10 +27,10 @@ vi.mock('../../lib/registration/sweep.ts', async (original) => {
 import { readConfig } from '../../lib/config.ts';
 import type { SchemaRecord } from '../../lib/domain/table-schema.ts';
 import { logger } from '../../lib/observability.ts';
+import type { Migration, SchemaStore } from '../../lib/registration/schema-store.ts';
 import { runHeartbeatLane, runSweep } from '../../lib/registration/sweep.ts';
 import { emptyResult } from '../../lib/registration/sweep-result.ts';
-import type { Migration, SchemaStore } from '../../lib/store/schema-store.ts';
-import type { SweepLease } from '../../lib/store/sweep-store.ts';
+import type { SweepLease } from '../../lib/registration/sweep-store.ts';
 import { runHeartbeatLaneTick } from '../../lib/sweep/heartbeat-lane-run.ts';
 import { runSweepTick, SweepIncompleteError } from '../../lib/sweep/sweep-run.ts';
 import type { SweepRunDependencies } from '../../lib/sweep/sweep-run-dependencies.ts';

@@ -1,7 +1,7 @@
-import type { CatalogStore } from './catalog-store.ts';
-import type { CordonStore, EntryEventStore } from './entry-event-store.ts';
-import type { HeartbeatStore } from './heartbeat-store.ts';
-import type { RegistryStore } from './registry-store.ts';
+import type { CatalogStore } from './registration/catalog-store.ts';
+import type { CordonStore, EntryEventStore } from './registration/entry-event-store.ts';
+import type { HeartbeatStore } from './registration/heartbeat-store.ts';
+import type { RegistryStore } from './registration/registry-store.ts';
 
 /**
  * Every port of the registry on one table, as the local runtime, the CLI and tests use it:
