@@ -12,8 +12,8 @@ import type { ConnectionLiveness } from './registration/liveness.ts';
 import type { NamespaceLimits } from './registration/namespace-limits.ts';
 import type { NamespaceSettingsStore } from './registration/namespace-settings-store.ts';
 import type { Migration, SchemaStore } from './registration/schema-store.ts';
-import type { SweepPolicyStore } from './store/dynamodb-sweep-policy-store.ts';
-import type { SweepRunStore } from './store/dynamodb-sweep-runs.ts';
+import type { SweepPolicyStore } from './sweep/sweep-policy-store.ts';
+import type { SweepRunStore } from './sweep/sweep-run-store.ts';
 
 // The shape of what a function is given. Its own module, below lib/dependencies.ts and
 // lib/wiring/, so the wiring can name it while lib/dependencies.ts composes the wiring.

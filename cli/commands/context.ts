@@ -8,11 +8,11 @@ import type { CatalogStore } from '../../lib/registration/catalog-store.ts';
 import type { CordonStore, EntryEventStore } from '../../lib/registration/entry-event-store.ts';
 import type { HeartbeatCounts } from '../../lib/registration/heartbeat-quota.ts';
 import type { NamespaceSettingsStore } from '../../lib/registration/namespace-settings-store.ts';
+import type { NamespaceUsageReader } from '../../lib/registration/namespace-usage-reader.ts';
 import type { Migration, SchemaStore } from '../../lib/registration/schema-store.ts';
 import type { RolloutStore } from '../../lib/rollout/rollout-store.ts';
 import type { DynamoDbGroupSource } from '../../lib/store/dynamodb-group-source.ts';
-import type { NamespaceUsageReader } from '../../lib/store/dynamodb-namespace-usage.ts';
-import type { SweepPolicyStore } from '../../lib/store/dynamodb-sweep-policy-store.ts';
+import type { SweepPolicyStore } from '../../lib/sweep/sweep-policy-store.ts';
 import { resolveTarget, type Target, type TargetFlags } from '../target.ts';
 
 /** Where the CLI reads and writes; the process's own streams, or a test's. */

@@ -13,7 +13,7 @@ import {
   parseTimestamp,
   toYaml,
 } from '../../lib/presentation/output.ts';
-import type { RecordedSweepPolicy } from '../../lib/store/dynamodb-sweep-policy-store.ts';
+import type { RecordedSweepPolicy } from '../../lib/sweep/sweep-policy-store.ts';
 import {
   type LabelSelector,
   matchesSelector,

@@ -2,7 +2,7 @@ import type { DisruptionRecord, ZoneCount } from '../domain/disruption.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { CatalogStore } from '../registration/catalog-store.ts';
 import type { DisruptionStore } from '../registration/sweep-store.ts';
-import type { SweepRun, SweepRunStore } from '../store/dynamodb-sweep-runs.ts';
+import type { SweepRun, SweepRunStore } from '../sweep/sweep-run-store.ts';
 import type {
   EntriesResponse,
   EntryResponse,

@@ -4,9 +4,9 @@ import type { SweeperTick } from '../protocol/sweeper-event.ts';
 import type { ConnectionLiveness } from '../registration/liveness.ts';
 import type { Migration, SchemaStore } from '../registration/schema-store.ts';
 import type { SweepOptions, SweepStore } from '../registration/sweep-options.ts';
-import type { SweepLeaseStore } from '../registration/sweep-store.ts';
-import type { SweepPolicyStore } from '../store/dynamodb-sweep-policy-store.ts';
-import type { SweepRunStore } from '../store/dynamodb-sweep-runs.ts';
+import type { SweepLeaseStore } from './sweep-lease-store.ts';
+import type { SweepPolicyStore } from './sweep-policy-store.ts';
+import type { SweepRunStore } from './sweep-run-store.ts';
 
 /**
  * What one sweeper invocation is given, lane 0's sweep and heartbeat lane k's alike

@@ -1,6 +1,5 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SweepStore } from '../registration/sweep-options.ts';
-import type { SweepLeaseStore } from '../registration/sweep-store.ts';
 import { DynamoDbConnectionRecords } from '../store/dynamodb-connection-records.ts';
 import { DynamoDbDepartureQueues } from '../store/dynamodb-departure-queues.ts';
 import { DynamoDbEntryLifecycle } from '../store/dynamodb-entry-lifecycle.ts';
@@ -8,6 +7,7 @@ import { DynamoDbHeartbeatGroups } from '../store/dynamodb-heartbeat-groups.ts';
 import { DynamoDbHeartbeatLanes } from '../store/dynamodb-heartbeat-lanes.ts';
 import { DynamoDbSweepIndex } from '../store/dynamodb-sweep-index.ts';
 import { DynamoDbSweeperState } from '../store/dynamodb-sweeper-state.ts';
+import type { SweepLeaseStore } from '../sweep/sweep-lease-store.ts';
 import { composeAdapters } from './compose-adapters.ts';
 import { type RegistryOptions, sharedAdapters } from './shared-adapters.ts';
 

@@ -3,13 +3,9 @@ import { createSweeperHandler } from '../../functions/sweeper.ts';
 import { readConfig } from '../../lib/config.ts';
 import type { Dependencies } from '../../lib/dependencies.ts';
 import { queryItems } from '../../lib/store/dynamodb-client.ts';
-import {
-  DynamoDbSweepRuns,
-  RUN_SLOTS,
-  type SweepRun,
-  type SweepRunStore,
-} from '../../lib/store/dynamodb-sweep-runs.ts';
+import { DynamoDbSweepRuns, RUN_SLOTS } from '../../lib/store/dynamodb-sweep-runs.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
+import type { SweepRun, SweepRunStore } from '../../lib/sweep/sweep-run-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
 

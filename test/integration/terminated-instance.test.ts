@@ -13,12 +13,12 @@ import { buildConnectUrl } from '../../agent/connect-url.ts';
 import { openLink, RefusedError } from '../../agent/connection.ts';
 import { presignConnectUrl } from '../../agent/sigv4.ts';
 import type { IamCallerCredentials } from '../../infra/local/sigv4-verifier.ts';
-import { TERMINATED_RECORD_TTL_MS } from '../../lib/auth/terminated-instance-store.ts';
 import { evidenceHeaders } from '../../lib/protocol/identity-evidence.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
 import { RegistryTable } from '../../lib/store/dynamodb-table.ts';
 import {
   DynamoDbTerminatedInstances,
+  TERMINATED_RECORD_TTL_MS,
   terminatedKey,
 } from '../../lib/store/dynamodb-terminated-instances.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';

@@ -30,8 +30,8 @@ import { logger } from '../../lib/observability.ts';
 import type { Migration, SchemaStore } from '../../lib/registration/schema-store.ts';
 import { runHeartbeatLane, runSweep } from '../../lib/registration/sweep.ts';
 import { emptyResult } from '../../lib/registration/sweep-result.ts';
-import type { SweepLease } from '../../lib/registration/sweep-store.ts';
 import { runHeartbeatLaneTick } from '../../lib/sweep/heartbeat-lane-run.ts';
+import type { SweepLease } from '../../lib/sweep/sweep-lease-store.ts';
 import { runSweepTick, SweepIncompleteError } from '../../lib/sweep/sweep-run.ts';
 import type { SweepRunDependencies } from '../../lib/sweep/sweep-run-dependencies.ts';
 
