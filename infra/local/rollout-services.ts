@@ -13,7 +13,15 @@ export interface RolloutServicesOptions {
   dynamoDbEndpoint: string;
   tableName: string;
   region: string;
-  catalog: Pick<CatalogStore, 'listNamespaces' | 'listGroups' | 'listEntries' | 'applyGroup'>;
+  catalog: Pick<
+    CatalogStore,
+    | 'listNamespaces'
+    | 'listGroups'
+    | 'listEntries'
+    | 'applyGroup'
+    | 'groupSizeRefusal'
+    | 'entrySizeRefusal'
+  >;
   /** The local gateway's management API (removed groups' connections are closed there). */
   managementUrl: () => string;
   rolloutIntervalMs: number;

@@ -10,7 +10,10 @@ import { type GroupSyncReport, syncGroups } from './group-sync.ts';
 /** What the projector needs for the groups: where they come from, and the stores to keep them. */
 export interface GroupSideDeps {
   source: GroupSource;
-  registry: Pick<CatalogStore, 'listNamespaces' | 'listGroups' | 'applyGroup'>;
+  registry: Pick<
+    CatalogStore,
+    'listNamespaces' | 'listGroups' | 'applyGroup' | 'groupSizeRefusal' | 'entrySizeRefusal'
+  >;
   rollouts: Pick<RolloutStore, 'listRollouts' | 'requestRemoval'>;
   now(): EpochMillis;
 }

@@ -11,7 +11,10 @@ export const EMPTY_LISTING_HOLD_MS = 10 * 60_000;
 
 export interface GroupSyncDeps {
   cluster: Pick<Cluster, 'list'>;
-  registry: Pick<CatalogStore, 'listNamespaces' | 'listGroups' | 'applyGroup'>;
+  registry: Pick<
+    CatalogStore,
+    'listNamespaces' | 'listGroups' | 'applyGroup' | 'groupSizeRefusal' | 'entrySizeRefusal'
+  >;
   rollouts: Pick<RolloutStore, 'listRollouts' | 'requestRemoval'>;
 }
 
@@ -71,7 +74,7 @@ export async function syncGroups(
   const objects = await deps.cluster.list('WorkloadGroup', {
     ...(options.selector ? { labelSelector: options.selector } : {}),
   });
-  const read = readClusterGroups(objects);
+  const read = readClusterGroups(objects, deps.registry);
   report.problems.push(...read.problems);
   const registry = groupsByRef(await listAllGroups(deps.registry));
   const records = new Map(
