@@ -10,8 +10,8 @@ import type { HeartbeatCounts } from '../../lib/registration/heartbeat-quota.ts'
 import type { NamespaceSettingsStore } from '../../lib/registration/namespace-settings-store.ts';
 import type { NamespaceUsageReader } from '../../lib/registration/namespace-usage-reader.ts';
 import type { Migration, SchemaStore } from '../../lib/registration/schema-store.ts';
+import type { GroupSourceStore } from '../../lib/rollout/group-source-store.ts';
 import type { RolloutStore } from '../../lib/rollout/rollout-store.ts';
-import type { DynamoDbGroupSource } from '../../lib/store/dynamodb-group-source.ts';
 import type { SweepPolicyStore } from '../../lib/sweep/sweep-policy-store.ts';
 import { resolveTarget, type Target, type TargetFlags } from '../target.ts';
 
@@ -41,7 +41,7 @@ export interface Stores {
   /** Template rollouts (`registrar rollout`, `get wg`'s UP-TO-DATE). */
   rollouts: RolloutStore;
   /** Where the registrar takes its groups from (apply and delete of a group refuse if the cluster). */
-  groupSource: Pick<DynamoDbGroupSource, 'read'>;
+  groupSource: Pick<GroupSourceStore, 'read'>;
   /** Cordons and the entries' event history (deleted entries' too). */
   maintenance: CordonStore & EntryEventStore;
   /** What the operator allows each namespace, and how many of its entries are connected. */

@@ -13,6 +13,7 @@ import type {
 } from './api-types.ts';
 import { entryDetail } from './entry-detail.ts';
 import { type EntryQuery, entriesPage, indexEntry } from './entry-rows.ts';
+import type { FirstEntriesReader } from './first-entries-reader.ts';
 import { type GroupReads, readGroup } from './group-detail.ts';
 import { NamespaceSnapshots, type Snapshot } from './namespace-snapshots.ts';
 import { buildOverview } from './overview.ts';
@@ -34,7 +35,7 @@ export interface DashboardSources {
    * The first entries of a namespace by name (one short Query): a namespace opened before it was
    * ever read shows them at once while the rest is read. Absent: the page waits for the read.
    */
-  firstEntries?: (namespace: string, limit: number) => Promise<EntryRecord[]>;
+  firstEntries?: FirstEntriesReader['firstEntries'];
   /** Which registry, for the page's header. */
   target: string;
   /**
