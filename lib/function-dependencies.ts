@@ -41,19 +41,19 @@ export interface Dependencies {
   /** API Gateway's word on whether a connection still exists; absent, no liveness checks. */
   liveness?: ConnectionLiveness;
   /** Where the effective sweep policy is recorded for every client to read. */
-  sweepPolicy?: SweepPolicyStore;
+  sweepPolicy: SweepPolicyStore;
   /** Where the sweeper keeps a summary of its recent runs (registrar dashboard's chart). */
-  sweepRuns?: SweepRunStore;
+  sweepRuns: SweepRunStore;
   /** Each namespace's quotas, networks and address ranges, as $connect enforces them. */
   limits?: NamespaceLimits;
   /** The namespaces' settings as stored (the projector reads their address ranges). */
   namespaceSettings?: NamespaceSettingsStore;
   /**
    * The table's schema record and this code's migrations: the sweeper refuses a table this
-   * code cannot read and runs pending migrations in its spare time. Absent: neither.
+   * code cannot read and runs pending migrations in its spare time.
    */
-  schema?: SchemaStore;
-  migrations?: readonly Migration[];
+  schema: SchemaStore;
+  migrations: readonly Migration[];
   /**
    * Closes a connection from the server side: the message function closes one over its
    * message budget (lib/domain/message-budget.ts). Absent, such a connection is only refused.

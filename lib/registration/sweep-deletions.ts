@@ -91,7 +91,7 @@ export async function deleteDue(
     if (guard && !result.dryRun) {
       const { sweepIntervalMs: _, ...policy } = guard.policy;
       await store
-        .saveDisruptionRecord?.({ ...nextRecord(guard.state, guard.credit, options.now), policy })
+        .saveDisruptionRecord({ ...nextRecord(guard.state, guard.credit, options.now), policy })
         .catch((error: unknown) => recordFailure(result, error));
     }
   }

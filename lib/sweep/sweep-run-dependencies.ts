@@ -11,8 +11,9 @@ import type { SweepRunStore } from './sweep-run-store.ts';
 /**
  * What one sweeper invocation is given, lane 0's sweep and heartbeat lane k's alike
  * (lib/wiring/sweeper.ts builds it from the environment; tests over dynalite and a fixed
- * clock). Optional members are the ones the function's wiring may leave out today
- * (lib/function-dependencies.ts says what each one's absence turns off).
+ * clock). The optional members are API Gateway's, which a runtime without a management API
+ * has not (lib/function-dependencies.ts says what each one's absence means); every store is
+ * required: a missing one fails to compile, it never turns a part of the run off.
  */
 export interface SweepRunDependencies {
   config: Pick<Config, 'sweep' | 'authMode' | 'connectSettleMs' | 'heartbeatLanes'>;
@@ -20,10 +21,10 @@ export interface SweepRunDependencies {
   liveness?: ConnectionLiveness;
   closeConnection?: SweepOptions['closeConnection'];
   notifyConnection?: SweepOptions['notifyConnection'];
-  sweepPolicy?: SweepPolicyStore;
-  sweepRuns?: SweepRunStore;
-  schema?: SchemaStore;
-  migrations?: readonly Migration[];
+  sweepPolicy: SweepPolicyStore;
+  sweepRuns: SweepRunStore;
+  schema: SchemaStore;
+  migrations: readonly Migration[];
   now: () => EpochMillis;
 }
 

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 vi.hoisted(() => {
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
@@ -318,6 +319,7 @@ describe("one namespace's heartbeat volume on the sweeper's schedule", () => {
       store: sweeperStore,
       liveness: api.liveness,
       closeConnection: api.closeConnection,
+      ...sweeperRecordsInMemory(),
       now: Date.now,
     };
     const sweeper = createSweeperHandler(deps);

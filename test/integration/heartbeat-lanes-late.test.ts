@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 vi.hoisted(() => {
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
@@ -96,6 +97,7 @@ async function bed() {
           return { alive: { lastActiveAt: clock, answeredAt: clock } };
         },
       },
+      ...sweeperRecordsInMemory(),
       now: () => clock,
     });
   let lanes = 1;

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 vi.hoisted(() => {
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
@@ -134,6 +135,7 @@ async function lanesBed(options: { big?: number } = {}) {
       closed.push(id);
       gone.add(id);
     },
+    ...sweeperRecordsInMemory(),
     now: () => clock,
   });
   const invoke = (lane: number) =>

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 vi.hoisted(() => {
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
@@ -90,6 +91,7 @@ describe('SilentHoldersDropped', () => {
       closeConnection: async (id: string) => {
         closed.push(id);
       },
+      ...sweeperRecordsInMemory(),
       now: () => clock,
     });
     const sweepAt = async (at: number) => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 vi.hoisted(() => {
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
@@ -78,6 +79,7 @@ describe('sweeper handler with the lease', () => {
       }),
       store: registry,
       tokens: new DynamoDbTokenStore(dynamo.client, dynamo.tableName),
+      ...sweeperRecordsInMemory(),
       now,
     };
   }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 vi.hoisted(() => {
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
@@ -87,6 +88,7 @@ describe('the recorded sweep policy', () => {
       }),
       store,
       tokens: new DynamoDbTokenStore(dynamo.client, dynamo.tableName),
+      ...sweeperRecordsInMemory(),
       sweepPolicy: policies,
       now: () => NOW + 3 * MINUTE,
     };
