@@ -36,9 +36,10 @@ export interface SweeperRunner {
 /**
  * The deployed sweeper: `functions/sweeper.ts`'s handler, wired as lib/dependencies.ts wires it
  * on Lambda (the DynamoDB adapter, the management API's SDK client over HTTP to `connectionsUrl`)
- * with the configuration the stack deploys, and a simulated clock. The bench's other work (the
- * stand-in, DynamoDB Local) runs in other processes, so this process's CPU during a run is the
- * sweeper's.
+ * with the configuration the stack deploys, and a simulated clock; only its run records and the
+ * table's schema record are kept in memory (no migration runs in a measured run). The bench's
+ * other work (the stand-in, DynamoDB Local) runs in other processes, so this process's CPU
+ * during a run is the sweeper's.
  */
 export function sweeperRunner(options: {
   client: DynamoDBDocumentClient;
