@@ -1,10 +1,11 @@
 /**
  * The layout's one direction, checked by `npm run lint` (so in CI): docs/contributing.md,
  * "Layout". Each deliverable stands on lib/ and on nothing beside it; lib/ stands on nothing
- * above it; no file imports a file that imports it back; inside lib/, the adapters (lib/store)
- * stand on lib/domain alone and the use cases stand on them (docs/contributing.md, "Ports and
- * adapters"). test/unit/dependency-rules.test.ts plants each kind of fault and holds this file
- * to failing on it.
+ * above it; no file imports a file that imports it back; inside lib/, a use case defines the
+ * ports it calls beside itself, the adapters (lib/store) implement them, importing them as
+ * types, and only lib/wiring builds the adapters and hands them in (docs/contributing.md,
+ * "Ports and adapters"). test/unit/dependency-rules.test.ts plants each kind of fault and
+ * holds this file to failing on it.
  *
  * CommonJS because dependency-cruiser loads its configuration with require().
  */
@@ -46,28 +47,36 @@ module.exports = {
       to: { path: '^functions/' },
     },
     {
-      name: 'store-below-use-cases',
+      name: 'use-cases-never-import-adapters',
       severity: 'error',
       comment:
-        'lib/store implements ports; it never imports the use cases (lib/registration, rollout, auth, projection...) nor their wiring: a port lives in lib/store beside its adapter (or in lib/domain), and a use case imports it downward. Before issue 45 lib/store imported ports from lib/rollout, lib/auth and lib/registration, which import lib/store: arrows back up that made a folder say nothing of which way an import may point',
+        'lib/store holds the adapters; a use case (lib/registration, rollout, sweep, auth, projection...), lib/protocol and lib/domain are given them through their ports, which live beside the use case that calls them: only lib/wiring (and lib/dependencies.ts, the whole registry for the local runtime) builds adapters. Before this rule the ports lived in lib/store, below the use cases, and 90 imports in 56 files of lib/ reached into it',
+      from: { path: '^lib/', pathNot: ['^lib/(store|wiring)/', '^lib/dependencies\\.ts$'] },
+      to: { path: '^lib/store/' },
+    },
+    {
+      name: 'adapters-import-ports-as-types',
+      severity: 'error',
+      comment:
+        "an adapter in lib/store implements a port a use case defines: it imports the port (and the records it speaks of) with `import type`, never a use case's code, which would run the use case inside the adapter and make the two depend on each other at run time. Values it needs come from lib/domain, lib/aws or lib/store itself",
       from: { path: '^lib/store/' },
-      to: { path: '^lib/', pathNot: '^lib/(store|domain|aws)/' },
+      to: { path: '^lib/', pathNot: '^lib/(store|domain|aws)/', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'protocol-below-use-cases',
       severity: 'error',
       comment:
-        'lib/protocol converts the wire to the domain; the use cases (registration, rollout, auth, projection...) stand on it, never the reverse. lib/protocol/identity.ts called lib/auth while lib/auth read principals from it: an arrow each way, until who a caller is moved to lib/auth/verified-identity.ts (issue 45)',
+        'lib/protocol converts the wire to the domain; the use cases (registration, rollout, sweep, auth, projection...) stand on it, never the reverse. lib/protocol/identity.ts called lib/auth while lib/auth read principals from it: an arrow each way, until who a caller is moved to lib/auth/verified-identity.ts (issue 45)',
       from: { path: '^lib/protocol/' },
       to: {
-        path: '^lib/(registration|rollout|auth|projection|presentation|gateway|mesh-identity|dashboard-server|wiring)/',
+        path: '^lib/(registration|rollout|sweep|auth|projection|presentation|gateway|mesh-identity|dashboard-server|wiring)/',
       },
     },
     {
       name: 'domain-stands-alone',
       severity: 'error',
       comment:
-        'lib/domain is pure (model, rules, policy): it imports nothing else of lib/, so every other room, lib/store included, can stand on it',
+        'lib/domain is pure (model, rules, policy, and the plain records the ports speak of): it imports nothing else of lib/, so every other room, the ports and lib/store included, can stand on it',
       from: { path: '^lib/domain/' },
       to: { path: '^lib/', pathNot: '^lib/domain/' },
     },

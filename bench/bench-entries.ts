@@ -1,7 +1,7 @@
 import { buildRegistration } from '../lib/domain/build-entry.ts';
 import { entryOrigin } from '../lib/domain/entry-name.ts';
 import type { ObjectRef, WorkloadGroup } from '../lib/domain/model.ts';
-import type { RegistrarStore } from '../lib/store/registrar-store.ts';
+import type { RegistrarStore } from '../lib/registrar-store.ts';
 
 /** The group every store-level benchmark registers its VMs in. */
 const BENCH_GROUP: WorkloadGroup = {

@@ -8,12 +8,12 @@ import {
 } from '../lib/dashboard-server/http-server.ts';
 import { noRefusals } from '../lib/dashboard-server/refusals.ts';
 import type { EntryRecord } from '../lib/domain/entry-record.ts';
+import type { RegistrarStore } from '../lib/registrar-store.ts';
 import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-client.ts';
 import { DynamoDbEntryPages } from '../lib/store/dynamodb-entry-pages.ts';
 import { DynamoDbSweepRuns } from '../lib/store/dynamodb-sweep-runs.ts';
 import { ensureTable } from '../lib/store/ensure-table.ts';
 import { encodeEntry } from '../lib/store/item-codec.ts';
-import type { RegistrarStore } from '../lib/store/registrar-store.ts';
 import { countRequests } from '../lib/store/request-counter.ts';
 import { composeRegistry } from '../lib/wiring/registry.ts';
 import { benchIp, connectBenchVm } from './bench-entries.ts';

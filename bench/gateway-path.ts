@@ -11,7 +11,6 @@ import {
   requestContext,
   type UpgradeRequest,
 } from '../infra/local/gateway-events.ts';
-import type { Dependencies } from '../lib/dependencies.ts';
 import type { EpochMillis } from '../lib/domain/model.ts';
 import { carriedEntryContext } from '../lib/protocol/carried-entry.ts';
 import { REPLACED_CLOSE_REASON } from '../lib/protocol/close-reasons.ts';
@@ -19,6 +18,9 @@ import type {
   WebSocketConnectEvent,
   WebSocketDisconnectEvent,
 } from '../lib/protocol/websocket-events.ts';
+import type { AuthorizeDependencies } from '../lib/wiring/authorize.ts';
+import type { ConnectDependencies } from '../lib/wiring/connect.ts';
+import type { DisconnectDependencies } from '../lib/wiring/disconnect.ts';
 
 const API = { apiId: 'bench', stage: 'prod', region: 'us-east-1' };
 
@@ -46,7 +48,8 @@ export class GatewayPath {
   /** Each open connection's connect time and authorizer context, for its `$disconnect`. */
   readonly #open = new Map<string, { connectedAt: EpochMillis; authorizer: AuthorizerContext }>();
 
-  constructor(deps: Dependencies) {
+  /** What the three functions on this path are given (authorizer, `$connect`, `$disconnect`). */
+  constructor(deps: AuthorizeDependencies & ConnectDependencies & DisconnectDependencies) {
     this.#authorize = createAuthorizeHandler(deps);
     this.#connect = createConnectHandler(deps);
     this.#disconnect = createDisconnectHandler(deps);

@@ -2,6 +2,7 @@ import { type DynamoDBDocumentClient, UpdateCommand } from '@aws-sdk/lib-dynamod
 import { startDynalite } from '../infra/local/dynalite-server.ts';
 import { startDynamoDbLocal } from '../infra/local/dynamodb-local-server.ts';
 import { runMigrations } from '../lib/registration/run-migrations.ts';
+import type { Migration } from '../lib/registration/schema-store.ts';
 import { RELEASE } from '../lib/release.ts';
 import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-client.ts';
 import { entryPage } from '../lib/store/dynamodb-entry-walk.ts';
@@ -11,7 +12,6 @@ import { DynamoDbSchemaStore } from '../lib/store/dynamodb-schema-store.ts';
 import { ensureTable } from '../lib/store/ensure-table.ts';
 import { itemSize } from '../lib/store/item-size.ts';
 import { countRequests } from '../lib/store/request-counter.ts';
-import type { Migration } from '../lib/store/schema-store.ts';
 import { composeRegistry } from '../lib/wiring/registry.ts';
 import { connectBenchVm, inBatches } from './bench-entries.ts';
 

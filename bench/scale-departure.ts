@@ -1,9 +1,9 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { GetCommand } from '@aws-sdk/lib-dynamodb';
 import type { ObjectRef } from '../lib/domain/model.ts';
+import type { RegistrarStore } from '../lib/registrar-store.ts';
 import { entryKey, sweepShard, sweepState } from '../lib/store/item-codec.ts';
 import { itemSize } from '../lib/store/item-size.ts';
-import type { RegistrarStore } from '../lib/store/registrar-store.ts';
 import { countRequests } from '../lib/store/request-counter.ts';
 import { inBatches } from './bench-entries.ts';
 

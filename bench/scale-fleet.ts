@@ -3,12 +3,11 @@ import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { sweeperSizing } from '../infra/constructs/sweeper-sizing.ts';
 import { createJoinToken } from '../lib/auth/join-token.ts';
 import { ENV, readConfig } from '../lib/config.ts';
-import type { Dependencies } from '../lib/dependencies.ts';
 import type { ObjectRef } from '../lib/domain/model.ts';
 import { ManagementApiLiveness } from '../lib/gateway/management-api-liveness.ts';
+import type { RegistrarStore } from '../lib/registrar-store.ts';
 import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-client.ts';
 import { DynamoDbTokenStore } from '../lib/store/dynamodb-token-store.ts';
-import type { RegistrarStore } from '../lib/store/registrar-store.ts';
 import { composeRegistry } from '../lib/wiring/registry.ts';
 import { benchGroup, benchIp, connectBenchVm, inBatches } from './bench-entries.ts';
 import { GatewayPath } from './gateway-path.ts';
@@ -227,7 +226,7 @@ function gatewayDeps(
   tableName: string,
   connectionsUrl: string,
   now: () => number,
-): Dependencies {
+): ConstructorParameters<typeof GatewayPath>[0] {
   const config = readConfig({ [ENV.tableName]: tableName, [ENV.connectionsUrl]: connectionsUrl });
   return {
     config,

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { EntryRecord } from '../lib/domain/entry-record.ts';
 import type { WorkloadEntry, WorkloadGroup } from '../lib/domain/model.ts';
-import type { StoredGroup } from '../lib/store/registry-records.ts';
+import type { StoredGroup } from '../lib/domain/registry-records.ts';
 
 /**
  * What `apply` would do to one object, decided from what the store holds without writing:

@@ -1,7 +1,7 @@
 import type { EntryRecord } from '../lib/domain/entry-record.ts';
+import type { StoredGroup } from '../lib/domain/registry-records.ts';
 import type { Problem } from '../lib/projection/desired.ts';
 import { LINKERD_ANNOTATIONS } from '../lib/projection/desired-linkerd.ts';
-import type { StoredGroup } from '../lib/store/registry-records.ts';
 
 /**
  * What `export` says about the objects it left out, summarised: one line per WorkloadGroup

@@ -1,7 +1,7 @@
 import { formatDuration } from '../lib/domain/duration.ts';
 import type { EntryRecord } from '../lib/domain/entry-record.ts';
 import type { SweepResult, SweepStore } from '../lib/registration/sweep.ts';
-import type { DeparturesInGrace } from '../lib/store/sweep-store.ts';
+import type { DeparturesInGrace } from '../lib/registration/sweep-store.ts';
 import type { CliContext } from './commands/context.ts';
 import { QUALIFIED } from './commands/resources.ts';
 import { printsObjects, serializeObject } from './object-output.ts';

@@ -3,6 +3,8 @@ import { MetricUnit } from '@aws-lambda-powertools/metrics';
 import { logMetrics } from '@aws-lambda-powertools/metrics/middleware';
 import type { MiddlewareObj } from '@middy/core';
 import middy from '@middy/core';
+import type { PolicyReader } from '../lib/auth/policy-store.ts';
+import type { TokenStore } from '../lib/auth/token-store.ts';
 import type { Config } from '../lib/config.ts';
 import { dependenciesFromEnv, type FunctionHandler } from '../lib/dependencies.ts';
 import { MessageBudget, SIDECAR_MESSAGE_BUDGET } from '../lib/domain/message-budget.ts';
@@ -23,9 +25,7 @@ import {
   SidecarUnavailableError,
 } from '../lib/protocol/sidecar-message.ts';
 import type { WebSocketMessageEvent, WebSocketResult } from '../lib/protocol/websocket-events.ts';
-import type { PolicyReader } from '../lib/store/policy-store.ts';
-import type { RegistryStore } from '../lib/store/registry-store.ts';
-import type { TokenStore } from '../lib/store/token-store.ts';
+import type { RegistryStore } from '../lib/registration/registry-store.ts';
 
 /** Counted per mesh identity handed out (docs/cost.md prices the refreshes). */
 export const MESH_IDENTITY_METRIC = 'MeshIdentitiesIssued';

@@ -1,19 +1,19 @@
 import type { Context } from 'aws-lambda';
 import type { InstanceAttestation } from './auth/instance-attestation.ts';
+import type { PolicyReader } from './auth/policy-store.ts';
+import type { TerminatedInstances } from './auth/terminated-instance-store.ts';
+import type { TokenStore } from './auth/token-store.ts';
 import type { Config } from './config.ts';
 import type { EpochMillis } from './domain/model.ts';
 import type { NoticeAnswer } from './gateway/connection-notifier.ts';
 import type { ConnectionCloser } from './protocol/message-budget-guard.ts';
+import type { RegistrarStore } from './registrar-store.ts';
 import type { ConnectionLiveness } from './registration/liveness.ts';
 import type { NamespaceLimits } from './registration/namespace-limits.ts';
-import type { SweepPolicyStore } from './store/dynamodb-sweep-policy-store.ts';
-import type { SweepRunStore } from './store/dynamodb-sweep-runs.ts';
-import type { NamespaceSettingsStore } from './store/namespace-settings-store.ts';
-import type { PolicyReader } from './store/policy-store.ts';
-import type { RegistrarStore } from './store/registrar-store.ts';
-import type { Migration, SchemaStore } from './store/schema-store.ts';
-import type { TerminatedInstances } from './store/terminated-instance-store.ts';
-import type { TokenStore } from './store/token-store.ts';
+import type { NamespaceSettingsStore } from './registration/namespace-settings-store.ts';
+import type { Migration, SchemaStore } from './registration/schema-store.ts';
+import type { SweepPolicyStore } from './sweep/sweep-policy-store.ts';
+import type { SweepRunStore } from './sweep/sweep-run-store.ts';
 
 // The shape of what a function is given. Its own module, below lib/dependencies.ts and
 // lib/wiring/, so the wiring can name it while lib/dependencies.ts composes the wiring.
@@ -41,19 +41,19 @@ export interface Dependencies {
   /** API Gateway's word on whether a connection still exists; absent, no liveness checks. */
   liveness?: ConnectionLiveness;
   /** Where the effective sweep policy is recorded for every client to read. */
-  sweepPolicy?: SweepPolicyStore;
+  sweepPolicy: SweepPolicyStore;
   /** Where the sweeper keeps a summary of its recent runs (registrar dashboard's chart). */
-  sweepRuns?: SweepRunStore;
+  sweepRuns: SweepRunStore;
   /** Each namespace's quotas, networks and address ranges, as $connect enforces them. */
   limits?: NamespaceLimits;
   /** The namespaces' settings as stored (the projector reads their address ranges). */
   namespaceSettings?: NamespaceSettingsStore;
   /**
    * The table's schema record and this code's migrations: the sweeper refuses a table this
-   * code cannot read and runs pending migrations in its spare time. Absent: neither.
+   * code cannot read and runs pending migrations in its spare time.
    */
-  schema?: SchemaStore;
-  migrations?: readonly Migration[];
+  schema: SchemaStore;
+  migrations: readonly Migration[];
   /**
    * Closes a connection from the server side: the message function closes one over its
    * message budget (lib/domain/message-budget.ts). Absent, such a connection is only refused.

@@ -9,6 +9,7 @@ import {
   parseIstioDocuments,
 } from '../../lib/protocol/istio-documents.ts';
 import { heartbeatQuotaRefusals } from '../../lib/registration/heartbeat-quota.ts';
+import { CATALOG_ITEM_LIMITS } from '../../lib/store/catalog-item-limits.ts';
 import { type ApplyOutcome, appliedEntry, appliedGroup } from '../apply-preview.ts';
 import { dryRunOption } from '../dry-run-option.ts';
 import { checkPaceAnnotations, groupChangeRefusals, identityWarnings } from '../group-rules.ts';
@@ -115,7 +116,10 @@ export async function readAll(
   for (const input of inputs) {
     const prefix = inputs.length > 1 ? `${input.name}: ` : '';
     try {
-      const parseOptions = options.namespace === undefined ? {} : { namespace: options.namespace };
+      const parseOptions = {
+        limits: CATALOG_ITEM_LIMITS,
+        ...(options.namespace === undefined ? {} : { namespace: options.namespace }),
+      };
       documents.push(...parseIstioDocuments(input.text, parseOptions));
     } catch (error) {
       if (!(error instanceof InvalidDocumentsError)) throw error;

@@ -1,18 +1,18 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Command } from 'commander';
+import type { HeldEntryReader } from '../../lib/auth/held-entry-reader.ts';
+import type { TerminatedInstances } from '../../lib/auth/terminated-instance-store.ts';
+import type { TokenStore } from '../../lib/auth/token-store.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
+import type { CatalogStore } from '../../lib/registration/catalog-store.ts';
+import type { CordonStore, EntryEventStore } from '../../lib/registration/entry-event-store.ts';
 import type { HeartbeatCounts } from '../../lib/registration/heartbeat-quota.ts';
-import type { CatalogStore } from '../../lib/store/catalog-store.ts';
-import type { DynamoDbGroupSource } from '../../lib/store/dynamodb-group-source.ts';
-import type { NamespaceUsageReader } from '../../lib/store/dynamodb-namespace-usage.ts';
-import type { SweepPolicyStore } from '../../lib/store/dynamodb-sweep-policy-store.ts';
-import type { CordonStore, EntryEventStore } from '../../lib/store/entry-event-store.ts';
-import type { HeldEntryReader } from '../../lib/store/held-entry-reader.ts';
-import type { NamespaceSettingsStore } from '../../lib/store/namespace-settings-store.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
-import type { RolloutStore } from '../../lib/store/rollout-store.ts';
-import type { Migration, SchemaStore } from '../../lib/store/schema-store.ts';
-import type { TerminatedInstances } from '../../lib/store/terminated-instance-store.ts';
-import type { TokenStore } from '../../lib/store/token-store.ts';
+import type { NamespaceSettingsStore } from '../../lib/registration/namespace-settings-store.ts';
+import type { NamespaceUsageReader } from '../../lib/registration/namespace-usage-reader.ts';
+import type { Migration, SchemaStore } from '../../lib/registration/schema-store.ts';
+import type { GroupSourceStore } from '../../lib/rollout/group-source-store.ts';
+import type { RolloutStore } from '../../lib/rollout/rollout-store.ts';
+import type { SweepPolicyStore } from '../../lib/sweep/sweep-policy-store.ts';
 import { resolveTarget, type Target, type TargetFlags } from '../target.ts';
 
 /** Where the CLI reads and writes; the process's own streams, or a test's. */
@@ -41,7 +41,7 @@ export interface Stores {
   /** Template rollouts (`registrar rollout`, `get wg`'s UP-TO-DATE). */
   rollouts: RolloutStore;
   /** Where the registrar takes its groups from (apply and delete of a group refuse if the cluster). */
-  groupSource: Pick<DynamoDbGroupSource, 'read'>;
+  groupSource: Pick<GroupSourceStore, 'read'>;
   /** Cordons and the entries' event history (deleted entries' too). */
   maintenance: CordonStore & EntryEventStore;
   /** What the operator allows each namespace, and how many of its entries are connected. */

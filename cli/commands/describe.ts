@@ -4,6 +4,7 @@ import { type EntryRecord, isAutoRegistered } from '../../lib/domain/entry-recor
 import { formatHeartbeat, heartbeatOf } from '../../lib/domain/heartbeat.ts';
 import { censusOf, formatCensus, heldLines } from '../../lib/domain/heartbeat-census.ts';
 import type { ObjectRef, StringMap, VerifiedIdentity } from '../../lib/domain/model.ts';
+import type { StoredGroup } from '../../lib/domain/registry-records.ts';
 import { eventsOf, formatEvents } from '../../lib/presentation/entry-events.ts';
 import {
   formatAge,
@@ -12,8 +13,7 @@ import {
   parseTimestamp,
   toYaml,
 } from '../../lib/presentation/output.ts';
-import type { RecordedSweepPolicy } from '../../lib/store/dynamodb-sweep-policy-store.ts';
-import type { StoredGroup } from '../../lib/store/registry-records.ts';
+import type { RecordedSweepPolicy } from '../../lib/sweep/sweep-policy-store.ts';
 import {
   type LabelSelector,
   matchesSelector,

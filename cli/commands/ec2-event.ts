@@ -2,7 +2,6 @@ import { readFile } from 'node:fs/promises';
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { isInstanceId } from '../../lib/auth/instance-identity.ts';
 import { readConfig } from '../../lib/config.ts';
-import type { Dependencies } from '../../lib/dependencies.ts';
 import { formatRef } from '../../lib/domain/model.ts';
 import {
   EC2_STATES,
@@ -10,7 +9,10 @@ import {
   ec2StateChangeEvent,
   parseEc2StateChange,
 } from '../../lib/protocol/ec2-state-change.ts';
-import { applyInstanceStateChange } from '../../lib/registration/instance-state-change.ts';
+import {
+  applyInstanceStateChange,
+  type InstanceStateChangeDependencies,
+} from '../../lib/registration/instance-state-change.ts';
 import { type DryRunMode, dryRunSuffix, writeNothingOption } from '../dry-run-option.ts';
 import { type CommandRegistration, UsageError } from './context.ts';
 
@@ -56,7 +58,7 @@ export const registerEc2Event: CommandRegistration = (program, context) => {
       const event = options.file
         ? (JSON.parse(await readFile(options.file, 'utf8')) as Ec2StateChangeEvent)
         : ec2StateChangeEvent(options.instanceId ?? '', options.state, context.now());
-      const { registry, tokens, terminated } = await context.stores(command);
+      const { registry, terminated } = await context.stores(command);
       const env: Record<string, string | undefined> = { ...context.io.env, REGISTRAR_TABLE: 'cli' };
       if (options.states !== undefined) env.REGISTRAR_EC2_STATES = options.states;
       if (options.dryRun !== 'none') {
@@ -79,10 +81,9 @@ export const registerEc2Event: CommandRegistration = (program, context) => {
         );
         return;
       }
-      const deps: Dependencies = {
+      const deps: InstanceStateChangeDependencies = {
         config: readConfig(env),
         store: registry,
-        tokens,
         // As the deployed function in IAM mode: a terminated instance is remembered.
         terminatedInstances: terminated,
         now: context.now,

@@ -12,8 +12,8 @@ import {
   toYaml,
 } from '../../lib/presentation/output.ts';
 import { codeSchema, runMigrations } from '../../lib/registration/run-migrations.ts';
+import type { Migration } from '../../lib/registration/schema-store.ts';
 import { RELEASE } from '../../lib/release.ts';
-import type { Migration } from '../../lib/store/schema-store.ts';
 import { type DryRunMode, dryRunSuffix, writeNothingOption } from '../dry-run-option.ts';
 import { interruption } from '../interrupt.ts';
 import { type OutputSpec, outputOption } from '../output-option.ts';

@@ -8,6 +8,7 @@ import { isAutoRegistered } from '../../lib/domain/entry-record.ts';
 import { InvalidRequestError } from '../../lib/domain/errors.ts';
 import type { ObjectRef } from '../../lib/domain/model.ts';
 import { InvalidDocumentsError, parseIstioDocuments } from '../../lib/protocol/istio-documents.ts';
+import { CATALOG_ITEM_LIMITS } from '../../lib/store/catalog-item-limits.ts';
 import { type DryRunMode, dryRunOption, dryRunSuffix } from '../dry-run-option.ts';
 import { checkPaceAnnotations, groupChangeRefusals } from '../group-rules.ts';
 import { jsonPatch, mergePatch, PatchError } from '../object-patch.ts';
@@ -212,7 +213,10 @@ async function modify(
     context.out(`${label} ${done} (no change)\n`);
     return;
   }
-  const documents = parseIstioDocuments(JSON.stringify(changed), { namespace: ref.namespace });
+  const documents = parseIstioDocuments(JSON.stringify(changed), {
+    namespace: ref.namespace,
+    limits: CATALOG_ITEM_LIMITS,
+  });
   checkPaceAnnotations(documents);
   const groups = documents.flatMap((d) => (d.kind === 'WorkloadGroup' ? [d.group.metadata] : []));
   const refusals = await groupChangeRefusals(stores, groups, 'apply');

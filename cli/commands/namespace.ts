@@ -15,7 +15,10 @@ import {
   toJson,
   toYaml,
 } from '../../lib/presentation/output.ts';
-import type { SettingsChange, SettingsField } from '../../lib/store/namespace-settings-store.ts';
+import type {
+  SettingsChange,
+  SettingsField,
+} from '../../lib/registration/namespace-settings-store.ts';
 import { type DryRunMode, dryRunSuffix, writeNothingOption } from '../dry-run-option.ts';
 import {
   addressRangesOption,

@@ -1,11 +1,11 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { normalizeRoleArn } from '../../lib/auth/iam-caller.ts';
+import type { IamPolicy, PolicyStore } from '../../lib/auth/policy-store.ts';
 import { ENV } from '../../lib/config-env.ts';
 import { NotFoundError } from '../../lib/domain/errors.ts';
 import { formatNetwork } from '../../lib/domain/namespace-settings.ts';
 import { isDns1123Subdomain } from '../../lib/domain/validation.ts';
 import { formatTimestamp } from '../../lib/presentation/output.ts';
-import type { IamPolicy, PolicyStore } from '../../lib/store/policy-store.ts';
 import { type DryRunMode, dryRunSuffix, writeNothingOption } from '../dry-run-option.ts';
 import { LIST_FORMATS, type ListShape, printList } from '../list-printer.ts';
 import { networksOption } from '../namespace-options.ts';

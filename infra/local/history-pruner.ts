@@ -1,6 +1,6 @@
 import type { EpochMillis } from '../../lib/domain/model.ts';
-import type { CatalogStore } from '../../lib/store/catalog-store.ts';
-import type { EntryEventStore } from '../../lib/store/entry-event-store.ts';
+import type { CatalogStore } from '../../lib/registration/catalog-store.ts';
+import type { EntryEventStore } from '../../lib/registration/entry-event-store.ts';
 
 /** Expired history items deleted per run at most: pruning is never urgent. */
 export const PRUNE_LIMIT = 100;

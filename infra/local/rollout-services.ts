@@ -3,8 +3,8 @@ import type { RolloutSummary } from '../../functions/rollout.ts';
 import type { GroupSource } from '../../lib/domain/group-source.ts';
 import type { EpochMillis } from '../../lib/domain/model.ts';
 import type { GroupSyncReport } from '../../lib/projection/group-sync.ts';
+import type { CatalogStore } from '../../lib/registration/catalog-store.ts';
 import { ROLLOUT_ENV, readRolloutConfig } from '../../lib/rollout/rollout-config.ts';
-import type { CatalogStore } from '../../lib/store/catalog-store.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
 
 export interface RolloutServicesOptions {
@@ -13,7 +13,15 @@ export interface RolloutServicesOptions {
   dynamoDbEndpoint: string;
   tableName: string;
   region: string;
-  catalog: Pick<CatalogStore, 'listNamespaces' | 'listGroups' | 'listEntries' | 'applyGroup'>;
+  catalog: Pick<
+    CatalogStore,
+    | 'listNamespaces'
+    | 'listGroups'
+    | 'listEntries'
+    | 'applyGroup'
+    | 'groupSizeRefusal'
+    | 'entrySizeRefusal'
+  >;
   /** The local gateway's management API (removed groups' connections are closed there). */
   managementUrl: () => string;
   rolloutIntervalMs: number;

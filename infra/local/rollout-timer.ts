@@ -4,8 +4,8 @@ import { createRolloutHandler, type RolloutSummary } from '../../functions/rollo
 import type { EpochMillis } from '../../lib/domain/model.ts';
 import { closeConnections } from '../../lib/gateway/close-connections.ts';
 import { logger } from '../../lib/observability.ts';
+import type { CatalogStore } from '../../lib/registration/catalog-store.ts';
 import type { RolloutConfig } from '../../lib/rollout/rollout-config.ts';
-import type { CatalogStore } from '../../lib/store/catalog-store.ts';
 import { DynamoDbGroupSource } from '../../lib/store/dynamodb-group-source.ts';
 import { DynamoDbRollouts } from '../../lib/store/dynamodb-rollout.ts';
 import { lambdaContext } from './gateway-events.ts';

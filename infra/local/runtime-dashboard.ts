@@ -32,7 +32,6 @@ export async function startRuntimeDashboard(options: {
   const { region, endpoint, tableName } = options.store;
   const client = createDocumentClient({ region, endpoint });
   const pages = new DynamoDbEntryPages(client, tableName);
-  if (!deps.sweepRuns) throw new Error('the dashboard needs the sweeper runs store');
   const sources: DashboardSources = {
     catalog: deps.store,
     disruption: deps.store,

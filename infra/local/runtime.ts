@@ -244,7 +244,7 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     await ensureTable(raw, tableName).finally(() => raw.destroy());
     await recordRelease(deps);
     // Clients read this policy (and the auth mode beside it).
-    await deps.sweepPolicy?.record(
+    await deps.sweepPolicy.record(
       { ...deps.config.sweep, authMode: deps.config.authMode },
       deps.now(),
     );

@@ -9,7 +9,6 @@ import { RELEASE } from '../../lib/release.ts';
  * AWS, so a large table does not delay the start.
  */
 export async function recordRelease(deps: Dependencies): Promise<void> {
-  if (!deps.schema || !deps.migrations) return;
   await runMigrations({
     schema: deps.schema,
     migrations: deps.migrations,

@@ -1,6 +1,6 @@
 import { ForbiddenError, InvalidRequestError, UnauthenticatedError } from '../domain/errors.ts';
 import type { VerifiedIdentity } from '../domain/model.ts';
-import type { PolicyReader } from '../store/policy-store.ts';
+import type { PolicyReader } from './policy-store.ts';
 
 /**
  * IAM mode: API Gateway has verified the SigV4 signature and the caller's

@@ -1,7 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { UnauthenticatedError } from '../domain/errors.ts';
 import type { EpochMillis } from '../domain/model.ts';
-import type { StoredToken, TokenStore } from '../store/token-store.ts';
+import type { StoredToken } from '../domain/stored-token.ts';
+import type { TokenStore } from './token-store.ts';
 
 /**
  * Join tokens: `wrt.<id>.<secret>`. The id is the lookup key and may appear in logs and in

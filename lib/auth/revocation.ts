@@ -1,6 +1,6 @@
 import type { ObjectRef } from '../domain/model.ts';
 import { tokenPrincipal } from '../protocol/identity.ts';
-import type { HeldEntry, HeldEntryReader } from '../store/held-entry-reader.ts';
+import type { HeldEntry, HeldEntryReader } from './held-entry-reader.ts';
 import { parseAssumedRoleArn } from './iam-caller.ts';
 
 /**

@@ -1,8 +1,8 @@
 import { ForbiddenError } from '../domain/errors.ts';
 import { type EpochMillis, toRfc3339, type VerifiedIdentity } from '../domain/model.ts';
 import type { InstanceStateChange } from '../protocol/ec2-state-change.ts';
-import type { TerminatedInstances } from '../store/terminated-instance-store.ts';
 import { instanceIdOf } from './instance-identity.ts';
+import type { TerminatedInstances } from './terminated-instance-store.ts';
 
 /** States after which an instance never runs again (stopped ones may start). */
 export const GONE_STATES: readonly string[] = ['shutting-down', 'terminated'];

@@ -2,8 +2,8 @@ import type { Config } from '../config.ts';
 import { UnauthenticatedError } from '../domain/errors.ts';
 import type { VerifiedIdentity } from '../domain/model.ts';
 import type { WebSocketConnectEvent } from '../protocol/websocket-events.ts';
-import type { PolicyReader } from '../store/policy-store.ts';
 import { authorizeIamCaller } from './iam-caller.ts';
+import type { PolicyReader } from './policy-store.ts';
 
 // Who a `$connect` is: here in lib/auth beside the IAM rule it applies, not in lib/protocol,
 // which lib/auth reads the token principal's shape from (an arrow each way between the two

@@ -1,8 +1,8 @@
 import type { DisruptionRecord, ZoneCount } from '../domain/disruption.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
-import type { CatalogStore } from '../store/catalog-store.ts';
-import type { SweepRun, SweepRunStore } from '../store/dynamodb-sweep-runs.ts';
-import type { DisruptionStore } from '../store/sweep-store.ts';
+import type { CatalogStore } from '../registration/catalog-store.ts';
+import type { DisruptionStore } from '../registration/sweep-store.ts';
+import type { SweepRun, SweepRunStore } from '../sweep/sweep-run-store.ts';
 import type {
   EntriesResponse,
   EntryResponse,
@@ -13,6 +13,7 @@ import type {
 } from './api-types.ts';
 import { entryDetail } from './entry-detail.ts';
 import { type EntryQuery, entriesPage, indexEntry } from './entry-rows.ts';
+import type { FirstEntriesReader } from './first-entries-reader.ts';
 import { type GroupReads, readGroup } from './group-detail.ts';
 import { NamespaceSnapshots, type Snapshot } from './namespace-snapshots.ts';
 import { buildOverview } from './overview.ts';
@@ -34,7 +35,7 @@ export interface DashboardSources {
    * The first entries of a namespace by name (one short Query): a namespace opened before it was
    * ever read shows them at once while the rest is read. Absent: the page waits for the read.
    */
-  firstEntries?: (namespace: string, limit: number) => Promise<EntryRecord[]>;
+  firstEntries?: FirstEntriesReader['firstEntries'];
   /** Which registry, for the page's header. */
   target: string;
   /**

@@ -1,9 +1,9 @@
 import type { ObjectRef } from '../domain/model.ts';
+import type { StoredGroup } from '../domain/registry-records.ts';
 import { toYaml } from '../presentation/output.ts';
 import { renderGroup } from '../presentation/resource-items.ts';
 import { rolloutStatus } from '../rollout/rollout-status.ts';
-import type { StoredGroup } from '../store/registry-records.ts';
-import type { RolloutEntry, RolloutRecord, RolloutStore } from '../store/rollout-store.ts';
+import type { RolloutEntry, RolloutRecord, RolloutStore } from '../rollout/rollout-store.ts';
 import type { GroupResponse } from './api-types.ts';
 
 /** What the group and rollout pages read: the reads `registrar rollout status` makes. */

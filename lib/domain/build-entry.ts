@@ -14,7 +14,10 @@ import {
 } from './model.ts';
 import { isGroupOnlyLabel } from './reserved-labels.ts';
 
-/** The part of a connect (`ConnectChange` in lib/store/registry-store.ts) the group decides. */
+/**
+ * The part of a connect (`ConnectChange` in lib/registration/entry-lifecycle-store.ts) the
+ * group decides.
+ */
 export interface BuiltEntry {
   /** The entry a first connect creates; the store ignores it when the entry exists. */
   entry: WorkloadEntry;

@@ -1,10 +1,10 @@
 import { parseAssumedRoleArn } from '../auth/iam-caller.ts';
+import type { PolicyReader } from '../auth/policy-store.ts';
+import type { TokenStore } from '../auth/token-store.ts';
 import type { Config } from '../config.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import { ForbiddenError } from '../domain/errors.ts';
 import type { EpochMillis } from '../domain/model.ts';
-import type { PolicyReader } from '../store/policy-store.ts';
-import type { TokenStore } from '../store/token-store.ts';
 import type { MeshSubject } from './mesh-subject.ts';
 
 /** Who asked, as API Gateway tells every message of the connection (never the agent's word). */

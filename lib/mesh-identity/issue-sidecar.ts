@@ -6,7 +6,7 @@ import {
   SidecarUnavailableError,
 } from '../protocol/sidecar-message.ts';
 import { holderOf } from '../registration/holder.ts';
-import type { RegistryStore } from '../store/registry-store.ts';
+import type { RegistryStore } from '../registration/registry-store.ts';
 import { buildBootstrap } from './bootstrap.ts';
 import { type AskingCaller, checkCallerStanding, type StandingDeps } from './caller-standing.ts';
 import type { MeshIssuer } from './mesh-issuer.ts';

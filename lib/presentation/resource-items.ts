@@ -7,9 +7,9 @@ import {
   renderWorkloadEntry,
 } from '../domain/entry-record.ts';
 import { HEALTHY_CONDITION, type WorkloadEntry, type WorkloadGroup } from '../domain/model.ts';
+import type { StoredGroup } from '../domain/registry-records.ts';
 import { isOnCurrentTemplate } from '../domain/template-rollout.ts';
 import { servingState } from '../projection/serving.ts';
-import type { StoredGroup } from '../store/registry-records.ts';
 import { formatAge, parseTimestamp } from './output.ts';
 
 /**

@@ -1,7 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import { formatRef, type WorkloadGroup } from '../domain/model.ts';
+import type { StoredGroup } from '../domain/registry-records.ts';
+import type { DocumentSizeLimits } from '../protocol/document-size-limits.ts';
 import { InvalidDocumentsError, parseIstioDocuments } from '../protocol/istio-documents.ts';
-import type { StoredGroup } from '../store/registry-records.ts';
 import type { KubeObject } from './objects.ts';
 
 /**
@@ -19,7 +20,10 @@ export interface ClusterGroups {
   problems: { group: string; message: string }[];
 }
 
-export function readClusterGroups(objects: readonly KubeObject[]): ClusterGroups {
+export function readClusterGroups(
+  objects: readonly KubeObject[],
+  limits: DocumentSizeLimits,
+): ClusterGroups {
   const result: ClusterGroups = { groups: [], problems: [] };
   for (const object of objects) {
     const { name, namespace, labels, annotations, uid } = object.metadata;
@@ -36,7 +40,7 @@ export function readClusterGroups(objects: readonly KubeObject[]): ClusterGroups
       spec: object.spec,
     };
     try {
-      const [parsed] = parseIstioDocuments(JSON.stringify(document));
+      const [parsed] = parseIstioDocuments(JSON.stringify(document), { limits });
       if (parsed?.kind === 'WorkloadGroup') result.groups.push({ group: parsed.group, uid });
     } catch (error) {
       if (!(error instanceof InvalidDocumentsError)) throw error;

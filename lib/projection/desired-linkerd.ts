@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { type EntryRecord, renderWorkloadEntry } from '../domain/entry-record.ts';
 import { type Condition, type StringMap, toRfc3339 } from '../domain/model.ts';
-import type { StoredGroup } from '../store/registry-records.ts';
+import type { StoredGroup } from '../domain/registry-records.ts';
 import type { DesiredState, Problem } from './desired.ts';
 import { apiVersionOf, MANAGED_BY_LABEL, MANAGER } from './kinds.ts';
 import type { KubeObject } from './objects.ts';

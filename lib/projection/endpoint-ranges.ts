@@ -2,8 +2,8 @@ import { canonicalAddress } from '../domain/address.ts';
 import { type Cidr, rangeHolding, storedCidrs } from '../domain/cidr.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { NamespaceSettings } from '../domain/namespace-settings.ts';
+import type { StoredGroup } from '../domain/registry-records.ts';
 import { addressBounds } from '../domain/tenant-limits.ts';
-import type { StoredGroup } from '../store/registry-records.ts';
 
 /**
  * Which addresses the projector may write into the cluster (DESIGN: trusted data decides; the

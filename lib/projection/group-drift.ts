@@ -1,5 +1,5 @@
+import type { CatalogStore } from '../registration/catalog-store.ts';
 import { listAllGroups } from '../rollout/list-groups.ts';
-import type { CatalogStore } from '../store/catalog-store.ts';
 import type { Cluster } from './cluster.ts';
 import { KindNotInstalledError } from './cluster.ts';
 import { groupDifferences, groupsByRef, readClusterGroups } from './cluster-groups.ts';
@@ -20,7 +20,10 @@ export interface GroupDrift {
  * by namespace. A cluster without the WorkloadGroup CRD has no copies to differ.
  */
 export async function checkGroupDrift(
-  store: Pick<CatalogStore, 'listNamespaces' | 'listGroups'>,
+  store: Pick<
+    CatalogStore,
+    'listNamespaces' | 'listGroups' | 'groupSizeRefusal' | 'entrySizeRefusal'
+  >,
   cluster: Pick<Cluster, 'list'>,
 ): Promise<GroupDrift[]> {
   let objects: Awaited<ReturnType<Cluster['list']>>;
@@ -31,7 +34,7 @@ export async function checkGroupDrift(
     throw error;
   }
   const registry = groupsByRef(await listAllGroups(store));
-  const read = readClusterGroups(objects);
+  const read = readClusterGroups(objects, store);
   const drift: GroupDrift[] = read.problems.map((p) => ({
     group: p.group,
     kind: registry.has(p.group) ? 'differs' : 'cluster-only',

@@ -1,8 +1,8 @@
 import { type Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { GroupSource } from '../domain/group-source.ts';
 import type { EpochMillis } from '../domain/model.ts';
-import type { CatalogStore } from '../store/catalog-store.ts';
-import type { RolloutStore } from '../store/rollout-store.ts';
+import type { CatalogStore } from '../registration/catalog-store.ts';
+import type { RolloutStore } from '../rollout/rollout-store.ts';
 import type { Cluster } from './cluster.ts';
 import { checkGroupDrift, type GroupDrift } from './group-drift.ts';
 import { type GroupSyncReport, syncGroups } from './group-sync.ts';
@@ -10,7 +10,10 @@ import { type GroupSyncReport, syncGroups } from './group-sync.ts';
 /** What the projector needs for the groups: where they come from, and the stores to keep them. */
 export interface GroupSideDeps {
   source: GroupSource;
-  registry: Pick<CatalogStore, 'listNamespaces' | 'listGroups' | 'applyGroup'>;
+  registry: Pick<
+    CatalogStore,
+    'listNamespaces' | 'listGroups' | 'applyGroup' | 'groupSizeRefusal' | 'entrySizeRefusal'
+  >;
   rollouts: Pick<RolloutStore, 'listRollouts' | 'requestRemoval'>;
   now(): EpochMillis;
 }

@@ -1,7 +1,7 @@
 import { type EpochMillis, formatRef, toRfc3339, type WorkloadGroup } from '../domain/model.ts';
+import type { CatalogStore } from '../registration/catalog-store.ts';
 import { listAllGroups } from '../rollout/list-groups.ts';
-import type { CatalogStore } from '../store/catalog-store.ts';
-import type { RolloutStore } from '../store/rollout-store.ts';
+import type { RolloutStore } from '../rollout/rollout-store.ts';
 import type { Cluster } from './cluster.ts';
 import { groupDifferences, groupsByRef, readClusterGroups } from './cluster-groups.ts';
 import type { KubeObject } from './objects.ts';
@@ -11,7 +11,10 @@ export const EMPTY_LISTING_HOLD_MS = 10 * 60_000;
 
 export interface GroupSyncDeps {
   cluster: Pick<Cluster, 'list'>;
-  registry: Pick<CatalogStore, 'listNamespaces' | 'listGroups' | 'applyGroup'>;
+  registry: Pick<
+    CatalogStore,
+    'listNamespaces' | 'listGroups' | 'applyGroup' | 'groupSizeRefusal' | 'entrySizeRefusal'
+  >;
   rollouts: Pick<RolloutStore, 'listRollouts' | 'requestRemoval'>;
 }
 
@@ -71,7 +74,7 @@ export async function syncGroups(
   const objects = await deps.cluster.list('WorkloadGroup', {
     ...(options.selector ? { labelSelector: options.selector } : {}),
   });
-  const read = readClusterGroups(objects);
+  const read = readClusterGroups(objects, deps.registry);
   report.problems.push(...read.problems);
   const registry = groupsByRef(await listAllGroups(deps.registry));
   const records = new Map(

@@ -1,8 +1,8 @@
 import type { Cidr } from '../domain/cidr.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
-import type { CatalogStore } from '../store/catalog-store.ts';
-import type { NamespaceSettingsStore } from '../store/namespace-settings-store.ts';
-import type { StoredGroup } from '../store/registry-records.ts';
+import type { StoredGroup } from '../domain/registry-records.ts';
+import type { CatalogStore } from '../registration/catalog-store.ts';
+import type { NamespaceSettingsStore } from '../registration/namespace-settings-store.ts';
 import { type ApplyContext, applyActions, messageOf, unmanagedKey } from './apply.ts';
 import type { Cluster } from './cluster.ts';
 import type { DesiredState } from './desired.ts';

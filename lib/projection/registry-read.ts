@@ -1,6 +1,6 @@
 import type { EntryRecord } from '../domain/entry-record.ts';
-import type { CatalogStore } from '../store/catalog-store.ts';
-import type { StoredGroup } from '../store/registry-records.ts';
+import type { StoredGroup } from '../domain/registry-records.ts';
+import type { CatalogStore } from '../registration/catalog-store.ts';
 import { type Cluster, KindNotInstalledError } from './cluster.ts';
 import { MANAGED_SELECTOR } from './kinds.ts';
 import { type NamespaceCoverage, TARGET_KINDS, type Target } from './report.ts';

@@ -1,5 +1,5 @@
 import type { NamespaceSettings } from '../domain/namespace-settings.ts';
-import type { NamespaceSettingsStore } from '../store/namespace-settings-store.ts';
+import type { NamespaceSettingsStore } from '../registration/namespace-settings-store.ts';
 
 /**
  * The namespaces' settings as the projector function reads them: one Query of their partition,

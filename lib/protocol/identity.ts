@@ -1,5 +1,5 @@
 import type { VerifiedIdentity } from '../domain/model.ts';
-import type { StoredToken } from '../store/token-store.ts';
+import type { StoredToken } from '../domain/stored-token.ts';
 
 /**
  * The caller of a `$connect`, as API Gateway established it. Identity never comes from what

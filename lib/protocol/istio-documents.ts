@@ -8,11 +8,7 @@ import {
   type WorkloadGroup,
 } from '../domain/model.ts';
 import { forgedEntryState, forgedGroupState } from '../domain/registrar-state.ts';
-import {
-  entrySizeRefusal,
-  groupSizeRefusal,
-  type SizeRefusal,
-} from '../store/catalog-item-limits.ts';
+import type { DocumentSizeLimits, SizeRefusal } from './document-size-limits.ts';
 import {
   describeDocument,
   describeIssue,
@@ -42,10 +38,12 @@ export type IstioDocument =
 export interface ParseOptions {
   /** The namespace asked for on the command line; documents naming another are refused. */
   namespace?: string;
+  /** What an object may weigh where it is stored (lib/store/catalog-item-limits.ts). */
+  limits: DocumentSizeLimits;
 }
 
 /** Parses every document of a YAML or JSON input; throws InvalidDocumentsError naming each problem. */
-export function parseIstioDocuments(input: string, options: ParseOptions = {}): IstioDocument[] {
+export function parseIstioDocuments(input: string, options: ParseOptions): IstioDocument[] {
   const problems: string[] = [];
   const documents: IstioDocument[] = [];
   const raws = readDocuments(input);
@@ -127,17 +125,21 @@ function parseDocument(
       metadata,
       spec: { ...pick(spec, 'metadata', 'probe'), template: spec.template },
     };
-    return fits(groupSizeRefusal(group), where, problems) ? { index, kind, group } : undefined;
+    return fits(options.limits.groupSizeRefusal(group), where, problems)
+      ? { index, kind, group }
+      : undefined;
   }
   const data = valid as z.infer<typeof workloadEntrySchema>;
   const entry: WorkloadEntry = { apiVersion: ISTIO_API_VERSION, kind, metadata, spec: data.spec };
   if (data.status?.conditions) entry.status = { conditions: data.status.conditions as Condition[] };
-  return fits(entrySizeRefusal(entry), where, problems) ? { index, kind, entry } : undefined;
+  return fits(options.limits.entrySizeRefusal(entry), where, problems)
+    ? { index, kind, entry }
+    : undefined;
 }
 
 /**
- * An object over DynamoDB's item limit is refused here, with the rest of the input, so that
- * `apply` writes none of it (the catalog checks again before its put).
+ * An object over the store's limit (one DynamoDB item) is refused here, with the rest of the
+ * input, so that `apply` writes none of it (the catalog checks again before its put).
  */
 function fits(refusal: SizeRefusal | undefined, where: string, problems: string[]): boolean {
   if (refusal) problems.push(`${where}: ${refusal.message}`);

@@ -3,8 +3,8 @@ import { InvalidRequestError, NotRegisteredError, RegistrarError } from '../doma
 import { formatHeartbeat, type Heartbeat, heartbeatOf } from '../domain/heartbeat.ts';
 import { acknowledgement, type HolderBeat, heartbeatInBounds } from '../domain/holder-heartbeat.ts';
 import { type EpochMillis, formatRef, type ObjectRef } from '../domain/model.ts';
-import type { RegistryStore } from '../store/registry-store.ts';
 import { holderOf } from './holder.ts';
+import type { RegistryStore } from './registry-store.ts';
 
 /** What an acknowledgement reads and writes: the holder's entry, its group, the holder's record. */
 export type HeartbeatAckStore = Pick<

@@ -1,8 +1,8 @@
 import { type ClaimDecision, claimDecision } from '../domain/address-uniqueness.ts';
 import { AddressInUseError } from '../domain/errors.ts';
 import { formatRef, type ObjectRef } from '../domain/model.ts';
-import type { AddressClaim } from '../store/entry-lifecycle-store.ts';
-import type { RegistryStore } from '../store/registry-store.ts';
+import type { AddressClaim } from './entry-lifecycle-store.ts';
+import type { RegistryStore } from './registry-store.ts';
 
 /** A refused claim is recorded on its holder at most this often. */
 export const CONFLICT_NOTE_INTERVAL_MS = 60_000;

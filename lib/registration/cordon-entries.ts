@@ -5,7 +5,7 @@ import {
   type MaintenanceNotice,
   uncordonNotice,
 } from '../protocol/maintenance-notice.ts';
-import type { CordonStore } from '../store/entry-event-store.ts';
+import type { CordonStore } from './entry-event-store.ts';
 
 /** Tells an agent something through its connection (`POST @connections/{id}`). */
 export interface AgentNotifier {

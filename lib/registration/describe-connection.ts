@@ -4,8 +4,8 @@ import { type Heartbeat, heartbeatOf } from '../domain/heartbeat.ts';
 import type { ObjectRef, Probe, WorkloadEntry } from '../domain/model.ts';
 import { formatRef } from '../domain/model.ts';
 import { type MaintenanceNotice, maintenanceOf } from '../protocol/maintenance-notice.ts';
-import type { RegistryStore } from '../store/registry-store.ts';
 import { holderOf } from './holder.ts';
+import type { RegistryStore } from './registry-store.ts';
 
 export interface ConnectionDescription {
   /** The entry as Istio would show it, system annotations and `Healthy` included. */

@@ -1,7 +1,7 @@
 import { NotRegisteredError } from '../domain/errors.ts';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
-import type { RegistryStore } from '../store/registry-store.ts';
 import { holderOf } from './holder.ts';
+import type { RegistryStore } from './registry-store.ts';
 
 export interface DrainInput {
   connectionId: string;

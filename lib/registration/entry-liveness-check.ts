@@ -9,7 +9,7 @@ import {
 } from '../domain/holder-heartbeat.ts';
 import type { EpochMillis } from '../domain/model.ts';
 import { heartbeatNotice } from '../protocol/heartbeat-notice.ts';
-import type { Holder } from '../store/entry-lifecycle-store.ts';
+import type { Holder } from './entry-lifecycle-store.ts';
 import { type GroupHeartbeat, groupKeyOf } from './heartbeat-groups.ts';
 import { type ConnectionLiveness, checkHolders } from './liveness.ts';
 import type { SweepOptions, SweepStore } from './sweep-options.ts';

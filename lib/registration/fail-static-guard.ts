@@ -12,8 +12,8 @@ import type { EntryRecord } from '../domain/entry-record.ts';
 import { fleetModeOfRecord } from '../domain/fail-static-status.ts';
 import type { EpochMillis } from '../domain/model.ts';
 import type { SweepPolicy } from '../domain/sweep-policy.ts';
-import type { DisruptionStore } from '../store/sweep-store.ts';
 import type { SweepResult } from './sweep-result.ts';
+import type { DisruptionStore } from './sweep-store.ts';
 
 /** Up to this many away entries are counted from the index each run; more: the counters. */
 export const AWAY_RECOUNT_LIMIT = 1_000;

@@ -1,7 +1,7 @@
 import type { EntryRecord } from '../domain/entry-record.ts';
 import { inRange, SAMPLE_EVERY } from '../domain/heartbeat-lanes.ts';
 import type { ObjectRef } from '../domain/model.ts';
-import type { HeartbeatCursors, HeartbeatStore, NameRange } from '../store/heartbeat-store.ts';
+import type { HeartbeatCursors, HeartbeatStore, NameRange } from './heartbeat-store.ts';
 
 /**
  * One namespace's share of a heartbeat pass (sweep-heartbeat.ts): the held entries of its

@@ -1,6 +1,6 @@
 import { DEFAULT_HEARTBEAT, type Heartbeat, silenceBoundMs } from '../domain/heartbeat.ts';
 import type { EpochMillis } from '../domain/model.ts';
-import type { HeartbeatGroupStore, HeartbeatGroups } from '../store/heartbeat-store.ts';
+import type { HeartbeatGroupStore, HeartbeatGroups } from './heartbeat-store.ts';
 
 /** What listing the heartbeat groups reads and keeps: every call required (none is optional). */
 type GroupListing = Pick<

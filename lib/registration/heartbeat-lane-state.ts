@@ -13,10 +13,10 @@ import {
   thinned,
 } from '../domain/heartbeat-lanes.ts';
 import type { ObjectRef } from '../domain/model.ts';
-import type { HeartbeatLaneState, HeldObservation } from '../store/heartbeat-store.ts';
 import type { ShareGroup, StretchRead } from './heartbeat-flows.ts';
 import { type GroupHeartbeat, groupKeyOf } from './heartbeat-groups.ts';
 import { combinedObservations } from './heartbeat-schedule.ts';
+import type { HeartbeatLaneState, HeldObservation } from './heartbeat-store.ts';
 import type { SweepOptions, SweepStore } from './sweep-options.ts';
 import { recordFailure, type SweepResult } from './sweep-result.ts';
 

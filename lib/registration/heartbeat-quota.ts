@@ -11,7 +11,7 @@ import {
 } from '../domain/heartbeat-pace.ts';
 import type { ObjectRef, WorkloadGroup } from '../domain/model.ts';
 import { formatChecksPerMinute, type NamespaceSettings } from '../domain/namespace-settings.ts';
-import type { HeartbeatStore } from '../store/heartbeat-store.ts';
+import type { HeartbeatStore } from './heartbeat-store.ts';
 
 /** What `apply`'s quota check reads: the namespace's quota, its groups, each group's held VMs. */
 export interface HeartbeatQuotaStore {

@@ -6,9 +6,9 @@ import {
   groupPeriodMs,
   quotaStretch,
 } from '../domain/heartbeat-pace.ts';
-import type { HeldObservation } from '../store/heartbeat-store.ts';
 import type { ShareGroup } from './heartbeat-flows.ts';
 import { type GroupHeartbeat, groupKeyOf } from './heartbeat-groups.ts';
+import type { HeldObservation } from './heartbeat-store.ts';
 
 /**
  * When each group of a lane's share is checked within one run (issue 44: per-tenant pace).

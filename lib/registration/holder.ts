@@ -1,6 +1,6 @@
 import type { ObjectRef } from '../domain/model.ts';
-import type { HolderRef } from '../store/registry-records.ts';
-import type { RegistryStore } from '../store/registry-store.ts';
+import type { HolderRef } from '../domain/registry-records.ts';
+import type { RegistryStore } from './registry-store.ts';
 
 /**
  * The entry a connection registered. In token mode the authorizer put it into the context,

@@ -1,8 +1,8 @@
+import type { TerminatedInstances } from '../auth/terminated-instance-store.ts';
 import { rememberGoneInstance } from '../auth/terminated-instances.ts';
 import { type EpochMillis, formatRef } from '../domain/model.ts';
 import type { InstanceStateChange } from '../protocol/ec2-state-change.ts';
-import type { InstanceStore } from '../store/catalog-store.ts';
-import type { TerminatedInstances } from '../store/terminated-instance-store.ts';
+import type { InstanceStore } from './catalog-store.ts';
 import { removeInstanceEntries } from './remove-instance-entries.ts';
 
 /** What a state change needs: the registry, the states that remove entries, IAM mode's memory. */

@@ -1,6 +1,6 @@
 import type { ConnectionActivity } from '../domain/heartbeat.ts';
 import type { EpochMillis } from '../domain/model.ts';
-import type { Holder } from '../store/entry-lifecycle-store.ts';
+import type { Holder } from './entry-lifecycle-store.ts';
 
 /** API Gateway could not say (throttled, access denied, unreachable): why, for the log. */
 export interface UnknownAnswer {

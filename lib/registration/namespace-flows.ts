@@ -1,9 +1,9 @@
 import type { EntryRecord } from '../domain/entry-record.ts';
+import { mergeOrdered } from '../domain/merge-ordered.ts';
 import type { EpochMillis } from '../domain/model.ts';
 import { type SweepPolicy, sweepDueAt } from '../domain/sweep-policy.ts';
-import { mergeOrdered } from '../store/merge-ordered.ts';
-import type { RegistryStore } from '../store/registry-store.ts';
 import { isDeliberate } from './fail-static-guard.ts';
+import type { RegistryStore } from './registry-store.ts';
 
 /**
  * Flows opened side by side: each reads the first page of its (up to 8) index shards at once,

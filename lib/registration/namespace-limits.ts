@@ -1,8 +1,8 @@
 import type { EpochMillis } from '../domain/model.ts';
 import type { EffectiveLimits, NamespaceSettings } from '../domain/namespace-settings.ts';
-import type { ConnectRateCounter } from '../store/dynamodb-connect-rate.ts';
-import type { NamespaceUsageReader } from '../store/dynamodb-namespace-usage.ts';
-import type { NamespaceSettingsReader } from '../store/namespace-settings-store.ts';
+import type { ConnectRateCounter } from './connect-rate-counter.ts';
+import type { NamespaceSettingsReader } from './namespace-settings-store.ts';
+import type { NamespaceUsageReader } from './namespace-usage-reader.ts';
 
 /** The longest a live count is trusted, however far the namespace is from its quota. */
 export const MAX_USAGE_CACHE_MS = 5 * 60_000;

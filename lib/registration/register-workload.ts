@@ -22,11 +22,11 @@ import {
 } from '../domain/model.ts';
 import { reservedLabelProblems } from '../domain/reserved-labels.ts';
 import { isTokenPrincipal } from '../protocol/identity.ts';
-import type { ConnectChange, ConnectOutcome } from '../store/entry-lifecycle-store.ts';
-import type { RegistryStore } from '../store/registry-store.ts';
 import { type AddressClaimStore, claimEntryAddress } from './address-claim.ts';
+import type { ConnectChange, ConnectOutcome } from './entry-lifecycle-store.ts';
 import { type MonotonicClock, monotonicNow, withinGroupReadWindow } from './group-read-window.ts';
 import type { NamespaceLimits } from './namespace-limits.ts';
+import type { RegistryStore } from './registry-store.ts';
 import { enforceTenantLimits } from './tenant-limit-checks.ts';
 
 export interface RegisterWorkloadInput {

@@ -1,6 +1,6 @@
 import type { ObjectRef } from '../domain/model.ts';
-import type { CatalogStore } from '../store/catalog-store.ts';
-import type { EntryDeletion } from '../store/registry-records.ts';
+import type { EntryDeletion } from '../domain/registry-records.ts';
+import type { CatalogStore } from './catalog-store.ts';
 import { type MonotonicClock, monotonicNow, waitOutGroupReads } from './group-read-window.ts';
 
 /** An entry taken along with its group, and the connections that held it when it went. */

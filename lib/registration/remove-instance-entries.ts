@@ -1,6 +1,6 @@
 import type { ObjectRef } from '../domain/model.ts';
 import type { InstanceStateChange } from '../protocol/ec2-state-change.ts';
-import type { InstanceStore } from '../store/catalog-store.ts';
+import type { InstanceStore } from './catalog-store.ts';
 
 export interface InstanceRemoval {
   /** Entries deleted now. */

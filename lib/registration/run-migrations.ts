@@ -8,7 +8,7 @@ import {
   type SchemaRecord,
   stamped,
 } from '../domain/table-schema.ts';
-import type { Migration, SchemaStore } from '../store/schema-store.ts';
+import type { Migration, SchemaStore } from './schema-store.ts';
 
 export interface MigrationDeps {
   schema: SchemaStore;

@@ -9,11 +9,11 @@ import {
 import type { EntryRecord } from '../domain/entry-record.ts';
 import { inTurn } from '../domain/fair-turns.ts';
 import { isDueForSweep, sweepCutoffs } from '../domain/sweep-policy.ts';
-import type { SweepIndexState } from '../store/sweep-store.ts';
 import { type FailStaticGuard, failStaticGuard, isDeliberate } from './fail-static-guard.ts';
 import { type NamespaceFlow, openFlows } from './namespace-flows.ts';
 import type { SweepOptions, SweepStore } from './sweep-options.ts';
 import { countIn, recordFailure, type SweepResult, swept } from './sweep-result.ts';
+import type { SweepIndexState } from './sweep-store.ts';
 
 const realSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
@@ -91,7 +91,7 @@ export async function deleteDue(
     if (guard && !result.dryRun) {
       const { sweepIntervalMs: _, ...policy } = guard.policy;
       await store
-        .saveDisruptionRecord?.({ ...nextRecord(guard.state, guard.credit, options.now), policy })
+        .saveDisruptionRecord({ ...nextRecord(guard.state, guard.credit, options.now), policy })
         .catch((error: unknown) => recordFailure(result, error));
     }
   }

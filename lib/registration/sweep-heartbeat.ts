@@ -2,11 +2,6 @@ import type { EntryRecord } from '../domain/entry-record.ts';
 import { MIN_PASS_MS, passPeriodMs } from '../domain/heartbeat-pace.ts';
 import { heldBoundMs } from '../domain/holder-heartbeat.ts';
 import type { EpochMillis } from '../domain/model.ts';
-import type {
-  HeartbeatCursors,
-  HeartbeatLaneState,
-  HeldObservation,
-} from '../store/heartbeat-store.ts';
 import { checkEntryLiveness } from './entry-liveness-check.ts';
 import { type HeartbeatFlow, heartbeatFlows, type ShareGroup } from './heartbeat-flows.ts';
 import { type GroupHeartbeat, groupKeyOf, shortestBoundMs } from './heartbeat-groups.ts';
@@ -18,6 +13,7 @@ import {
   shareOf,
 } from './heartbeat-lane-state.ts';
 import { GroupSchedule, observe } from './heartbeat-schedule.ts';
+import type { HeartbeatCursors, HeartbeatLaneState, HeldObservation } from './heartbeat-store.ts';
 import type { SweepOptions, SweepStore } from './sweep-options.ts';
 import {
   countIn,

@@ -1,10 +1,10 @@
 import type { EpochMillis } from '../domain/model.ts';
 import type { LivenessPolicy, SweepPolicy } from '../domain/sweep-policy.ts';
-import type { HeartbeatStore } from '../store/heartbeat-store.ts';
-import type { RegistryStore } from '../store/registry-store.ts';
-import type { DisruptionStore } from '../store/sweep-store.ts';
 import type { FailStaticPolicy } from './fail-static-guard.ts';
+import type { HeartbeatStore } from './heartbeat-store.ts';
 import type { ConnectionLiveness } from './liveness.ts';
+import type { RegistryStore } from './registry-store.ts';
+import type { DisruptionStore } from './sweep-store.ts';
 
 // What a sweeper run is given; both lanes (sweep-deletions.ts, sweep-liveness.ts) read it, so it
 // lives below them and sweep.ts, which composes the lanes.

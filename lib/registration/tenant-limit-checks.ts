@@ -12,8 +12,8 @@ import {
   networkRefusal,
 } from '../domain/tenant-limits.ts';
 import { isTokenPrincipal, TOKEN_PRINCIPAL_PREFIX } from '../protocol/identity.ts';
-import type { RegistryStore } from '../store/registry-store.ts';
 import type { NamespaceLimits } from './namespace-limits.ts';
+import type { RegistryStore } from './registry-store.ts';
 
 export interface TenantLimitInput {
   namespace: string;

@@ -1,8 +1,8 @@
 import type { DepartureKind } from '../domain/disruption.ts';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
-import type { RegistryStore } from '../store/registry-store.ts';
 import { holderOf } from './holder.ts';
 import { type ConnectionLiveness, goneHolders } from './liveness.ts';
+import type { RegistryStore } from './registry-store.ts';
 
 export interface UnregisterInput {
   connectionId: string;

@@ -1,7 +1,7 @@
 import { type EpochMillis, formatRef } from '../domain/model.ts';
+import type { CatalogStore } from '../registration/catalog-store.ts';
 import { removeGroupEntries } from '../registration/remove-group-entries.ts';
-import type { CatalogStore } from '../store/catalog-store.ts';
-import type { RolloutRecord, RolloutStore } from '../store/rollout-store.ts';
+import type { RolloutRecord, RolloutStore } from './rollout-store.ts';
 
 export interface GroupRemovalDeps {
   store: Pick<RolloutStore, 'deleteGroupIf' | 'deleteRollout' | 'requestRemoval' | 'removeEntry'>;

@@ -1,5 +1,5 @@
-import type { CatalogStore } from '../store/catalog-store.ts';
-import type { StoredGroup } from '../store/registry-records.ts';
+import type { StoredGroup } from '../domain/registry-records.ts';
+import type { CatalogStore } from '../registration/catalog-store.ts';
 
 /** Namespace Queries in flight at once. */
 const LANES = 8;

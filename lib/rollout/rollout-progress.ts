@@ -1,7 +1,7 @@
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
-import type { RolloutRecord } from '../store/rollout-store.ts';
 import type { RolloutPace } from './rollout-pace.ts';
 import { stepSize } from './rollout-pace.ts';
+import type { RolloutRecord } from './rollout-store.ts';
 
 /**
  * A rollout's progress as pure transitions (time is an argument): what a run does next for a

@@ -1,7 +1,7 @@
+import type { StoredGroup } from '../domain/registry-records.ts';
 import { isOnCurrentTemplate } from '../domain/template-rollout.ts';
-import type { StoredGroup } from '../store/registry-records.ts';
-import type { RolloutEntry, RolloutRecord } from '../store/rollout-store.ts';
 import { paceOf } from './rollout-pace.ts';
+import type { RolloutEntry, RolloutRecord } from './rollout-store.ts';
 
 /** `registrar rollout status`: the record as the runs left it, and the entries as they are now. */
 export interface RolloutStatus {

@@ -1,8 +1,7 @@
 import { type EpochMillis, formatRef, type ObjectRef } from '../domain/model.ts';
+import type { StoredGroup } from '../domain/registry-records.ts';
 import { rolledOutEntry } from '../domain/template-rollout.ts';
-import type { CatalogStore } from '../store/catalog-store.ts';
-import type { StoredGroup } from '../store/registry-records.ts';
-import type { RolloutEntry, RolloutRecord, RolloutStore } from '../store/rollout-store.ts';
+import type { CatalogStore } from '../registration/catalog-store.ts';
 import { listAllGroups } from './list-groups.ts';
 import { PacedPool } from './paced-pool.ts';
 import { paceOf } from './rollout-pace.ts';
@@ -14,6 +13,7 @@ import {
   startedRollout,
   steppedRollout,
 } from './rollout-progress.ts';
+import type { RolloutEntry, RolloutRecord, RolloutStore } from './rollout-store.ts';
 
 export interface RolloutRunDeps {
   store: RolloutStore;

@@ -9,6 +9,7 @@ import {
   LABEL_VALUE_MAX,
   LOCALITY_MAX_PARTS,
 } from '../domain/validation.ts';
+import type { DocumentSizeLimits, SizeRefusal } from '../protocol/document-size-limits.ts';
 import { encodeEntry, encodeGroup } from './item-codec.ts';
 import {
   type FieldSize,
@@ -29,12 +30,6 @@ import {
  * would fail. Each entry holds the template, the group's `spec.metadata` annotations and the
  * merged labels twice (`metadata.labels` and `spec.labels`), plus what a connect adds.
  */
-
-/** What a refusal says, and the field it names first (the largest). */
-export interface SizeRefusal {
-  field: string;
-  message: string;
-}
 
 // What the store adds to an applied object, at its largest: a uid (a UUID), a creation time
 // (RFC 3339 with milliseconds), generation and revision (numbers), and the write id of its
@@ -122,6 +117,9 @@ export function entrySizeRefusal(entry: WorkloadEntry): SizeRefusal | undefined 
     `(the whole WorkloadEntry ${formatBytes(total)}); a WorkloadEntry is stored as one DynamoDB item, which must stay under ${formatBytes(MAX_ITEM_BYTES)}${room}`,
   );
 }
+
+/** The limits of one DynamoDB item, as the parser and the catalog check them. */
+export const CATALOG_ITEM_LIMITS: DocumentSizeLimits = { groupSizeRefusal, entrySizeRefusal };
 
 function refusal(fields: FieldSize[], why: string): SizeRefusal {
   const named = fields.map((field) => `${formatPath(field.path)} is ${formatBytes(field.bytes)}`);

@@ -1,7 +1,11 @@
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
+import type {
+  AddressClaim,
+  AddressClaimItemStore,
+  ClaimResult,
+} from '../registration/entry-lifecycle-store.ts';
 import { isConditionFailed } from './dynamodb-client.ts';
-import type { AddressClaim, AddressClaimItemStore, ClaimResult } from './entry-lifecycle-store.ts';
 import { EXPIRES_AT_ATTRIBUTE } from './item-codec.ts';
 
 /** The partition of an address's claim: one item per address and network, never a hot key. */

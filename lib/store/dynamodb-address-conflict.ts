@@ -1,6 +1,6 @@
 import type { UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { formatRef, type ObjectRef } from '../domain/model.ts';
-import type { AddressClaim } from './entry-lifecycle-store.ts';
+import type { AddressClaim } from '../registration/entry-lifecycle-store.ts';
 import { entryKey } from './item-codec.ts';
 
 /**

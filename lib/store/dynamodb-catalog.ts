@@ -20,8 +20,10 @@ import {
   type WorkloadGroup,
 } from '../domain/model.ts';
 import { type Forgery, forgedEntryState, forgedGroupState } from '../domain/registrar-state.ts';
-import { entrySizeRefusal, groupSizeRefusal, type SizeRefusal } from './catalog-item-limits.ts';
-import type { CatalogDocumentStore, NamespaceList } from './catalog-store.ts';
+import type { EntryDeletion, StoredGroup } from '../domain/registry-records.ts';
+import type { SizeRefusal } from '../protocol/document-size-limits.ts';
+import type { CatalogDocumentStore, NamespaceList } from '../registration/catalog-store.ts';
+import { entrySizeRefusal, groupSizeRefusal } from './catalog-item-limits.ts';
 import { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import { DynamoDbEntryHistory } from './dynamodb-entry-history.ts';
@@ -44,7 +46,6 @@ import {
   type Item,
   namespacePartition,
 } from './item-codec.ts';
-import type { EntryDeletion, StoredGroup } from './registry-records.ts';
 
 /** Optimistic-lock retries of an apply that raced another writer of the same object. */
 const APPLY_ATTEMPTS = 3;
@@ -76,6 +77,16 @@ export class DynamoDbCatalog implements CatalogDocumentStore {
     this.#namespaces = new DynamoDbNamespaceIndex(client, tableName);
     this.#history = history ?? new DynamoDbEntryHistory(client, tableName);
     this.#counters = new DynamoDbCellCounters(new RegistryTable(client, tableName));
+  }
+
+  /** Whether the group, and the entries its VMs would get, fit in one item each. */
+  groupSizeRefusal(group: WorkloadGroup): SizeRefusal | undefined {
+    return groupSizeRefusal(group);
+  }
+
+  /** Whether a hand-made entry fits in one item, with room for its events and a cordon. */
+  entrySizeRefusal(entry: WorkloadEntry): SizeRefusal | undefined {
+    return entrySizeRefusal(entry);
   }
 
   /** The namespace index as it is (no backfill): what the projector's full reconcile reads. */

@@ -7,13 +7,16 @@ import {
   zoneOf,
 } from '../domain/disruption.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
+import type { ConnectChange } from '../registration/entry-lifecycle-store.ts';
+import type { DisruptionStore } from '../registration/sweep-store.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import { zoneCountUpdate } from './dynamodb-entry-writes.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
-import type { ConnectChange } from './entry-lifecycle-store.ts';
 import type { EntryItem, Item } from './item-codec.ts';
-import type { ZoneCountStore } from './sweep-store.ts';
 import { ZONE_SHARDS, zonePartition, zoneShardOf } from './table-definition.ts';
+
+/** Fail static's cell counters, as the guard reads them: the part of DisruptionStore kept here. */
+type ZoneCountStore = Pick<DisruptionStore, 'zoneCounts'>;
 
 type Ref = { namespace?: string; name?: string } | undefined;
 type CounterDelta = { connected?: number; away?: number; left?: number };

@@ -2,6 +2,7 @@ import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { type DynamoDBDocumentClient, GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { type RateWindow, rateWindow, shardCapacity } from '../domain/connect-rate.ts';
 import type { EpochMillis } from '../domain/model.ts';
+import type { ConnectRateCounter } from '../registration/connect-rate-counter.ts';
 import { EXPIRES_AT_ATTRIBUTE } from './item-codec.ts';
 
 /** Counter items outlive their window by this much, then DynamoDB's TTL removes them (free). */
@@ -12,16 +13,6 @@ const COUNTER_TTL_MS = 3_600_000;
  * a refused connect costs at most two failed writes, however many shards there are.
  */
 const TRIES_PER_CONNECT = 2;
-
-/** What the connect path needs: count one connect against a namespace's rate, or refuse it. */
-export interface ConnectRateCounter {
-  /**
-   * True when the connect is counted within the window's budget; false when the budget is used
-   * up (nothing was written). `op` names the connect (its connection id), so the SDK retrying
-   * a write whose response was lost is recognised as ours.
-   */
-  admit(namespace: string, perSecond: number, at: EpochMillis, op: string): Promise<boolean>;
-}
 
 export function connectRateKey(namespace: string, shard: number, window: RateWindow) {
   return { pk: `RATE#${namespace}#${shard}`, sk: `W#${window.start}` };

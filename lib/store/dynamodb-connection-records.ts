@@ -1,6 +1,9 @@
 import { DeleteCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import type {
+  ConnectionRecord,
+  ConnectionRecordStore,
+} from '../registration/entry-lifecycle-store.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
-import type { ConnectionRecord, ConnectionRecordStore } from './entry-lifecycle-store.ts';
 import { connectionKey, decodeConnectionRecord, encodeConnectionRecord } from './item-codec.ts';
 
 /**

@@ -4,9 +4,13 @@ import { cordonedEvent, uncordonedEvent } from '../domain/entry-events.ts';
 import { MAX_CORDON_MESSAGE } from '../domain/entry-record.ts';
 import { InvalidRequestError } from '../domain/errors.ts';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
+import type {
+  CordonOutcome,
+  CordonStore,
+  UncordonOutcome,
+} from '../registration/entry-event-store.ts';
 import { DynamoDbEntryEvents, withEntryEvent } from './dynamodb-entry-events.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
-import type { CordonOutcome, CordonStore, UncordonOutcome } from './entry-event-store.ts';
 import { decodeEntry, entryKey } from './item-codec.ts';
 
 /**

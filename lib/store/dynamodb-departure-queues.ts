@@ -1,15 +1,20 @@
 import { QueryCommand, type QueryCommandInput } from '@aws-sdk/lib-dynamodb';
 import { cellKey, type ZoneCount, zoneOf } from '../domain/disruption.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
+import { mergeOrdered } from '../domain/merge-ordered.ts';
 import type { EpochMillis } from '../domain/model.ts';
+import type {
+  AwayCount,
+  DepartureKey,
+  DepartureStore,
+  DeparturesInGrace,
+} from '../registration/sweep-store.ts';
 import type { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { queryItems } from './dynamodb-client.ts';
 import { departuresInGrace } from './dynamodb-departures-in-grace.ts';
 import { DynamoDbNamespaceIndex } from './dynamodb-namespace-index.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import { decodeEntry, type Item, namespaceSweepState, sweepState } from './item-codec.ts';
-import { mergeOrdered } from './merge-ordered.ts';
-import type { AwayCount, DepartureKey, DepartureStore, DeparturesInGrace } from './sweep-store.ts';
 import { SWEEP_INDEX, SWEEP_SHARDS } from './table-definition.ts';
 
 /**

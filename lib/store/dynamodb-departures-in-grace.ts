@@ -1,8 +1,8 @@
 import type { EpochMillis } from '../domain/model.ts';
+import type { DeparturesInGrace } from '../registration/sweep-store.ts';
 import { queryItems } from './dynamodb-client.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import { namespaceSweepState, sweepState } from './item-codec.ts';
-import type { DeparturesInGrace } from './sweep-store.ts';
 import { SWEEP_INDEX, SWEEP_SHARDS } from './table-definition.ts';
 
 /**

@@ -2,8 +2,8 @@ import { BatchWriteCommand, type DynamoDBDocumentClient, PutCommand } from '@aws
 import { type EntryEvent, EVENT_RETENTION_MS } from '../domain/entry-events.ts';
 import { entryHistory } from '../domain/entry-history.ts';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
+import type { DeletedEntryHistory, EntryHistoryStore } from '../registration/entry-event-store.ts';
 import { queryItems } from './dynamodb-client.ts';
-import type { DeletedEntryHistory, EntryHistoryStore } from './entry-event-store.ts';
 import { decodeEvents, encodeEvent, type StoredEvent } from './event-codec.ts';
 import { decodeEntry, EXPIRES_AT_ATTRIBUTE, type Item, namespacePartition } from './item-codec.ts';
 

@@ -11,6 +11,18 @@ import {
 import { legacyEvents } from '../domain/entry-history.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
+import type { HolderRef, StoredGroup } from '../domain/registry-records.ts';
+import type {
+  AddressClaim,
+  ConnectChange,
+  ConnectOutcome,
+  EntryLifecycleStore,
+  HealthOutcome,
+  HealthReport,
+  Holder,
+  LeaveChange,
+  LeaveResult,
+} from '../registration/entry-lifecycle-store.ts';
 import { addressConflictUpdate } from './dynamodb-address-conflict.ts';
 import type { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { isConditionFailed } from './dynamodb-client.ts';
@@ -27,17 +39,6 @@ import {
 } from './dynamodb-entry-writes.ts';
 import { drainUpdate, healthUpdate } from './dynamodb-health-writes.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
-import type {
-  AddressClaim,
-  ConnectChange,
-  ConnectOutcome,
-  EntryLifecycleStore,
-  HealthOutcome,
-  HealthReport,
-  Holder,
-  LeaveChange,
-  LeaveResult,
-} from './entry-lifecycle-store.ts';
 import {
   decodeEntry,
   decodeGroup,
@@ -46,7 +47,6 @@ import {
   groupKey,
   holderTimes,
 } from './item-codec.ts';
-import type { HolderRef, StoredGroup } from './registry-records.ts';
 
 /**
  * Rounds of conditional writes before a connect or disconnect gives up. Each round re-reads

@@ -1,4 +1,5 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { FirstEntriesReader } from '../dashboard-server/first-entries-reader.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import { queryItems } from './dynamodb-client.ts';
 import { decodeEntry, ENTRY_PREFIX, namespacePartition } from './item-codec.ts';
@@ -8,7 +9,7 @@ import { decodeEntry, ENTRY_PREFIX, namespacePartition } from './item-codec.ts';
  * Query of `limit` items, whatever the namespace's size. `registrar dashboard` shows them while it
  * reads the rest of a large namespace (a 20,000-entry namespace is some 30 Query pages).
  */
-export class DynamoDbEntryPages {
+export class DynamoDbEntryPages implements FirstEntriesReader {
   readonly #client: DynamoDBDocumentClient;
   readonly #table: string;
 

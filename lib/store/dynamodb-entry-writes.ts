@@ -16,8 +16,8 @@ import type { DeleteCommandInput, UpdateCommandInput } from '@aws-sdk/lib-dynamo
 import type { DepartureKind } from '../domain/disruption.ts';
 import type { EntryEvent } from '../domain/entry-events.ts';
 import type { ObjectRef, VerifiedIdentity } from '../domain/model.ts';
+import type { ConnectChange } from '../registration/entry-lifecycle-store.ts';
 import { withEntryEvent } from './dynamodb-entry-events.ts';
-import type { ConnectChange } from './entry-lifecycle-store.ts';
 import { EVENTS_SINCE_ATTRIBUTE } from './event-codec.ts';
 import {
   beatAttribute,

@@ -1,15 +1,11 @@
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { type GroupSource, sameGroupSource } from '../domain/group-source.ts';
 import type { EpochMillis } from '../domain/model.ts';
+import type { GroupSourceStore, RecordedGroupSource } from '../rollout/group-source-store.ts';
 import { isConditionFailed } from './dynamodb-client.ts';
 import { PARTITIONS } from './table-definition.ts';
 
 export const GROUP_SOURCE_KEY = { pk: PARTITIONS.config, sk: 'group-source' } as const;
-
-export interface RecordedGroupSource {
-  source: GroupSource;
-  recordedAt: EpochMillis;
-}
 
 /**
  * Where the running registrar takes its WorkloadGroups from, recorded in its table (as the
@@ -18,7 +14,7 @@ export interface RecordedGroupSource {
  * their configuration (the rollout function every run, the group sync) and by `npm start`;
  * one read per run, a write only when the mode changed. Absent: the registry is the source.
  */
-export class DynamoDbGroupSource {
+export class DynamoDbGroupSource implements GroupSourceStore {
   readonly #client: DynamoDBDocumentClient;
   readonly #table: string;
 

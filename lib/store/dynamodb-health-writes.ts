@@ -4,10 +4,10 @@
  */
 import type { UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { drainingEvent, healthEvent } from '../domain/entry-events.ts';
+import type { HolderRef } from '../domain/registry-records.ts';
+import type { HealthReport } from '../registration/entry-lifecycle-store.ts';
 import { withEntryEvent } from './dynamodb-entry-events.ts';
-import type { HealthReport } from './entry-lifecycle-store.ts';
 import { DRAINING_MESSAGE, entryKey } from './item-codec.ts';
-import type { HolderRef } from './registry-records.ts';
 
 /**
  * Health: set the `Healthy` condition without reading the entry first.

@@ -2,13 +2,17 @@ import { GetCommand, PutCommand, QueryCommand } from '@aws-sdk/lib-dynamodb';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import { type Heartbeat, parseHeartbeat } from '../domain/heartbeat.ts';
 import type { ObjectRef, WorkloadGroup } from '../domain/model.ts';
+import type {
+  HeartbeatGroupStore,
+  HeartbeatGroups,
+  NameRange,
+} from '../registration/heartbeat-store.ts';
 import { queryItems } from './dynamodb-client.ts';
 import { HEARTBEAT_CHANGES_KEY } from './dynamodb-heartbeat-changes.ts';
 import { DynamoDbNamespaceIndex } from './dynamodb-namespace-index.ts';
 import { namespaceSettingsKey } from './dynamodb-namespace-settings.ts';
 import { groupEntryPrefix } from './dynamodb-rollout-entries.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
-import type { HeartbeatGroupStore, HeartbeatGroups, NameRange } from './heartbeat-store.ts';
 import { decodeEntry, ENTRY_PREFIX, GROUP_PREFIX, namespacePartition } from './item-codec.ts';
 
 /** The sweeper's record of the groups that set a heartbeat, beside its liveness mark. */

@@ -1,12 +1,12 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { LanePlanRecord } from '../domain/heartbeat-lanes.ts';
-import { queryItems } from './dynamodb-client.ts';
-import type { RegistryTable } from './dynamodb-table.ts';
 import type {
   HeartbeatCursors,
   HeartbeatLaneState,
   HeartbeatLaneStore,
-} from './heartbeat-store.ts';
+} from '../registration/heartbeat-store.ts';
+import { queryItems } from './dynamodb-client.ts';
+import type { RegistryTable } from './dynamodb-table.ts';
 
 /** How the heartbeat groups' entries are shared among the lanes; only lane 0 writes it. */
 const PLAN_KEY = { pk: 'SWEEPER', sk: 'heartbeat-plan' };

@@ -1,7 +1,7 @@
 import { QueryCommand } from '@aws-sdk/lib-dynamodb';
+import type { HeldEntry, HeldEntryReader } from '../auth/held-entry-reader.ts';
 import type { VerifiedIdentity } from '../domain/model.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
-import type { HeldEntry, HeldEntryReader } from './held-entry-reader.ts';
 import { ENTRY_PREFIX, holderPrincipals, type Item, namespacePartition } from './item-codec.ts';
 
 /**

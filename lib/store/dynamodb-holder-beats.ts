@@ -1,11 +1,11 @@
 import type { UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { EntryEvent } from '../domain/entry-events.ts';
 import type { HolderBeat } from '../domain/holder-heartbeat.ts';
+import type { HolderRef } from '../domain/registry-records.ts';
+import type { HolderBeatStore } from '../registration/entry-lifecycle-store.ts';
 import { DynamoDbEntryEvents, withEntryEvent } from './dynamodb-entry-events.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
-import type { HolderBeatStore } from './entry-lifecycle-store.ts';
 import { beatAttribute, encodeBeat, entryKey } from './item-codec.ts';
-import type { HolderRef } from './registry-records.ts';
 
 /**
  * The heartbeat a holder acknowledged, recorded on its entry (`beat:<connection id>`): one

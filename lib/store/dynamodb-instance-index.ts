@@ -1,7 +1,7 @@
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { deletedEvent } from '../domain/entry-events.ts';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
-import type { InstanceStore } from './catalog-store.ts';
+import type { InstanceStore } from '../registration/catalog-store.ts';
 import type { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import type { DynamoDbEntryHistory } from './dynamodb-entry-history.ts';

@@ -1,5 +1,5 @@
 import { DeleteCommand, type DynamoDBDocumentClient, QueryCommand } from '@aws-sdk/lib-dynamodb';
-import type { Migration } from './schema-store.ts';
+import type { Migration } from '../registration/schema-store.ts';
 import { UNSHARDED_ZONE_PARTITION, ZONE_SHARDS, zonePartition } from './table-definition.ts';
 
 /**

@@ -1,5 +1,5 @@
 import { type DynamoDBDocumentClient, PutCommand } from '@aws-sdk/lib-dynamodb';
-import type { NamespaceList } from './catalog-store.ts';
+import type { NamespaceList } from '../registration/catalog-store.ts';
 import { queryItems, scanItems } from './dynamodb-client.ts';
 import { namespacePartition } from './item-codec.ts';
 import { PARTITIONS } from './table-definition.ts';

@@ -6,12 +6,12 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import type { EpochMillis } from '../domain/model.ts';
 import type { NamespaceSettings } from '../domain/namespace-settings.ts';
-import { isConditionFailed, readPartition } from './dynamodb-client.ts';
 import type {
   NamespaceSettingsStore,
   SettingsChange,
   SettingsField,
-} from './namespace-settings-store.ts';
+} from '../registration/namespace-settings-store.ts';
+import { isConditionFailed, readPartition } from './dynamodb-client.ts';
 import { PARTITIONS } from './table-definition.ts';
 
 export function namespaceSettingsKey(namespace: string): { pk: string; sk: string } {

@@ -1,12 +1,8 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { cellKey } from '../domain/disruption.ts';
+import type { NamespaceUsageReader } from '../registration/namespace-usage-reader.ts';
 import { queryItems } from './dynamodb-client.ts';
 import { namespaceZoneShards, zonePartition } from './table-definition.ts';
-
-/** How many of a namespace's entries are connected now. */
-export interface NamespaceUsageReader {
-  connectedEntries(namespace: string): Promise<number>;
-}
 
 /**
  * A namespace's connected entries, summed from fail static's cell counters

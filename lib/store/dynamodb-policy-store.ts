@@ -4,8 +4,8 @@ import {
   GetCommand,
   PutCommand,
 } from '@aws-sdk/lib-dynamodb';
+import type { IamPolicy, PolicyStore } from '../auth/policy-store.ts';
 import { isConditionFailed, readPartition } from './dynamodb-client.ts';
-import type { IamPolicy, PolicyStore } from './policy-store.ts';
 
 /** The partition of the IAM-mode allow rules (`POLICY` / `<roleArn>#<namespace>`). */
 export const POLICY_PARTITION = 'POLICY';

@@ -1,7 +1,9 @@
 import { DeleteCommand, QueryCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import { deletedEvent, templateRolledOutEvent } from '../domain/entry-events.ts';
 import type { EpochMillis, ObjectRef, WorkloadEntry } from '../domain/model.ts';
+import type { EntryDeletion, StoredGroup } from '../domain/registry-records.ts';
 import { templateChanges } from '../domain/template-rollout.ts';
+import type { OutdatedPage, RolloutEntry, RolloutStore } from '../rollout/rollout-store.ts';
 import { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import { DynamoDbEntryEvents, withEntryEvent } from './dynamodb-entry-events.ts';
@@ -18,8 +20,6 @@ import {
   type Item,
   namespacePartition,
 } from './item-codec.ts';
-import type { EntryDeletion, StoredGroup } from './registry-records.ts';
-import type { OutdatedPage, RolloutEntry, RolloutStore } from './rollout-store.ts';
 
 /**
  * An auto-registered entry's name starts with `<group>-` (entry-name.ts) unless the whole name

@@ -1,9 +1,9 @@
 import { DeleteCommand, PutCommand, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
+import type { RolloutRecord, RolloutStore } from '../rollout/rollout-store.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import type { Item } from './item-codec.ts';
-import type { RolloutRecord, RolloutStore } from './rollout-store.ts';
 import { PARTITIONS } from './table-definition.ts';
 
 /** `ROLLOUT / <namespace>/<name>`: a namespace is a DNS-1123 label, so '/' splits it off. */

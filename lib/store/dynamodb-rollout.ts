@@ -1,11 +1,16 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { EpochMillis, ObjectRef, WorkloadEntry } from '../domain/model.ts';
+import type { EntryDeletion, StoredGroup } from '../domain/registry-records.ts';
+import type {
+  OutdatedPage,
+  RolloutEntry,
+  RolloutRecord,
+  RolloutStore,
+} from '../rollout/rollout-store.ts';
 import { DynamoDbEntryHistory } from './dynamodb-entry-history.ts';
 import { DynamoDbRolloutEntries } from './dynamodb-rollout-entries.ts';
 import { DynamoDbRolloutRecords } from './dynamodb-rollout-records.ts';
 import { RegistryTable } from './dynamodb-table.ts';
-import type { EntryDeletion, StoredGroup } from './registry-records.ts';
-import type { OutdatedPage, RolloutEntry, RolloutRecord, RolloutStore } from './rollout-store.ts';
 
 /** Template rollouts on the registry table: the rollout records, and the group's entries. */
 export class DynamoDbRollouts implements RolloutStore {

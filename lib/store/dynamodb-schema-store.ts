@@ -1,7 +1,7 @@
 import { type DynamoDBDocumentClient, GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { SchemaRecord } from '../domain/table-schema.ts';
+import type { SchemaStore } from '../registration/schema-store.ts';
 import { isConditionFailed } from './dynamodb-client.ts';
-import type { SchemaStore } from './schema-store.ts';
 import { PARTITIONS } from './table-definition.ts';
 
 /** The table's record of its own shape (lib/domain/table-schema.ts). */

@@ -1,17 +1,17 @@
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
 import { type DeletionCause, deletedEvent } from '../domain/entry-events.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
+import { mergeOrdered } from '../domain/merge-ordered.ts';
 import type { EpochMillis } from '../domain/model.ts';
+import type { EntryDeletion } from '../domain/registry-records.ts';
 import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
+import type { SweepIndexState, SweepIndexStore } from '../registration/sweep-store.ts';
 import type { DynamoDbCellCounters } from './dynamodb-cell-counters.ts';
 import { isConditionFailed, queryItems } from './dynamodb-client.ts';
 import { isolated } from './dynamodb-departure-queues.ts';
 import type { DynamoDbEntryHistory } from './dynamodb-entry-history.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
 import { decodeEntry, encodeEntry, entryKey, type Item, sweepState } from './item-codec.ts';
-import { mergeOrdered } from './merge-ordered.ts';
-import type { EntryDeletion } from './registry-records.ts';
-import type { SweepIndexState, SweepIndexStore } from './sweep-store.ts';
 import { SWEEP_INDEX, SWEEP_SHARDS } from './table-definition.ts';
 
 /**

@@ -1,9 +1,10 @@
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { DisruptionRecord } from '../domain/disruption.ts';
 import type { EpochMillis } from '../domain/model.ts';
+import type { DisruptionStore, LivenessMarkStore } from '../registration/sweep-store.ts';
+import type { SweepLease, SweepLeaseStore } from '../sweep/sweep-lease-store.ts';
 import { isConditionFailed } from './dynamodb-client.ts';
 import type { RegistryTable } from './dynamodb-table.ts';
-import type { SweeperStateStore, SweepLease } from './sweep-store.ts';
 
 /** The sweeper's own state: how far its liveness checks have covered time. */
 const LIVENESS_MARK_KEY = { pk: 'SWEEPER', sk: 'liveness' };
@@ -16,6 +17,11 @@ const SWEEP_LEASE_KEY = { pk: 'SWEEPER', sk: 'lease' };
 function leaseKey(lane = 0): { pk: string; sk: string } {
   return lane === 0 ? SWEEP_LEASE_KEY : { pk: 'SWEEPER', sk: `lease#heartbeat-${lane}` };
 }
+
+/** The ports this adapter implements: the run's lease, the liveness mark, fail static's record. */
+type SweeperStateStore = SweepLeaseStore &
+  LivenessMarkStore &
+  Pick<DisruptionStore, 'disruptionRecord' | 'saveDisruptionRecord' | 'releaseHold'>;
 
 /**
  * The sweeper's items in the `SWEEPER` partition: its lease (one run at a time), its liveness

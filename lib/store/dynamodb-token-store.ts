@@ -5,10 +5,11 @@ import {
   PutCommand,
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
+import type { TokenStore } from '../auth/token-store.ts';
 import type { EpochMillis } from '../domain/model.ts';
+import type { StoredToken } from '../domain/stored-token.ts';
 import { isConditionFailed, readPartition } from './dynamodb-client.ts';
 import { decodeToken, encodeToken, TOKEN_PARTITION, tokenKey } from './item-codec.ts';
-import type { StoredToken, TokenStore } from './token-store.ts';
 
 /** Join tokens under one partition (`TOKEN` / `<id>`): few, read by id, listed by the operator. */
 export class DynamoDbTokenStore implements TokenStore {

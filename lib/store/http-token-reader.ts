@@ -1,6 +1,7 @@
+import type { TokenStore } from '../auth/token-store.ts';
+import type { StoredToken } from '../domain/stored-token.ts';
 import type { DynamoDbHttpReader } from './dynamodb-http-reader.ts';
 import { decodeToken, tokenKey } from './item-codec.ts';
-import type { StoredToken, TokenStore } from './token-store.ts';
 
 /**
  * The token authorizer's one read, over the SDK-less reader (dynamodb-http-reader.ts): the

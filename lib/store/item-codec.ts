@@ -19,11 +19,11 @@ import type {
   WorkloadEntry,
   WorkloadGroup,
 } from '../domain/model.ts';
-import type { ConnectionRecord } from './entry-lifecycle-store.ts';
+import type { StoredGroup } from '../domain/registry-records.ts';
+import type { StoredToken } from '../domain/stored-token.ts';
+import type { ConnectionRecord } from '../registration/entry-lifecycle-store.ts';
 import { decodeEvents, encodeEvent, type StoredEvent } from './event-codec.ts';
-import type { StoredGroup } from './registry-records.ts';
 import { SWEEP_SHARDS } from './table-definition.ts';
-import type { StoredToken } from './token-store.ts';
 
 export type Item = Record<string, unknown>;
 // Type aliases, not interfaces: the document client takes `Record<string, ...>`, which an

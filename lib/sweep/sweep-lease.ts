@@ -1,5 +1,5 @@
 import { logger } from '../observability.ts';
-import type { SweepLeaseStore } from '../store/sweep-store.ts';
+import type { SweepLeaseStore } from './sweep-lease-store.ts';
 import type { SweeperInvocation, SweepRunDependencies } from './sweep-run-dependencies.ts';
 
 /**

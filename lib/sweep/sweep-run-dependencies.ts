@@ -2,17 +2,18 @@ import type { Config } from '../config.ts';
 import type { EpochMillis } from '../domain/model.ts';
 import type { SweeperTick } from '../protocol/sweeper-event.ts';
 import type { ConnectionLiveness } from '../registration/liveness.ts';
+import type { Migration, SchemaStore } from '../registration/schema-store.ts';
 import type { SweepOptions, SweepStore } from '../registration/sweep-options.ts';
-import type { SweepPolicyStore } from '../store/dynamodb-sweep-policy-store.ts';
-import type { SweepRunStore } from '../store/dynamodb-sweep-runs.ts';
-import type { Migration, SchemaStore } from '../store/schema-store.ts';
-import type { SweepLeaseStore } from '../store/sweep-store.ts';
+import type { SweepLeaseStore } from './sweep-lease-store.ts';
+import type { SweepPolicyStore } from './sweep-policy-store.ts';
+import type { SweepRunStore } from './sweep-run-store.ts';
 
 /**
  * What one sweeper invocation is given, lane 0's sweep and heartbeat lane k's alike
  * (lib/wiring/sweeper.ts builds it from the environment; tests over dynalite and a fixed
- * clock). Optional members are the ones the function's wiring may leave out today
- * (lib/function-dependencies.ts says what each one's absence turns off).
+ * clock). The optional members are API Gateway's, which a runtime without a management API
+ * has not (lib/function-dependencies.ts says what each one's absence means); every store is
+ * required: a missing one fails to compile, it never turns a part of the run off.
  */
 export interface SweepRunDependencies {
   config: Pick<Config, 'sweep' | 'authMode' | 'connectSettleMs' | 'heartbeatLanes'>;
@@ -20,10 +21,10 @@ export interface SweepRunDependencies {
   liveness?: ConnectionLiveness;
   closeConnection?: SweepOptions['closeConnection'];
   notifyConnection?: SweepOptions['notifyConnection'];
-  sweepPolicy?: SweepPolicyStore;
-  sweepRuns?: SweepRunStore;
-  schema?: SchemaStore;
-  migrations?: readonly Migration[];
+  sweepPolicy: SweepPolicyStore;
+  sweepRuns: SweepRunStore;
+  schema: SchemaStore;
+  migrations: readonly Migration[];
   now: () => EpochMillis;
 }
 

@@ -31,9 +31,9 @@ export function runSweepTick(
       // did not keep older readers) is refused before anything is deleted: the invocation
       // fails, naming both releases, and the sweeper's error alarm fires.
       const tables = schemaDeps(deps);
-      const record = tables ? await checkTable(tables) : undefined;
+      const record = await checkTable(tables);
       const summary = await sweepOnce(deps, invocation);
-      if (tables) await migrateInSpareTime(tables, record, invocation);
+      await migrateInSpareTime(tables, record, invocation);
       return summary;
     },
   });
@@ -51,8 +51,7 @@ export class SweepIncompleteError extends Error {
 
 type TableDeps = Omit<MigrationDeps, 'outOfTime'>;
 
-function schemaDeps(deps: SweepRunDependencies): TableDeps | undefined {
-  if (!deps.schema || !deps.migrations) return undefined;
+function schemaDeps(deps: SweepRunDependencies): TableDeps {
   return { schema: deps.schema, migrations: deps.migrations, release: RELEASE, now: deps.now };
 }
 
@@ -64,7 +63,7 @@ async function sweepOnce(
   // One policy, one place: clients (`registrar sweep`, describe) read what this run applies.
   // Recorded every run, so a failure now is retried in a minute: it must not stop the sweep.
   const recorded = { ...sweep, authMode: deps.config.authMode };
-  await deps.sweepPolicy?.record(recorded, deps.now()).catch((error: unknown) => {
+  await deps.sweepPolicy.record(recorded, deps.now()).catch((error: unknown) => {
     logger.warn('could not record the sweep policy; the next run tries again', {
       reason: error instanceof Error ? error.message : String(error),
     });
@@ -84,7 +83,7 @@ async function sweepOnce(
   reportSweep(result, sweep.failStatic, runAt);
   const summary = summaryOf(result);
   // One small put for registrar dashboard's chart of recent runs; it never fails the run.
-  await deps.sweepRuns?.record({ at: deps.now(), ...summary }).catch((error: unknown) => {
+  await deps.sweepRuns.record({ at: deps.now(), ...summary }).catch((error: unknown) => {
     logger.warn('could not record the sweep run', { reason: String(error) });
   });
   if (result.failed > 0) {

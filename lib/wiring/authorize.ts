@@ -1,8 +1,8 @@
+import type { TokenStore } from '../auth/token-store.ts';
 import { readConfig } from '../config.ts';
 import { credentialsFromEnvironment } from '../lambda-credentials.ts';
 import { DynamoDbHttpReader } from '../store/dynamodb-http-reader.ts';
 import { HttpTokenReader } from '../store/http-token-reader.ts';
-import type { TokenStore } from '../store/token-store.ts';
 
 /** The token authorizer: one token read per connect, nothing else. */
 export interface AuthorizeDependencies {

@@ -1,9 +1,9 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { RegistryStore } from '../registration/registry-store.ts';
 import { DynamoDbAddressClaims } from '../store/dynamodb-address-claims.ts';
 import { DynamoDbConnectionRecords } from '../store/dynamodb-connection-records.ts';
 import { DynamoDbEntryLifecycle } from '../store/dynamodb-entry-lifecycle.ts';
 import { DynamoDbSweepIndex } from '../store/dynamodb-sweep-index.ts';
-import type { RegistryStore } from '../store/registry-store.ts';
 import { composeAdapters } from './compose-adapters.ts';
 import { type RegistryOptions, sharedAdapters } from './shared-adapters.ts';
 

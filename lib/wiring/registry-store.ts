@@ -1,5 +1,5 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { RegistrarStore } from '../store/registrar-store.ts';
+import type { RegistrarStore } from '../registrar-store.ts';
 import { reportHistoryLost } from './history-lost.ts';
 import { composeRegistry } from './registry.ts';
 

@@ -1,4 +1,5 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { RegistrarStore } from '../registrar-store.ts';
 import { DynamoDbAddressClaims } from '../store/dynamodb-address-claims.ts';
 import { DynamoDbCatalog } from '../store/dynamodb-catalog.ts';
 import { DynamoDbConnectionRecords } from '../store/dynamodb-connection-records.ts';
@@ -11,7 +12,6 @@ import { DynamoDbHolderBeats } from '../store/dynamodb-holder-beats.ts';
 import { DynamoDbInstanceIndex } from '../store/dynamodb-instance-index.ts';
 import { DynamoDbSweepIndex } from '../store/dynamodb-sweep-index.ts';
 import { DynamoDbSweeperState } from '../store/dynamodb-sweeper-state.ts';
-import type { RegistrarStore } from '../store/registrar-store.ts';
 import { composeAdapters, without } from './compose-adapters.ts';
 import { type RegistryOptions, sharedAdapters } from './shared-adapters.ts';
 

@@ -1,14 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { EpochMillis } from '../domain/model.ts';
 import { closeConnections } from '../gateway/close-connections.ts';
+import type { CatalogStore } from '../registration/catalog-store.ts';
+import type { GroupSourceStore } from '../rollout/group-source-store.ts';
 import { type RolloutConfig, readRolloutConfig } from '../rollout/rollout-config.ts';
+import type { RolloutStore } from '../rollout/rollout-store.ts';
 import type { RolloutRunDeps } from '../rollout/run-rollouts.ts';
-import type { CatalogStore } from '../store/catalog-store.ts';
 import { DynamoDbCatalog } from '../store/dynamodb-catalog.ts';
 import { DynamoDbEntryHistory } from '../store/dynamodb-entry-history.ts';
 import { DynamoDbGroupSource } from '../store/dynamodb-group-source.ts';
 import { DynamoDbRollouts } from '../store/dynamodb-rollout.ts';
-import type { RolloutStore } from '../store/rollout-store.ts';
 import { reportHistoryLost } from './history-lost.ts';
 import { now, tableWiring } from './table.ts';
 
@@ -16,7 +17,7 @@ import { now, tableWiring } from './table.ts';
 export interface RolloutDependencies {
   rollouts: RolloutStore;
   catalog: Pick<CatalogStore, 'listNamespaces' | 'listGroups' | 'listEntries'>;
-  groupSource: Pick<DynamoDbGroupSource, 'record'>;
+  groupSource: Pick<GroupSourceStore, 'record'>;
   /** API Gateway's management API; absent, removed entries' agents notice at their next rotation. */
   closeConnections?: (ids: readonly string[]) => Promise<{ closed: number; failed: number }>;
   config: RolloutConfig;

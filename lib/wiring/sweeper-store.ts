@@ -7,7 +7,7 @@ import { DynamoDbHeartbeatGroups } from '../store/dynamodb-heartbeat-groups.ts';
 import { DynamoDbHeartbeatLanes } from '../store/dynamodb-heartbeat-lanes.ts';
 import { DynamoDbSweepIndex } from '../store/dynamodb-sweep-index.ts';
 import { DynamoDbSweeperState } from '../store/dynamodb-sweeper-state.ts';
-import type { SweepLeaseStore } from '../store/sweep-store.ts';
+import type { SweepLeaseStore } from '../sweep/sweep-lease-store.ts';
 import { composeAdapters } from './compose-adapters.ts';
 import { type RegistryOptions, sharedAdapters } from './shared-adapters.ts';
 

@@ -1,7 +1,7 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AddressClaim } from '../../lib/registration/entry-lifecycle-store.ts';
 import { ADDRESS_CLAIM_TTL_MS, addressKey } from '../../lib/store/dynamodb-address-claims.ts';
-import type { AddressClaim } from '../../lib/store/entry-lifecycle-store.ts';
 import { countRequests } from '../../lib/store/request-counter.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 

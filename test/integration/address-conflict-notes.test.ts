@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { entryHistory } from '../../lib/domain/entry-history.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { CONFLICT_NOTE_INTERVAL_MS } from '../../lib/registration/address-claim.ts';
-import type { AddressClaim } from '../../lib/store/entry-lifecycle-store.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import type { AddressClaim } from '../../lib/registration/entry-lifecycle-store.ts';
 import { countRequests } from '../../lib/store/request-counter.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { connectChange } from '../fixtures/connect-change.ts';

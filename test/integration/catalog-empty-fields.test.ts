@@ -1,6 +1,7 @@
 import { tmpdir } from 'node:os';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 // Powertools reads these when lib/observability.ts is imported: keep test output readable.
 vi.hoisted(() => {
@@ -45,6 +46,7 @@ beforeAll(async () => {
     }),
     store: composeRegistry(dynamo.client, dynamo.tableName),
     tokens: new DynamoDbTokenStore(dynamo.client, dynamo.tableName),
+    ...sweeperRecordsInMemory(),
     now: () => NOW,
   };
 });

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ZoneCount } from '../../lib/domain/disruption.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { runSweep } from '../../lib/registration/sweep.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import {
   type FreshRegistry,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import type { KubeObject } from '../../lib/projection/objects.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { connectChange } from '../fixtures/connect-change.ts';

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';

@@ -17,11 +17,11 @@ import type { DashboardSources } from '../../lib/dashboard-server/dashboard-data
 import type { RunningDashboard } from '../../lib/dashboard-server/http-server.ts';
 import { noRefusals } from '../../lib/dashboard-server/refusals.ts';
 import { startDashboard } from '../../lib/dashboard-server/start.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { createDynamoDbClient, documentClientFor } from '../../lib/store/dynamodb-client.ts';
 import { DynamoDbEntryPages } from '../../lib/store/dynamodb-entry-pages.ts';
 import { DynamoDbRollouts } from '../../lib/store/dynamodb-rollout.ts';
 import { DynamoDbSweepRuns } from '../../lib/store/dynamodb-sweep-runs.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { countRequests, type RequestCounter } from '../../lib/store/request-counter.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { connectChange } from '../fixtures/connect-change.ts';

@@ -9,9 +9,9 @@ vi.hoisted(() => {
 import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
 import { createJoinToken } from '../../lib/auth/join-token.ts';
 import type { WorkloadGroup } from '../../lib/domain/model.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { type OutageProxy, startOutageProxy } from '../fixtures/outage-proxy.ts';

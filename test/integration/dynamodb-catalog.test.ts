@@ -4,7 +4,7 @@ import {
   type WorkloadEntry,
   type WorkloadGroup,
 } from '../../lib/domain/model.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { countRequests, type RequestCounter } from '../../lib/store/request-counter.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';

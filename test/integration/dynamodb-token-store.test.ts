@@ -1,8 +1,8 @@
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { StoredToken } from '../../lib/domain/stored-token.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
 import { EXPIRES_AT_ATTRIBUTE } from '../../lib/store/item-codec.ts';
-import type { StoredToken } from '../../lib/store/token-store.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 let dynamo: TestDynamo;

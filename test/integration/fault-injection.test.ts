@@ -15,9 +15,9 @@ import {
   renderWorkloadEntry,
 } from '../../lib/domain/entry-record.ts';
 import { HEALTHY_CONDITION } from '../../lib/domain/model.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { type HttpTarget, startHttpTarget, waitFor } from '../fixtures/agent-targets.ts';
 import { NAMESPACE, type TestAgent, testbedFor } from '../fixtures/agent-testbed.ts';

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import {
   GROUP_READ_WINDOW_MS,
   waitOutGroupReads,
@@ -9,7 +10,6 @@ import {
   registerWorkload,
 } from '../../lib/registration/register-workload.ts';
 import { removeGroupEntries } from '../../lib/registration/remove-group-entries.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 /**

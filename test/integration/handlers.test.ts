@@ -1,5 +1,6 @@
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 // Powertools reads these when lib/observability.ts is imported: keep test output readable.
 vi.hoisted(() => {
@@ -78,6 +79,7 @@ beforeAll(async () => {
     }),
     store: composeRegistry(dynamo.client, dynamo.tableName),
     tokens: new DynamoDbTokenStore(dynamo.client, dynamo.tableName),
+    ...sweeperRecordsInMemory(),
     now: () => clock,
   };
   await deps.store.applyGroup(webGroup);

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 vi.hoisted(() => {
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
@@ -14,9 +15,9 @@ import {
   MIN_HEARTBEAT_MISSES,
 } from '../../lib/domain/heartbeat.ts';
 import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
+import type { ConnectChange } from '../../lib/registration/entry-lifecycle-store.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
-import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
 import type { SweeperDependencies } from '../../lib/wiring/sweeper.ts';
 import { sweeperStore as composeSweeperStore } from '../../lib/wiring/sweeper-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
@@ -318,6 +319,7 @@ describe("one namespace's heartbeat volume on the sweeper's schedule", () => {
       store: sweeperStore,
       liveness: api.liveness,
       closeConnection: api.closeConnection,
+      ...sweeperRecordsInMemory(),
       now: Date.now,
     };
     const sweeper = createSweeperHandler(deps);

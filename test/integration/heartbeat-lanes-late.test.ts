@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 vi.hoisted(() => {
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
@@ -14,8 +15,8 @@ import { ENV, readConfig } from '../../lib/config.ts';
 import { HEARTBEAT_ANNOTATIONS } from '../../lib/domain/heartbeat.ts';
 import { toldAtConnect } from '../../lib/domain/holder-heartbeat.ts';
 import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
+import type { ConnectChange } from '../../lib/registration/entry-lifecycle-store.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
-import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
 import { sweeperStore as composeSweeperStore } from '../../lib/wiring/sweeper-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
@@ -96,6 +97,7 @@ async function bed() {
           return { alive: { lastActiveAt: clock, answeredAt: clock } };
         },
       },
+      ...sweeperRecordsInMemory(),
       now: () => clock,
     });
   let lanes = 1;

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 vi.hoisted(() => {
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
@@ -9,8 +10,8 @@ import { createSweeperHandler, type SweeperSummary } from '../../functions/sweep
 import { ENV, readConfig } from '../../lib/config.ts';
 import { HEARTBEAT_ANNOTATIONS } from '../../lib/domain/heartbeat.ts';
 import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
+import type { ConnectChange } from '../../lib/registration/entry-lifecycle-store.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
-import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
 import {
   sweeperStore as composeSweeperStore,
   type SweeperStore,
@@ -134,6 +135,7 @@ async function lanesBed(options: { big?: number } = {}) {
       closed.push(id);
       gone.add(id);
     },
+    ...sweeperRecordsInMemory(),
     now: () => clock,
   });
   const invoke = (lane: number) =>

@@ -2,11 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HEARTBEAT_ANNOTATIONS, type Heartbeat } from '../../lib/domain/heartbeat.ts';
 import { toldAtConnect } from '../../lib/domain/holder-heartbeat.ts';
 import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { acknowledgeHeartbeat } from '../../lib/registration/acknowledge-heartbeat.ts';
+import type { ConnectChange } from '../../lib/registration/entry-lifecycle-store.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
-import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 /**

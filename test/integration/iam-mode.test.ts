@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 // Powertools reads these when lib/observability.ts is imported: keep test output readable.
 vi.hoisted(() => {
@@ -60,6 +61,7 @@ beforeAll(async () => {
     store: composeRegistry(dynamo.client, dynamo.tableName),
     tokens: new DynamoDbTokenStore(dynamo.client, dynamo.tableName),
     policies,
+    ...sweeperRecordsInMemory(),
     now: () => T0,
   };
   await deps.store.applyGroup(webGroup);

@@ -10,9 +10,9 @@ import {
   ISTIOD_CONTROLLER_KEYS,
   REGISTRAR_ANNOTATIONS,
 } from '../../lib/projection/istiod-coexistence.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { istiodRoutesTo } from '../fixtures/istio-routing-rule.ts';
 import {

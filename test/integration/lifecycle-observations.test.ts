@@ -11,9 +11,9 @@ import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.
 import { createJoinToken } from '../../lib/auth/join-token.ts';
 import { isConnected } from '../../lib/domain/entry-record.ts';
 import type { WorkloadGroup } from '../../lib/domain/model.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';

@@ -18,9 +18,9 @@ import {
 } from '../../infra/local/runtime.ts';
 import { createJoinToken } from '../../lib/auth/join-token.ts';
 import type { WorkloadGroup } from '../../lib/domain/model.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { testBackend } from '../fixtures/dynamo.ts';
 import { openClient, refusedUpgrade } from '../fixtures/websocket-client.ts';

@@ -6,11 +6,11 @@ import {
   type MigrationDeps,
   runMigrations,
 } from '../../lib/registration/run-migrations.ts';
+import type { Migration } from '../../lib/registration/schema-store.ts';
 import { RELEASE } from '../../lib/release.ts';
 import { registryMigrations } from '../../lib/store/dynamodb-migrations.ts';
 import { DynamoDbSchemaStore, SCHEMA_KEY } from '../../lib/store/dynamodb-schema-store.ts';
 import { countRequests } from '../../lib/store/request-counter.ts';
-import type { Migration } from '../../lib/store/schema-store.ts';
 import {
   type FreshRegistry,
   freshRegistry,

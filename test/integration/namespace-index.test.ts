@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
 import { createKubernetesCluster } from '../../lib/projection/kubernetes-cluster.ts';
 import { reconcile } from '../../lib/projection/projector.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { countRequests, type RequestCounter } from '../../lib/store/request-counter.ts';
 import {
   type FreshRegistry,

@@ -5,7 +5,7 @@ import { LINKERD_ANNOTATIONS } from '../../lib/projection/desired-linkerd.ts';
 import { createKubernetesCluster } from '../../lib/projection/kubernetes-cluster.ts';
 import type { EndpointSliceObject, ServiceObject } from '../../lib/projection/objects.ts';
 import { reconcile } from '../../lib/projection/projector.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import {
   type KubeApiServerStandIn,

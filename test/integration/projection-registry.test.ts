@@ -9,7 +9,7 @@ import { createProjectHandler } from '../../functions/project.ts';
 import { LINKERD_ANNOTATIONS } from '../../lib/projection/desired-linkerd.ts';
 import { REGISTRAR_ANNOTATIONS } from '../../lib/projection/istiod-coexistence.ts';
 import { createKubernetesCluster } from '../../lib/projection/kubernetes-cluster.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';

@@ -7,9 +7,9 @@ import { createProjectHandler } from '../../functions/project.ts';
 import type { GroupSource } from '../../lib/domain/group-source.ts';
 import { createKubernetesCluster } from '../../lib/projection/kubernetes-cluster.ts';
 import type { KubeObject } from '../../lib/projection/objects.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { DynamoDbGroupSource } from '../../lib/store/dynamodb-group-source.ts';
 import { DynamoDbRollouts } from '../../lib/store/dynamodb-rollout.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { removeGroupEntries } from '../../lib/registration/remove-group-entries.ts';
-import type { RolloutEntry, RolloutStore } from '../../lib/store/rollout-store.ts';
+import type { RolloutEntry, RolloutStore } from '../../lib/rollout/rollout-store.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { instrumented, NS, type RolloutBed, rolloutBed } from '../fixtures/rollout-bed.ts';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RolloutStore } from '../../lib/store/rollout-store.ts';
+import type { RolloutStore } from '../../lib/rollout/rollout-store.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { instrumented, NS, type RolloutBed, rolloutBed } from '../fixtures/rollout-bed.ts';

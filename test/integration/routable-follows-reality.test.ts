@@ -7,9 +7,9 @@ import { createJoinToken } from '../../lib/auth/join-token.ts';
 import type { WorkloadEntry } from '../../lib/domain/model.ts';
 import { REGISTRAR_ANNOTATIONS } from '../../lib/projection/istiod-coexistence.ts';
 import { servingState } from '../../lib/projection/serving.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { istiodRoutesTo } from '../fixtures/istio-routing-rule.ts';
 import {

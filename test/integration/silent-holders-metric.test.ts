@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 vi.hoisted(() => {
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
@@ -11,8 +12,8 @@ import { ENV, readConfig } from '../../lib/config.ts';
 import { HEARTBEAT_ANNOTATIONS } from '../../lib/domain/heartbeat.ts';
 import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
 import { logger, METRIC, metrics } from '../../lib/observability.ts';
+import type { ConnectChange } from '../../lib/registration/entry-lifecycle-store.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
-import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
 import { sweeperStore } from '../../lib/wiring/sweeper-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
@@ -90,6 +91,7 @@ describe('SilentHoldersDropped', () => {
       closeConnection: async (id: string) => {
         closed.push(id);
       },
+      ...sweeperRecordsInMemory(),
       now: () => clock,
     });
     const sweepAt = async (at: number) => {

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cellKey } from '../../lib/domain/disruption.ts';
 import type { SweepPolicy } from '../../lib/domain/sweep-policy.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { countRequests } from '../../lib/store/request-counter.ts';
 import { CELL_SPREAD, ZONE_SHARDS, zoneShardOf } from '../../lib/store/table-definition.ts';
 import { connectChange as storeConnect } from '../fixtures/connect-change.ts';

@@ -1,8 +1,8 @@
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
 import { encodeEntry, entryKey, sweepShard } from '../../lib/store/item-codec.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import {
   type FreshRegistry,

@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HEARTBEAT_ANNOTATIONS } from '../../lib/domain/heartbeat.ts';
 import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
+import type { ConnectChange } from '../../lib/registration/entry-lifecycle-store.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
-import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
 import { countRequests } from '../../lib/store/request-counter.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 

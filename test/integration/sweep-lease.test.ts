@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 vi.hoisted(() => {
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
@@ -8,8 +9,8 @@ vi.hoisted(() => {
 import { createSweeperHandler } from '../../functions/sweeper.ts';
 import { readConfig } from '../../lib/config.ts';
 import type { Dependencies } from '../../lib/dependencies.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
@@ -78,6 +79,7 @@ describe('sweeper handler with the lease', () => {
       }),
       store: registry,
       tokens: new DynamoDbTokenStore(dynamo.client, dynamo.tableName),
+      ...sweeperRecordsInMemory(),
       now,
     };
   }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 vi.hoisted(() => {
   process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
@@ -8,12 +9,12 @@ vi.hoisted(() => {
 import { createSweeperHandler } from '../../functions/sweeper.ts';
 import { readConfig } from '../../lib/config.ts';
 import type { Dependencies } from '../../lib/dependencies.ts';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import {
   DynamoDbSweepPolicyStore,
   SWEEP_POLICY_KEY,
 } from '../../lib/store/dynamodb-sweep-policy-store.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { countRequests, type RequestCounter } from '../../lib/store/request-counter.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
@@ -87,6 +88,7 @@ describe('the recorded sweep policy', () => {
       }),
       store,
       tokens: new DynamoDbTokenStore(dynamo.client, dynamo.tableName),
+      ...sweeperRecordsInMemory(),
       sweepPolicy: policies,
       now: () => NOW + 3 * MINUTE,
     };

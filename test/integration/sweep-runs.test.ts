@@ -3,15 +3,12 @@ import { createSweeperHandler } from '../../functions/sweeper.ts';
 import { readConfig } from '../../lib/config.ts';
 import type { Dependencies } from '../../lib/dependencies.ts';
 import { queryItems } from '../../lib/store/dynamodb-client.ts';
-import {
-  DynamoDbSweepRuns,
-  RUN_SLOTS,
-  type SweepRun,
-  type SweepRunStore,
-} from '../../lib/store/dynamodb-sweep-runs.ts';
+import { DynamoDbSweepRuns, RUN_SLOTS } from '../../lib/store/dynamodb-sweep-runs.ts';
 import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
+import type { SweepRun, SweepRunStore } from '../../lib/sweep/sweep-run-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 /**
  * The sweeper's recent runs, kept for `registrar dashboard`: a ring of RUN_SLOTS items written
@@ -140,6 +137,7 @@ describe('the sweeper function records each run', () => {
       }),
       store: registry.store,
       tokens: new DynamoDbTokenStore(registry.client, registry.tableName),
+      ...sweeperRecordsInMemory(),
       sweepRuns,
       now,
     };

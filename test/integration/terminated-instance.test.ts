@@ -18,9 +18,9 @@ import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
 import { RegistryTable } from '../../lib/store/dynamodb-table.ts';
 import {
   DynamoDbTerminatedInstances,
+  TERMINATED_RECORD_TTL_MS,
   terminatedKey,
 } from '../../lib/store/dynamodb-terminated-instances.ts';
-import { TERMINATED_RECORD_TTL_MS } from '../../lib/store/terminated-instance-store.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';
 import {
   type AgentTestbed,

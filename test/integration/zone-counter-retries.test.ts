@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { runSweep } from '../../lib/registration/sweep.ts';
 import { createDynamoDbClient, documentClientFor } from '../../lib/store/dynamodb-client.ts';
 import { zoneCountUpdate } from '../../lib/store/dynamodb-entry-writes.ts';
 import { ensureTable } from '../../lib/store/ensure-table.ts';
-import type { RegistrarStore } from '../../lib/store/registrar-store.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';

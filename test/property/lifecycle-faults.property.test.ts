@@ -15,8 +15,8 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ISTIO_API_VERSION } from '../../lib/domain/model.ts';
 import type { SweepPolicy } from '../../lib/domain/sweep-policy.ts';
+import type { ConnectChange } from '../../lib/registration/entry-lifecycle-store.ts';
 import { runSweep } from '../../lib/registration/sweep.ts';
-import type { ConnectChange } from '../../lib/store/entry-lifecycle-store.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 

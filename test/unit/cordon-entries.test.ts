@@ -8,7 +8,7 @@ import {
   type MaintenanceRequest,
   type MaintenanceResult,
 } from '../../lib/registration/cordon-entries.ts';
-import type { CordonStore } from '../../lib/store/entry-event-store.ts';
+import type { CordonStore } from '../../lib/registration/entry-event-store.ts';
 
 /**
  * The bulk cordon's pacing, isolation and report, on a manual clock. The store and the

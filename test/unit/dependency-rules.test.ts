@@ -90,22 +90,39 @@ describe('the layout check', () => {
     // The CLI reaching into a function (only the local runtime hosts them).
     'cli/commands/ec2-event.ts':
       "import { handler } from '../../functions/connect.ts';\nexport const run = handler;\n",
-    // Allowed inside lib/: a use case on its port in lib/store, the adapter on lib/domain.
-    'lib/store/widget-store.ts':
-      "import type { Model } from '../domain/model.ts';\nexport interface WidgetStore { get(): Promise<Model> }\n",
+    // Allowed inside lib/: a use case on its port beside it, the adapter on that port (as a
+    // type) and on lib/domain, the wiring building the adapter and handing it to the use case.
     'lib/domain/model.ts': 'export type Model = { name: string };\n',
+    'lib/registration/widget-store.ts':
+      "import type { Model } from '../domain/model.ts';\nexport interface WidgetStore { get(): Promise<Model> }\n",
     'lib/registration/widgets.ts':
-      "import type { WidgetStore } from '../store/widget-store.ts';\nexport const read = (s: WidgetStore) => s.get();\n",
-    // An adapter importing its port from the use case above it (the arrow issue 45 removed).
+      "import type { WidgetStore } from './widget-store.ts';\nexport const read = (s: WidgetStore) => s.get();\n",
+    'lib/store/dynamodb-widgets.ts':
+      "import type { Model } from '../domain/model.ts';\nimport type { WidgetStore } from '../registration/widget-store.ts';\nexport class DynamoDbWidgets implements WidgetStore { async get(): Promise<Model> { return { name: 'w' }; } }\n",
+    'lib/wiring/read-widgets.ts':
+      "import { read } from '../registration/widgets.ts';\nimport { DynamoDbWidgets } from '../store/dynamodb-widgets.ts';\nexport const readWidgets = () => read(new DynamoDbWidgets());\n",
+    // lib/dependencies.ts, the whole registry for the local runtime, is wiring too.
+    'lib/dependencies.ts':
+      "import { DynamoDbWidgets } from './store/dynamodb-widgets.ts';\nexport const widgets = () => new DynamoDbWidgets();\n",
+    // A use case reaching into lib/store for an adapter (or a port left there): issue 45's
+    // layout before the ports moved beside their use cases.
+    'lib/store/gadget-table.ts': 'export const GADGET_TABLE = "gadgets";\n',
+    'lib/rollout/gadget-count.ts':
+      "import { GADGET_TABLE } from '../store/gadget-table.ts';\nexport const table = GADGET_TABLE;\n",
+    // An adapter running a use case's code: it may import its port as a type, nothing else.
+    'lib/rollout/gadgets.ts':
+      'export interface GadgetStore { count(): Promise<number> }\nexport const GADGET_LIMIT = 10;\n',
     'lib/store/dynamodb-gadgets.ts':
-      "import type { GadgetStore } from '../rollout/gadgets.ts';\nexport type G = GadgetStore;\n",
-    'lib/rollout/gadgets.ts': 'export interface GadgetStore { count(): Promise<number> }\n',
-    // The wire's conversions calling a use case above them.
+      "import { GADGET_LIMIT, type GadgetStore } from '../rollout/gadgets.ts';\nexport type G = GadgetStore;\nexport const limit = GADGET_LIMIT;\n",
+    // The wire's conversions calling a use case above them (the sweeper run's folder too).
     'lib/protocol/caller.ts':
       "import type { GadgetStore } from '../rollout/gadgets.ts';\nexport type C = GadgetStore;\n",
+    'lib/sweep/lease-store.ts': 'export interface LeaseStore { acquire(): Promise<boolean> }\n',
+    'lib/protocol/tick.ts':
+      "import type { LeaseStore } from '../sweep/lease-store.ts';\nexport type T = LeaseStore;\n",
     // The domain importing a room above it.
     'lib/domain/rule.ts':
-      "import type { WidgetStore } from '../store/widget-store.ts';\nexport type R = WidgetStore;\n",
+      "import type { WidgetStore } from '../registration/widget-store.ts';\nexport type R = WidgetStore;\n",
     // A use case building its own adapters (only lib/wiring composes them).
     'lib/wiring/widgets.ts': 'export const widgets = () => 1;\n',
     'lib/rollout/builds.ts':
@@ -134,9 +151,15 @@ describe('the layout check', () => {
     expect(found).toContain('lib-stands-alone: lib/upward.ts -> cli/commands/dashboard.ts');
   });
 
-  it('refuses an adapter in lib/store importing its port from a use case above it', () => {
+  it('refuses a use case importing lib/store', () => {
     expect(found).toContain(
-      'store-below-use-cases: lib/store/dynamodb-gadgets.ts -> lib/rollout/gadgets.ts',
+      'use-cases-never-import-adapters: lib/rollout/gadget-count.ts -> lib/store/gadget-table.ts',
+    );
+  });
+
+  it("refuses an adapter importing a use case's code, not only its port's type", () => {
+    expect(found).toContain(
+      'adapters-import-ports-as-types: lib/store/dynamodb-gadgets.ts -> lib/rollout/gadgets.ts',
     );
   });
 
@@ -144,10 +167,15 @@ describe('the layout check', () => {
     expect(found).toContain(
       'protocol-below-use-cases: lib/protocol/caller.ts -> lib/rollout/gadgets.ts',
     );
+    expect(found).toContain(
+      'protocol-below-use-cases: lib/protocol/tick.ts -> lib/sweep/lease-store.ts',
+    );
   });
 
   it('refuses lib/domain importing another room of lib/', () => {
-    expect(found).toContain('domain-stands-alone: lib/domain/rule.ts -> lib/store/widget-store.ts');
+    expect(found).toContain(
+      'domain-stands-alone: lib/domain/rule.ts -> lib/registration/widget-store.ts',
+    );
   });
 
   it('refuses a use case importing the wiring', () => {
@@ -156,18 +184,21 @@ describe('the layout check', () => {
     );
   });
 
-  it('lets a deliverable stand on lib/, the local runtime host a function, and a use case its port', () => {
-    // Exactly the planted faults: nothing that stands on lib/, nor a use case on its port in
-    // lib/store, nor an adapter on lib/domain, is refused.
+  it('lets a deliverable stand on lib/, the local runtime host a function, a use case its port, an adapter the port, and the wiring both', () => {
+    // Exactly the planted faults: nothing that stands on lib/, nor a use case on the port
+    // beside it, nor an adapter on that port's type and lib/domain, nor the wiring building
+    // the adapter for the use case, is refused.
     expect(found).toEqual([
-      'domain-stands-alone: lib/domain/rule.ts -> lib/store/widget-store.ts',
+      'adapters-import-ports-as-types: lib/store/dynamodb-gadgets.ts -> lib/rollout/gadgets.ts',
+      'domain-stands-alone: lib/domain/rule.ts -> lib/registration/widget-store.ts',
       'lib-stands-alone: lib/upward.ts -> cli/commands/dashboard.ts',
       'no-circular: lib/domain/a.ts -> lib/domain/b.ts',
       'no-sideways-into-functions: cli/commands/ec2-event.ts -> functions/connect.ts',
       'no-sideways: cli/commands/dashboard.ts -> dashboard/server/start.ts',
       'only-entry-points-wire: lib/rollout/builds.ts -> lib/wiring/widgets.ts',
       'protocol-below-use-cases: lib/protocol/caller.ts -> lib/rollout/gadgets.ts',
-      'store-below-use-cases: lib/store/dynamodb-gadgets.ts -> lib/rollout/gadgets.ts',
+      'protocol-below-use-cases: lib/protocol/tick.ts -> lib/sweep/lease-store.ts',
+      'use-cases-never-import-adapters: lib/rollout/gadget-count.ts -> lib/store/gadget-table.ts',
     ]);
   });
 });

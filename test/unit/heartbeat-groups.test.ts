@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { Heartbeat } from '../../lib/domain/heartbeat.ts';
 import type { ObjectRef } from '../../lib/domain/model.ts';
 import { loadHeartbeatGroups } from '../../lib/registration/heartbeat-groups.ts';
-import type { HeartbeatGroups } from '../../lib/store/heartbeat-store.ts';
+import type { HeartbeatGroups } from '../../lib/registration/heartbeat-store.ts';
 
 const T0 = Date.UTC(2026, 2, 1, 12);
 const MINUTE = 60_000;

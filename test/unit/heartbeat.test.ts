@@ -8,6 +8,7 @@ import {
 } from '../../lib/domain/heartbeat.ts';
 import { parseIstioDocuments } from '../../lib/protocol/istio-documents.ts';
 import { passPeriodMs } from '../../lib/registration/sweep-heartbeat.ts';
+import { CATALOG_ITEM_LIMITS } from '../../lib/store/catalog-item-limits.ts';
 
 const T0 = Date.parse('2026-03-01T12:00:00Z');
 const TEN_BY_THREE = { intervalMs: 10_000, misses: 3 };
@@ -105,15 +106,25 @@ describe('the heartbeat annotations', () => {
         '    ports:',
         '      http: 8080',
       ].join('\n');
-    expect(() => parseIstioDocuments(group(`    ${HEARTBEAT_ANNOTATIONS.interval}: "1s"`))).toThrow(
+    expect(() =>
+      parseIstioDocuments(group(`    ${HEARTBEAT_ANNOTATIONS.interval}: "1s"`), {
+        limits: CATALOG_ITEM_LIMITS,
+      }),
+    ).toThrow(
       `metadata.annotations["${HEARTBEAT_ANNOTATIONS.interval}"]: must be a duration from 5s to 5m (10s, 1m), got '1s'`,
     );
-    expect(() => parseIstioDocuments(group(`    ${HEARTBEAT_ANNOTATIONS.misses}: "1"`))).toThrow(
+    expect(() =>
+      parseIstioDocuments(group(`    ${HEARTBEAT_ANNOTATIONS.misses}: "1"`), {
+        limits: CATALOG_ITEM_LIMITS,
+      }),
+    ).toThrow(
       `metadata.annotations["${HEARTBEAT_ANNOTATIONS.misses}"]: must be a whole number from 2 to 10, got '1'`,
     );
-    expect(parseIstioDocuments(group(`    ${HEARTBEAT_ANNOTATIONS.interval}: "15s"`))).toHaveLength(
-      1,
-    );
+    expect(
+      parseIstioDocuments(group(`    ${HEARTBEAT_ANNOTATIONS.interval}: "15s"`), {
+        limits: CATALOG_ITEM_LIMITS,
+      }),
+    ).toHaveLength(1);
   });
 });
 

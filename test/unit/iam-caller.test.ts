@@ -4,12 +4,12 @@ import {
   normalizeRoleArn,
   parseAssumedRoleArn,
 } from '../../lib/auth/iam-caller.ts';
+import type { IamPolicy, PolicyReader } from '../../lib/auth/policy-store.ts';
 import {
   ForbiddenError,
   InvalidRequestError,
   UnauthenticatedError,
 } from '../../lib/domain/errors.ts';
-import type { IamPolicy, PolicyReader } from '../../lib/store/policy-store.ts';
 
 const SESSION = 'arn:aws:sts::123456789012:assumed-role/web-vm/i-0abc123def4567890';
 const ROLE = 'arn:aws:iam::123456789012:role/web-vm';

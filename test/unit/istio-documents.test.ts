@@ -4,6 +4,7 @@ import {
   InvalidDocumentsError,
   parseIstioDocuments,
 } from '../../lib/protocol/istio-documents.ts';
+import { CATALOG_ITEM_LIMITS } from '../../lib/store/catalog-item-limits.ts';
 
 const GROUP = `apiVersion: networking.istio.io/v1
 kind: WorkloadGroup
@@ -33,7 +34,10 @@ spec:
 /** The problems an input is refused with; fails the test when it is accepted. */
 function problemsOf(input: string, namespace?: string): string[] {
   try {
-    parseIstioDocuments(input, namespace === undefined ? {} : { namespace });
+    parseIstioDocuments(input, {
+      limits: CATALOG_ITEM_LIMITS,
+      ...(namespace === undefined ? {} : { namespace }),
+    });
   } catch (error) {
     if (error instanceof InvalidDocumentsError) return error.problems;
     throw error;
@@ -47,7 +51,9 @@ function group(overrides: string): string {
 
 describe('parseIstioDocuments', () => {
   it('reads a group and a hand-made entry from one multi-document YAML input', () => {
-    const documents = parseIstioDocuments(`${GROUP}---\n${ENTRY}---\n`);
+    const documents = parseIstioDocuments(`${GROUP}---\n${ENTRY}---\n`, {
+      limits: CATALOG_ITEM_LIMITS,
+    });
 
     expect(documents.map((d) => d.kind)).toEqual(['WorkloadGroup', 'WorkloadEntry']);
     const [first, second] = documents;
@@ -70,7 +76,9 @@ describe('parseIstioDocuments', () => {
   it.each(['networking.istio.io/v1beta1', 'networking.istio.io/v1alpha3'])(
     'accepts apiVersion %s and stores the current version',
     (apiVersion) => {
-      const [document] = parseIstioDocuments(GROUP.replace('networking.istio.io/v1', apiVersion));
+      const [document] = parseIstioDocuments(GROUP.replace('networking.istio.io/v1', apiVersion), {
+        limits: CATALOG_ITEM_LIMITS,
+      });
       expect(document?.kind === 'WorkloadGroup' && document.group.apiVersion).toBe(
         'networking.istio.io/v1',
       );
@@ -84,7 +92,7 @@ describe('parseIstioDocuments', () => {
       metadata: { name: 'db-2' },
       spec: { address: '10.0.0.6' },
     });
-    const [document] = parseIstioDocuments(json);
+    const [document] = parseIstioDocuments(json, { limits: CATALOG_ITEM_LIMITS });
     expect(document?.kind === 'WorkloadEntry' && document.entry.spec).toEqual({
       address: '10.0.0.6',
     });
@@ -99,7 +107,7 @@ items:
     metadata: {name: web, namespace: shop, uid: 5f1c, generation: 3, resourceVersion: "7"}
     spec: {template: {}}
 `;
-    const [document] = parseIstioDocuments(list);
+    const [document] = parseIstioDocuments(list, { limits: CATALOG_ITEM_LIMITS });
     expect(document?.kind === 'WorkloadGroup' && document.group.metadata).toEqual({
       name: 'web',
       namespace: 'shop',
@@ -135,6 +143,7 @@ items:
   it('accepts a prefixed label key', () => {
     const documents = parseIstioDocuments(
       GROUP.replace('labels: {app: web}', 'labels: {app.kubernetes.io/name: web}'),
+      { limits: CATALOG_ITEM_LIMITS },
     );
     expect(documents).toHaveLength(1);
   });
@@ -223,7 +232,11 @@ items:
   it.each(['10.0.0.6', '2001:db8::1', 'db.internal.example', 'unix:///var/run/db.sock'])(
     'accepts the address %s',
     (value) => {
-      expect(() => parseIstioDocuments(ENTRY.replace('10.0.0.5', `"${value}"`), {})).not.toThrow();
+      expect(() =>
+        parseIstioDocuments(ENTRY.replace('10.0.0.5', `"${value}"`), {
+          limits: CATALOG_ITEM_LIMITS,
+        }),
+      ).not.toThrow();
     },
   );
 
@@ -256,7 +269,10 @@ items:
   });
 
   it('puts documents without a namespace into the one the command names', () => {
-    const [document] = parseIstioDocuments(GROUP, { namespace: 'shop' });
+    const [document] = parseIstioDocuments(GROUP, {
+      namespace: 'shop',
+      limits: CATALOG_ITEM_LIMITS,
+    });
     expect(document?.kind === 'WorkloadGroup' && document.group.metadata.namespace).toBe('shop');
   });
 

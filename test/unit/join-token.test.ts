@@ -5,8 +5,9 @@ import {
   parseJoinToken,
   verifyJoinToken,
 } from '../../lib/auth/join-token.ts';
+import type { TokenStore } from '../../lib/auth/token-store.ts';
 import { UnauthenticatedError } from '../../lib/domain/errors.ts';
-import type { StoredToken, TokenStore } from '../../lib/store/token-store.ts';
+import type { StoredToken } from '../../lib/domain/stored-token.ts';
 
 const NOW = Date.UTC(2026, 0, 1);
 const HOUR = 3_600_000;

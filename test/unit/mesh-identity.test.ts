@@ -1,6 +1,8 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterEach, describe, expect, it } from 'vitest';
+import type { IamPolicy } from '../../lib/auth/policy-store.ts';
 import { ForbiddenError, NotRegisteredError } from '../../lib/domain/errors.ts';
+import type { StoredToken } from '../../lib/domain/stored-token.ts';
 import { buildBootstrap } from '../../lib/mesh-identity/bootstrap.ts';
 import { checkCallerStanding, type StandingDeps } from '../../lib/mesh-identity/caller-standing.ts';
 import { createKubeMeshIssuer } from '../../lib/mesh-identity/kube-mesh-issuer.ts';
@@ -11,8 +13,6 @@ import {
   SidecarUnavailableError,
   sidecarBootstrapProblems,
 } from '../../lib/protocol/sidecar-message.ts';
-import type { IamPolicy } from '../../lib/store/policy-store.ts';
-import type { StoredToken } from '../../lib/store/token-store.ts';
 import { createTestSigner } from '../fixtures/instance-identity-signer.ts';
 import {
   type KubeApiServerStandIn,

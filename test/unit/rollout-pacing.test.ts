@@ -8,7 +8,7 @@ import {
   startedRollout,
   steppedRollout,
 } from '../../lib/rollout/rollout-progress.ts';
-import type { RolloutRecord } from '../../lib/store/rollout-store.ts';
+import type { RolloutRecord } from '../../lib/rollout/rollout-store.ts';
 
 const T0 = 1_000_000;
 const GROUP = { namespace: 'shop', name: 'web' };

@@ -12,9 +12,10 @@ import { createAuthorizeHandler } from '../../functions/authorize.ts';
 import { createConnectHandler } from '../../functions/connect.ts';
 import { createJoinToken } from '../../lib/auth/join-token.ts';
 import { readConfig } from '../../lib/config.ts';
-import type { Dependencies } from '../../lib/dependencies.ts';
+import type { StoredToken } from '../../lib/domain/stored-token.ts';
 import { logger } from '../../lib/observability.ts';
-import type { StoredToken } from '../../lib/store/token-store.ts';
+import type { AuthorizeDependencies } from '../../lib/wiring/authorize.ts';
+import type { ConnectDependencies } from '../../lib/wiring/connect.ts';
 import { captureProcessOutput } from '../fixtures/captured-output.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
 
@@ -30,19 +31,16 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-function deps(): Dependencies {
+/** What the authorizer and `$connect` are given: the tests call only these two. */
+function deps(): AuthorizeDependencies & ConnectDependencies {
   const tokens = new Map<string, StoredToken>([[stored.id, stored]]);
   const failing = () => Promise.reject(new Error('table unreachable'));
   return {
     config: readConfig({ REGISTRAR_TABLE: 'registry' }),
     // Connect never gets as far as the store in these tests: the event is logged (or not) first.
-    store: new Proxy({}, { get: () => failing }) as Dependencies['store'],
-    tokens: {
-      getToken: async (id) => tokens.get(id),
-      putToken: failing,
-      listTokens: failing,
-      revokeToken: failing,
-    },
+    store: new Proxy({}, { get: () => failing }) as ConnectDependencies['store'],
+    // The authorizer reads a token; nothing here writes or lists one.
+    tokens: { getToken: async (id) => tokens.get(id) },
     now: () => NOW,
   };
 }

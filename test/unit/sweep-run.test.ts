@@ -27,13 +27,14 @@ vi.mock('../../lib/registration/sweep.ts', async (original) => {
 import { readConfig } from '../../lib/config.ts';
 import type { SchemaRecord } from '../../lib/domain/table-schema.ts';
 import { logger } from '../../lib/observability.ts';
+import type { Migration, SchemaStore } from '../../lib/registration/schema-store.ts';
 import { runHeartbeatLane, runSweep } from '../../lib/registration/sweep.ts';
 import { emptyResult } from '../../lib/registration/sweep-result.ts';
-import type { Migration, SchemaStore } from '../../lib/store/schema-store.ts';
-import type { SweepLease } from '../../lib/store/sweep-store.ts';
 import { runHeartbeatLaneTick } from '../../lib/sweep/heartbeat-lane-run.ts';
+import type { SweepLease } from '../../lib/sweep/sweep-lease-store.ts';
 import { runSweepTick, SweepIncompleteError } from '../../lib/sweep/sweep-run.ts';
 import type { SweepRunDependencies } from '../../lib/sweep/sweep-run-dependencies.ts';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 /**
  * One sweeper invocation as lib/sweep runs it, lane 0 and heartbeat lane k: the lease, the
@@ -69,6 +70,8 @@ function dependencies(store = leaseStore(), more: Partial<SweepRunDependencies> 
   const deps: SweepRunDependencies = {
     config,
     store: store as unknown as SweepRunDependencies['store'],
+    // A table with nothing to migrate and records kept in memory, unless the test gives its own.
+    ...sweeperRecordsInMemory(),
     now: () => T0,
     ...more,
   };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidDocumentsError, parseIstioDocuments } from '../../lib/protocol/istio-documents.ts';
+import { CATALOG_ITEM_LIMITS } from '../../lib/store/catalog-item-limits.ts';
 
 /**
  * DESIGN rule 5: an empty string in an optional field means unset, as in Kubernetes
@@ -23,20 +24,23 @@ spec:
 `;
 
 function onlyGroup(input: string) {
-  const [document] = parseIstioDocuments(input);
+  const [document] = parseIstioDocuments(input, { limits: CATALOG_ITEM_LIMITS });
   if (document?.kind !== 'WorkloadGroup') throw new Error('not a group');
   return document.group;
 }
 
 function onlyEntry(input: string, namespace?: string) {
-  const [document] = parseIstioDocuments(input, namespace === undefined ? {} : { namespace });
+  const [document] = parseIstioDocuments(input, {
+    limits: CATALOG_ITEM_LIMITS,
+    ...(namespace === undefined ? {} : { namespace }),
+  });
   if (document?.kind !== 'WorkloadEntry') throw new Error('not an entry');
   return document.entry;
 }
 
 function problemsOf(input: string): string[] {
   try {
-    parseIstioDocuments(input);
+    parseIstioDocuments(input, { limits: CATALOG_ITEM_LIMITS });
   } catch (error) {
     if (error instanceof InvalidDocumentsError) return error.problems;
     throw error;

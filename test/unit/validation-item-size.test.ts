@@ -5,6 +5,7 @@ import { MAX_LABELS } from '../../lib/protocol/connect-request.ts';
 import { InvalidDocumentsError, parseIstioDocuments } from '../../lib/protocol/istio-documents.ts';
 import {
   AGENT_LABELS_MAX,
+  CATALOG_ITEM_LIMITS,
   CONNECT_RESERVE_BYTES,
   entrySizeRefusal,
   groupSizeRefusal,
@@ -180,7 +181,7 @@ spec:
 `;
     let problems: string[] = [];
     try {
-      parseIstioDocuments(input);
+      parseIstioDocuments(input, { limits: CATALOG_ITEM_LIMITS });
     } catch (error) {
       if (!(error instanceof InvalidDocumentsError)) throw error;
       problems = error.problems;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidDocumentsError, parseIstioDocuments } from '../../lib/protocol/istio-documents.ts';
+import { CATALOG_ITEM_LIMITS } from '../../lib/store/catalog-item-limits.ts';
 
 /**
  * Port names are DNS-1123 labels, as Istio's `ValidatePortName` requires of WorkloadEntry and
@@ -31,7 +32,7 @@ spec:
 
 function problemsOf(input: string): string[] {
   try {
-    parseIstioDocuments(input);
+    parseIstioDocuments(input, { limits: CATALOG_ITEM_LIMITS });
   } catch (error) {
     if (error instanceof InvalidDocumentsError) return error.problems;
     throw error;
@@ -43,11 +44,15 @@ describe('port names', () => {
   it.each(['http', 'grpc-web', 'h2c', '80', 'a', 'a'.repeat(63)])(
     'accepts the port name %j in a group template and in an entry',
     (name) => {
-      const [parsedGroup] = parseIstioDocuments(group(`{"${name}": 8080}`));
+      const [parsedGroup] = parseIstioDocuments(group(`{"${name}": 8080}`), {
+        limits: CATALOG_ITEM_LIMITS,
+      });
       expect(
         parsedGroup?.kind === 'WorkloadGroup' && parsedGroup.group.spec.template.ports,
       ).toEqual({ [name]: 8080 });
-      const [parsedEntry] = parseIstioDocuments(entry(`{"${name}": 8080}`));
+      const [parsedEntry] = parseIstioDocuments(entry(`{"${name}": 8080}`), {
+        limits: CATALOG_ITEM_LIMITS,
+      });
       expect(parsedEntry?.kind === 'WorkloadEntry' && parsedEntry.entry.spec.ports).toEqual({
         [name]: 8080,
       });
@@ -86,7 +91,9 @@ describe('port names', () => {
 
 describe('port numbers', () => {
   it.each([1, 443, 65535])('accepts %j', (number) => {
-    const [parsed] = parseIstioDocuments(entry(`{http: ${number}}`));
+    const [parsed] = parseIstioDocuments(entry(`{http: ${number}}`), {
+      limits: CATALOG_ITEM_LIMITS,
+    });
     expect(parsed?.kind === 'WorkloadEntry' && parsed.entry.spec.ports).toEqual({ http: number });
   });
 

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidDocumentsError, parseIstioDocuments } from '../../lib/protocol/istio-documents.ts';
+import { CATALOG_ITEM_LIMITS } from '../../lib/store/catalog-item-limits.ts';
 
 /**
  * A document may not set state only the registrar writes: a hand-made entry that carries the
@@ -27,7 +28,7 @@ spec:
 
 function problemsOf(input: string): string[] {
   try {
-    parseIstioDocuments(input);
+    parseIstioDocuments(input, { limits: CATALOG_ITEM_LIMITS });
   } catch (error) {
     if (error instanceof InvalidDocumentsError) return error.problems;
     throw error;
@@ -94,7 +95,7 @@ describe('hand-made entries', () => {
   conditions:
   - {type: Ready, status: "True"}
 `;
-    const [document] = parseIstioDocuments(input);
+    const [document] = parseIstioDocuments(input, { limits: CATALOG_ITEM_LIMITS });
     expect(document?.kind === 'WorkloadEntry' && document.entry.metadata.annotations).toEqual({
       'istio.io/rev': 'stable',
     });
@@ -104,7 +105,9 @@ describe('hand-made entries', () => {
   });
 
   it('accepts an annotation whose key is an object property name', () => {
-    const [document] = parseIstioDocuments(withAnnotation('constructor', 'x'));
+    const [document] = parseIstioDocuments(withAnnotation('constructor', 'x'), {
+      limits: CATALOG_ITEM_LIMITS,
+    });
     expect(document?.kind).toBe('WorkloadEntry');
   });
 });
@@ -132,7 +135,7 @@ describe('groups', () => {
       'metadata: {name: web, namespace: shop}',
       'metadata: {name: web, namespace: shop, annotations: {"istio.io/connectedAt": x}}',
     );
-    const [document] = parseIstioDocuments(input);
+    const [document] = parseIstioDocuments(input, { limits: CATALOG_ITEM_LIMITS });
     expect(document?.kind === 'WorkloadGroup' && document.group.spec.metadata).toEqual({
       annotations: { team: 'payments' },
     });

@@ -1,7 +1,7 @@
 import type { ObjectRef } from '../domain/model.ts';
 
-// The port revocation (lib/auth/revocation.ts) reads held entries through: below it, so the
-// adapter (dynamodb-held-entries.ts) implements it without importing upward.
+// The port revocation (lib/auth/revocation.ts) reads held entries through, beside it; the
+// adapter (lib/store/dynamodb-held-entries.ts) implements it.
 
 /** A connected entry of the credential's namespace, and who authenticated each holder. */
 export interface HeldEntry {

@@ -1,6 +1,7 @@
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { EpochMillis, ObjectRef, WorkloadEntry, WorkloadGroup } from '../domain/model.ts';
-import type { EntryDeletion, StoredGroup } from './registry-records.ts';
+import type { EntryDeletion, StoredGroup } from '../domain/registry-records.ts';
+import type { DocumentSizeLimits } from '../protocol/document-size-limits.ts';
 
 // The ports of the operators' catalog (registrar apply, get, delete) and of the EC2
 // state-change function's instance index.
@@ -15,8 +16,11 @@ export interface NamespaceList {
   complete: boolean;
 }
 
-/** What the operator CLI needs: groups and entries as documents. */
-export interface CatalogStore {
+/**
+ * What the operator CLI needs: groups and entries as documents, and what one may weigh (a
+ * caller that parses documents refuses one too large before it writes any: the group sync).
+ */
+export interface CatalogStore extends DocumentSizeLimits {
   /** One Query of the namespace index: the projector's full reconcile reads namespaces so. */
   listNamespaces(): Promise<NamespaceList>;
   /** Creates or updates a group; `generation` goes up only when its spec changes. */

@@ -1,36 +1,12 @@
 import type { DisruptionRecord, ZoneCount } from '../domain/disruption.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { EpochMillis } from '../domain/model.ts';
+import type { EntryDeletion } from '../domain/registry-records.ts';
 import type { LivenessWindow, SweepCutoffs } from '../domain/sweep-policy.ts';
-import type { EntryDeletion } from './registry-records.ts';
 
-// The ports of the sweep: its lease, the sweep index, each namespace's departures, the
-// liveness mark, and fail static's counters and record.
-
-/** Who runs the sweep now: the holder's id and until when (its invocation's deadline). */
-export type SweepLease =
-  | { acquired: true }
-  | { acquired: false; holder: string; until: EpochMillis };
-
-/**
- * One sweep at a time, without reserved concurrency: a run takes the lease until its own
- * deadline; a run that starts while another holds it (a late tick) does nothing. A run that
- * crashes holds it no longer than its deadline.
- */
-export interface SweepLeaseStore {
-  /**
-   * `lane` 0 (the default) is the sweep's lease; a heartbeat lane 1..n-1 has one of its own,
-   * so two invocations of one lane never overlap and no lane ever blocks the sweep.
-   */
-  acquireSweepLease(
-    holder: string,
-    now: EpochMillis,
-    until: EpochMillis,
-    lane?: number,
-  ): Promise<SweepLease>;
-  /** Lets the next run start at once; a lease taken over by another holder is left alone. */
-  releaseSweepLease(holder: string, lane?: number): Promise<void>;
-}
+// The ports of the sweep (lib/registration/sweep.ts): the sweep index, each namespace's
+// departures, the liveness mark, and fail static's counters and record. The run's lease is
+// lib/sweep's (sweep-lease-store.ts).
 
 /** The sweep index's states: connected (C), left abnormally (D), left cleanly (L). */
 export type SweepIndexState = 'C' | 'D' | 'L';
@@ -147,11 +123,3 @@ export interface LivenessMarkStore {
   livenessMark(): Promise<EpochMillis | undefined>;
   setLivenessMark(at: EpochMillis): Promise<void>;
 }
-
-/** The sweeper's own record (DynamoDbSweeperState): its lease, liveness mark, fail static's record. */
-export type SweeperStateStore = SweepLeaseStore &
-  LivenessMarkStore &
-  Pick<DisruptionStore, 'disruptionRecord' | 'saveDisruptionRecord' | 'releaseHold'>;
-
-/** Fail static's cell counters, as the guard reads them (DynamoDbCellCounters). */
-export type ZoneCountStore = Pick<DisruptionStore, 'zoneCounts'>;

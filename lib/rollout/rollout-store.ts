@@ -1,6 +1,6 @@
 import type { AgentGiven } from '../domain/agent-given.ts';
 import type { EpochMillis, ObjectRef, WorkloadEntry } from '../domain/model.ts';
-import type { EntryDeletion, StoredGroup } from './registry-records.ts';
+import type { EntryDeletion, StoredGroup } from '../domain/registry-records.ts';
 
 /**
  * One group's rollout, as the rollout runs keep it (`ROLLOUT / <namespace>/<name>`): which

@@ -1,7 +1,8 @@
 import type { SchemaRecord } from '../domain/table-schema.ts';
 
-// The ports of the table's schema and its migrations (lib/registration/run-migrations.ts runs
-// them): here, below the use case, so the adapters implement them without importing upward.
+// The ports of the table's schema and its migrations, beside lib/registration/run-migrations.ts,
+// which runs them; the adapters (lib/store/dynamodb-schema-store.ts, dynamodb-migrations.ts)
+// implement them.
 
 /** Where the table's schema record is kept (`CONFIG / schema`). */
 export interface SchemaStore {

@@ -4,7 +4,7 @@ import type { EntryEvent } from '../domain/entry-events.ts';
 import type { EntryRecord } from '../domain/entry-record.ts';
 import type { HolderBeat } from '../domain/holder-heartbeat.ts';
 import type { EpochMillis, ObjectRef, VerifiedIdentity, WorkloadEntry } from '../domain/model.ts';
-import type { HolderRef, StoredGroup } from './registry-records.ts';
+import type { HolderRef, StoredGroup } from '../domain/registry-records.ts';
 
 // The ports of the event path (connect, disconnect, messages): an entry's lifecycle, its
 // address claim, its holders' heartbeats, IAM mode's connection records.

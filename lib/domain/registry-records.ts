@@ -1,5 +1,5 @@
-import type { DeletionCause } from '../domain/entry-events.ts';
-import type { EpochMillis, ObjectRef, WorkloadGroup } from '../domain/model.ts';
+import type { DeletionCause } from './entry-events.ts';
+import type { EpochMillis, ObjectRef, WorkloadGroup } from './model.ts';
 
 // What every port of the registry speaks of: a stored group, an entry's deletion, a holder.
 

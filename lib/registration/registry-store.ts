@@ -10,13 +10,12 @@ import type {
   DisruptionStore,
   LivenessMarkStore,
   SweepIndexStore,
-  SweepLeaseStore,
 } from './sweep-store.ts';
 
 /**
- * What registration, health and the sweeper need from storage: the sum of the ports beside it
+ * What registration, health and the sweep need from storage: the sum of the ports beside it
  * (one adapter each), for the use cases that take it whole and for lib/wiring/registry.ts,
- * which composes it. A use case narrows it to the calls it makes (`Pick<RegistryStore, ...>`).
+ * which composes it (the sweeper run's lease is lib/sweep's own port). A use case narrows it to the calls it makes (`Pick<RegistryStore, ...>`).
  * Every state change is one conditional write; losing a race is an outcome, not an error.
  */
 export interface RegistryStore
@@ -27,6 +26,5 @@ export interface RegistryStore
     SweepIndexStore,
     DepartureStore,
     LivenessMarkStore,
-    SweepLeaseStore,
     DisruptionStore,
     InstanceStore {}
