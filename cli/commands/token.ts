@@ -121,7 +121,10 @@ export const registerToken: CommandRegistration = (program, context) => {
     .description(
       'revoke a join token: agents can no longer connect with it, and the connections it authenticated are closed',
     )
-    .argument('<id>', "the token's ID, as `token list` shows it");
+    .argument(
+      '<id>',
+      "the token's ID, as `token list` shows it (one made before 0.3.0 may begin with '-': give it after '--')",
+    );
   for (const option of revokeOptions()) revoke.addOption(option);
   revoke
     .addHelpText(

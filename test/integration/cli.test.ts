@@ -464,6 +464,15 @@ describe('registrar token', () => {
     );
   });
 
+  it("takes an ID that begins with '-' after '--'", async () => {
+    // Made before 0.3.0, one ID in 64 began with '-': after '--' it is the ID, not an option.
+    const run = await registrar(['token', 'revoke', '--', '-AAAAAAAAAAA']);
+    expect(run).toMatchObject({
+      code: 1,
+      stderr: 'error: token "-AAAAAAAAAAA" not found; see registrar token list\n',
+    });
+  });
+
   it('fails to revoke a token that does not exist', async () => {
     const run = await registrar(['token', 'revoke', 'AAAAAAAAAAAA']);
     expect(run).toMatchObject({

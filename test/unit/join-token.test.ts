@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   createJoinToken,
   hashSecret,
+  newTokenId,
   parseJoinToken,
   verifyJoinToken,
 } from '../../lib/auth/join-token.ts';
@@ -121,5 +122,29 @@ describe('verifyJoinToken', () => {
     await expect(verifyJoinToken(memoryTokens(stored), token, NOW + HOUR)).rejects.toThrow(
       /expired/,
     );
+  });
+});
+
+describe('a token id', () => {
+  it("never begins with '-', which a command line would read as an option", () => {
+    // Bytes whose base64url begins with '-' (0xf8 -> '-' as the first six bits are 62), then
+    // ordinary ones: the id is drawn again.
+    const draws = [Buffer.alloc(9, 0xf8), Buffer.alloc(9, 0x41)];
+    const id = newTokenId(() => draws.shift() as Buffer);
+    expect(id).toBe(Buffer.alloc(9, 0x41).toString('base64url'));
+    expect(draws).toHaveLength(0);
+  });
+
+  it('keeps 12 base64url characters, and 5,000 new ones have no leading dash', () => {
+    const ids = Array.from(
+      { length: 5_000 },
+      () => createJoinToken({ namespace: 'shop', ttlMs: HOUR, now: NOW }).stored.id,
+    );
+    expect(ids.every((id) => /^[A-Za-z0-9_][A-Za-z0-9_-]{11}$/.test(id))).toBe(true);
+  });
+
+  it('of the old shape (a leading dash) is still a valid token', () => {
+    const token = `wrt.-${'A'.repeat(11)}.${'B'.repeat(43)}`;
+    expect(parseJoinToken(token)).toEqual({ id: `-${'A'.repeat(11)}`, secret: 'B'.repeat(43) });
   });
 });
