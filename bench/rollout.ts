@@ -4,11 +4,11 @@ import type { WorkloadGroup } from '../lib/domain/model.ts';
 import { DEFAULT_PACE_TEXT, ROLLOUT_PACE_ANNOTATION } from '../lib/rollout/rollout-pace.ts';
 import { runRollouts } from '../lib/rollout/run-rollouts.ts';
 import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-client.ts';
-import { DynamoDbRollouts } from '../lib/store/dynamodb-rollout.ts';
 import { ensureTable } from '../lib/store/ensure-table.ts';
 import { itemSize } from '../lib/store/item-size.ts';
 import { countRequests } from '../lib/store/request-counter.ts';
 import { composeRegistry } from '../lib/wiring/registry.ts';
+import { composeRollouts } from '../lib/wiring/rollouts.ts';
 import { connectBenchVm, inBatches } from './bench-entries.ts';
 
 export interface RolloutCost {
@@ -52,7 +52,7 @@ export async function measureRolloutCost(
     await ensureTable(raw, 'bench');
     const client = documentClientFor(raw);
     const registry = composeRegistry(client, 'bench');
-    const rollouts = new DynamoDbRollouts(client, 'bench');
+    const rollouts = composeRollouts(client, 'bench');
     const pace = { [ROLLOUT_PACE_ANNOTATION]: DEFAULT_PACE_TEXT };
     await registry.applyGroup({ ...GROUP, metadata: { ...GROUP.metadata, annotations: pace } });
     const connectedAt = Date.now();

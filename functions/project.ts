@@ -24,7 +24,7 @@ import { cachedSettingsListing } from '../lib/projection/settings-listing.ts';
 import { scopeOfStream } from '../lib/projection/stream-scope.ts';
 import { readRolloutConfig } from '../lib/rollout/rollout-config.ts';
 import { createDocumentClient } from '../lib/store/dynamodb-client.ts';
-import { DynamoDbRollouts } from '../lib/store/dynamodb-rollout.ts';
+import { composeRollouts } from '../lib/wiring/rollouts.ts';
 
 export interface ProjectDependencies {
   store: ProjectorDeps['store'];
@@ -187,7 +187,7 @@ export function projectDependenciesFromEnv(
     groups: {
       source: readRolloutConfig(env).groupSource,
       registry: store,
-      rollouts: new DynamoDbRollouts(client, config.tableName),
+      rollouts: composeRollouts(client, config.tableName),
       now: () => Date.now(),
     },
   };

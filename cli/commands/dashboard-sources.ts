@@ -22,14 +22,14 @@ export async function openSources(
     { composeRegistry },
     { DynamoDbSweepRuns },
     { DynamoDbEntryPages },
-    { DynamoDbRollouts },
+    { composeRollouts },
     refusals,
   ] = await Promise.all([
     import('../../lib/store/dynamodb-client.ts'),
     import('../../lib/wiring/registry.ts'),
     import('../../lib/store/dynamodb-sweep-runs.ts'),
     import('../../lib/store/dynamodb-entry-pages.ts'),
-    import('../../lib/store/dynamodb-rollout.ts'),
+    import('../../lib/wiring/rollouts.ts'),
     import('../../lib/dashboard-server/refusals.ts'),
   ]);
   const client = createDocumentClient({
@@ -56,7 +56,7 @@ export async function openSources(
       sweepRuns: new DynamoDbSweepRuns(client, target.tableName),
       firstEntries: (namespace: string, limit: number) => pages.firstEntries(namespace, limit),
       refusals: refusalSource,
-      groups: new DynamoDbRollouts(client, target.tableName),
+      groups: composeRollouts(client, target.tableName),
       target: describeTarget(target),
       now,
     },

@@ -5,7 +5,7 @@ import type { EpochMillis } from '../../lib/domain/model.ts';
 import { logger } from '../../lib/observability.ts';
 import { describeGroupSync, type GroupSyncDeps } from '../../lib/projection/group-sync.ts';
 import { createKubernetesCluster } from '../../lib/projection/kubernetes-cluster.ts';
-import { DynamoDbRollouts } from '../../lib/store/dynamodb-rollout.ts';
+import { composeRollouts } from '../../lib/wiring/rollouts.ts';
 import { type GroupSyncLoop, startGroupSyncLoop } from './group-sync-loop.ts';
 
 export interface LocalGroupSyncOptions {
@@ -24,7 +24,7 @@ export function startLocalGroupSync(options: LocalGroupSyncOptions): GroupSyncLo
   return startGroupSyncLoop({
     cluster: createKubernetesCluster(options.kubeConfig),
     registry: options.registry,
-    rollouts: new DynamoDbRollouts(options.client, options.tableName),
+    rollouts: composeRollouts(options.client, options.tableName),
     ...(options.source.selector ? { selector: options.source.selector } : {}),
     intervalMs: options.intervalMs,
     now: options.now,

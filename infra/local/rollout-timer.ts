@@ -7,7 +7,7 @@ import { logger } from '../../lib/observability.ts';
 import type { CatalogStore } from '../../lib/registration/catalog-store.ts';
 import type { RolloutConfig } from '../../lib/rollout/rollout-config.ts';
 import { DynamoDbGroupSource } from '../../lib/store/dynamodb-group-source.ts';
-import { DynamoDbRollouts } from '../../lib/store/dynamodb-rollout.ts';
+import { composeRollouts } from '../../lib/wiring/rollouts.ts';
 import { lambdaContext } from './gateway-events.ts';
 import { inInvocationScope } from './invocation-scope.ts';
 import { startSweepTimer } from './sweep-timer.ts';
@@ -35,7 +35,7 @@ export interface RolloutTimer {
 export async function startRolloutTimer(options: RolloutTimerOptions): Promise<RolloutTimer> {
   const stopping = new AbortController();
   const handler = createRolloutHandler({
-    rollouts: new DynamoDbRollouts(options.client, options.tableName),
+    rollouts: composeRollouts(options.client, options.tableName),
     catalog: options.catalog,
     groupSource: new DynamoDbGroupSource(options.client, options.tableName),
     closeConnections: (ids) =>

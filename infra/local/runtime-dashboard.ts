@@ -23,12 +23,13 @@ export async function startRuntimeDashboard(options: {
       import('../../lib/dashboard-server/refusals.ts'),
       import('../../lib/dashboard-server/defaults.ts'),
     ]);
-  const [{ DynamoDbEntryPages }, { createDocumentClient }, { DynamoDbRollouts }] =
-    await Promise.all([
+  const [{ DynamoDbEntryPages }, { createDocumentClient }, { composeRollouts }] = await Promise.all(
+    [
       import('../../lib/store/dynamodb-entry-pages.ts'),
       import('../../lib/store/dynamodb-client.ts'),
-      import('../../lib/store/dynamodb-rollout.ts'),
-    ]);
+      import('../../lib/wiring/rollouts.ts'),
+    ],
+  );
   const { region, endpoint, tableName } = options.store;
   const client = createDocumentClient({ region, endpoint });
   const pages = new DynamoDbEntryPages(client, tableName);
@@ -37,7 +38,7 @@ export async function startRuntimeDashboard(options: {
     disruption: deps.store,
     sweepRuns: deps.sweepRuns,
     firstEntries: (namespace, limit) => pages.firstEntries(namespace, limit),
-    groups: new DynamoDbRollouts(client, tableName),
+    groups: composeRollouts(client, tableName),
     refusals:
       options.localJsonDir === undefined
         ? noRefusals('this runtime writes no local.json, and keeps no refusal counts beside it')

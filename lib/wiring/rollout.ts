@@ -9,8 +9,8 @@ import type { RolloutRunDeps } from '../rollout/run-rollouts.ts';
 import { DynamoDbCatalog } from '../store/dynamodb-catalog.ts';
 import { DynamoDbEntryHistory } from '../store/dynamodb-entry-history.ts';
 import { DynamoDbGroupSource } from '../store/dynamodb-group-source.ts';
-import { DynamoDbRollouts } from '../store/dynamodb-rollout.ts';
 import { reportHistoryLost } from './history-lost.ts';
+import { composeRollouts } from './rollouts.ts';
 import { now, tableWiring } from './table.ts';
 
 /** The rollout function's world: rollouts, the group catalog, the management API, time. */
@@ -34,7 +34,7 @@ export function rolloutDependencies(env: Record<string, string | undefined>): Ro
   const { config, client } = tableWiring(env);
   const connectionsUrl = config.connectionsUrl;
   return {
-    rollouts: new DynamoDbRollouts(client, config.tableName),
+    rollouts: composeRollouts(client, config.tableName),
     // The catalog alone (it lists), not the whole registry facade: a smaller bundle.
     catalog: new DynamoDbCatalog(
       client,

@@ -20,10 +20,10 @@ import { startDashboard } from '../../lib/dashboard-server/start.ts';
 import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { createDynamoDbClient, documentClientFor } from '../../lib/store/dynamodb-client.ts';
 import { DynamoDbEntryPages } from '../../lib/store/dynamodb-entry-pages.ts';
-import { DynamoDbRollouts } from '../../lib/store/dynamodb-rollout.ts';
 import { DynamoDbSweepRuns } from '../../lib/store/dynamodb-sweep-runs.ts';
 import { countRequests, type RequestCounter } from '../../lib/store/request-counter.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
+import { composeRollouts } from '../../lib/wiring/rollouts.ts';
 import { connectChange } from '../fixtures/connect-change.ts';
 import {
   type FreshRegistry,
@@ -68,7 +68,7 @@ function start(address: string): Promise<RunningDashboard> {
     firstEntries: (namespace, limit) =>
       new DynamoDbEntryPages(readsClient, registry.tableName).firstEntries(namespace, limit),
     refusals: noRefusals('a test table'),
-    groups: new DynamoDbRollouts(readsClient, registry.tableName),
+    groups: composeRollouts(readsClient, registry.tableName),
     target: `table '${registry.tableName}'`,
     now: () => Date.now(),
   };

@@ -9,7 +9,7 @@ import { createKubernetesCluster } from '../../lib/projection/kubernetes-cluster
 import type { KubeObject } from '../../lib/projection/objects.ts';
 import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { DynamoDbGroupSource } from '../../lib/store/dynamodb-group-source.ts';
-import { DynamoDbRollouts } from '../../lib/store/dynamodb-rollout.ts';
+import { composeRollouts } from '../../lib/wiring/rollouts.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import {
@@ -57,7 +57,7 @@ async function setup(source: GroupSource) {
     groups: {
       source,
       registry: store,
-      rollouts: new DynamoDbRollouts(client, tableName),
+      rollouts: composeRollouts(client, tableName),
       now: () => Date.now(),
     },
   });

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRolloutHandler, type RolloutDependencies } from '../../functions/rollout.ts';
 import { readRolloutConfig } from '../../lib/rollout/rollout-config.ts';
 import { DynamoDbGroupSource } from '../../lib/store/dynamodb-group-source.ts';
-import { DynamoDbRollouts } from '../../lib/store/dynamodb-rollout.ts';
+import { composeRollouts } from '../../lib/wiring/rollouts.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
@@ -32,7 +32,7 @@ async function handlerFor(
 ) {
   const { client, tableName, store } = await freshRegistry(dynamo.endpoint, 'rollout-fn');
   const deps: RolloutDependencies = {
-    rollouts: new DynamoDbRollouts(client, tableName),
+    rollouts: composeRollouts(client, tableName),
     catalog: store,
     groupSource: new DynamoDbGroupSource(client, tableName),
     config: readRolloutConfig(env),
