@@ -14,13 +14,14 @@ import {
   MIN_HEARTBEAT_INTERVAL_MS,
   MIN_HEARTBEAT_MISSES,
 } from '../../lib/domain/heartbeat.ts';
-import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
+import type { WorkloadGroup } from '../../lib/domain/model.ts';
 import type { ConnectChange } from '../../lib/registration/entry-lifecycle-store.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
 import type { SweeperDependencies } from '../../lib/wiring/sweeper.ts';
 import { sweeperStore as composeSweeperStore } from '../../lib/wiring/sweeper-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+import { heartbeatGroup, vmConnect } from '../fixtures/heartbeat-fleet.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
 
 /**
@@ -83,35 +84,21 @@ afterAll(async () => {
 });
 
 function group(namespace: string, name: string): WorkloadGroup {
-  return {
-    apiVersion: ISTIO_API_VERSION,
-    kind: 'WorkloadGroup',
-    metadata: { name, namespace, annotations: HEARTBEAT },
-    spec: { template: { ports: { http: 8080 } } },
-  } as WorkloadGroup;
+  return heartbeatGroup(namespace, name, HEARTBEAT);
 }
 
 /** A store-level `$connect` of an agent of 0.2.0 (it pings at the interval it is told). */
 function vm(namespace: string, groupName: string, ip: string, at: number): ConnectChange {
-  return {
-    entry: {
-      apiVersion: ISTIO_API_VERSION,
-      kind: 'WorkloadEntry',
-      metadata: { name: `${groupName}-${ip.replaceAll('.', '-')}`, namespace },
-      spec: { address: ip, locality: ZONE },
-    },
-    autoRegistrationGroup: groupName,
-    origin: `${groupName}/${ip}`,
-    mayCreate: true,
-    recordConnection: false,
-    healthChecksEnabled: false,
-    groupGeneration: 1,
-    connectionId: `${namespace}-${ip}`,
-    connectedAt: at,
-    controller: 'workload-registrar',
-    identity: { principal: `token:${namespace}`, namespace },
+  const connectionId = `${namespace}-${ip}`;
+  return vmConnect({
+    namespace,
+    group: groupName,
+    ip,
+    at,
+    connectionId,
     agentVersion: '0.2.0',
-  };
+    locality: ZONE,
+  });
 }
 
 const ip = (subnet: number, i: number) => `10.${subnet}.${Math.floor(i / 250)}.${(i % 250) + 1}`;

@@ -8,8 +8,7 @@ vi.hoisted(() => {
 
 import { createSweeperHandler, type SweeperSummary } from '../../functions/sweeper.ts';
 import { ENV, readConfig } from '../../lib/config.ts';
-import { HEARTBEAT_ANNOTATIONS } from '../../lib/domain/heartbeat.ts';
-import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
+import type { WorkloadGroup } from '../../lib/domain/model.ts';
 import type { ConnectChange } from '../../lib/registration/entry-lifecycle-store.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
 import {
@@ -17,6 +16,7 @@ import {
   type SweeperStore,
 } from '../../lib/wiring/sweeper-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+import { heartbeatGroup, vmConnect } from '../fixtures/heartbeat-fleet.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
 
 /**
@@ -48,39 +48,13 @@ afterAll(async () => {
 });
 
 function group(namespace: string, name: string): WorkloadGroup {
-  return {
-    apiVersion: ISTIO_API_VERSION,
-    kind: 'WorkloadGroup',
-    metadata: {
-      name,
-      namespace,
-      annotations: { [HEARTBEAT_ANNOTATIONS.interval]: '10s', [HEARTBEAT_ANNOTATIONS.misses]: '3' },
-    },
-    spec: { template: { ports: { http: 8080 } } },
-  } as WorkloadGroup;
+  return heartbeatGroup(namespace, name, { intervalMs: 10_000, misses: 3 });
 }
 
 function vm(namespace: string, name: string, i: number, at: number): ConnectChange {
   const ip = `10.${SMALL_GROUPS.findIndex((g) => g.name === name) + 2}.${Math.floor(i / 250)}.${(i % 250) + 1}`;
-  return {
-    entry: {
-      apiVersion: ISTIO_API_VERSION,
-      kind: 'WorkloadEntry',
-      metadata: { name: `${name}-${ip.replaceAll('.', '-')}`, namespace },
-      spec: { address: ip },
-    },
-    autoRegistrationGroup: name,
-    origin: `${name}/${ip}`,
-    mayCreate: true,
-    recordConnection: false,
-    healthChecksEnabled: false,
-    groupGeneration: 1,
-    connectionId: `${name}-${i}`,
-    connectedAt: at,
-    controller: 'workload-registrar',
-    identity: { principal: `token:${namespace}`, namespace },
-    agentVersion: '0.2.0',
-  };
+  const connectionId = `${name}-${i}`;
+  return vmConnect({ namespace, group: name, ip, at, connectionId, agentVersion: '0.2.0' });
 }
 
 /** The registry, the handler for `lanes` lanes, and a GetConnection stand-in that counts. */

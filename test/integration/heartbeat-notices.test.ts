@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HEARTBEAT_ANNOTATIONS, type Heartbeat } from '../../lib/domain/heartbeat.ts';
-import { toldAtConnect } from '../../lib/domain/holder-heartbeat.ts';
-import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
+import type { Heartbeat } from '../../lib/domain/heartbeat.ts';
+import type { WorkloadGroup } from '../../lib/domain/model.ts';
 import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { acknowledgeHeartbeat } from '../../lib/registration/acknowledge-heartbeat.ts';
 import type { ConnectChange } from '../../lib/registration/entry-lifecycle-store.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+import { heartbeatGroup, QUIET_SWEEP_POLICY, vmConnect } from '../fixtures/heartbeat-fleet.ts';
 
 /**
  * Issue 44, "a changed heartbeat reaches live VMs", over real storage: the sweeper's pass tells
@@ -17,18 +17,12 @@ import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dyn
  * it the holder is held to the new bound, its silence counted from no earlier. Lost, repeated
  * and stale acknowledgements, failed notices, old agents: each has its test.
  */
-const MINUTE = 60_000;
 const T0 = Date.UTC(2026, 10, 28, 12);
 const NS = 'shop';
 const ENTRY = { namespace: NS, name: 'web-10-2-0-1' };
 const TEN_BY_THREE: Heartbeat = { intervalMs: 10_000, misses: 3 };
 const FIVE_BY_TWO: Heartbeat = { intervalMs: 5_000, misses: 2 };
-const policy = {
-  gracePeriodMs: 5 * MINUTE,
-  maxConnectionAgeMs: 120 * MINUTE,
-  livenessIntervalMs: 5 * MINUTE,
-  sweepIntervalMs: MINUTE,
-};
+const policy = QUIET_SWEEP_POLICY;
 
 let dynamo: TestDynamo;
 beforeAll(async () => {
@@ -39,19 +33,7 @@ afterAll(async () => {
 });
 
 function group(heartbeat: Heartbeat): WorkloadGroup {
-  return {
-    apiVersion: ISTIO_API_VERSION,
-    kind: 'WorkloadGroup',
-    metadata: {
-      name: 'web',
-      namespace: NS,
-      annotations: {
-        [HEARTBEAT_ANNOTATIONS.interval]: `${heartbeat.intervalMs / 1000}s`,
-        [HEARTBEAT_ANNOTATIONS.misses]: String(heartbeat.misses),
-      },
-    },
-    spec: { template: { ports: { http: 8080 } } },
-  } as WorkloadGroup;
+  return heartbeatGroup(NS, 'web', heartbeat);
 }
 
 function connect(
@@ -61,26 +43,16 @@ function connect(
   told: Heartbeat,
   agentVersion = '0.3.0',
 ): ConnectChange {
-  return {
-    entry: {
-      apiVersion: ISTIO_API_VERSION,
-      kind: 'WorkloadEntry',
-      metadata: { name: `web-${ip.replaceAll('.', '-')}`, namespace: NS },
-      spec: { address: ip },
-    },
-    autoRegistrationGroup: 'web',
-    origin: `web/${ip}`,
-    mayCreate: true,
-    recordConnection: false,
-    healthChecksEnabled: false,
-    groupGeneration: 1,
+  return vmConnect({
+    namespace: NS,
+    group: 'web',
+    ip,
+    at,
     connectionId,
-    connectedAt: at,
-    controller: 'workload-registrar',
-    identity: { principal: 'token:t1' },
     agentVersion,
-    heartbeat: toldAtConnect(told, agentVersion, at),
-  };
+    told,
+    identity: { principal: 'token:t1' },
+  });
 }
 
 async function bed() {

@@ -1,13 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HEARTBEAT_ANNOTATIONS, type Heartbeat } from '../../lib/domain/heartbeat.ts';
-import { toldAtConnect } from '../../lib/domain/holder-heartbeat.ts';
-import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
+import type { Heartbeat } from '../../lib/domain/heartbeat.ts';
+import type { WorkloadGroup } from '../../lib/domain/model.ts';
 import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import type { ConnectChange } from '../../lib/registration/entry-lifecycle-store.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
 import { runSweep } from '../../lib/registration/sweep.ts';
 import { DynamoDbNamespaceSettings } from '../../lib/store/dynamodb-namespace-settings.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+import { heartbeatGroup, vmConnect } from '../fixtures/heartbeat-fleet.ts';
 
 /**
  * Issue 44, "one tenant sets everyone's pace and bill", over real storage and the sweeper's
@@ -37,42 +37,20 @@ afterAll(async () => {
 });
 
 function group(namespace: string, name: string, heartbeat: Heartbeat): WorkloadGroup {
-  return {
-    apiVersion: ISTIO_API_VERSION,
-    kind: 'WorkloadGroup',
-    metadata: {
-      name,
-      namespace,
-      annotations: {
-        [HEARTBEAT_ANNOTATIONS.interval]: `${heartbeat.intervalMs / 1000}s`,
-        [HEARTBEAT_ANNOTATIONS.misses]: String(heartbeat.misses),
-      },
-    },
-    spec: { template: { ports: { http: 8080 } } },
-  } as WorkloadGroup;
+  return heartbeatGroup(namespace, name, heartbeat);
 }
 
 function vm(namespace: string, name: string, ip: string, told: Heartbeat): ConnectChange {
-  return {
-    entry: {
-      apiVersion: ISTIO_API_VERSION,
-      kind: 'WorkloadEntry',
-      metadata: { name: `${name}-${ip.replaceAll('.', '-')}`, namespace },
-      spec: { address: ip },
-    },
-    autoRegistrationGroup: name,
-    origin: `${name}/${ip}`,
-    mayCreate: true,
-    recordConnection: false,
-    healthChecksEnabled: false,
-    groupGeneration: 1,
-    connectionId: `${namespace}-${ip}`,
-    connectedAt: T0 - MINUTE,
-    controller: 'workload-registrar',
-    identity: { principal: `token:${namespace}`, namespace },
+  const connectionId = `${namespace}-${ip}`;
+  return vmConnect({
+    namespace,
+    group: name,
+    ip,
+    at: T0 - MINUTE,
+    connectionId,
     agentVersion: '0.3.0',
-    heartbeat: toldAtConnect(told, '0.3.0', T0 - MINUTE),
-  };
+    told,
+  });
 }
 
 /** One scheduled run of the sweeper's passes, its clock simulated: who was checked when. */

@@ -1,13 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HEARTBEAT_ANNOTATIONS, type Heartbeat } from '../../lib/domain/heartbeat.ts';
-import { toldAtConnect } from '../../lib/domain/holder-heartbeat.ts';
-import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
+import type { Heartbeat } from '../../lib/domain/heartbeat.ts';
+import type { WorkloadGroup } from '../../lib/domain/model.ts';
 import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import { describeConnection } from '../../lib/registration/describe-connection.ts';
 import type { ConnectChange } from '../../lib/registration/entry-lifecycle-store.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+import {
+  heartbeatGroup,
+  MINUTE,
+  QUIET_SWEEP_POLICY,
+  vmConnect,
+} from '../fixtures/heartbeat-fleet.ts';
 
 /**
  * Issue 44, "told but not enforced", over real storage: `$connect` records on the holder the
@@ -15,17 +20,11 @@ import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dyn
  * its record of the group says (a group it has not listed yet, or changed since). API
  * Gateway's GetConnection is a stand-in that answers each connection's `lastActiveAt`.
  */
-const MINUTE = 60_000;
 const T0 = Date.UTC(2026, 10, 28, 12);
 const NS = 'shop';
 const FIVE_BY_TWO: Heartbeat = { intervalMs: 5_000, misses: 2 };
 const TEN_BY_THREE: Heartbeat = { intervalMs: 10_000, misses: 3 };
-const policy = {
-  gracePeriodMs: 5 * MINUTE,
-  maxConnectionAgeMs: 120 * MINUTE,
-  livenessIntervalMs: 5 * MINUTE,
-  sweepIntervalMs: MINUTE,
-};
+const policy = QUIET_SWEEP_POLICY;
 
 let dynamo: TestDynamo;
 beforeAll(async () => {
@@ -36,19 +35,7 @@ afterAll(async () => {
 });
 
 function group(heartbeat: Heartbeat): WorkloadGroup {
-  return {
-    apiVersion: ISTIO_API_VERSION,
-    kind: 'WorkloadGroup',
-    metadata: {
-      name: 'web',
-      namespace: NS,
-      annotations: {
-        [HEARTBEAT_ANNOTATIONS.interval]: `${heartbeat.intervalMs / 1000}s`,
-        [HEARTBEAT_ANNOTATIONS.misses]: String(heartbeat.misses),
-      },
-    },
-    spec: { template: { ports: { http: 8080 } } },
-  } as WorkloadGroup;
+  return heartbeatGroup(NS, 'web', heartbeat);
 }
 
 /** A connect as `$connect` makes it, telling the agent `told` (registerWorkload's rule). */
@@ -60,28 +47,16 @@ function connect(
   /** null: the connect named no version (registerWorkload records `0.1.x`). */
   agentVersion: string | null = '0.3.0',
 ): ConnectChange {
-  const version = agentVersion ?? undefined;
-  const name = `web-${ip.replaceAll('.', '-')}`;
-  return {
-    entry: {
-      apiVersion: ISTIO_API_VERSION,
-      kind: 'WorkloadEntry',
-      metadata: { name, namespace: NS },
-      spec: { address: ip },
-    },
-    autoRegistrationGroup: 'web',
-    origin: `web/${ip}`,
-    mayCreate: true,
-    recordConnection: false,
-    healthChecksEnabled: false,
-    groupGeneration: 1,
+  return vmConnect({
+    namespace: NS,
+    group: 'web',
+    ip,
+    at,
     connectionId,
-    connectedAt: at,
-    controller: 'workload-registrar',
+    agentVersion,
+    told,
     identity: { principal: 'token:t1' },
-    agentVersion: version ?? '0.1.x',
-    heartbeat: toldAtConnect(told, version, at),
-  };
+  });
 }
 
 async function bed(setting: Heartbeat) {

@@ -16,6 +16,7 @@ import type { ConnectChange } from '../../lib/registration/entry-lifecycle-store
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
 import { sweeperStore } from '../../lib/wiring/sweeper-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+import { vmConnect } from '../fixtures/heartbeat-fleet.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
 
 /**
@@ -38,25 +39,14 @@ afterEach(() => {
 });
 
 function vm(ip: string, connectionId: string, at: number): ConnectChange {
-  return {
-    entry: {
-      apiVersion: ISTIO_API_VERSION,
-      kind: 'WorkloadEntry',
-      metadata: { name: `web-${ip.replaceAll('.', '-')}`, namespace: 'shop' },
-      spec: { address: ip },
-    },
-    autoRegistrationGroup: 'web',
-    origin: `web/${ip}`,
-    mayCreate: true,
-    recordConnection: false,
-    healthChecksEnabled: false,
-    groupGeneration: 1,
+  return vmConnect({
+    namespace: 'shop',
+    group: 'web',
+    ip,
+    at,
     connectionId,
-    connectedAt: at,
-    controller: 'workload-registrar',
-    identity: { principal: 'token:shop', namespace: 'shop' },
     agentVersion: '0.2.0',
-  };
+  });
 }
 
 describe('SilentHoldersDropped', () => {

@@ -1,26 +1,26 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HEARTBEAT_ANNOTATIONS } from '../../lib/domain/heartbeat.ts';
-import { ISTIO_API_VERSION, type WorkloadGroup } from '../../lib/domain/model.ts';
+import type { WorkloadGroup } from '../../lib/domain/model.ts';
 import type { ConnectChange } from '../../lib/registration/entry-lifecycle-store.ts';
 import type { LivenessAnswer } from '../../lib/registration/liveness.ts';
 import { runSweep, type SweepOptions } from '../../lib/registration/sweep.ts';
 import { countRequests } from '../../lib/store/request-counter.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+import {
+  heartbeatGroup,
+  MINUTE,
+  QUIET_SWEEP_POLICY,
+  vmConnect,
+} from '../fixtures/heartbeat-fleet.ts';
 
 /**
  * Silence (DESIGN: routable follows reality): a holder open but silent past its group's
  * heartbeat is dropped with a Silent event and closed, over real storage; API Gateway's
  * answers come from a stand-in that says what GetConnection says (`lastActiveAt`).
  */
-const MINUTE = 60_000;
 const T0 = Date.UTC(2026, 2, 1, 12);
 const NS = 'shop';
-const policy = {
-  gracePeriodMs: 5 * MINUTE,
-  maxConnectionAgeMs: 120 * MINUTE,
-  livenessIntervalMs: 5 * MINUTE,
-  sweepIntervalMs: MINUTE,
-};
+const policy = QUIET_SWEEP_POLICY;
 
 let dynamo: TestDynamo;
 beforeAll(async () => {
@@ -31,12 +31,7 @@ afterAll(async () => {
 });
 
 function group(annotations: Record<string, string>): WorkloadGroup {
-  return {
-    apiVersion: ISTIO_API_VERSION,
-    kind: 'WorkloadGroup',
-    metadata: { name: 'web', namespace: NS, annotations },
-    spec: { template: { ports: { http: 8080 } } },
-  } as WorkloadGroup;
+  return heartbeatGroup(NS, 'web', annotations);
 }
 
 function connect(
@@ -45,26 +40,15 @@ function connect(
   at: number,
   agentVersion = '0.2.0',
 ): ConnectChange {
-  const name = `web-${ip.replaceAll('.', '-')}`;
-  return {
-    entry: {
-      apiVersion: ISTIO_API_VERSION,
-      kind: 'WorkloadEntry',
-      metadata: { name, namespace: NS },
-      spec: { address: ip },
-    },
-    autoRegistrationGroup: 'web',
-    origin: `web/${ip}`,
-    mayCreate: true,
-    recordConnection: false,
-    healthChecksEnabled: false,
-    groupGeneration: 1,
+  return vmConnect({
+    namespace: NS,
+    group: 'web',
+    ip,
+    at,
     connectionId,
-    connectedAt: at,
-    controller: 'workload-registrar',
-    identity: { principal: 'token:t1' },
     agentVersion,
-  };
+    identity: { principal: 'token:t1' },
+  });
 }
 
 /** GetConnection as a stand-in: each connection's last message, answered at the sweep's time. */
