@@ -31,6 +31,9 @@ export default defineConfig({
       : configDefaults.exclude,
     // Every temporary file of the run under one directory, removed at the end.
     globalSetup: ['test/global-tmpdir.ts'],
+    // REGISTRAR_TEST_CPU=<file>: each test file's CPU and wall time, a JSON line each
+    // (test/cpu-per-file.ts; `node test/cpu-report.ts <file>` ranks them).
+    setupFiles: process.env.REGISTRAR_TEST_CPU ? ['test/cpu-per-file.ts'] : [],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Integration suites start servers on random ports, each file in a fork of its own.
