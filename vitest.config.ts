@@ -40,10 +40,10 @@ export default defineConfig({
     pool: 'forks',
     // The slowest files first, from committed durations (a fresh clone has no cache of them).
     sequence: { sequencer: DurationSequencer },
-    // Two forks on two cores. A full pass leaves a core idle about half its wall time (~1,200 s
-    // of CPU in ~20 minutes), but a third fork, or the artifact checks beside the tests, put the
-    // load at 8 and the fault-injection scenarios past their bounds (docs/contributing.md, "CI
-    // stages"). REGISTRAR_TEST_FORKS sets another count (1 on a machine that must stay quiet).
+    // Two forks on two cores, the DynamoDB Local pass beside them in a third (scripts/test.ts).
+    // The whole run is bound by CPU, not by waiting: more forks end no sooner
+    // (docs/contributing.md, "CI stages"). REGISTRAR_TEST_FORKS sets another count (1 on a
+    // machine that must stay quiet).
     poolOptions: { forks: { maxForks: testForks(), minForks: 1 } },
     reporters: resultsFile ? ['default', ['json', { outputFile: resultsFile }]] : ['default'],
     // The functions run inside the test processes: keep their JSON logs and EMF metrics out of

@@ -23,9 +23,9 @@ export const HELP = `usage: npm test [-- [options] [file filters...] [-- vitest 
 
   npm test                        the fast loop (~2 min): type-check and lint beside the unit,
                                   infrastructure and store contract tests; says what it skipped
-  npm test -- --all               everything (what CI runs, ~30 min): type-check and lint beside
-                                  every test, then the files that reach the store again against
-                                  DynamoDB Local (when Java is installed)
+  npm test -- --all               everything (what CI runs, ~18 min): type-check and lint beside
+                                  every test, and beside them the files that reach the store
+                                  again against DynamoDB Local (when Java is installed)
   npm test -- sweep               only vitest, on the test files whose path contains 'sweep'
   npm test -- test/unit/a.test.ts test/unit/b.test.ts
   npm test -- -t 'late disconnect'   only the tests whose name matches, in every file
