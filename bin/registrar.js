@@ -29,6 +29,12 @@ if (process.argv.length === 3 && process.argv[2] === '--version') {
 // TypeScript types each run). NODE_DISABLE_COMPILE_CACHE=1 turns it off.
 const { enableCompileCache } = await import('node:module');
 enableCompileCache?.();
+// From a checkout, each module's stripped types are kept beside the compiled code
+// (scripts/ts-cache.js): 0.43 s of a start's CPU becomes 0.15 s. Not a literal, so the npm
+// package's bundle (already JavaScript) does not carry it.
+if (import.meta.url.endsWith('/bin/registrar.js')) {
+  await import(new URL('../scripts/ts-cache.js', import.meta.url).href);
+}
 
 async function loadCli() {
   try {
