@@ -10,20 +10,37 @@
 // file the stripper refuses (Node then reports it as it always does), goes to Node's own loader.
 // Strip mode keeps every line and column, so stack traces point where they always did. Off with
 // NODE_DISABLE_COMPILE_CACHE=1, like the compile cache; the directory is
-// <compile cache dir or tmpdir>/registrar-ts.
+// <compile cache dir or tmpdir>/registrar-ts, used only while no other user can write to it.
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { getCompileCacheDir, registerHooks, stripTypeScriptTypes } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+/**
+ * The cache directory, or undefined when another user could write to it. What it holds is run
+ * as code, and `registrar` may run as root: a shared temp dir (/tmp/node-compile-cache, made by
+ * whoever ran Node first) must not let another user plant a module. So the directory must be
+ * this user's own (made 0700) and writable by no one else, in a parent owned by this user or
+ * root that no one else may rename it in; otherwise Node strips the types itself, as without
+ * the cache.
+ */
 function cacheDir() {
   const base = getCompileCacheDir?.() ?? join(tmpdir(), 'node-compile-cache');
   const dir = join(base, 'registrar-ts');
+  const uid = process.getuid?.();
+  if (uid === undefined) return undefined;
   try {
-    mkdirSync(dir, { recursive: true });
-    return dir;
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const parent = lstatSync(base);
+    const own = lstatSync(dir);
+    const parentSafe =
+      parent.isDirectory() &&
+      (parent.uid === uid || parent.uid === 0) &&
+      ((parent.mode & 0o022) === 0 || (parent.mode & 0o1000) !== 0);
+    const ownSafe = own.isDirectory() && own.uid === uid && (own.mode & 0o022) === 0;
+    return parentSafe && ownSafe ? dir : undefined;
   } catch {
     return undefined;
   }
@@ -51,7 +68,7 @@ function served(dir, url) {
     // Written aside and renamed: a process reading it at the same time sees all of it or none.
     const partial = `${file}.${process.pid}`;
     try {
-      writeFileSync(partial, code);
+      writeFileSync(partial, code, { mode: 0o600 });
       renameSync(partial, file);
     } catch {
       // A cache that cannot be written only costs the next start its stripping.

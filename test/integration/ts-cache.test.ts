@@ -1,5 +1,14 @@
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import {
+  chmodSync,
+  chownSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -40,7 +49,11 @@ async function node(args: string[], env: Record<string, string> = {}) {
   }
 }
 
-const cached = () => readdirSync(join(cacheRoot, 'node-compile-cache', 'registrar-ts'));
+const cacheDir = () => join(cacheRoot, 'node-compile-cache', 'registrar-ts');
+const cached = () => readdirSync(cacheDir());
+/** The name the cache gives a module's stripped source (scripts/ts-cache.js). */
+const keyOf = (source: string) =>
+  `${createHash('sha256').update(process.version).update('\0').update(source).digest('base64url')}.js`;
 
 describe('the stripped-types cache', () => {
   it('serves a module from the cache once stripped, and a changed module anew', async () => {
@@ -97,5 +110,42 @@ describe('the stripped-types cache', () => {
     expect(withCache.stderr).toBe('');
     expect(withCache.stdout).toBe(without.stdout);
     expect(withCache.stdout.length).toBeGreaterThan(100);
+  });
+
+  describe('a module planted in the cache', () => {
+    const source = "const who: string = 'the source';\nconsole.log(who);\n";
+    const plant = () => {
+      writeFileSync(join(dir, 'plant.ts'), source);
+      writeFileSync(join(cacheDir(), keyOf(source)), "console.log('planted');\n");
+    };
+
+    it('is served from a directory only this user may write (what makes the cache work)', async () => {
+      chmodSync(cacheDir(), 0o700);
+      plant();
+      expect((await node(['--import', HOOK, 'plant.ts'])).stdout).toBe('planted\n');
+    });
+
+    it('is not served once others may write to the directory', async () => {
+      plant();
+      chmodSync(cacheDir(), 0o777);
+      try {
+        expect((await node(['--import', HOOK, 'plant.ts'])).stdout).toBe('the source\n');
+      } finally {
+        chmodSync(cacheDir(), 0o700);
+      }
+    });
+
+    it.skipIf(process.getuid?.() !== 0)(
+      'is not served from a directory another user owns (run as root: root runs nothing they wrote)',
+      async () => {
+        plant();
+        chownSync(cacheDir(), 65534, 65534);
+        try {
+          expect((await node(['--import', HOOK, 'plant.ts'])).stdout).toBe('the source\n');
+        } finally {
+          chownSync(cacheDir(), 0, 0);
+        }
+      },
+    );
   });
 });
