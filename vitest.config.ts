@@ -1,8 +1,21 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 import { DurationSequencer } from './test/duration-sequencer.ts';
+import { sharedProcessFiles } from './test/shared-process.ts';
 
-// .ci/run asks for a JSON copy of the results to print one plain summary line at the end.
-const resultsFile = process.env.REGISTRAR_TEST_RESULTS;
+/**
+ * `only`: the unit and infrastructure files that may share a fork (test/shared-process.ts), run
+ * two forks without isolation; `skip`: every other file, each in a fork of its own. npm test runs
+ * the first, then the second (scripts/test.ts); unset (vitest alone, `npm test -- <filter>`),
+ * every file in a fork of its own, as before.
+ */
+const shared = sharedMode(process.env.REGISTRAR_TEST_SHARED);
+const sharedFiles = shared === undefined ? [] : sharedProcessFiles(import.meta.dirname);
+// .ci/run asks for a JSON copy of the results to print one plain summary line at the end (the
+// shared files' run writes its own beside it).
+const resultsFile =
+  shared === 'only'
+    ? process.env.REGISTRAR_TEST_RESULTS?.replace(/(\.json)?$/, '-shared.json')
+    : process.env.REGISTRAR_TEST_RESULTS;
 const leaveOutRealCluster =
   process.env.CI === 'true' && process.env.REGISTRAR_REAL_CLUSTER_STAGE !== '1';
 
@@ -18,17 +31,25 @@ function testForks(): number {
   return forks;
 }
 
+function sharedMode(asked: string | undefined): 'only' | 'skip' | undefined {
+  if (asked === undefined || asked === '') return undefined;
+  if (asked === 'only' || asked === 'skip') return asked;
+  throw new Error(`REGISTRAR_TEST_SHARED must be 'only' or 'skip'; got '${asked}'`);
+}
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
+    include: shared === 'only' ? sharedFiles : ['test/**/*.test.ts'],
     // In CI the real-cluster tests run in a stage of their own after `npm test -- --all`
     // (test/real-cluster/stage.sh, from .ci/run), not twice (they start their own dynalite, so
     // the DynamoDB Local pass leaves them out: test/dynamodb-local-files.ts). Elsewhere they run
     // with the rest when test/real-cluster/build.sh has built their binaries, and skip with one
     // line otherwise.
-    exclude: leaveOutRealCluster
-      ? [...configDefaults.exclude, 'test/integration/real-cluster-*.test.ts']
-      : configDefaults.exclude,
+    exclude: [
+      ...configDefaults.exclude,
+      ...(leaveOutRealCluster ? ['test/integration/real-cluster-*.test.ts'] : []),
+      ...(shared === 'skip' ? sharedFiles : []),
+    ],
     // Every temporary file of the run under one directory, removed at the end.
     globalSetup: ['test/global-tmpdir.ts'],
     // REGISTRAR_TEST_CPU=<file>: each test file's CPU and wall time, a JSON line each
@@ -44,7 +65,7 @@ export default defineConfig({
     // The whole run is bound by CPU, not by waiting: more forks end no sooner
     // (docs/contributing.md, "CI stages"). REGISTRAR_TEST_FORKS sets another count (1 on a
     // machine that must stay quiet).
-    poolOptions: { forks: { maxForks: testForks(), minForks: 1 } },
+    poolOptions: { forks: { maxForks: testForks(), minForks: 1, isolate: shared !== 'only' } },
     reporters: resultsFile ? ['default', ['json', { outputFile: resultsFile }]] : ['default'],
     // The functions run inside the test processes: keep their JSON logs and EMF metrics out of
     // the test output. A test about logging sets its own level.

@@ -68,11 +68,22 @@ describe('npm test -- --all', () => {
       ['type-check', true],
       ['lint', true],
       ['DynamoDB Local suite', true],
+      ['vitest (shared forks)', false],
       ['vitest', false],
     ]);
     const local = chain[2];
     expect(local?.prefix).toBe('[dynamodb-local] ');
     expect(local?.env?.REGISTRAR_TEST_FORKS).toBe('1');
+  });
+
+  it('runs the files that may share forks first, then every other file in a fork of its own', () => {
+    for (const chain of [steps(planOf([])), steps(planOf(['--all']))]) {
+      const [shared, own] = chain.filter((step) => !step.beside);
+      expect(shared?.env).toEqual({ REGISTRAR_TEST_SHARED: 'only' });
+      expect(own?.env).toEqual({ REGISTRAR_TEST_SHARED: 'skip' });
+    }
+    // vitest alone (a filter) keeps every file in a fork of its own.
+    expect(steps(planOf(['sweep']))[0]?.env).toBeUndefined();
   });
 
   it('marks whole lines only, however the output arrives in pieces', async () => {

@@ -1,0 +1,53 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { OWN_PROCESS_MARKER, ownProcessReason, sharedProcessFiles } from '../shared-process.ts';
+
+const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+/** test/shared-process.ts: which files may share a fork with others (no isolation). */
+describe('files that share forks', () => {
+  it('keeps a process of its own for a file that changes process-wide state, naming what', () => {
+    expect(ownProcessReason("vi.mock('../../lib/x.ts', () => ({}));")).toBe(
+      'mocks a module or hoists setup',
+    );
+    expect(ownProcessReason("vi.hoisted(() => { process.env.X ??= '1'; });")).toBe(
+      'mocks a module or hoists setup',
+    );
+    expect(ownProcessReason("vi.stubEnv('AWS_REGION', 'eu-west-1');")).toBe(
+      'stubs the environment or a global',
+    );
+    expect(ownProcessReason('vi.useFakeTimers();')).toBe('fakes the timers');
+    expect(ownProcessReason("process.env.AWS_REGION = 'x';")).toBe('writes process.env');
+    expect(ownProcessReason("process.env['A'] ??= 'x';")).toBe('writes process.env');
+    expect(ownProcessReason('delete process.env.AWS_REGION;')).toBe('writes process.env');
+    expect(ownProcessReason("process.chdir('/tmp');")).toBe(
+      'changes the working directory or umask',
+    );
+    expect(ownProcessReason(`// ${OWN_PROCESS_MARKER}: it patches a prototype`)).toBe(
+      `says '${OWN_PROCESS_MARKER}'`,
+    );
+  });
+
+  it('lets a file share that only reads the environment or compares it', () => {
+    expect(ownProcessReason("const region = process.env.AWS_REGION ?? 'eu-west-1';")).toBe(
+      undefined,
+    );
+    expect(ownProcessReason("if (process.env.CI === 'true') skip();")).toBe(undefined);
+    expect(ownProcessReason('const env = { ...process.env, X: "1" };')).toBe(undefined);
+  });
+
+  it('shares only unit and infrastructure files, and none that the scan keeps apart', () => {
+    const files = sharedProcessFiles(REPO);
+    expect(files.length).toBeGreaterThan(100);
+    for (const file of files) {
+      expect(file).toMatch(/^test\/(unit|infra)\/[^/]+\.test\.ts$/);
+      expect(ownProcessReason(readFileSync(join(REPO, file), 'utf8')), file).toBeUndefined();
+    }
+    // Files known to mock modules or hoist the environment stay apart.
+    expect(files).not.toContain('test/unit/secrets-in-logs.test.ts');
+    expect(files).not.toContain('test/unit/sweep-timer.test.ts');
+    expect(files).toContain('test/infra/functions.test.ts');
+  });
+});
