@@ -1,8 +1,8 @@
-import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { runProgram } from '../fixtures/run-program.ts';
 
 /**
  * `cdk synth -c gracePeriod=0m` as the CDK CLI runs the app: `node infra/app.ts` with the
@@ -15,12 +15,13 @@ beforeEach(() => {
 });
 afterEach(() => rmSync(outdir, { recursive: true, force: true }));
 
-function synth(context: Record<string, unknown>) {
-  return spawnSync(process.execPath, ['infra/app.ts'], {
-    encoding: 'utf8',
-    env: { ...process.env, CDK_OUTDIR: outdir, CDK_CONTEXT_JSON: JSON.stringify(context) },
-    timeout: 150_000,
+async function synth(context: Record<string, unknown>) {
+  const run = await runProgram(process.execPath, ['infra/app.ts'], {
+    ...process.env,
+    CDK_OUTDIR: outdir,
+    CDK_CONTEXT_JSON: JSON.stringify(context),
   });
+  return { status: run.code, stdout: run.stdout, stderr: run.stderr };
 }
 
 describe('cdk synth with a bad option', () => {
@@ -45,8 +46,8 @@ describe('cdk synth with a bad option', () => {
       { meshTokenLifetime: '30m' },
       "workload-registrar: invalid mesh option meshTokenLifetime (value '30m'): applies only with the projector, which the sidecar bootstrap mints in; set projectorClusterName, projectorEndpoint and projectorCertificateAuthority (docs/kubernetes.md)",
     ],
-  ])('prints the message alone for %j and exits 1', (context, message) => {
-    const result = synth(context);
+  ])('prints the message alone for %j and exits 1', async (context, message) => {
+    const result = await synth(context);
     expect(result.status).toBe(1);
     expect(result.stderr).toBe(`${message}\n`);
     expect(result.stderr).not.toMatch(/\n\s+at |StackOptionsError/);
@@ -56,8 +57,8 @@ describe('cdk synth with a bad option', () => {
 
 // A synth runs cdk-nag over the whole stack: tens of seconds on a busy machine.
 describe('cdk synth with an option nobody reads', { timeout: 180_000 }, () => {
-  it('refuses a misspelt option, naming the one it meant, instead of deploying the default', () => {
-    const result = synth({ graceperiod: '10m', sweepRat: '2m' });
+  it('refuses a misspelt option, naming the one it meant, instead of deploying the default', async () => {
+    const result = await synth({ graceperiod: '10m', sweepRat: '2m' });
     expect(result.status).toBe(1);
     expect(result.stderr).toMatch(
       /^workload-registrar: unknown stack option -c graceperiod \(did you mean gracePeriod\?\), -c sweepRat \(did you mean sweepRate\?\): no option reads it, so it would deploy the default; the options are .*gracePeriod.*\n$/,
@@ -65,8 +66,8 @@ describe('cdk synth with an option nobody reads', { timeout: 180_000 }, () => {
     expect(result.stdout).toBe('');
   });
 
-  it("accepts the CDK's own keys and feature flags beside the options", () => {
-    const result = synth({
+  it("accepts the CDK's own keys and feature flags beside the options", async () => {
+    const result = await synth({
       gracePeriod: '10m',
       '@aws-cdk/core:enablePartitionLiterals': 'true',
       'aws:cdk:enable-path-metadata': 'true',

@@ -1,4 +1,3 @@
-import { execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bundleFunction } from '../../bench/bundle-size.ts';
 import { type FunctionName, WEBSOCKET_FUNCTIONS } from '../../infra/constructs/bundling.ts';
 import { decodeStack } from '../../scripts/decode-stack.ts';
+import { runProgram } from '../fixtures/run-program.ts';
 
 /**
  * Real esbuild bundles, with the settings the CDK construct deploys (the assertion tests skip
@@ -70,12 +70,14 @@ describe('function bundles', () => {
         const outdir = join(dir, name);
         await bundleFunction(name, { outdir });
         const script = `const m=await import(${JSON.stringify(`file://${join(outdir, 'index.mjs')}`)});process.stdout.write(typeof m.handler);`;
-        const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
-          cwd: outdir,
-          env: { PATH: process.env.PATH, AWS_REGION: 'eu-west-1' },
-          encoding: 'utf8',
-        });
-        expect(out).toBe('function');
+        const run = await runProgram(
+          process.execPath,
+          ['--input-type=module', '-e', script],
+          { PATH: process.env.PATH, AWS_REGION: 'eu-west-1' },
+          outdir,
+        );
+        expect(run.code, run.stderr).toBe(0);
+        expect(run.stdout).toBe('function');
       },
       60_000,
     );
@@ -87,11 +89,12 @@ describe('function bundles', () => {
       await bundleFunction('authorize', { outdir });
       const file = join(outdir, 'index.mjs');
       const script = `const m=await import(${JSON.stringify(`file://${file}`)});try{await m.handler({},{getRemainingTimeInMillis:()=>1000})}catch(e){process.stdout.write(e.stack)}`;
-      const stack = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
-        cwd: outdir,
-        env: { PATH: process.env.PATH, POWERTOOLS_LOG_LEVEL: 'SILENT', NODE_OPTIONS: '' },
-        encoding: 'utf8',
-      });
+      const { stdout: stack } = await runProgram(
+        process.execPath,
+        ['--input-type=module', '-e', script],
+        { PATH: process.env.PATH, POWERTOOLS_LOG_LEVEL: 'SILENT', NODE_OPTIONS: '' },
+        outdir,
+      );
       expect(stack).toMatch(/REGISTRAR_TABLE/);
       expect(stack).toMatch(/index\.mjs:\d+:\d+/);
       expect(stack).not.toMatch(/lib\/config\.ts/);

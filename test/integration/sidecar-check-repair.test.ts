@@ -14,7 +14,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { runProgram } from '../fixtures/chroot-root.ts';
+import { runProgram } from '../fixtures/run-program.ts';
 import {
   asUserArgs,
   PROXY_UID,

@@ -6,7 +6,6 @@ import { buildRpm } from '../../packaging/rpm-package.ts';
 import { packageInputs } from '../fixtures/agent-package-build.ts';
 import {
   type ChrootTools,
-  type CommandResult,
   chrootToolsAvailable,
   prepareChrootTools,
   runWithRootMounts,
@@ -14,6 +13,7 @@ import {
 import { buildIstioRpm } from '../fixtures/istio-packages-stand-in.ts';
 import { PROXY_UID, setIstioHook } from '../fixtures/istio-stand-in.ts';
 import { startIstio } from '../fixtures/istio-unit-stand-in.ts';
+import type { CommandResult } from '../fixtures/run-program.ts';
 import { STRANGER_UID } from '../fixtures/sidecar-layout.ts';
 import {
   PLANT_KINDS,

@@ -1,9 +1,9 @@
-import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runProgram } from '../fixtures/run-program.ts';
 
 /**
  * The layout check `npm run lint` runs (.dependency-cruiser.cjs) against a small tree planted
@@ -33,8 +33,8 @@ interface Violation {
 }
 
 /** The check's violations over the planted tree, as `rule: from -> to`. */
-function violations(): string[] {
-  const run = spawnSync(
+async function violations(): Promise<string[]> {
+  const run = await runProgram(
     process.execPath,
     [
       DEPCRUISE,
@@ -49,12 +49,11 @@ function violations(): string[] {
       '--output-type',
       'json',
     ],
-    { cwd: tree, encoding: 'utf8', timeout: 60_000 },
+    process.env,
+    tree,
   );
   if (run.stdout === '') {
-    throw new Error(
-      `depcruise printed nothing (${run.status ?? run.signal}, ${String(run.error)}): ${run.stderr}`,
-    );
+    throw new Error(`depcruise printed nothing (exit ${run.code}): ${run.stderr}`);
   }
   const result = JSON.parse(run.stdout) as { summary: { violations: Violation[] } };
   return result.summary.violations.map((v) => `${v.rule.name}: ${v.from} -> ${v.to}`).sort();
@@ -131,7 +130,10 @@ describe('the layout check', () => {
     'lib/upward.ts':
       "import { run } from '../cli/commands/dashboard.ts';\nexport const up = run;\n",
   });
-  const found = violations();
+  let found: string[] = [];
+  beforeAll(async () => {
+    found = await violations();
+  }, 120_000);
 
   it('refuses a circle, even of type imports only', () => {
     expect(found).toContain('no-circular: lib/domain/a.ts -> lib/domain/b.ts');
