@@ -1,4 +1,4 @@
-import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +15,7 @@ import { killChild } from '../fixtures/agent-unit.ts';
 import { highestVersions, STOCK_LIBRARIES, versionAtMost } from '../fixtures/library-needs.ts';
 import { memoryCage, memoryCageAvailable } from '../fixtures/memory-cgroup.ts';
 import { aarch64TestSkip, underQemu } from '../fixtures/qemu-aarch64.ts';
+import { runProgram } from '../fixtures/run-program.ts';
 
 /**
  * The agent's executables (packaging/agent-executable.ts), one per CPU, as a VM runs them: with
@@ -61,14 +62,12 @@ function command(arch: AgentArch, args: string[]): { command: string; args: stri
   return arch === 'x86_64' ? { command: program, args } : underQemu(program, args);
 }
 
-function runOnce(arch: AgentArch, args: string[]) {
+/** Runs it to its exit, asynchronously (a qemu start on a loaded machine is long). */
+async function runOnce(arch: AgentArch, args: string[]) {
   const started = command(arch, args);
   // No Node.js on the PATH it is given: it must need none.
-  return spawnSync(started.command, started.args, {
-    encoding: 'utf8',
-    env: { PATH: '/nonexistent' },
-    timeout: 60_000,
-  });
+  const run = await runProgram(started.command, started.args, { PATH: '/nonexistent' });
+  return { status: run.code, stdout: run.stdout, stderr: run.stderr };
 }
 
 /** Registers as `ip` against the local runtime, then stops it as systemd does; resolves its exit. */
@@ -129,21 +128,20 @@ async function registerAndStop(
 }
 
 describe('the x86_64 executable, run with no Node.js', () => {
-  it('answers --version', () => {
-    const version = runOnce('x86_64', ['--version']);
+  it('answers --version', async () => {
+    const version = await runOnce('x86_64', ['--version']);
     expect(version.stderr).toBe('');
     expect(version.stdout).toBe(`registrar-agent ${VERSION}\n`);
   });
 
-  it('has the CLI of the bundle: the same --help, the same refusal of a config without group and namespace (exit 2)', () => {
-    const bundled = (args: string[]) =>
-      spawnSync(process.execPath, [bundle, ...args], { encoding: 'utf8' });
-    expect(runOnce('x86_64', ['--help']).stdout).toBe(bundled(['--help']).stdout);
-    const refused = runOnce('x86_64', ['--url', bed.runtime.url]);
+  it('has the CLI of the bundle: the same --help, the same refusal of a config without group and namespace (exit 2)', async () => {
+    const bundled = (args: string[]) => runProgram(process.execPath, [bundle, ...args]);
+    expect((await runOnce('x86_64', ['--help'])).stdout).toBe((await bundled(['--help'])).stdout);
+    const refused = await runOnce('x86_64', ['--url', bed.runtime.url]);
     expect(refused.status).toBe(2);
     expect(refused.stderr).toContain('group: is required');
     expect(refused.stderr).toContain('namespace: is required');
-    expect(refused.stderr).toBe(bundled(['--url', bed.runtime.url]).stderr);
+    expect(refused.stderr).toBe((await bundled(['--url', bed.runtime.url])).stderr);
   });
 
   it('registers the VM with the local runtime, and on SIGTERM drains and exits 0', async () => {
@@ -204,8 +202,8 @@ describe('the x86_64 executable, run with no Node.js', () => {
 });
 
 describe.skipIf(aarch64Skipped)('the aarch64 executable, run under qemu-user', () => {
-  it('answers --version', () => {
-    const version = runOnce('aarch64', ['--version']);
+  it('answers --version', async () => {
+    const version = await runOnce('aarch64', ['--version']);
     expect(version.stderr).toBe('');
     expect(version.stdout).toBe(`registrar-agent ${VERSION}\n`);
   }, 90_000);
