@@ -145,14 +145,14 @@ export function steps(plan: TestPlan): Step[] {
     args: node('node_modules/vitest/vitest.mjs', 'run'),
     env: { REGISTRAR_TEST_SHARED: 'only' },
   };
-  const ownForks = (...files: string[]): Step => ({
+  const ownForks = (files: string[], forks?: string): Step => ({
     ...vitest,
     args: node('node_modules/vitest/vitest.mjs', 'run', ...files),
-    env: { REGISTRAR_TEST_SHARED: 'skip' },
+    env: { REGISTRAR_TEST_SHARED: 'skip', ...(forks ? { REGISTRAR_TEST_FORKS: forks } : {}) },
   });
   if (!plan.all) {
     const { run } = fastLoopFiles(REPO);
-    return [...statics, sharedForks, ownForks(...run)];
+    return [...statics, sharedForks, ownForks(run)];
   }
   // The DynamoDB Local pass runs beside the dynalite pass, in a fork of its own (its files wait
   // on DynamoDB Local's JVM more than on the CPU), its lines marked: run one after the other,
@@ -168,7 +168,10 @@ export function steps(plan: TestPlan): Step[] {
       env: { REGISTRAR_TEST_FORKS: process.env.REGISTRAR_DYNAMODB_LOCAL_FORKS || '1' },
     },
     sharedForks,
-    ownForks(),
+    // Three forks: once the shared files are done, the rest is as much waiting (timers, agents,
+    // sweeps) as CPU, and two forks left a core idle a quarter of the time (docs/contributing.md,
+    // "CI stages"). REGISTRAR_TEST_FORKS still sets another count.
+    ownForks([], process.env.REGISTRAR_TEST_FORKS || '3'),
   ];
 }
 
