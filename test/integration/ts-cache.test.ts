@@ -40,13 +40,19 @@ async function node(args: string[], env: Record<string, string> = {}) {
   try {
     const { stdout, stderr } = await run(process.execPath, args, {
       cwd: dir,
-      env: { ...process.env, TMPDIR: cacheRoot, ...env },
+      // Not npm test's own compile cache (NODE_COMPILE_CACHE): the default, under TMPDIR.
+      env: { ...withoutCompileCache(process.env), TMPDIR: cacheRoot, ...env },
     });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code: number; stdout: string; stderr: string };
     return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
   }
+}
+
+function withoutCompileCache(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { NODE_COMPILE_CACHE: _, ...rest } = env;
+  return rest;
 }
 
 const cacheDir = () => join(cacheRoot, 'node-compile-cache', 'registrar-ts');
