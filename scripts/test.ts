@@ -1,6 +1,6 @@
 /**
  * `npm test`: the fast loop (type-check and lint beside the unit, infrastructure and store
- * contract tests, about 2 minutes); `npm test -- --all`: the whole chain (type-check, lint and
+ * contract tests, about 1 minute); `npm test -- --all`: the whole chain (type-check, lint and
  * the DynamoDB Local pass beside every test), what CI runs; given file filters or a test
  * name, vitest alone on those. `npm test -- --help` says how.
  *
@@ -22,9 +22,9 @@ const REPO = join(dirname(fileURLToPath(import.meta.url)), '..');
 
 export const HELP = `usage: npm test [-- [options] [file filters...] [-- vitest options...]]
 
-  npm test                        the fast loop (~2 min): type-check and lint beside the unit,
+  npm test                        the fast loop (~1 min): type-check and lint beside the unit,
                                   infrastructure and store contract tests; says what it skipped
-  npm test -- --all               everything (what CI runs, ~18 min): type-check and lint beside
+  npm test -- --all               everything (what CI runs, ~13 min): type-check and lint beside
                                   every test, and beside them the files that reach the store
                                   again against DynamoDB Local (when Java is installed)
   npm test -- sweep               only vitest, on the test files whose path contains 'sweep'
