@@ -320,14 +320,17 @@ export async function startLocalRuntime(options: LocalRuntimeOptions = {}): Prom
     const scheduledSweep = onSweepEnd
       ? async () => {
           const startedAt = Date.now();
+          // Told once per run, whatever the callback does: a callback that throws after a
+          // successful run is not told again that the run failed.
+          let outcome: Omit<SweepRunOutcome, 'startedAt' | 'endedAt'>;
           try {
-            const summary = await sweepNow();
-            onSweepEnd({ startedAt, endedAt: Date.now(), summary });
-            return summary;
+            outcome = { summary: await sweepNow() };
           } catch (error) {
-            onSweepEnd({ startedAt, endedAt: Date.now(), error });
-            throw error;
+            outcome = { error };
           }
+          onSweepEnd({ startedAt, endedAt: Date.now(), ...outcome });
+          if ('error' in outcome) throw outcome.error;
+          return outcome.summary as SweeperSummary;
         }
       : sweepNow;
     const timer = startSweepTimer(

@@ -14,6 +14,7 @@ import { startDynamoDbLocal } from '../../infra/local/dynamodb-local-server.ts';
 import {
   type LocalRuntime,
   type LocalRuntimeOptions,
+  type SweepRunOutcome,
   startLocalRuntime,
 } from '../../infra/local/runtime.ts';
 import { createJoinToken } from '../../lib/auth/join-token.ts';
@@ -321,6 +322,29 @@ describe('local storage', () => {
       expect(readdirSync(dataDir)).toEqual([]);
     } finally {
       rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('the sweep schedule', () => {
+  it('tells onSweepEnd of each run once, even when the callback throws', async () => {
+    const told: SweepRunOutcome[] = [];
+    const h = await harness({
+      sweepIntervalMs: 50,
+      onSweepEnd: (run) => {
+        told.push(run);
+        if (told.length === 1) throw new Error('a callback that throws');
+      },
+    });
+    try {
+      await until(async () => (told.length >= 3 ? true : undefined));
+      // Before: the throw after a successful run was caught and told again as a failed run.
+      expect(told[0]?.summary).toBeDefined();
+      expect(told[0]?.error).toBeUndefined();
+      const starts = told.map((run) => run.startedAt);
+      expect(new Set(starts).size).toBe(starts.length);
+    } finally {
+      await h.runtime.close();
     }
   });
 });
