@@ -6,8 +6,8 @@
  * durations do not know (a new one) runs first, as vitest runs unknown files first: it might be
  * slow. A file that failed in this checkout's own cache still runs first.
  *
- * `node test/record-durations.ts .test-results/vitest.json` refreshes the file from a run's
- * JSON results (docs/contributing.md, "CI stages").
+ * `node test/record-durations.ts .test-results/vitest.json .test-results/vitest-shared.json`
+ * refreshes the file from a run's JSON results (docs/contributing.md, "CI stages").
  */
 import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';
