@@ -1,6 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { WorkloadEntry } from '../../lib/domain/model.ts';
-import { waitFor as pollFor } from '../fixtures/agent-targets.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { testBackend } from '../fixtures/dynamo.ts';
 import { restartablePort } from '../fixtures/ports.ts';
@@ -13,18 +12,8 @@ import {
   startAgent,
   startMixedRuntime,
   type Tree,
+  waitForFleet as waitFor,
 } from '../fixtures/release-fleet.ts';
-
-/**
- * Each check here asks a runtime in another process (a CLI call, often of the previous
- * release, whose local store parses every request afresh): polled every 25 ms, the waits alone
- * cost most of the test's CPU. Its waits last seconds; four checks a second are plenty.
- */
-const waitFor = <T>(
-  check: () => T | undefined | false | Promise<T | undefined | false>,
-  what: string,
-  timeoutMs?: number,
-) => pollFor(check, what, timeoutMs, 250);
 
 /**
  * A deploy half-way, in the local runtime: the authorizer of one release in front of the
