@@ -3,10 +3,10 @@ import { DurationSequencer } from './test/duration-sequencer.ts';
 import { sharedProcessFiles } from './test/shared-process.ts';
 
 /**
- * `only`: the unit and infrastructure files that may share a fork (test/shared-process.ts), run
- * two forks without isolation; `skip`: every other file, each in a fork of its own. npm test runs
- * the first, then the second (scripts/test.ts); unset (vitest alone, `npm test -- <filter>`),
- * every file in a fork of its own, as before.
+ * `only`: the files that may share a fork (test/shared-process.ts), run without isolation;
+ * `skip`: every other file, each in a fork of its own. npm test runs both (scripts/test.ts: in
+ * the fast loop one after the other, in `--all` side by side); unset (vitest alone,
+ * `npm test -- <filter>`), every file in a fork of its own.
  */
 const shared = sharedMode(process.env.REGISTRAR_TEST_SHARED);
 const sharedFiles = shared === undefined ? [] : sharedProcessFiles(import.meta.dirname);
@@ -61,10 +61,9 @@ export default defineConfig({
     pool: 'forks',
     // The slowest files first, from committed durations (a fresh clone has no cache of them).
     sequence: { sequencer: DurationSequencer },
-    // Two forks on two cores, the DynamoDB Local pass beside them in a third (scripts/test.ts).
-    // The whole run is bound by CPU, not by waiting: more forks end no sooner
-    // (docs/contributing.md, "CI stages"). REGISTRAR_TEST_FORKS sets another count (1 on a
-    // machine that must stay quiet).
+    // Two forks unless REGISTRAR_TEST_FORKS sets another count (npm test -- --all: three shared,
+    // one for the files of their own, one for the DynamoDB Local pass; docs/contributing.md,
+    // "CI stages"; 1 on a machine that must stay quiet).
     poolOptions: { forks: { maxForks: testForks(), minForks: 1, isolate: shared !== 'only' } },
     reporters: resultsFile ? ['default', ['json', { outputFile: resultsFile }]] : ['default'],
     // The functions run inside the test processes: keep their JSON logs and EMF metrics out of

@@ -137,27 +137,34 @@ export function steps(plan: TestPlan): Step[] {
     { title: 'type-check', command: 'npm', args: ['run', '--silent', 'typecheck'], beside: true },
     { title: 'lint', command: 'npm', args: ['run', '--silent', 'lint'], beside: true },
   ];
-  // The unit and infrastructure files that change no process-wide state share two forks
-  // (test/shared-process.ts: 146 files, ~60 s of CPU instead of ~195 s), then every other file
-  // runs in a fork of its own.
-  const sharedForks: Step = {
+  // The files that change no process-wide state share forks (test/shared-process.ts: unit,
+  // infrastructure, most integration and property files; each fork imports the SDK, dynalite
+  // and aws-cdk-lib once, not once a file), and every other file runs in a fork of its own.
+  // --passWithNoTests: a filter may leave one of the two with no file.
+  const vitestOn = (
+    files: string[],
+    shared: 'only' | 'skip',
+    forks: string | undefined,
+    title: string,
+  ) => ({
     ...vitest,
-    title: 'vitest (shared forks)',
-    args: node('node_modules/vitest/vitest.mjs', 'run'),
-    env: { REGISTRAR_TEST_SHARED: 'only' },
-  };
-  const ownForks = (files: string[], forks?: string): Step => ({
-    ...vitest,
-    args: node('node_modules/vitest/vitest.mjs', 'run', ...files),
-    env: { REGISTRAR_TEST_SHARED: 'skip', ...(forks ? { REGISTRAR_TEST_FORKS: forks } : {}) },
+    title,
+    args: node('node_modules/vitest/vitest.mjs', 'run', '--passWithNoTests', ...files),
+    env: { REGISTRAR_TEST_SHARED: shared, ...(forks ? { REGISTRAR_TEST_FORKS: forks } : {}) },
   });
   if (!plan.all) {
     const { run } = fastLoopFiles(REPO);
-    return [...statics, sharedForks, ownForks(run)];
+    return [
+      ...statics,
+      vitestOn(run, 'only', undefined, 'vitest (shared forks)'),
+      vitestOn(run, 'skip', undefined, 'vitest (forks of their own)'),
+    ];
   }
   // The DynamoDB Local pass runs beside the dynalite pass, in a fork of its own (its files wait
   // on DynamoDB Local's JVM more than on the CPU), its lines marked: run one after the other,
   // the two took 18 minutes of a CI run; side by side they share what the other leaves idle.
+  // The few files that need a process of their own run beside the shared forks, one at a time
+  // (the longest, lambda-handler-memory, takes about a minute), their lines marked too.
   return [
     ...statics,
     {
@@ -168,11 +175,15 @@ export function steps(plan: TestPlan): Step[] {
       prefix: '[dynamodb-local] ',
       env: { REGISTRAR_TEST_FORKS: process.env.REGISTRAR_DYNAMODB_LOCAL_FORKS || '1' },
     },
-    sharedForks,
-    // Three forks: once the shared files are done, the rest is as much waiting (timers, agents,
-    // sweeps) as CPU, and two forks left a core idle a quarter of the time (docs/contributing.md,
+    {
+      ...vitestOn([], 'skip', '1', 'vitest (forks of their own)'),
+      beside: true,
+      prefix: '[own process] ',
+    },
+    // Three forks: the integration files wait on timers, agents and sweeps as much as they
+    // compute, and two forks left a core idle a quarter of the time (docs/contributing.md,
     // "CI stages"). REGISTRAR_TEST_FORKS still sets another count.
-    ownForks([], process.env.REGISTRAR_TEST_FORKS || '3'),
+    vitestOn([], 'only', process.env.REGISTRAR_TEST_FORKS || '3', 'vitest (shared forks)'),
   ];
 }
 

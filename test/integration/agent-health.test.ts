@@ -1,10 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // Powertools reads these when the handlers load: keep test output readable.
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
 
 import {
   type HttpTarget,

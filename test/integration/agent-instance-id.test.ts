@@ -1,9 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { INSTANCE_ID_LABEL } from '../../agent/discovery.ts';
 import { INSTANCE_ID_LABEL as REGISTRAR_INSTANCE_ID_LABEL } from '../../lib/auth/instance-identity.ts';

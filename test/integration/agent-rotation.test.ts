@@ -1,9 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { type HttpTarget, startHttpTarget, waitFor } from '../fixtures/agent-targets.ts';
 import { type AgentTestbed, startAgentTestbed } from '../fixtures/agent-testbed.ts';

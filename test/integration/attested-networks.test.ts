@@ -1,12 +1,7 @@
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 import { systemClock } from '../../agent/clock.ts';
 import { buildConnectUrl } from '../../agent/connect-url.ts';

@@ -1,13 +1,9 @@
 import { tmpdir } from 'node:os';
 import { Readable } from 'node:stream';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 // Powertools reads these when lib/observability.ts is imported: keep test output readable.
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
 
 import { runCli } from '../../cli/main.ts';
 import { createAuthorizeHandler } from '../../functions/authorize.ts';

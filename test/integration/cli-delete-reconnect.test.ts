@@ -1,11 +1,7 @@
 import { dirname } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 
 // Powertools reads these when the handlers load: keep test output readable.
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
 
 import { type AgentTiming, DEFAULT_TIMING } from '../../agent/config.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';

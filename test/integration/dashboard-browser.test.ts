@@ -2,14 +2,8 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
-
 import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { OverviewResponse } from '../../lib/dashboard-server/api-types.ts';
 import { type HttpTarget, startHttpTarget } from '../fixtures/agent-targets.ts';
 import { type AgentTestbed, startAgentTestbed } from '../fixtures/agent-testbed.ts';

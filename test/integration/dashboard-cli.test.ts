@@ -2,12 +2,7 @@ import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import type { OverviewResponse } from '../../lib/dashboard-server/api-types.ts';
 import { captureCli } from '../fixtures/cli-run.ts';

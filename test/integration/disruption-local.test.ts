@@ -1,10 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
 import { createJoinToken } from '../../lib/auth/join-token.ts';

@@ -1,13 +1,9 @@
 import { tmpdir } from 'node:os';
 import { dirname } from 'node:path';
 import { Readable } from 'node:stream';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 
 // Powertools reads these when the handlers load: keep test output readable.
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
 
 import { runCli } from '../../cli/main.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';

@@ -1,9 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { captureCli } from '../fixtures/cli-run.ts';
 import { startTenantRuntime, type TenantRuntime, until } from '../fixtures/tenant-runtime.ts';

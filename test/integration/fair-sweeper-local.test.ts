@@ -1,9 +1,4 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
+import { afterEach, describe, expect, it } from 'vitest';
 
 import { ENV } from '../../lib/config.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';

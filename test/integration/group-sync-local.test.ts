@@ -1,12 +1,7 @@
 import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
+import { afterEach, describe, expect, it } from 'vitest';
 
 import type { KubeObject } from '../../lib/projection/objects.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';

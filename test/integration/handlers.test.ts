@@ -3,10 +3,6 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vites
 import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 // Powertools reads these when lib/observability.ts is imported: keep test output readable.
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
 
 import { createAuthorizeHandler } from '../../functions/authorize.ts';
 import { createConnectHandler } from '../../functions/connect.ts';

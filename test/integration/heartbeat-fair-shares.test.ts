@@ -1,11 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
-
 import { createSweeperHandler } from '../../functions/sweeper.ts';
 import { startSweepTimer } from '../../infra/local/sweep-timer.ts';
 import { ENV, readConfig } from '../../lib/config.ts';
@@ -23,6 +16,7 @@ import { sweeperStore as composeSweeperStore } from '../../lib/wiring/sweeper-st
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { heartbeatGroup, vmConnect } from '../fixtures/heartbeat-fleet.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 /**
  * Fair shares (DESIGN) for the heartbeat lane, as an attacker plays it: tenant `evil` applies

@@ -1,11 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
-
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   createSweeperHandler,
   type SweeperEvent,
@@ -19,6 +12,7 @@ import { sweeperStore as composeSweeperStore } from '../../lib/wiring/sweeper-st
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { heartbeatGroup, vmConnect } from '../fixtures/heartbeat-fleet.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 /**
  * Heartbeat lanes (issue 44, item 4) through the deployed sweeper handler over dynalite: a

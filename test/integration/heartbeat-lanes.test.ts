@@ -1,11 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
-
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSweeperHandler, type SweeperSummary } from '../../functions/sweeper.ts';
 import { ENV, readConfig } from '../../lib/config.ts';
 import type { WorkloadGroup } from '../../lib/domain/model.ts';
@@ -18,6 +11,7 @@ import {
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { heartbeatGroup, vmConnect } from '../fixtures/heartbeat-fleet.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 /**
  * Heartbeat lanes (lib/domain/heartbeat-lanes.ts) through the deployed sweeper handler over

@@ -1,11 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 // Powertools reads these when lib/observability.ts is imported: keep test output readable.
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
 
 import { type LocalRuntime, startLocalRuntime } from '../../infra/local/runtime.ts';
 import { createJoinToken } from '../../lib/auth/join-token.ts';

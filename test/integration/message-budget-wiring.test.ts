@@ -1,11 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 import { createMessageHandler } from '../../functions/message.ts';
 import { dependenciesFromEnv } from '../../lib/dependencies.ts';

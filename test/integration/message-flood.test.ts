@@ -1,9 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 import { isConnected } from '../../lib/domain/entry-record.ts';
 import { DEFAULT_MESSAGE_BUDGET } from '../../lib/domain/message-budget.ts';

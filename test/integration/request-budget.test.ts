@@ -1,9 +1,4 @@
-import { expect, it, vi } from 'vitest';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
+import { expect, it } from 'vitest';
 
 import {
   type EventCost,

@@ -1,10 +1,5 @@
 import { dirname } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
+import { afterEach, describe, expect, it } from 'vitest';
 
 import { waitFor } from '../fixtures/agent-targets.ts';
 import { type AgentTestbed, NAMESPACE, startAgentTestbed } from '../fixtures/agent-testbed.ts';

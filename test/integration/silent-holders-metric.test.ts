@@ -1,11 +1,4 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
-
 import { createSweeperHandler } from '../../functions/sweeper.ts';
 import { createRenderer } from '../../infra/local/console-log.ts';
 import { ENV, readConfig } from '../../lib/config.ts';
@@ -18,6 +11,7 @@ import { sweeperStore } from '../../lib/wiring/sweeper-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { vmConnect } from '../fixtures/heartbeat-fleet.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 /**
  * The sweeper function counts the holders it drops for silence past their group's heartbeat

@@ -1,11 +1,4 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
-
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createSweeperHandler } from '../../functions/sweeper.ts';
 import { readConfig } from '../../lib/config.ts';
 import type { Dependencies } from '../../lib/dependencies.ts';
@@ -14,6 +7,7 @@ import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 /**
  * One sweep at a time without reserved concurrency (which a new account's concurrency limit

@@ -1,11 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
-
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSweeperHandler } from '../../functions/sweeper.ts';
 import { readConfig } from '../../lib/config.ts';
 import type { Dependencies } from '../../lib/dependencies.ts';
@@ -20,6 +13,7 @@ import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 /**
  * One policy, one place: the registrar's sweeper records the policy it applies, and the CLI's

@@ -1,12 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
-
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import type { Context } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSweeperHandler } from '../../functions/sweeper.ts';
 import { type Dependencies, dependenciesFromEnv } from '../../lib/dependencies.ts';
 import { RELEASE } from '../../lib/release.ts';

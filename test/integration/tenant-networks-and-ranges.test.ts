@@ -1,9 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
 import { GROUP_ANNOTATIONS } from '../../lib/domain/tenant-limits.ts';
 import { startTenantRuntime, type TenantRuntime } from '../fixtures/tenant-runtime.ts';

@@ -1,11 +1,5 @@
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
-
 import type { Metrics } from '@aws-lambda-powertools/metrics';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { METRIC, metrics } from '../../lib/observability.ts';
 import { addressKey } from '../../lib/store/dynamodb-address-claims.ts';
 import { startTenantRuntime, type TenantRuntime, until } from '../fixtures/tenant-runtime.ts';

@@ -3,11 +3,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
-
 import { systemClock } from '../../agent/clock.ts';
 import { buildConnectUrl } from '../../agent/connect-url.ts';
 import { openLink, RefusedError } from '../../agent/connection.ts';

@@ -61,7 +61,9 @@ function invocations(snippet: string, program: RegExp): string[][] {
 
 /** The flags among words, as usage lines write them too: `[-n NS|-A]`, `--dry-run[=client]`. */
 function flagsOf(words: readonly string[]): string[] {
-  return words
+  // After '--' every word is an operand (`token revoke -- -ID`), as the CLI reads it.
+  const end = words.indexOf('--');
+  return (end === -1 ? words : words.slice(0, end))
     .flatMap((word) => word.split('|'))
     .map((word) => word.replace(/^[[(]+/, ''))
     .filter((word) => /^--?[A-Za-z]/.test(word))
@@ -117,6 +119,7 @@ describe('every command the docs show exists', () => {
           const path: string[] = [];
           for (let i = 0; i < words.length; i++) {
             const word = words[i] as string;
+            if (word === '--') break;
             if (word.startsWith('-')) {
               // A flag that takes a value, given apart (`--table NAME`), skips that value.
               const option = [...optionsOf(command)].find(

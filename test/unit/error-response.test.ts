@@ -1,10 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 
 // Powertools reads these when lib/observability.ts is imported: keep test output readable.
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
 
 import {
   ConflictError,

@@ -1,10 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
-
 import { logger, metrics } from '../../lib/observability.ts';
 import { emptyResult, type HeartbeatLaneReport } from '../../lib/registration/sweep-result.ts';
 import { reportHeartbeatLane } from '../../lib/sweep/heartbeat-lane-report.ts';

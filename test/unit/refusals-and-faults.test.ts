@@ -1,11 +1,5 @@
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
-
 import type { Metrics } from '@aws-lambda-powertools/metrics';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import {
   ConflictError,
   InvalidRequestError,

@@ -25,6 +25,11 @@ describe('files that share forks', () => {
     expect(ownProcessReason("process.chdir('/tmp');")).toBe(
       'changes the working directory or umask',
     );
+    expect(ownProcessReason("process.once('SIGTERM', stop);")).toBe('listens on the process');
+    expect(ownProcessReason('const { heapUsed } = process.memoryUsage();')).toBe(
+      "reads the process's heap or CPU",
+    );
+    expect(ownProcessReason('global.gc?.();')).toBe("reads the process's heap or CPU");
     expect(ownProcessReason(`// ${OWN_PROCESS_MARKER}: it patches a prototype`)).toBe(
       `says '${OWN_PROCESS_MARKER}'`,
     );
@@ -38,16 +43,21 @@ describe('files that share forks', () => {
     expect(ownProcessReason('const env = { ...process.env, X: "1" };')).toBe(undefined);
   });
 
-  it('shares only unit and infrastructure files, and none that the scan keeps apart', () => {
+  it('shares unit, infrastructure, integration and property files, none the scan keeps apart', () => {
     const files = sharedProcessFiles(REPO);
-    expect(files.length).toBeGreaterThan(100);
+    expect(files.length).toBeGreaterThan(300);
     for (const file of files) {
-      expect(file).toMatch(/^test\/(unit|infra)\/[^/]+\.test\.ts$/);
+      expect(file).toMatch(/^test\/(unit|infra|integration|property)\/[^/]+\.test\.ts$/);
       expect(ownProcessReason(readFileSync(join(REPO, file), 'utf8')), file).toBeUndefined();
     }
     // Files known to mock modules or hoist the environment stay apart.
     expect(files).not.toContain('test/unit/secrets-in-logs.test.ts');
     expect(files).not.toContain('test/unit/sweep-timer.test.ts');
     expect(files).toContain('test/infra/functions.test.ts');
+    // A heap reading, environment stubs: apart. A runtime over a real socket: shared.
+    expect(files).not.toContain('test/integration/lambda-handler-memory.test.ts');
+    expect(files).not.toContain('test/integration/handlers.test.ts');
+    expect(files).toContain('test/integration/local-runtime.test.ts');
+    expect(files).toContain('test/property/lifecycle.property.test.ts');
   });
 });

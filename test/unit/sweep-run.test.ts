@@ -1,10 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 
-vi.hoisted(() => {
-  process.env.POWERTOOLS_METRICS_DISABLED ??= 'true';
-  process.env.POWERTOOLS_LOG_LEVEL ??= 'SILENT';
-});
-
 // The sweep itself (lib/registration/sweep.ts) has its own tests over dynalite; here it is a
 // stand-in that records when it ran, so each test is about the invocation around it.
 const order: string[] = [];

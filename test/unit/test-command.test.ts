@@ -62,32 +62,34 @@ describe('npm test arguments', () => {
 });
 
 describe('npm test -- --all', () => {
-  it('runs the DynamoDB Local pass beside the dynalite pass, in one fork, its lines marked', () => {
+  it('runs the DynamoDB Local pass and the files of their own beside the shared forks, lines marked', () => {
     const chain = steps(planOf(['--all']));
-    expect(chain.map((step) => [step.title, step.beside === true])).toEqual([
-      ['type-check', true],
-      ['lint', true],
-      ['DynamoDB Local suite', true],
-      ['vitest (shared forks)', false],
-      ['vitest', false],
+    expect(chain.map((step) => [step.title, step.beside === true, step.prefix])).toEqual([
+      ['type-check', true, undefined],
+      ['lint', true, undefined],
+      ['DynamoDB Local suite', true, '[dynamodb-local] '],
+      ['vitest (forks of their own)', true, '[own process] '],
+      ['vitest (shared forks)', false, undefined],
     ]);
-    const local = chain[2];
-    expect(local?.prefix).toBe('[dynamodb-local] ');
-    expect(local?.env?.REGISTRAR_TEST_FORKS).toBe('1');
+    expect(chain[2]?.env?.REGISTRAR_TEST_FORKS).toBe('1');
+    expect(chain[3]?.env).toEqual({ REGISTRAR_TEST_SHARED: 'skip', REGISTRAR_TEST_FORKS: '1' });
+    if (process.env.REGISTRAR_TEST_FORKS === undefined) {
+      expect(chain[4]?.env).toEqual({ REGISTRAR_TEST_SHARED: 'only', REGISTRAR_TEST_FORKS: '3' });
+    }
   });
 
-  it('runs the files that may share forks first, then every other file in a fork of its own', () => {
-    for (const chain of [steps(planOf([])), steps(planOf(['--all']))]) {
-      const [shared, own] = chain.filter((step) => !step.beside);
-      expect(shared?.env).toEqual({ REGISTRAR_TEST_SHARED: 'only' });
-      expect(own?.env?.REGISTRAR_TEST_SHARED).toBe('skip');
+  it("runs the fast loop's files that may share forks first, then the rest in forks of their own", () => {
+    const [shared, own] = steps(planOf([])).filter((step) => !step.beside);
+    // Two forks each (vitest.config.ts), or what REGISTRAR_TEST_FORKS says.
+    expect(shared?.env).toEqual({ REGISTRAR_TEST_SHARED: 'only' });
+    expect(own?.env).toEqual({ REGISTRAR_TEST_SHARED: 'skip' });
+    // Both on the fast loop's files only: a store contract file, not a runtime's.
+    for (const step of [shared, own]) {
+      expect(step?.args).toContain('test/unit');
+      expect(step?.args).toContain('test/integration/dynamodb-token-store.test.ts');
+      expect(step?.args).not.toContain('test/integration/local-runtime.test.ts');
+      expect(step?.args).toContain('--passWithNoTests');
     }
-    // The whole chain gives the files in forks of their own three forks; the fast loop, two.
-    const own = (args: string[]) => steps(planOf(args)).filter((step) => !step.beside)[1];
-    if (process.env.REGISTRAR_TEST_FORKS === undefined) {
-      expect(own(['--all'])?.env?.REGISTRAR_TEST_FORKS).toBe('3');
-    }
-    expect(own([])?.env?.REGISTRAR_TEST_FORKS).toBeUndefined();
     // vitest alone (a filter) keeps every file in a fork of its own.
     expect(steps(planOf(['sweep']))[0]?.env).toBeUndefined();
   });
