@@ -11,7 +11,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { setPriority, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { watchParent } from '../infra/local/parent-watch.ts';
@@ -122,7 +122,15 @@ export interface Step {
   /** Put before each line it prints: a step beside another step that prints as much. */
   prefix?: string;
   env?: Record<string, string>;
+  /**
+   * Its nice value (and its children's): a batch job (tsc, Biome) yields the CPU to the tests,
+   * whose agents, sweeps and timeouts run on the clock, and fills what they leave idle.
+   */
+  nice?: number;
 }
+
+/** The static checks' nice value: the CPU goes to the tests first (docs/contributing.md). */
+export const BATCH_NICE = 10;
 
 const node = (script: string, ...args: string[]): Step['args'] => [script, ...args];
 
@@ -131,11 +139,23 @@ export function steps(plan: TestPlan): Step[] {
   if (plan.vitestOnly) {
     return [{ ...vitest, args: node('node_modules/vitest/vitest.mjs', 'run', ...plan.vitestOnly) }];
   }
-  // The static checks run beside the tests: on two cores most test time is spent waiting on
-  // timers and sockets, so tsc and Biome fit in its gaps (docs/contributing.md, "CI stages").
+  // The static checks run beside the tests, niced: tsc and Biome fit in the gaps the tests leave
+  // and never slow a test that runs on the clock (docs/contributing.md, "CI stages").
   const statics: Step[] = [
-    { title: 'type-check', command: 'npm', args: ['run', '--silent', 'typecheck'], beside: true },
-    { title: 'lint', command: 'npm', args: ['run', '--silent', 'lint'], beside: true },
+    {
+      title: 'type-check',
+      command: 'npm',
+      args: ['run', '--silent', 'typecheck'],
+      beside: true,
+      nice: BATCH_NICE,
+    },
+    {
+      title: 'lint',
+      command: 'npm',
+      args: ['run', '--silent', 'lint'],
+      beside: true,
+      nice: BATCH_NICE,
+    },
   ];
   // The files that change no process-wide state share forks (test/shared-process.ts: unit,
   // infrastructure, most integration and property files; each fork imports the SDK, dynalite
@@ -219,6 +239,14 @@ function run(step: Step): Promise<number> {
   if (step.prefix && child.stdout && child.stderr) {
     prefixLines(child.stdout, process.stdout, step.prefix);
     prefixLines(child.stderr, process.stderr, step.prefix);
+  }
+  // Before the step starts a child of its own (npm takes a while to), so they all inherit it.
+  if (step.nice !== undefined && child.pid !== undefined) {
+    try {
+      setPriority(child.pid, step.nice);
+    } catch {
+      // Not permitted or not supported: the step runs at the usual priority.
+    }
   }
   const guard = guardProcessGroup(child);
   running.add(child);

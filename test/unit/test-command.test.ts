@@ -2,7 +2,14 @@ import { dirname, join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { fastLoopFiles, planOf, prefixLines, steps, UsageError } from '../../scripts/test.ts';
+import {
+  BATCH_NICE,
+  fastLoopFiles,
+  planOf,
+  prefixLines,
+  steps,
+  UsageError,
+} from '../../scripts/test.ts';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -63,6 +70,13 @@ describe('npm test arguments', () => {
 
 describe('npm test -- --all', () => {
   it('runs the DynamoDB Local pass and the files of their own beside the shared forks, lines marked', () => {
+    // The static checks yield the CPU to the tests; no test step is niced.
+    for (const step of steps(planOf(['--all']))) {
+      expect([step.title, step.nice]).toEqual([
+        step.title,
+        ['type-check', 'lint'].includes(step.title) ? BATCH_NICE : undefined,
+      ]);
+    }
     const chain = steps(planOf(['--all']));
     expect(chain.map((step) => [step.title, step.beside === true, step.prefix])).toEqual([
       ['type-check', true, undefined],
