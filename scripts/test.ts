@@ -184,7 +184,8 @@ export function steps(plan: TestPlan): Step[] {
   // on DynamoDB Local's JVM more than on the CPU), its lines marked: run one after the other,
   // the two took 18 minutes of a CI run; side by side they share what the other leaves idle.
   // The few files that need a process of their own run beside the shared forks, one at a time
-  // (the longest, lambda-handler-memory, takes about a minute), their lines marked too.
+  // (the longest, lambda-handler-memory, takes about a minute), their lines marked too. Both
+  // runs beside take their files shortest first (test/duration-sequencer.ts, orderOf).
   return [
     ...statics,
     {
@@ -193,12 +194,20 @@ export function steps(plan: TestPlan): Step[] {
       args: node('test/dynamodb-local-suite.ts'),
       beside: true,
       prefix: '[dynamodb-local] ',
-      env: { REGISTRAR_TEST_FORKS: process.env.REGISTRAR_DYNAMODB_LOCAL_FORKS || '1' },
+      env: {
+        REGISTRAR_TEST_FORKS: process.env.REGISTRAR_DYNAMODB_LOCAL_FORKS || '1',
+        REGISTRAR_TEST_ORDER: 'shortest-first',
+      },
     },
     {
       ...vitestOn([], 'skip', '1', 'vitest (forks of their own)'),
       beside: true,
       prefix: '[own process] ',
+      env: {
+        REGISTRAR_TEST_SHARED: 'skip',
+        REGISTRAR_TEST_FORKS: '1',
+        REGISTRAR_TEST_ORDER: 'shortest-first',
+      },
     },
     // Three forks: the integration files wait on timers, agents and sweeps as much as they
     // compute, and two forks left a core idle a quarter of the time (docs/contributing.md,

@@ -32,11 +32,27 @@ export function slowestFirst(
   return [...paths].sort((a, b) => weight(b) - weight(a) || (a < b ? -1 : a > b ? 1 : 0));
 }
 
+/**
+ * `REGISTRAR_TEST_ORDER=shortest-first` (scripts/test.ts sets it for the runs beside the shared
+ * forks, one fork each): the same order backwards. Their end never ends the run, and their
+ * heaviest files (lambda-handler-memory's interpreted invocations, fault-injection against
+ * DynamoDB Local) then run later, not in the first minute, when every step starts at once and
+ * the shared forks' own fault-injection runs on the clock.
+ */
+export function orderOf(asked: string | undefined): 'slowest-first' | 'shortest-first' {
+  if (asked === undefined || asked === '' || asked === 'slowest-first') return 'slowest-first';
+  if (asked === 'shortest-first') return asked;
+  throw new Error(
+    `REGISTRAR_TEST_ORDER must be 'slowest-first' or 'shortest-first'; got '${asked}'`,
+  );
+}
+
 export class DurationSequencer extends BaseSequencer {
   override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
     const root = this.ctx.config.root;
     const byPath = new Map(files.map((file) => [relative(root, file.moduleId), file]));
     const ordered = slowestFirst([...byPath.keys()], committedDurations());
+    if (orderOf(process.env.REGISTRAR_TEST_ORDER) === 'shortest-first') ordered.reverse();
     return ordered.map((path) => byPath.get(path) as TestSpecification);
   }
 }

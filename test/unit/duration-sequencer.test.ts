@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { committedDurations, slowestFirst } from '../duration-sequencer.ts';
+import { committedDurations, orderOf, slowestFirst } from '../duration-sequencer.ts';
 import { durationsOf, mergeDurations } from '../record-durations.ts';
 
 describe('the order test files run in', () => {
@@ -49,5 +49,14 @@ describe('the order test files run in', () => {
       'test/integration/heap.test.ts',
       'test/unit/quick.test.ts',
     ]);
+  });
+
+  it('reads REGISTRAR_TEST_ORDER, slowest first unless told, naming a value it does not know', () => {
+    expect(orderOf(undefined)).toBe('slowest-first');
+    expect(orderOf('')).toBe('slowest-first');
+    expect(orderOf('shortest-first')).toBe('shortest-first');
+    expect(() => orderOf('fastest')).toThrow(
+      "REGISTRAR_TEST_ORDER must be 'slowest-first' or 'shortest-first'; got 'fastest'",
+    );
   });
 });

@@ -85,8 +85,15 @@ describe('npm test -- --all', () => {
       ['vitest (forks of their own)', true, '[own process] '],
       ['vitest (shared forks)', false, undefined],
     ]);
-    expect(chain[2]?.env?.REGISTRAR_TEST_FORKS).toBe('1');
-    expect(chain[3]?.env).toEqual({ REGISTRAR_TEST_SHARED: 'skip', REGISTRAR_TEST_FORKS: '1' });
+    expect(chain[2]?.env?.REGISTRAR_TEST_ORDER).toBe('shortest-first');
+    if (process.env.REGISTRAR_DYNAMODB_LOCAL_FORKS === undefined) {
+      expect(chain[2]?.env?.REGISTRAR_TEST_FORKS).toBe('1');
+    }
+    expect(chain[3]?.env).toEqual({
+      REGISTRAR_TEST_SHARED: 'skip',
+      REGISTRAR_TEST_FORKS: '1',
+      REGISTRAR_TEST_ORDER: 'shortest-first',
+    });
     if (process.env.REGISTRAR_TEST_FORKS === undefined) {
       expect(chain[4]?.env).toEqual({ REGISTRAR_TEST_SHARED: 'only', REGISTRAR_TEST_FORKS: '3' });
     }
