@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// Powertools reads these when the handlers load: keep test output readable.
-
 import {
   type HttpTarget,
   startHttpTarget,

@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// Powertools reads these when the handlers load: keep test output readable.
-
 import { type HttpTarget, startHttpTarget, waitFor } from '../fixtures/agent-targets.ts';
 import { type AgentTestbed, NAMESPACE, startAgentTestbed } from '../fixtures/agent-testbed.ts';
 

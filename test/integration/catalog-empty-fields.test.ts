@@ -1,10 +1,6 @@
 import { tmpdir } from 'node:os';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
-
-// Powertools reads these when lib/observability.ts is imported: keep test output readable.
-
 import { runCli } from '../../cli/main.ts';
 import { createAuthorizeHandler } from '../../functions/authorize.ts';
 import { createConnectHandler } from '../../functions/connect.ts';
@@ -16,6 +12,7 @@ import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 /**
  * DESIGN rule 5: an empty string in an optional field means unset, as Kubernetes reads it.

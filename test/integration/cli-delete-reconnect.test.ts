@@ -1,8 +1,6 @@
 import { dirname } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 
-// Powertools reads these when the handlers load: keep test output readable.
-
 import { type AgentTiming, DEFAULT_TIMING } from '../../agent/config.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';
 import {

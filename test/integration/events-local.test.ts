@@ -3,8 +3,6 @@ import { dirname } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 
-// Powertools reads these when the handlers load: keep test output readable.
-
 import { runCli } from '../../cli/main.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';
 import { type AgentTestbed, NAMESPACE, startAgentTestbed } from '../fixtures/agent-testbed.ts';

@@ -1,9 +1,5 @@
 import { ScanCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
-
-// Powertools reads these when lib/observability.ts is imported: keep test output readable.
-
 import { createAuthorizeHandler } from '../../functions/authorize.ts';
 import { createConnectHandler } from '../../functions/connect.ts';
 import { createDisconnectHandler } from '../../functions/disconnect.ts';
@@ -24,6 +20,7 @@ import { countRequests, type RequestCounter } from '../../lib/store/request-coun
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 /**
  * The five handlers driven with API Gateway-shaped events against the real DynamoDB adapter

@@ -1,8 +1,4 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
-
-// Powertools reads these when lib/observability.ts is imported: keep test output readable.
-
 import { runCli } from '../../cli/main.ts';
 import { createConnectHandler } from '../../functions/connect.ts';
 import { readConfig } from '../../lib/config.ts';
@@ -13,6 +9,7 @@ import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
+import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 /**
  * IAM mode over a real table (dynalite): the operator allows a role with the CLI, and the

@@ -4,8 +4,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// Powertools reads these when lib/observability.ts is imported: keep test output readable.
-
 import { startDynamoDbLocal } from '../../infra/local/dynamodb-local-server.ts';
 import {
   type LocalRuntime,

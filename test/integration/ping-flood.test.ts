@@ -1,7 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
-// Powertools reads these when the handlers load: keep test output readable.
-
 import { WebSocket } from 'ws';
 import { createJoinToken } from '../../lib/auth/join-token.ts';
 import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';

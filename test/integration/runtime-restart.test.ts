@@ -1,11 +1,8 @@
-import { afterAll, describe, expect, it } from 'vitest';
-
-// Powertools reads these when modules load: keep test output readable.
-
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
 import type { LocalRuntime } from '../../infra/local/runtime.ts';
 import { waitFor } from '../fixtures/agent-targets.ts';
 import { type AgentTestbed, type TestAgent, testbedFor } from '../fixtures/agent-testbed.ts';

@@ -1,7 +1,5 @@
 import { describe, expect, it, vi } from 'vitest';
 
-// Powertools reads these when lib/observability.ts is imported: keep test output readable.
-
 import {
   ConflictError,
   ForbiddenError,
