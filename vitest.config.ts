@@ -64,7 +64,17 @@ export default defineConfig({
     // Two forks unless REGISTRAR_TEST_FORKS sets another count (npm test -- --all: three shared,
     // one for the files of their own, one for the DynamoDB Local pass; docs/contributing.md,
     // "CI stages"; 1 on a machine that must stay quiet).
-    poolOptions: { forks: { maxForks: testForks(), minForks: 1, isolate: shared !== 'only' } },
+    // Shared forks live for the whole run (minForks = maxForks): with fewer, tinypool retires a
+    // fork the moment it idles, and a retired fork that had run integration files failed the
+    // run with an unhandled "Terminating worker thread" (reproduced: 42 integration files on
+    // three forks, minForks 1).
+    poolOptions: {
+      forks: {
+        maxForks: testForks(),
+        minForks: shared === 'only' ? testForks() : 1,
+        isolate: shared !== 'only',
+      },
+    },
     reporters: resultsFile ? ['default', ['json', { outputFile: resultsFile }]] : ['default'],
     // The functions run inside the test processes: keep their JSON logs and EMF metrics out of
     // the test output. A test about logging sets its own level.
