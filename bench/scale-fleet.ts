@@ -9,6 +9,7 @@ import type { RegistrarStore } from '../lib/registrar-store.ts';
 import { createDynamoDbClient, documentClientFor } from '../lib/store/dynamodb-client.ts';
 import { DynamoDbTokenStore } from '../lib/store/dynamodb-token-store.ts';
 import { composeRegistry } from '../lib/wiring/registry.ts';
+import { NO_CAPABILITIES } from '../test/fixtures/no-capabilities.ts';
 import { benchGroup, benchIp, connectBenchVm, inBatches } from './bench-entries.ts';
 import { GatewayPath } from './gateway-path.ts';
 import type { ManagementApiStandIn } from './management-api-stand-in.ts';
@@ -229,6 +230,7 @@ function gatewayDeps(
 ): ConstructorParameters<typeof GatewayPath>[0] {
   const config = readConfig({ [ENV.tableName]: tableName, [ENV.connectionsUrl]: connectionsUrl });
   return {
+    ...NO_CAPABILITIES,
     config,
     store: composeRegistry(client, tableName),
     tokens: new DynamoDbTokenStore(client, tableName),

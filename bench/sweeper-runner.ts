@@ -11,6 +11,7 @@ import { DynamoDbTokenStore } from '../lib/store/dynamodb-token-store.ts';
 import { closerOf } from '../lib/wiring/message.ts';
 import { composeRegistry } from '../lib/wiring/registry.ts';
 import { notifierOf } from '../lib/wiring/sweeper.ts';
+import { NO_CAPABILITIES } from '../test/fixtures/no-capabilities.ts';
 import { sweeperRecordsInMemory } from '../test/fixtures/sweep-stand-ins.ts';
 
 /** What one sweeper invocation took: its outcome, its wall time and its CPU. */
@@ -55,6 +56,7 @@ export function sweeperRunner(options: {
     ...options.env,
   });
   const deps: Dependencies = {
+    ...NO_CAPABILITIES,
     config,
     store: composeRegistry(options.client, options.tableName),
     tokens: new DynamoDbTokenStore(options.client, options.tableName),

@@ -27,27 +27,27 @@ export interface Dependencies {
   store: RegistrarStore;
   tokens: TokenStore;
   /** IAM mode's allow rules (role -> namespace), read on connect; absent, none is allowed. */
-  policies?: PolicyReader;
+  policies: PolicyReader | undefined;
   /**
    * IAM mode's instance attestation (mode and trusted certificates); absent, a connect with a
    * document is refused (nothing to verify it against) and one without is accepted.
    */
-  attestation?: InstanceAttestation;
+  attestation: InstanceAttestation | undefined;
   /**
    * IAM mode: instances EC2 reported terminated, whose credentials and documents connect
    * refuses (lib/auth/terminated-instances.ts); absent, none is remembered.
    */
-  terminatedInstances?: TerminatedInstances;
+  terminatedInstances: TerminatedInstances | undefined;
   /** API Gateway's word on whether a connection still exists; absent, no liveness checks. */
-  liveness?: ConnectionLiveness;
+  liveness: ConnectionLiveness | undefined;
   /** Where the effective sweep policy is recorded for every client to read. */
   sweepPolicy: SweepPolicyStore;
   /** Where the sweeper keeps a summary of its recent runs (registrar dashboard's chart). */
   sweepRuns: SweepRunStore;
   /** Each namespace's quotas, networks and address ranges, as $connect enforces them. */
-  limits?: NamespaceLimits;
+  limits: NamespaceLimits | undefined;
   /** The namespaces' settings as stored (the projector reads their address ranges). */
-  namespaceSettings?: NamespaceSettingsStore;
+  namespaceSettings: NamespaceSettingsStore | undefined;
   /**
    * The table's schema record and this code's migrations: the sweeper refuses a table this
    * code cannot read and runs pending migrations in its spare time.
@@ -58,12 +58,12 @@ export interface Dependencies {
    * Closes a connection from the server side: the message function closes one over its
    * message budget (lib/domain/message-budget.ts). Absent, such a connection is only refused.
    */
-  closeConnection?: ConnectionCloser;
+  closeConnection: ConnectionCloser | undefined;
   /**
    * Sends a message to a connection (`POST @connections/{id}`): the sweeper tells a live agent
    * its group's changed heartbeat. Absent, no agent is told (they learn it when they reconnect).
    */
-  notifyConnection?: (connectionId: string, message: unknown) => Promise<NoticeAnswer>;
+  notifyConnection: ((connectionId: string, message: unknown) => Promise<NoticeAnswer>) | undefined;
   now: () => EpochMillis;
 }
 

@@ -38,6 +38,7 @@ export function connectDependencies(
     config,
     store: connectStore(client, config.tableName, { onHistoryLost: reportHistoryLost }),
     policies: new DynamoDbPolicyStore(client, config.tableName),
+    // Token mode verifies no instance document and remembers no terminated instance.
     ...(config.authMode === 'iam'
       ? {
           attestation: attestationOf(config),
@@ -45,7 +46,7 @@ export function connectDependencies(
             new RegistryTable(client, config.tableName),
           ),
         }
-      : {}),
+      : { attestation: undefined, terminatedInstances: undefined }),
     namespaceSettings,
     limits: new NamespaceLimits({
       settings: namespaceSettings,

@@ -21,7 +21,7 @@ export function disconnectDependencies(
 
 /** API Gateway's word on a connection, when the stack names its management endpoint. */
 export function livenessOf(config: Config): Pick<Dependencies, 'liveness'> {
-  if (config.connectionsUrl === undefined) return {};
+  if (config.connectionsUrl === undefined) return { liveness: undefined };
   return {
     liveness: new ManagementApiLiveness({
       endpoint: config.connectionsUrl,

@@ -17,13 +17,11 @@ export function ec2StateChangeDependencies(
   return {
     config,
     store: registryStore(client, config.tableName),
-    ...(config.authMode === 'iam'
-      ? {
-          terminatedInstances: new DynamoDbTerminatedInstances(
-            new RegistryTable(client, config.tableName),
-          ),
-        }
-      : {}),
+    // Token mode remembers no terminated instance: nothing it accepts is tied to one.
+    terminatedInstances:
+      config.authMode === 'iam'
+        ? new DynamoDbTerminatedInstances(new RegistryTable(client, config.tableName))
+        : undefined,
     now,
   };
 }

@@ -22,7 +22,7 @@ export function messageDependencies(env: Record<string, string | undefined>): Me
  */
 export function closerOf(config: Config): Pick<Dependencies, 'closeConnection'> {
   const endpoint = config.connectionsUrl;
-  if (endpoint === undefined) return {};
+  if (endpoint === undefined) return { closeConnection: undefined };
   let closer: ReturnType<typeof connectionCloser> | undefined;
   return {
     closeConnection: async (connectionId) => {

@@ -17,7 +17,7 @@ import { now, tableWiring } from './table.ts';
  */
 export function notifierOf(config: Config): Pick<SweeperDependencies, 'notifyConnection'> {
   const endpoint = config.connectionsUrl;
-  if (endpoint === undefined) return {};
+  if (endpoint === undefined) return { notifyConnection: undefined };
   let notifier: ReturnType<typeof connectionNotifier> | undefined;
   return {
     notifyConnection: (connectionId, message) => {

@@ -12,6 +12,7 @@ import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
+import { NO_CAPABILITIES } from '../fixtures/no-capabilities.ts';
 import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 /**
@@ -32,6 +33,7 @@ let nextConnection = 0;
 beforeAll(async () => {
   dynamo = await startTestDynamo();
   deps = {
+    ...NO_CAPABILITIES,
     config: readConfig({
       REGISTRAR_TABLE: dynamo.tableName,
       REGISTRAR_DYNAMODB_ENDPOINT: dynamo.endpoint,

@@ -20,6 +20,7 @@ import { countRequests, type RequestCounter } from '../../lib/store/request-coun
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
+import { NO_CAPABILITIES } from '../fixtures/no-capabilities.ts';
 import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 /**
@@ -64,6 +65,7 @@ beforeAll(async () => {
   dynamo = await startTestDynamo();
   counter = countRequests(dynamo.client);
   deps = {
+    ...NO_CAPABILITIES,
     config: readConfig({
       REGISTRAR_TABLE: dynamo.tableName,
       REGISTRAR_DYNAMODB_ENDPOINT: dynamo.endpoint,

@@ -16,6 +16,7 @@ import { sweeperStore as composeSweeperStore } from '../../lib/wiring/sweeper-st
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { heartbeatGroup, vmConnect } from '../fixtures/heartbeat-fleet.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
+import { NO_CAPABILITIES } from '../fixtures/no-capabilities.ts';
 import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 /**
@@ -291,6 +292,7 @@ describe("one namespace's heartbeat volume on the sweeper's schedule", () => {
       return outcome;
     };
     const deps: SweeperDependencies = {
+      ...NO_CAPABILITIES,
       config: readConfig({
         [ENV.tableName]: tableName,
         [ENV.sweepInterval]: `${SWEEP_INTERVAL_MS}ms`,

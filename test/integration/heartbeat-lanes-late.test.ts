@@ -12,6 +12,7 @@ import { sweeperStore as composeSweeperStore } from '../../lib/wiring/sweeper-st
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { heartbeatGroup, vmConnect } from '../fixtures/heartbeat-fleet.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
+import { NO_CAPABILITIES } from '../fixtures/no-capabilities.ts';
 import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 /**
@@ -59,6 +60,7 @@ async function bed() {
   const sweeperStore = composeSweeperStore(client, tableName);
   const handlerFor = (lanes: number) =>
     createSweeperHandler({
+      ...NO_CAPABILITIES,
       config: readConfig({
         [ENV.tableName]: tableName,
         [ENV.sweepInterval]: `${TICK}ms`,

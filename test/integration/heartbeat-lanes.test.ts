@@ -11,6 +11,7 @@ import {
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { heartbeatGroup, vmConnect } from '../fixtures/heartbeat-fleet.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
+import { NO_CAPABILITIES } from '../fixtures/no-capabilities.ts';
 import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 /**
@@ -85,6 +86,7 @@ async function lanesBed(options: { big?: number } = {}) {
     },
   });
   const handler = createSweeperHandler({
+    ...NO_CAPABILITIES,
     // Runs of 5 s: one pass each (the pass period of a 30 s bound is 15 s).
     config: readConfig({
       [ENV.tableName]: tableName,

@@ -9,6 +9,7 @@ import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
+import { NO_CAPABILITIES } from '../fixtures/no-capabilities.ts';
 import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 /**
@@ -44,6 +45,7 @@ beforeAll(async () => {
   dynamo = await startTestDynamo();
   policies = new DynamoDbPolicyStore(dynamo.client, dynamo.tableName);
   deps = {
+    ...NO_CAPABILITIES,
     config: readConfig({
       REGISTRAR_TABLE: dynamo.tableName,
       REGISTRAR_DYNAMODB_ENDPOINT: dynamo.endpoint,

@@ -11,6 +11,7 @@ import { sweeperStore } from '../../lib/wiring/sweeper-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { vmConnect } from '../fixtures/heartbeat-fleet.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
+import { NO_CAPABILITIES } from '../fixtures/no-capabilities.ts';
 import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 /**
@@ -63,6 +64,7 @@ describe('SilentHoldersDropped', () => {
     const lastActive = new Map<string, number>();
     const closed: string[] = [];
     const sweeper = createSweeperHandler({
+      ...NO_CAPABILITIES,
       // One pass a run (a sweep interval shorter than the pass period), so a run is quick.
       config: readConfig({ [ENV.tableName]: tableName, [ENV.sweepInterval]: '1s' }),
       store: sweeperStore(client, tableName),

@@ -7,6 +7,7 @@ import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
+import { NO_CAPABILITIES } from '../fixtures/no-capabilities.ts';
 import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 /**
@@ -67,6 +68,7 @@ describe('sweep lease (store)', () => {
 describe('sweeper handler with the lease', () => {
   function dependencies(registry: Dependencies['store'], now: () => number): Dependencies {
     return {
+      ...NO_CAPABILITIES,
       config: readConfig({
         REGISTRAR_TABLE: dynamo.tableName,
         REGISTRAR_DYNAMODB_ENDPOINT: dynamo.endpoint,

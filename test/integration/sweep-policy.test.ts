@@ -13,6 +13,7 @@ import { composeRegistry } from '../../lib/wiring/registry.ts';
 import { captureCli } from '../fixtures/cli-run.ts';
 import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
+import { NO_CAPABILITIES } from '../fixtures/no-capabilities.ts';
 import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 /**
@@ -74,6 +75,7 @@ describe('the recorded sweep policy', () => {
 
   it('is written by every sweeper run with the configuration the sweeper applies', async () => {
     const deps: Dependencies = {
+      ...NO_CAPABILITIES,
       config: readConfig({
         REGISTRAR_TABLE: dynamo.tableName,
         REGISTRAR_DYNAMODB_ENDPOINT: dynamo.endpoint,

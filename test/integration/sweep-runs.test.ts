@@ -8,6 +8,7 @@ import { DynamoDbTokenStore } from '../../lib/store/dynamodb-token-store.ts';
 import type { SweepRun, SweepRunStore } from '../../lib/sweep/sweep-run-store.ts';
 import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
+import { NO_CAPABILITIES } from '../fixtures/no-capabilities.ts';
 import { sweeperRecordsInMemory } from '../fixtures/sweep-stand-ins.ts';
 
 /**
@@ -131,6 +132,7 @@ describe('the sweeper function records each run', () => {
     now: () => number,
   ): Dependencies {
     return {
+      ...NO_CAPABILITIES,
       config: readConfig({
         REGISTRAR_TABLE: registry.tableName,
         REGISTRAR_DYNAMODB_ENDPOINT: dynamo.endpoint,

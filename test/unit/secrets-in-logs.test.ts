@@ -18,6 +18,7 @@ import type { AuthorizeDependencies } from '../../lib/wiring/authorize.ts';
 import type { ConnectDependencies } from '../../lib/wiring/connect.ts';
 import { captureProcessOutput } from '../fixtures/captured-output.ts';
 import { lambdaContext } from '../fixtures/lambda-context.ts';
+import { NO_CAPABILITIES } from '../fixtures/no-capabilities.ts';
 
 const NOW = Date.UTC(2026, 2, 1, 12, 0, 0);
 const { token, stored } = createJoinToken({ namespace: 'shop', ttlMs: 3_600_000, now: NOW });
@@ -36,6 +37,7 @@ function deps(): AuthorizeDependencies & ConnectDependencies {
   const tokens = new Map<string, StoredToken>([[stored.id, stored]]);
   const failing = () => Promise.reject(new Error('table unreachable'));
   return {
+    ...NO_CAPABILITIES,
     config: readConfig({ REGISTRAR_TABLE: 'registry' }),
     // Connect never gets as far as the store in these tests: the event is logged (or not) first.
     store: new Proxy({}, { get: () => failing }) as ConnectDependencies['store'],
