@@ -180,6 +180,7 @@ export function steps(plan: TestPlan): Step[] {
       vitestOn(run, 'skip', undefined, 'vitest (forks of their own)'),
     ];
   }
+  const ownProcesses = vitestOn([], 'skip', '1', 'vitest (forks of their own)');
   // The DynamoDB Local pass runs beside the dynalite pass, in a fork of its own (its files wait
   // on DynamoDB Local's JVM more than on the CPU), its lines marked: run one after the other,
   // the two took 18 minutes of a CI run; side by side they share what the other leaves idle.
@@ -200,14 +201,10 @@ export function steps(plan: TestPlan): Step[] {
       },
     },
     {
-      ...vitestOn([], 'skip', '1', 'vitest (forks of their own)'),
+      ...ownProcesses,
       beside: true,
       prefix: '[own process] ',
-      env: {
-        REGISTRAR_TEST_SHARED: 'skip',
-        REGISTRAR_TEST_FORKS: '1',
-        REGISTRAR_TEST_ORDER: 'shortest-first',
-      },
+      env: { ...ownProcesses.env, REGISTRAR_TEST_ORDER: 'shortest-first' },
     },
     // Three forks: the integration files wait on timers, agents and sweeps as much as they
     // compute, and two forks left a core idle a quarter of the time (docs/contributing.md,
