@@ -61,7 +61,7 @@ export default defineConfig({
     pool: 'forks',
     // The slowest files first, from committed durations (a fresh clone has no cache of them).
     sequence: { sequencer: DurationSequencer },
-    // Two forks unless REGISTRAR_TEST_FORKS sets another count (npm test -- --all: three shared,
+    // Two forks unless REGISTRAR_TEST_FORKS sets another count (npm test -- --all: four shared,
     // one for the files of their own, one for the DynamoDB Local pass; docs/contributing.md,
     // "CI stages"; 1 on a machine that must stay quiet).
     // Shared forks live for the whole run (minForks = maxForks): with fewer, tinypool retires a

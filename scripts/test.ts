@@ -206,10 +206,11 @@ export function steps(plan: TestPlan): Step[] {
       prefix: '[own process] ',
       env: { ...ownProcesses.env, REGISTRAR_TEST_ORDER: 'shortest-first' },
     },
-    // Three forks: the integration files wait on timers, agents and sweeps as much as they
-    // compute, and two forks left a core idle a quarter of the time (docs/contributing.md,
-    // "CI stages"). REGISTRAR_TEST_FORKS still sets another count.
-    vitestOn([], 'only', process.env.REGISTRAR_TEST_FORKS || '3', 'vitest (shared forks)'),
+    // Four forks: the integration files wait on timers, agents and sweeps as much as they
+    // compute. Two left a core idle a quarter of the time; three ended with three minutes at
+    // 50-90% busy once the runs beside had finished (docs/contributing.md, "CI stages").
+    // REGISTRAR_TEST_FORKS still sets another count.
+    vitestOn([], 'only', process.env.REGISTRAR_TEST_FORKS || '4', 'vitest (shared forks)'),
   ];
 }
 

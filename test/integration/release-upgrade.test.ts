@@ -397,7 +397,10 @@ describe.skipIf(testBackend() === 'dynamodb-local' || previousReleaseSkip() !== 
       expect(operatorOld.tokens.items).toHaveLength(4);
 
       progress('upgrading');
-      // Upgrade: Ctrl-C, and this checkout's runtime on the same data dir.
+      // Upgrade: Ctrl-C, and this checkout's runtime on the same data dir. The draining VM's
+      // connection ends as the old runtime begins to stop, which under load is well before the
+      // stop returns: its departure can be recorded from this time on.
+      const stoppingAt = Date.now();
       expect(await runtime.stop()).not.toBe(1);
       // The drain ends with the connection: that VM is gone, its entry away (the gateway's 1001).
       drains.abnormal = true;
@@ -423,10 +426,11 @@ describe.skipIf(testBackend() === 'dynamodb-local' || previousReleaseSkip() !== 
 
       const after = await entries();
       // When each VM left: its recorded departure, or, for the draining VM, whose connection
-      // ended with the old runtime, the stop (a loaded machine can take longer than the grace
-      // period to bring the fleet back, and then its deletion is due, not a loss).
+      // ended with the old runtime, the earliest it can have: the stop's start (a loaded
+      // machine can take longer than the grace period to bring the fleet back, and then its
+      // deletion is due, not a loss).
       const leftAt = (name: string, we: WorkloadEntry | undefined) =>
-        disconnectedAt(we) ?? (name === key(drains) ? stoppedAt : undefined);
+        disconnectedAt(we) ?? (name === key(drains) ? stoppingAt : undefined);
       const isDue = (name: string, we: WorkloadEntry | undefined) => {
         const left = leftAt(name, we);
         return left !== undefined && Date.now() - left >= GRACE_MS;

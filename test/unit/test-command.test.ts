@@ -95,7 +95,7 @@ describe('npm test -- --all', () => {
       REGISTRAR_TEST_ORDER: 'shortest-first',
     });
     if (process.env.REGISTRAR_TEST_FORKS === undefined) {
-      expect(chain[4]?.env).toEqual({ REGISTRAR_TEST_SHARED: 'only', REGISTRAR_TEST_FORKS: '3' });
+      expect(chain[4]?.env).toEqual({ REGISTRAR_TEST_SHARED: 'only', REGISTRAR_TEST_FORKS: '4' });
     }
   });
 
