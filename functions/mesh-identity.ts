@@ -25,14 +25,14 @@ import {
   SidecarUnavailableError,
 } from '../lib/protocol/sidecar-message.ts';
 import type { WebSocketMessageEvent, WebSocketResult } from '../lib/protocol/websocket-events.ts';
-import type { RegistryStore } from '../lib/registration/registry-store.ts';
+import type { DescribeConnectionStore } from '../lib/registration/describe-connection.ts';
 
 /** Counted per mesh identity handed out (docs/cost.md prices the refreshes). */
 export const MESH_IDENTITY_METRIC = 'MeshIdentitiesIssued';
 
 export interface MeshIdentityDeps {
   config: Pick<Config, 'authMode' | 'instanceAttestation'>;
-  store: Pick<RegistryStore, 'getConnection' | 'getEntry' | 'getGroup'>;
+  store: DescribeConnectionStore;
   tokens: Pick<TokenStore, 'getToken'>;
   policies: PolicyReader | undefined;
   /** Absent: no cluster is configured, and every `sidecar` is answered SidecarUnavailable. */

@@ -5,8 +5,8 @@ import {
   type SidecarReply,
   SidecarUnavailableError,
 } from '../protocol/sidecar-message.ts';
+import type { DescribeConnectionStore } from '../registration/describe-connection.ts';
 import { holderOf } from '../registration/holder.ts';
-import type { RegistryStore } from '../registration/registry-store.ts';
 import { buildBootstrap } from './bootstrap.ts';
 import { type AskingCaller, checkCallerStanding, type StandingDeps } from './caller-standing.ts';
 import type { MeshIssuer } from './mesh-issuer.ts';
@@ -14,7 +14,7 @@ import type { MeshSettings } from './mesh-settings.ts';
 import { MeshSubject } from './mesh-subject.ts';
 
 export interface IssueSidecarDeps extends StandingDeps {
-  store: Pick<RegistryStore, 'getConnection' | 'getEntry' | 'getGroup'>;
+  store: DescribeConnectionStore;
   issuer: MeshIssuer;
   settings: MeshSettings;
 }
@@ -100,7 +100,7 @@ export async function issueSidecar(
  * A group deleted meanwhile takes its entries with it (`delete wg` cascades): no identity then.
  */
 async function groupLabelsOf(
-  store: Pick<RegistryStore, 'getGroup'>,
+  store: Pick<DescribeConnectionStore, 'getGroup'>,
   namespace: string,
   name: string,
 ): Promise<StringMap> {

@@ -3,14 +3,13 @@ import { InvalidRequestError, NotRegisteredError, RegistrarError } from '../doma
 import { formatHeartbeat, type Heartbeat, heartbeatOf } from '../domain/heartbeat.ts';
 import { acknowledgement, type HolderBeat, heartbeatInBounds } from '../domain/holder-heartbeat.ts';
 import { type EpochMillis, formatRef, type ObjectRef } from '../domain/model.ts';
-import { holderOf } from './holder.ts';
-import type { RegistryStore } from './registry-store.ts';
+import type { EntryLifecycleStore, HolderBeatStore } from './entry-lifecycle-store.ts';
+import { type HolderLookupStore, holderOf } from './holder.ts';
 
 /** What an acknowledgement reads and writes: the holder's entry, its group, the holder's record. */
-export type HeartbeatAckStore = Pick<
-  RegistryStore,
-  'getConnection' | 'getEntry' | 'getGroup' | 'recordHeartbeat'
->;
+export type HeartbeatAckStore = HolderLookupStore &
+  Pick<EntryLifecycleStore, 'getEntry' | 'getGroup'> &
+  HolderBeatStore;
 
 /** The setting is not its group's any more (changed again meanwhile): nothing recorded. */
 export class HeartbeatNotCurrentError extends RegistrarError {

@@ -1,16 +1,20 @@
 import { type ClaimDecision, claimDecision } from '../domain/address-uniqueness.ts';
 import { AddressInUseError } from '../domain/errors.ts';
 import { formatRef, type ObjectRef } from '../domain/model.ts';
-import type { AddressClaim } from './entry-lifecycle-store.ts';
-import type { RegistryStore } from './registry-store.ts';
+import type {
+  AddressClaim,
+  AddressClaimItemStore,
+  EntryLifecycleStore,
+} from './entry-lifecycle-store.ts';
+import type { SweepIndexStore } from './sweep-store.ts';
 
 /** A refused claim is recorded on its holder at most this often. */
 export const CONFLICT_NOTE_INTERVAL_MS = 60_000;
 
-export type AddressClaimStore = Pick<
-  RegistryStore,
-  'claimAddress' | 'takeAddress' | 'getEntry' | 'deleteSwept' | 'noteAddressConflict'
->;
+/** What a claim reads and writes: the claim item, its holder's entry, and that holder's deletion. */
+export type AddressClaimStore = AddressClaimItemStore &
+  Pick<EntryLifecycleStore, 'getEntry' | 'noteAddressConflict'> &
+  Pick<SweepIndexStore, 'deleteSwept'>;
 
 /**
  * Claims the entry's address within its network before the entry is written, so a refused

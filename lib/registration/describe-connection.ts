@@ -4,8 +4,12 @@ import { type Heartbeat, heartbeatOf } from '../domain/heartbeat.ts';
 import type { ObjectRef, Probe, WorkloadEntry } from '../domain/model.ts';
 import { formatRef } from '../domain/model.ts';
 import { type MaintenanceNotice, maintenanceOf } from '../protocol/maintenance-notice.ts';
-import { holderOf } from './holder.ts';
-import type { RegistryStore } from './registry-store.ts';
+import type { EntryLifecycleStore } from './entry-lifecycle-store.ts';
+import { type HolderLookupStore, holderOf } from './holder.ts';
+
+/** What describing a connection reads: its entry and the entry's group. */
+export type DescribeConnectionStore = HolderLookupStore &
+  Pick<EntryLifecycleStore, 'getEntry' | 'getGroup'>;
 
 export interface ConnectionDescription {
   /** The entry as Istio would show it, system annotations and `Healthy` included. */
@@ -24,7 +28,7 @@ export interface ConnectionDescription {
  * NotRegistered, and the agent reconnects.
  */
 export async function describeConnection(
-  store: Pick<RegistryStore, 'getConnection' | 'getEntry' | 'getGroup'>,
+  store: DescribeConnectionStore,
   connectionId: string,
   carried: ObjectRef | undefined,
 ): Promise<ConnectionDescription> {

@@ -1,7 +1,10 @@
 import { NotRegisteredError } from '../domain/errors.ts';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
-import { holderOf } from './holder.ts';
-import type { RegistryStore } from './registry-store.ts';
+import type { EntryLifecycleStore } from './entry-lifecycle-store.ts';
+import { type HolderLookupStore, holderOf } from './holder.ts';
+
+/** What a drain reads and writes: the connection's entry, and its `Draining` condition. */
+export type DrainStore = HolderLookupStore & Pick<EntryLifecycleStore, 'drain'>;
 
 export interface DrainInput {
   connectionId: string;
@@ -19,7 +22,7 @@ export interface DrainInput {
  * A connection that holds nothing gets NotRegistered, as for a health report.
  */
 export async function drainWorkload(
-  store: Pick<RegistryStore, 'getConnection' | 'drain'>,
+  store: DrainStore,
   input: DrainInput,
 ): Promise<{ entry: ObjectRef }> {
   const holder = await holderOf(store, input.connectionId, input.carried);

@@ -1,6 +1,9 @@
 import type { ObjectRef } from '../domain/model.ts';
 import type { HolderRef } from '../domain/registry-records.ts';
-import type { RegistryStore } from './registry-store.ts';
+import type { ConnectionRecordStore } from './entry-lifecycle-store.ts';
+
+/** What finding a connection's entry reads: its connection record, when the context has none. */
+export type HolderLookupStore = Pick<ConnectionRecordStore, 'getConnection'>;
 
 /**
  * The entry a connection registered. In token mode the authorizer put it into the context,
@@ -8,7 +11,7 @@ import type { RegistryStore } from './registry-store.ts';
  * read. Without it (IAM mode has no Lambda authorizer) the connection record says.
  */
 export async function holderOf(
-  store: Pick<RegistryStore, 'getConnection'>,
+  store: HolderLookupStore,
   connectionId: string,
   carried: ObjectRef | undefined,
 ): Promise<HolderRef | undefined> {

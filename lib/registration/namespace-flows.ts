@@ -3,7 +3,7 @@ import { mergeOrdered } from '../domain/merge-ordered.ts';
 import type { EpochMillis } from '../domain/model.ts';
 import { type SweepPolicy, sweepDueAt } from '../domain/sweep-policy.ts';
 import { isDeliberate } from './fail-static-guard.ts';
-import type { RegistryStore } from './registry-store.ts';
+import type { DepartureStore } from './sweep-store.ts';
 
 /**
  * Flows opened side by side: each reads the first page of its (up to 8) index shards at once,
@@ -11,7 +11,7 @@ import type { RegistryStore } from './registry-store.ts';
  */
 const OPEN_CONCURRENCY = 6;
 
-export type FlowStore = Pick<RegistryStore, 'departuresOf'>;
+export type FlowStore = Pick<DepartureStore, 'departuresOf'>;
 
 /**
  * One namespace's due candidates, the unit the fair sweeper shares a run by (as Kubernetes' API

@@ -23,10 +23,13 @@ import {
 import { reservedLabelProblems } from '../domain/reserved-labels.ts';
 import { isTokenPrincipal } from '../protocol/identity.ts';
 import { type AddressClaimStore, claimEntryAddress } from './address-claim.ts';
-import type { ConnectChange, ConnectOutcome } from './entry-lifecycle-store.ts';
+import type {
+  ConnectChange,
+  ConnectOutcome,
+  EntryLifecycleStore,
+} from './entry-lifecycle-store.ts';
 import { type MonotonicClock, monotonicNow, withinGroupReadWindow } from './group-read-window.ts';
 import type { NamespaceLimits } from './namespace-limits.ts';
-import type { RegistryStore } from './registry-store.ts';
 import { enforceTenantLimits } from './tenant-limit-checks.ts';
 
 export interface RegisterWorkloadInput {
@@ -40,8 +43,15 @@ export interface RegisterWorkloadInput {
   carried: ObjectRef | undefined;
 }
 
+/** What a registration reads and writes: the group, the entry, and the entry's address claim. */
+export type RegisterWorkloadStore = Pick<
+  EntryLifecycleStore,
+  'getGroup' | 'connect' | 'withdrawCreated'
+> &
+  AddressClaimStore;
+
 export interface RegisterWorkloadDeps {
-  store: Pick<RegistryStore, 'getGroup' | 'connect' | 'withdrawCreated'> & AddressClaimStore;
+  store: RegisterWorkloadStore;
   /** The `istio.io/workloadController` value. */
   controller: string;
   /** Which agent versions are accepted; absent, every one (callers other than `$connect`). */

@@ -1,7 +1,10 @@
 import { NotRegisteredError } from '../domain/errors.ts';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
-import { holderOf } from './holder.ts';
-import type { RegistryStore } from './registry-store.ts';
+import type { EntryLifecycleStore } from './entry-lifecycle-store.ts';
+import { type HolderLookupStore, holderOf } from './holder.ts';
+
+/** What a health report reads and writes: the connection's entry, and its `Healthy` condition. */
+export type ReportHealthStore = HolderLookupStore & Pick<EntryLifecycleStore, 'reportHealth'>;
 
 export interface HealthInput {
   connectionId: string;
@@ -26,7 +29,7 @@ export interface ReportHealthResult {
  * must reconnect to register again.
  */
 export async function reportHealth(
-  store: Pick<RegistryStore, 'getConnection' | 'reportHealth'>,
+  store: ReportHealthStore,
   input: HealthInput,
 ): Promise<ReportHealthResult> {
   const holder = await holderOf(store, input.connectionId, input.carried);

@@ -1,10 +1,15 @@
 import type { EpochMillis } from '../domain/model.ts';
 import type { LivenessPolicy, SweepPolicy } from '../domain/sweep-policy.ts';
+import type { EntryLifecycleStore } from './entry-lifecycle-store.ts';
 import type { FailStaticPolicy } from './fail-static-guard.ts';
 import type { HeartbeatStore } from './heartbeat-store.ts';
 import type { ConnectionLiveness } from './liveness.ts';
-import type { RegistryStore } from './registry-store.ts';
-import type { DisruptionStore } from './sweep-store.ts';
+import type {
+  DepartureStore,
+  DisruptionStore,
+  LivenessMarkStore,
+  SweepIndexStore,
+} from './sweep-store.ts';
 
 // What a sweeper run is given; both lanes (sweep-deletions.ts, sweep-liveness.ts) read it, so it
 // lives below them and sweep.ts, which composes the lanes.
@@ -87,17 +92,13 @@ export interface SweepOptions {
   failStatic?: FailStaticPolicy;
 }
 
-/** What the sweep needs from storage; any RegistryStore will do. */
-export type SweepStore = Pick<
-  RegistryStore,
-  | 'sweepCandidates'
-  | 'sweepNamespaces'
-  | 'departuresOf'
-  | 'deleteSwept'
-  | 'connectedIn'
-  | 'dropHolders'
-  | 'livenessMark'
-  | 'setLivenessMark'
-> &
+/**
+ * What the sweep needs from storage: the sweep index and departure queues it reads and deletes
+ * from, the holders it drops, its liveness mark, fail static's record, and the heartbeat lanes.
+ */
+export type SweepStore = Pick<SweepIndexStore, 'sweepCandidates' | 'deleteSwept' | 'connectedIn'> &
+  Pick<DepartureStore, 'sweepNamespaces' | 'departuresOf'> &
+  Pick<EntryLifecycleStore, 'dropHolders'> &
+  LivenessMarkStore &
   DisruptionStore &
   HeartbeatStore;

@@ -12,8 +12,8 @@ import {
   networkRefusal,
 } from '../domain/tenant-limits.ts';
 import { isTokenPrincipal, TOKEN_PRINCIPAL_PREFIX } from '../protocol/identity.ts';
+import type { EntryLifecycleStore } from './entry-lifecycle-store.ts';
 import type { NamespaceLimits } from './namespace-limits.ts';
-import type { RegistryStore } from './registry-store.ts';
 
 export interface TenantLimitInput {
   namespace: string;
@@ -40,7 +40,7 @@ export interface TenantLimitInput {
  */
 export async function enforceTenantLimits(
   limits: NamespaceLimits,
-  store: Pick<RegistryStore, 'getEntry'>,
+  store: Pick<EntryLifecycleStore, 'getEntry'>,
   input: TenantLimitInput,
 ): Promise<void> {
   const { namespace, at } = input;

@@ -1,8 +1,13 @@
 import type { DepartureKind } from '../domain/disruption.ts';
 import type { EpochMillis, ObjectRef } from '../domain/model.ts';
-import { holderOf } from './holder.ts';
+import type { ConnectionRecordStore, EntryLifecycleStore } from './entry-lifecycle-store.ts';
+import { type HolderLookupStore, holderOf } from './holder.ts';
 import { type ConnectionLiveness, goneHolders } from './liveness.ts';
-import type { RegistryStore } from './registry-store.ts';
+
+/** What a departure reads and writes: the connection's entry, its holders, its record. */
+export type UnregisterStore = HolderLookupStore &
+  Pick<ConnectionRecordStore, 'forgetConnection'> &
+  Pick<EntryLifecycleStore, 'leave' | 'dropHolders'>;
 
 export interface UnregisterInput {
   connectionId: string;
@@ -19,7 +24,7 @@ export interface UnregisterInput {
 }
 
 export interface UnregisterDeps {
-  store: Pick<RegistryStore, 'getConnection' | 'leave' | 'dropHolders' | 'forgetConnection'>;
+  store: UnregisterStore;
   /** Absent: no liveness checks (a lost `$disconnect` is then caught by the stale rule). */
   liveness: ConnectionLiveness | undefined;
   /** A holder younger than this may still be in its `$connect` (see goneHolders). */

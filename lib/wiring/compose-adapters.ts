@@ -1,7 +1,7 @@
 /**
- * One object over several adapters, each serving the calls it defines: what a use case that
- * takes a broad port (RegistryStore & CatalogStore, say) is given, without a class that
- * forwards each call by hand (issue 45: a new store call touches one port and one adapter).
+ * One object over several adapters, each serving the calls it defines: what a caller that
+ * takes several ports at once (a function's store, the local runtime's) is given, without a
+ * class that forwards each call by hand (a new store call touches one port and one adapter).
  *
  * Two adapters that define the same call make the composition fail when it is built: which
  * one serves it must never depend on the order they are named in (use `without` to say it).

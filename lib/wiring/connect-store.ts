@@ -1,5 +1,5 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { RegistryStore } from '../registration/registry-store.ts';
+import type { RegisterWorkloadStore } from '../registration/register-workload.ts';
 import { DynamoDbAddressClaims } from '../store/dynamodb-address-claims.ts';
 import { DynamoDbConnectionRecords } from '../store/dynamodb-connection-records.ts';
 import { DynamoDbEntryLifecycle } from '../store/dynamodb-entry-lifecycle.ts';
@@ -7,18 +7,8 @@ import { DynamoDbSweepIndex } from '../store/dynamodb-sweep-index.ts';
 import { composeAdapters } from './compose-adapters.ts';
 import { type RegistryOptions, sharedAdapters } from './shared-adapters.ts';
 
-/** What `$connect` asks of the registry: its group, its entry, the address claim. */
-export type ConnectStore = Pick<
-  RegistryStore,
-  | 'getGroup'
-  | 'getEntry'
-  | 'connect'
-  | 'withdrawCreated'
-  | 'claimAddress'
-  | 'takeAddress'
-  | 'noteAddressConflict'
-  | 'deleteSwept'
->;
+/** What `$connect` asks of the registry: a registration's port (its group, entry, address claim). */
+export type ConnectStore = RegisterWorkloadStore;
 
 /**
  * The registry as `$connect` uses it: the entry lifecycle, the address claims, and the sweep
