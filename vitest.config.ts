@@ -54,7 +54,12 @@ export default defineConfig({
     globalSetup: ['test/global-tmpdir.ts'],
     // REGISTRAR_TEST_CPU=<file>: each test file's CPU and wall time, a JSON line each
     // (test/cpu-per-file.ts; `node test/cpu-report.ts <file>` ranks them).
-    setupFiles: process.env.REGISTRAR_TEST_CPU ? ['test/cpu-per-file.ts'] : [],
+    // In the shared forks, a file that leaves a server, socket, child or timer running fails
+    // (test/shared-fork-leftovers.ts).
+    setupFiles: [
+      ...(shared === 'only' ? ['test/shared-fork-leftovers.ts'] : []),
+      ...(process.env.REGISTRAR_TEST_CPU ? ['test/cpu-per-file.ts'] : []),
+    ],
     testTimeout: 30_000,
     hookTimeout: 60_000,
     // Integration suites start servers on random ports, each file in a fork of its own.

@@ -58,12 +58,14 @@ const ZONE = 'eu-west-1/eu-west-1a';
 
 /**
  * Without evil, shop's silent VM is checked within one pass period after it is due (1 s here:
- * one pass a run) and its crashed VM is deleted by the first run that starts after it is due
- * (within 1 s); the design allows one sweep interval more. The rest is a loaded 2-core
- * machine's own time (the run's reads of dynalite on the same cores).
+ * one pass a run) and its crashed VM is deleted by the first run that starts after it is due;
+ * the design allows one sweep interval more: at most two runs start between the moment a VM is
+ * due and the moment it is dealt with. Counted in the sweeper's own runs, which a loaded
+ * machine makes longer but not more of (in milliseconds, the same bound was 2 s plus a 3 s
+ * margin, and a CI run with four shared forks took a run 9.7 s to reach a crashed VM, behind
+ * only 275 of evil's checks).
  */
-const LOAD_MARGIN_MS = 3_000;
-const LATE_LIMIT_MS = SWEEP_INTERVAL_MS + SWEEP_INTERVAL_MS + LOAD_MARGIN_MS;
+const RUNS_LIMIT = 2;
 /**
  * The same in evil's volume, which the machine's load cannot stretch: at most two sweep
  * intervals of checks at full speed (32 lanes x 1 s / 100 ms = 320 each).
@@ -365,7 +367,14 @@ describe("one namespace's heartbeat volume on the sweeper's schedule", () => {
     // Act: the sweeper on the local runtime's schedule (a run that overruns its tick is
     // followed by one catch-up run, never doubled up), until each of shop's VMs is dealt with.
     const failures: unknown[] = [];
-    const timer = await startSweepTimer(sweep, SWEEP_INTERVAL_MS, (error) => failures.push(error));
+    const runStarts: number[] = [];
+    const timedSweep = () => {
+      runStarts.push(Date.now());
+      return sweep();
+    };
+    const timer = await startSweepTimer(timedSweep, SWEEP_INTERVAL_MS, (error) =>
+      failures.push(error),
+    );
     const handled = (name: string, at: { kind: string; id: string }) =>
       at.kind === 'silent' ? api.closedAt.get(at.id) : deletedAt.get(name);
     try {
@@ -379,19 +388,21 @@ describe("one namespace's heartbeat volume on the sweeper's schedule", () => {
       await timer.stop();
     }
 
-    // Assess: how late each was, in time and in evil's checks made meanwhile.
+    // Assess: how late each was, in time, in sweeper runs started meanwhile, and in evil's
+    // checks made meanwhile.
     const waits = [...due].map(([name, at]) => {
       const doneAt = handled(name, at) as number;
       const behind = api.checks.filter(
         (check) => check.namespace === 'evil' && check.at > at.at && check.at <= doneAt,
       ).length;
-      return { name, kind: at.kind, lateMs: doneAt - at.at, behind };
+      const runs = runStarts.filter((start) => start > at.at && start <= doneAt).length;
+      return { name, kind: at.kind, lateMs: doneAt - at.at, runs, behind };
     });
     const told = JSON.stringify(waits);
     console.info(`heartbeat fair shares: ${told}`);
     expect(failures).toEqual([]);
     for (const wait of waits) {
-      expect(wait.lateMs, told).toBeLessThanOrEqual(LATE_LIMIT_MS);
+      expect(wait.runs, told).toBeLessThanOrEqual(RUNS_LIMIT);
       expect(wait.behind, told).toBeLessThanOrEqual(BEHIND_LIMIT);
     }
     // None was early: the silent ones were closed only once past their bound.

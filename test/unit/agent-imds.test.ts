@@ -1,5 +1,3 @@
-import type { AddressInfo } from 'node:net';
-import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentConfig } from '../../agent/config.ts';
 import { DEFAULT_TIMING } from '../../agent/config.ts';
@@ -7,6 +5,7 @@ import { DiscoveryError, discover, INSTANCE_ID_LABEL } from '../../agent/discove
 import { discoverInstance, ImdsUnavailableError } from '../../agent/imds.ts';
 import { memoryLogger } from '../../agent/logger.ts';
 import { type ImdsStandIn, startImdsStandIn } from '../fixtures/agent-imds-stand-in.ts';
+import { startSilentPort } from '../fixtures/silent-port.ts';
 
 // A stand-in for IMDS (see the fixture): these tests do not run on EC2.
 const INSTANCE = {
@@ -90,9 +89,8 @@ describe('IMDSv2 discovery', () => {
 describe('discovery off EC2', () => {
   it('fails fast with a clear message when IMDS does not answer and no --ip was given', async () => {
     // A port that accepts connections and never answers: what an unreachable IMDS looks like.
-    const silent = createServer(() => {});
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const silent = await startSilentPort();
+    const url = `http://127.0.0.1:${silent.port}`;
     try {
       await expect(discoverInstance({ baseUrl: url, timeoutMs: 200 })).rejects.toBeInstanceOf(
         ImdsUnavailableError,
@@ -105,7 +103,7 @@ describe('discovery off EC2', () => {
         ),
       );
     } finally {
-      silent.close();
+      await silent.close();
     }
   });
 

@@ -14,6 +14,7 @@ import {
   startTcpTarget,
   type TcpTarget,
 } from '../fixtures/agent-targets.ts';
+import { startSilentPort } from '../fixtures/silent-port.ts';
 
 describe('httpGet probe', () => {
   let target: HttpTarget;
@@ -58,11 +59,10 @@ describe('httpGet probe', () => {
 
   it('is unhealthy when the answer takes longer than the timeout', async () => {
     // Accepts connections and never answers.
-    const silent = (await import('node:net')).createServer(() => {});
-    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    const port = (silent.address() as AddressInfo).port;
+    const silent = await startSilentPort();
+    const port = silent.port;
     const result = await httpProbe({ port }, '127.0.0.1', 200);
-    silent.close();
+    await silent.close();
     expect(result).toEqual({
       ok: false,
       message: `HTTP probe of http://127.0.0.1:${port}/ timed out after 0.2s`,
