@@ -1,0 +1,97 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { runProgram } from '../fixtures/run-program.ts';
+import { activeResources, leftOver } from '../shared-fork-leftovers.ts';
+
+const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const work = mkdtempSync(join(tmpdir(), 'shared-fork-leftovers-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+/**
+ * test/shared-fork-leftovers.ts, the check every shared fork runs as a file begins: run for real
+ * by a vitest of its own over two files in one fork without isolation, the first of which
+ * leaves a server listening. (That it lets a clean file through, every run of `npm test` shows:
+ * the check runs in all its shared forks.)
+ */
+async function runPair(first: string): Promise<{ code: number | null; output: string }> {
+  const dir = mkdtempSync(join(work, 'pair-'));
+  // Globals, so the files import nothing (they live outside the repository's node_modules);
+  // a sequencer by name, so the file that may leave something runs first.
+  writeFileSync(join(dir, 'a-first.test.js'), first);
+  writeFileSync(join(dir, 'b-next.test.js'), "it('runs after', () => expect(1).toBe(1));\n");
+  writeFileSync(
+    join(dir, 'vitest.config.mjs'),
+    `export default {
+  test: {
+    globals: true,
+    include: ['*.test.js'],
+    setupFiles: [${JSON.stringify(join(REPO, 'test/shared-fork-leftovers.ts'))}],
+    pool: 'forks',
+    poolOptions: { forks: { isolate: false, maxForks: 1, minForks: 1 } },
+    sequence: {
+      sequencer: class {
+        async shard(files) { return files; }
+        async sort(files) { return [...files].sort((a, b) => a.moduleId.localeCompare(b.moduleId)); }
+      },
+    },
+  },
+};
+`,
+  );
+  const { REGISTRAR_TEST_LEFTOVERS: _report, ...env } = process.env;
+  const { code, stdout, stderr } = await runProgram(
+    process.execPath,
+    [join(REPO, 'node_modules/vitest/vitest.mjs'), 'run', '--config', 'vitest.config.mjs'],
+    env,
+    dir,
+  );
+  return { code, output: `${stdout}${stderr}` };
+}
+
+describe('a file that leaves something running in a shared fork', () => {
+  it('fails the run, naming that file and what it left', async () => {
+    const { code, output } = await runPair(
+      "it('listens and never closes', async () => {\n" +
+        "  const { createServer } = await import('node:net');\n" +
+        '  await new Promise((listening) => createServer().listen(0, listening));\n' +
+        '});\n',
+    );
+    expect(code, output).toBe(1);
+    expect(output).toMatch(
+      /a-first\.test\.js left TCPServerWrap \+1 running in its shared fork \(found as b-next\.test\.js began\)/,
+    );
+  }, 60_000);
+});
+
+describe('what the check counts', () => {
+  it('counts a listening server, and names each kind there is more of', async () => {
+    const before = activeResources();
+    const server = createServer();
+    await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+    try {
+      expect(leftOver(before, activeResources())).toEqual(['TCPServerWrap +1']);
+    } finally {
+      await new Promise<void>((closed) => server.close(() => closed()));
+    }
+    // A closed server's handle goes a turn of the event loop after its callback: the check
+    // waits for it the same way.
+    await vi.waitFor(() => expect(leftOver(before, activeResources())).toEqual([]), {
+      timeout: 2_000,
+      interval: 10,
+    });
+  });
+
+  it('leaves timers out: vitest keeps its own', () => {
+    const before = activeResources();
+    const timer = setTimeout(() => {}, 60_000);
+    try {
+      expect(leftOver(before, activeResources())).toEqual([]);
+    } finally {
+      clearTimeout(timer);
+    }
+  });
+});
