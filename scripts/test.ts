@@ -24,7 +24,7 @@ export const HELP = `usage: npm test [-- [options] [file filters...] [-- vitest 
 
   npm test                        the fast loop (~1 min): type-check and lint beside the unit,
                                   infrastructure and store contract tests; says what it skipped
-  npm test -- --all               everything (what CI runs, ~11 min): type-check and lint beside
+  npm test -- --all               everything (what CI runs, 11-12 min): type-check and lint beside
                                   every test, and beside them the files that reach the store
                                   again against DynamoDB Local (when Java is installed)
   npm test -- sweep               only vitest, on the test files whose path contains 'sweep'
