@@ -9,7 +9,7 @@ import type { Config } from '../lib/config.ts';
 import { dependenciesFromEnv, type FunctionHandler } from '../lib/dependencies.ts';
 import { MessageBudget, SIDECAR_MESSAGE_BUDGET } from '../lib/domain/message-budget.ts';
 import type { EpochMillis } from '../lib/domain/model.ts';
-import { issueSidecar } from '../lib/mesh-identity/issue-sidecar.ts';
+import { type IssueSidecarStore, issueSidecar } from '../lib/mesh-identity/issue-sidecar.ts';
 import { createKubeMeshIssuer } from '../lib/mesh-identity/kube-mesh-issuer.ts';
 import { meshKubeConfig } from '../lib/mesh-identity/mesh-cluster-access.ts';
 import type { MeshIssuer } from '../lib/mesh-identity/mesh-issuer.ts';
@@ -25,14 +25,13 @@ import {
   SidecarUnavailableError,
 } from '../lib/protocol/sidecar-message.ts';
 import type { WebSocketMessageEvent, WebSocketResult } from '../lib/protocol/websocket-events.ts';
-import type { DescribeConnectionStore } from '../lib/registration/describe-connection.ts';
 
 /** Counted per mesh identity handed out (docs/cost.md prices the refreshes). */
 export const MESH_IDENTITY_METRIC = 'MeshIdentitiesIssued';
 
 export interface MeshIdentityDeps {
   config: Pick<Config, 'authMode' | 'instanceAttestation'>;
-  store: DescribeConnectionStore;
+  store: IssueSidecarStore;
   tokens: Pick<TokenStore, 'getToken'>;
   policies: PolicyReader | undefined;
   /** Absent: no cluster is configured, and every `sidecar` is answered SidecarUnavailable. */

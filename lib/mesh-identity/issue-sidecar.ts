@@ -5,16 +5,20 @@ import {
   type SidecarReply,
   SidecarUnavailableError,
 } from '../protocol/sidecar-message.ts';
-import type { DescribeConnectionStore } from '../registration/describe-connection.ts';
-import { holderOf } from '../registration/holder.ts';
+import type { EntryLifecycleStore } from '../registration/entry-lifecycle-store.ts';
+import { type HolderLookupStore, holderOf } from '../registration/holder.ts';
 import { buildBootstrap } from './bootstrap.ts';
 import { type AskingCaller, checkCallerStanding, type StandingDeps } from './caller-standing.ts';
 import type { MeshIssuer } from './mesh-issuer.ts';
 import type { MeshSettings } from './mesh-settings.ts';
 import { MeshSubject } from './mesh-subject.ts';
 
+/** What issuing a sidecar's identity reads: the connection's entry and the entry's group. */
+export type IssueSidecarStore = HolderLookupStore &
+  Pick<EntryLifecycleStore, 'getEntry' | 'getGroup'>;
+
 export interface IssueSidecarDeps extends StandingDeps {
-  store: DescribeConnectionStore;
+  store: IssueSidecarStore;
   issuer: MeshIssuer;
   settings: MeshSettings;
 }
@@ -100,7 +104,7 @@ export async function issueSidecar(
  * A group deleted meanwhile takes its entries with it (`delete wg` cascades): no identity then.
  */
 async function groupLabelsOf(
-  store: Pick<DescribeConnectionStore, 'getGroup'>,
+  store: Pick<IssueSidecarStore, 'getGroup'>,
   namespace: string,
   name: string,
 ): Promise<StringMap> {

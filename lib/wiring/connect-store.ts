@@ -7,9 +7,6 @@ import { DynamoDbSweepIndex } from '../store/dynamodb-sweep-index.ts';
 import { composeAdapters } from './compose-adapters.ts';
 import { type RegistryOptions, sharedAdapters } from './shared-adapters.ts';
 
-/** What `$connect` asks of the registry: a registration's port (its group, entry, address claim). */
-export type ConnectStore = RegisterWorkloadStore;
-
 /**
  * The registry as `$connect` uses it: the entry lifecycle, the address claims, and the sweep
  * index that deletes a holder an address claim replaced (with its history and counters); none
@@ -20,11 +17,11 @@ export function connectStore(
   client: DynamoDBDocumentClient,
   tableName: string,
   options: RegistryOptions = {},
-): ConnectStore {
+): RegisterWorkloadStore {
   const { table, history, counters } = sharedAdapters(client, tableName, options);
   return composeAdapters(
     new DynamoDbEntryLifecycle(table, counters, new DynamoDbConnectionRecords(table)),
     new DynamoDbAddressClaims(client, tableName),
     new DynamoDbSweepIndex(table, counters, history),
-  ) satisfies ConnectStore;
+  ) satisfies RegisterWorkloadStore;
 }

@@ -3,13 +3,14 @@ import { loadTrustedCertificates } from '../auth/instance-identity-document.ts';
 import { type Config, ConfigError, ENV } from '../config.ts';
 import type { Dependencies } from '../function-dependencies.ts';
 import { NamespaceLimits } from '../registration/namespace-limits.ts';
+import type { RegisterWorkloadStore } from '../registration/register-workload.ts';
 import { DynamoDbConnectRate } from '../store/dynamodb-connect-rate.ts';
 import { DynamoDbNamespaceSettings } from '../store/dynamodb-namespace-settings.ts';
 import { DynamoDbNamespaceUsage } from '../store/dynamodb-namespace-usage.ts';
 import { DynamoDbPolicyStore } from '../store/dynamodb-policy-store.ts';
 import { RegistryTable } from '../store/dynamodb-table.ts';
 import { DynamoDbTerminatedInstances } from '../store/dynamodb-terminated-instances.ts';
-import { type ConnectStore, connectStore } from './connect-store.ts';
+import { connectStore } from './connect-store.ts';
 import { reportHistoryLost } from './history-lost.ts';
 import { now, tableWiring } from './table.ts';
 
@@ -25,7 +26,7 @@ export type ConnectDependencies = Pick<
   | 'now'
 > & {
   /** Only what a connect calls (lib/wiring/connect-store.ts). */
-  store: ConnectStore;
+  store: RegisterWorkloadStore;
 };
 
 export function connectDependencies(
