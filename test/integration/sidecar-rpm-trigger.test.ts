@@ -159,6 +159,8 @@ describe.runIf(CAN_RUN || process.env.CI === 'true')(
           expect(istio.started).toBe(true);
           expect(plantedLineRan(root)).toBe(false);
         },
+        // Two rpm transactions in a chroot: past the default 30 s with the other core busy.
+        90_000,
       );
     });
   },
