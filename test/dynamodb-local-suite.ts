@@ -23,7 +23,7 @@ if (!javaPresent) {
   process.exit(0);
 }
 
-const server = await startDynamoDbLocal();
+const server = await startDynamoDbLocal({ lightJvm: true });
 console.log(`DynamoDB Local suite: ${server.endpoint}`);
 const asked = process.argv.slice(2);
 const files =
