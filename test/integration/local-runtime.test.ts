@@ -47,7 +47,7 @@ let stopShared: (() => Promise<void>) | undefined;
 beforeAll(async () => {
   sharedEndpoint = process.env.REGISTRAR_TEST_DYNAMODB_ENDPOINT;
   if (!sharedEndpoint && testBackend() === 'dynamodb-local') {
-    const server = await startDynamoDbLocal({ lightJvm: true });
+    const server = await startDynamoDbLocal();
     sharedEndpoint = server.endpoint;
     stopShared = () => server.close();
   }
