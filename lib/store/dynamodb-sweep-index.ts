@@ -87,11 +87,8 @@ export class DynamoDbSweepIndex implements SweepIndexStore {
    * newest `sweepAt` (one item from each end) come first. The windows span 1.5 x the maximum
    * connection age in liveness intervals (36 at the defaults, up to 360), and a fleet's
    * connects span at most the maximum age, often far less: an idle local runtime with a 1 s
-   * sweep sent 720 Queries a second for an empty table. Only a connect whose write lands more
-   * than a liveness interval after its `connectedAt` can fall in a window, and one that lands
-   * after the bounds were read is missed as one landing after its window's query always was:
-   * its check comes one interval later (the next window it is due in). A reconnect moves an
-   * entry out of every window; a shard's ends that cannot be read make every window be read.
+   * sweep sent 720 Queries a second for an empty table. A connect written after the bounds
+   * were read is as late as one written after its window's query: the next run finds it.
    */
   async *connectedIn(
     windows: readonly LivenessWindow[],
