@@ -187,10 +187,25 @@ export class DynamoDbSweepIndex implements SweepIndexStore {
   async #connectedSpan(
     shard: number,
   ): Promise<{ oldest: EpochMillis; newest: EpochMillis } | undefined> {
-    const [oldest, newest] = await Promise.all([
-      this.#connectEnd(shard, 'oldest'),
-      this.#connectEnd(shard, 'newest'),
-    ]);
+    const end = async (forward: boolean) => {
+      const items = queryItems(
+        this.#table.client,
+        {
+          TableName: this.#table.name,
+          IndexName: SWEEP_INDEX.name,
+          KeyConditionExpression: 'sweepState = :state',
+          ExpressionAttributeValues: { ':state': sweepState('C', shard) },
+          ScanIndexForward: forward,
+          ProjectionExpression: 'sweepAt',
+        },
+        1,
+      );
+      for await (const item of items) {
+        if (typeof item.sweepAt === 'number') return item.sweepAt;
+      }
+      return undefined;
+    };
+    const [oldest, newest] = await Promise.all([end(true), end(false)]);
     return oldest === undefined || newest === undefined ? undefined : { oldest, newest };
   }
 
@@ -198,30 +213,25 @@ export class DynamoDbSweepIndex implements SweepIndexStore {
   async newestConnectAt(): Promise<EpochMillis | undefined> {
     let newest: EpochMillis | undefined;
     for (let shard = 0; shard < SWEEP_SHARDS; shard++) {
-      const at = await this.#connectEnd(shard, 'newest');
-      if (at !== undefined && (newest === undefined || at > newest)) newest = at;
+      const items = queryItems(
+        this.#table.client,
+        {
+          TableName: this.#table.name,
+          IndexName: SWEEP_INDEX.name,
+          KeyConditionExpression: 'sweepState = :state',
+          ExpressionAttributeValues: { ':state': sweepState('C', shard) },
+          ScanIndexForward: false,
+          ProjectionExpression: 'sweepAt',
+        },
+        1,
+      );
+      for await (const item of items) {
+        if (typeof item.sweepAt === 'number' && (newest === undefined || item.sweepAt > newest)) {
+          newest = item.sweepAt;
+        }
+      }
     }
     return newest;
-  }
-
-  /** The `sweepAt` at one end of a connected shard: one one-item Query; undefined if empty. */
-  async #connectEnd(shard: number, end: 'oldest' | 'newest'): Promise<EpochMillis | undefined> {
-    const items = queryItems(
-      this.#table.client,
-      {
-        TableName: this.#table.name,
-        IndexName: SWEEP_INDEX.name,
-        KeyConditionExpression: 'sweepState = :state',
-        ExpressionAttributeValues: { ':state': sweepState('C', shard) },
-        ScanIndexForward: end === 'oldest',
-        ProjectionExpression: 'sweepAt',
-      },
-      1,
-    );
-    for await (const item of items) {
-      if (typeof item.sweepAt === 'number') return item.sweepAt;
-    }
-    return undefined;
   }
 }
 
