@@ -82,21 +82,31 @@ export class DynamoDbSweepIndex implements SweepIndexStore {
    * due-time order (newest connect + the window's `dueAfterMs`): one query stream per window
    * and shard, merged, each read a page at a time. A run that stops early has then checked
    * exactly the entries due before some time, and the next run starts there.
-   *
-   * A shard is queried only in the windows that overlap the connects it holds: its oldest and
-   * newest `sweepAt` (one item from each end) come first. The windows span 1.5 x the maximum
-   * connection age in liveness intervals (36 at the defaults, up to 360), and a fleet's
-   * connects span at most the maximum age, often far less: an idle local runtime with a 1 s
-   * sweep sent 720 Queries a second for an empty table. A connect written after the bounds
-   * were read is as late as one written after its window's query: the next run finds it.
    */
   async *connectedIn(
     windows: readonly LivenessWindow[],
     limit: number,
     onReadFailure?: (error: unknown) => void,
   ): AsyncIterable<EntryRecord> {
-    const streams = Array.from({ length: SWEEP_SHARDS }, (_, shard) =>
-      this.#connectedInShard(windows, shard, onReadFailure),
+    const streams = windows.flatMap((window) =>
+      Array.from({ length: SWEEP_SHARDS }, (_, shard) => {
+        const dueAfterMs = window.dueAfterMs ?? 0;
+        const items = isolated(
+          queryItems(this.#table.client, {
+            TableName: this.#table.name,
+            IndexName: SWEEP_INDEX.name,
+            // BETWEEN is inclusive; the windows are half-open [from, to).
+            KeyConditionExpression: 'sweepState = :state AND sweepAt BETWEEN :from AND :to',
+            ExpressionAttributeValues: {
+              ':state': sweepState('C', shard),
+              ':from': window.from,
+              ':to': window.to - 1,
+            },
+          }),
+          onReadFailure,
+        );
+        return withDueTime(items, dueAfterMs);
+      }),
     );
     let remaining = limit;
     for await (const { item } of mergeOrdered(streams, (entry) => entry.dueAt)) {
@@ -145,68 +155,6 @@ export class DynamoDbSweepIndex implements SweepIndexStore {
       deletedEvent(deletion?.at ?? Date.now(), cause, deletion?.note),
     );
     return 'deleted';
-  }
-
-  /** `connectedIn`'s stream of one shard, its windows merged in due-time order. */
-  async *#connectedInShard(
-    windows: readonly LivenessWindow[],
-    shard: number,
-    onReadFailure?: (error: unknown) => void,
-  ): AsyncIterable<{ item: Item; dueAt: EpochMillis }> {
-    if (windows.length === 0) return;
-    // Without the bounds (a failed read) every window is read, as before they were known.
-    const span = await this.#connectedSpan(shard).catch(() => 'unknown' as const);
-    if (span === undefined) return;
-    const overlapping =
-      span === 'unknown'
-        ? windows
-        : windows.filter((window) => window.to > span.oldest && window.from <= span.newest);
-    const streams = overlapping.map((window) =>
-      withDueTime(
-        isolated(
-          queryItems(this.#table.client, {
-            TableName: this.#table.name,
-            IndexName: SWEEP_INDEX.name,
-            // BETWEEN is inclusive; the windows are half-open [from, to).
-            KeyConditionExpression: 'sweepState = :state AND sweepAt BETWEEN :from AND :to',
-            ExpressionAttributeValues: {
-              ':state': sweepState('C', shard),
-              ':from': window.from,
-              ':to': window.to - 1,
-            },
-          }),
-          onReadFailure,
-        ),
-        window.dueAfterMs ?? 0,
-      ),
-    );
-    yield* mergeOrdered(streams, (entry) => entry.dueAt);
-  }
-
-  /** The oldest and newest connect a shard holds (undefined: none): two one-item Queries. */
-  async #connectedSpan(
-    shard: number,
-  ): Promise<{ oldest: EpochMillis; newest: EpochMillis } | undefined> {
-    const end = async (forward: boolean) => {
-      const items = queryItems(
-        this.#table.client,
-        {
-          TableName: this.#table.name,
-          IndexName: SWEEP_INDEX.name,
-          KeyConditionExpression: 'sweepState = :state',
-          ExpressionAttributeValues: { ':state': sweepState('C', shard) },
-          ScanIndexForward: forward,
-          ProjectionExpression: 'sweepAt',
-        },
-        1,
-      );
-      for await (const item of items) {
-        if (typeof item.sweepAt === 'number') return item.sweepAt;
-      }
-      return undefined;
-    };
-    const [oldest, newest] = await Promise.all([end(true), end(false)]);
-    return oldest === undefined || newest === undefined ? undefined : { oldest, newest };
   }
 
   /** One item from the newest end of each connected shard: O(shards), never O(entries). */
