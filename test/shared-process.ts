@@ -40,7 +40,8 @@ const OWN_PROCESS_REASONS: readonly { pattern: RegExp; reason: string }[] = [
     reason: 'listens on the process',
   },
   {
-    pattern: /\b(heapUsed|getHeapStatistics|memoryUsage|cpuUsage|resourceUsage)\b|\bglobal\.gc\b/,
+    pattern:
+      /\b(heapUsed|getHeapStatistics|memoryUsage|cpuUsage|resourceUsage|queryObjects)\b|\bglobal\.gc\b/,
     reason: "reads the process's heap or CPU",
   },
   { pattern: new RegExp(OWN_PROCESS_MARKER), reason: `says '${OWN_PROCESS_MARKER}'` },
