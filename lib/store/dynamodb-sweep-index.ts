@@ -82,31 +82,24 @@ export class DynamoDbSweepIndex implements SweepIndexStore {
    * due-time order (newest connect + the window's `dueAfterMs`): one query stream per window
    * and shard, merged, each read a page at a time. A run that stops early has then checked
    * exactly the entries due before some time, and the next run starts there.
+   *
+   * A shard is queried only in the windows that overlap the connects it holds: its oldest and
+   * newest `sweepAt` (one item from each end) come first. The windows span 1.5 x the maximum
+   * connection age in liveness intervals (36 at the defaults, up to 360), and a fleet's
+   * connects span at most the maximum age, often far less: an idle local runtime with a 1 s
+   * sweep sent 720 Queries a second for an empty table. Only a connect whose write lands more
+   * than a liveness interval after its `connectedAt` can fall in a window, and one that lands
+   * after the bounds were read is missed as one landing after its window's query always was:
+   * its check comes one interval later (the next window it is due in). A reconnect moves an
+   * entry out of every window; a shard's ends that cannot be read make every window be read.
    */
   async *connectedIn(
     windows: readonly LivenessWindow[],
     limit: number,
     onReadFailure?: (error: unknown) => void,
   ): AsyncIterable<EntryRecord> {
-    const streams = windows.flatMap((window) =>
-      Array.from({ length: SWEEP_SHARDS }, (_, shard) => {
-        const dueAfterMs = window.dueAfterMs ?? 0;
-        const items = isolated(
-          queryItems(this.#table.client, {
-            TableName: this.#table.name,
-            IndexName: SWEEP_INDEX.name,
-            // BETWEEN is inclusive; the windows are half-open [from, to).
-            KeyConditionExpression: 'sweepState = :state AND sweepAt BETWEEN :from AND :to',
-            ExpressionAttributeValues: {
-              ':state': sweepState('C', shard),
-              ':from': window.from,
-              ':to': window.to - 1,
-            },
-          }),
-          onReadFailure,
-        );
-        return withDueTime(items, dueAfterMs);
-      }),
+    const streams = Array.from({ length: SWEEP_SHARDS }, (_, shard) =>
+      this.#connectedInShard(windows, shard, onReadFailure),
     );
     let remaining = limit;
     for await (const { item } of mergeOrdered(streams, (entry) => entry.dueAt)) {
@@ -157,29 +150,81 @@ export class DynamoDbSweepIndex implements SweepIndexStore {
     return 'deleted';
   }
 
+  /** `connectedIn`'s stream of one shard, its windows merged in due-time order. */
+  async *#connectedInShard(
+    windows: readonly LivenessWindow[],
+    shard: number,
+    onReadFailure?: (error: unknown) => void,
+  ): AsyncIterable<{ item: Item; dueAt: EpochMillis }> {
+    if (windows.length === 0) return;
+    // Without the bounds (a failed read) every window is read, as before they were known.
+    const span = await this.#connectedSpan(shard).catch(() => 'unknown' as const);
+    if (span === undefined) return;
+    const overlapping =
+      span === 'unknown'
+        ? windows
+        : windows.filter((window) => window.to > span.oldest && window.from <= span.newest);
+    const streams = overlapping.map((window) =>
+      withDueTime(
+        isolated(
+          queryItems(this.#table.client, {
+            TableName: this.#table.name,
+            IndexName: SWEEP_INDEX.name,
+            // BETWEEN is inclusive; the windows are half-open [from, to).
+            KeyConditionExpression: 'sweepState = :state AND sweepAt BETWEEN :from AND :to',
+            ExpressionAttributeValues: {
+              ':state': sweepState('C', shard),
+              ':from': window.from,
+              ':to': window.to - 1,
+            },
+          }),
+          onReadFailure,
+        ),
+        window.dueAfterMs ?? 0,
+      ),
+    );
+    yield* mergeOrdered(streams, (entry) => entry.dueAt);
+  }
+
+  /** The oldest and newest connect a shard holds (undefined: none): two one-item Queries. */
+  async #connectedSpan(
+    shard: number,
+  ): Promise<{ oldest: EpochMillis; newest: EpochMillis } | undefined> {
+    const [oldest, newest] = await Promise.all([
+      this.#connectEnd(shard, 'oldest'),
+      this.#connectEnd(shard, 'newest'),
+    ]);
+    return oldest === undefined || newest === undefined ? undefined : { oldest, newest };
+  }
+
   /** One item from the newest end of each connected shard: O(shards), never O(entries). */
   async newestConnectAt(): Promise<EpochMillis | undefined> {
     let newest: EpochMillis | undefined;
     for (let shard = 0; shard < SWEEP_SHARDS; shard++) {
-      const items = queryItems(
-        this.#table.client,
-        {
-          TableName: this.#table.name,
-          IndexName: SWEEP_INDEX.name,
-          KeyConditionExpression: 'sweepState = :state',
-          ExpressionAttributeValues: { ':state': sweepState('C', shard) },
-          ScanIndexForward: false,
-          ProjectionExpression: 'sweepAt',
-        },
-        1,
-      );
-      for await (const item of items) {
-        if (typeof item.sweepAt === 'number' && (newest === undefined || item.sweepAt > newest)) {
-          newest = item.sweepAt;
-        }
-      }
+      const at = await this.#connectEnd(shard, 'newest');
+      if (at !== undefined && (newest === undefined || at > newest)) newest = at;
     }
     return newest;
+  }
+
+  /** The `sweepAt` at one end of a connected shard: one one-item Query; undefined if empty. */
+  async #connectEnd(shard: number, end: 'oldest' | 'newest'): Promise<EpochMillis | undefined> {
+    const items = queryItems(
+      this.#table.client,
+      {
+        TableName: this.#table.name,
+        IndexName: SWEEP_INDEX.name,
+        KeyConditionExpression: 'sweepState = :state',
+        ExpressionAttributeValues: { ':state': sweepState('C', shard) },
+        ScanIndexForward: end === 'oldest',
+        ProjectionExpression: 'sweepAt',
+      },
+      1,
+    );
+    for await (const item of items) {
+      if (typeof item.sweepAt === 'number') return item.sweepAt;
+    }
+    return undefined;
   }
 }
 

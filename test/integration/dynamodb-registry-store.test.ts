@@ -5,11 +5,12 @@ import { type EntryRecord, renderWorkloadEntry } from '../../lib/domain/entry-re
 import { ISTIO_API_VERSION, type WorkloadEntry } from '../../lib/domain/model.ts';
 import type { RegistrarStore } from '../../lib/registrar-store.ts';
 import type { ConnectChange } from '../../lib/registration/entry-lifecycle-store.ts';
-import { entryKey, sweepShard } from '../../lib/store/item-codec.ts';
+import { createDocumentClient } from '../../lib/store/dynamodb-client.ts';
+import { entryKey, sweepShard, sweepState } from '../../lib/store/item-codec.ts';
 import { countRequests, type RequestCounter } from '../../lib/store/request-counter.ts';
-import { zoneShardOf } from '../../lib/store/table-definition.ts';
+import { SWEEP_SHARDS, zoneShardOf } from '../../lib/store/table-definition.ts';
 import { composeRegistry } from '../../lib/wiring/registry.ts';
-import { startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
+import { freshRegistry, startTestDynamo, type TestDynamo } from '../fixtures/dynamo.ts';
 
 const NS = 'shop';
 const T0 = Date.UTC(2025, 0, 1, 12, 0, 0);
@@ -867,7 +868,132 @@ describe('sweep index', () => {
     }
 
     expect(names.sort()).toEqual(['live-from', 'live-inside']);
-    expect(counter.counts()).toEqual({ Query: 4 });
+    // Each shard's two ends (its oldest and newest connect), then the window only in the
+    // shards whose connects reach into it: those of live-from and live-inside. A shard that
+    // holds only live-before (ends before the window) or live-to (at its open end) is not read.
+    const requests = counter.requests();
+    const windowReads = requests.filter((r) =>
+      String(r.input.KeyConditionExpression).includes('BETWEEN'),
+    );
+    expect(requests.map((r) => r.command)).toEqual(requests.map(() => 'Query'));
+    expect(requests.length - windowReads.length).toBe(2 * SWEEP_SHARDS);
+    const statesRead = windowReads.map(
+      (r) => (r.input.ExpressionAttributeValues as Record<string, unknown>)[':state'],
+    );
+    const inWindow = ['live-from', 'live-inside'].map((name) => sweepShard(ref(name)));
+    expect(new Set(statesRead)).toEqual(new Set(inWindow.map((shard) => sweepState('C', shard))));
+    expect(statesRead).toHaveLength(new Set(statesRead).size);
+  });
+
+  it('reads every liveness window of a shard whose ends it could not read', async () => {
+    const base = T0 + 30_000_000;
+    await sweepStore.connect(connectChange('ends-unread', 'u1', base + 10));
+    // A client whose reads of a shard's ends fail (the two one-item Queries), as a throttled
+    // or failing store would: the windows are then read as if every shard held connects.
+    const failing = createDocumentClient({ region: 'us-east-1', endpoint: own.endpoint });
+    let endReadsRefused = 0;
+    failing.middlewareStack.add(
+      (next) => async (args) => {
+        const input = args.input as { KeyConditionExpression?: string };
+        if (input.KeyConditionExpression === 'sweepState = :state') {
+          endReadsRefused += 1;
+          throw new Error('injected: the shard ends cannot be read');
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'refuseShardEnds' },
+    );
+    const store = composeRegistry(failing, own.tableName);
+    const failures: unknown[] = [];
+    const found: string[] = [];
+    try {
+      const windows = [{ from: base, to: base + 1000 }];
+      for await (const record of store.connectedIn(windows, 100, (e) => failures.push(e))) {
+        found.push(record.entry.metadata.name);
+      }
+    } finally {
+      failing.destroy();
+    }
+
+    expect(found).toEqual(['ends-unread']);
+    expect(endReadsRefused).toBe(2 * SWEEP_SHARDS);
+    // Nothing was lost, so the run has no failure to record.
+    expect(failures).toEqual([]);
+  });
+
+  it("lets one namespace's connects cost at most the windows read before, and hide nothing of another", async () => {
+    // A table of its own: no other test's connect widens a shard's ends.
+    const fresh = await freshRegistry(own.endpoint, 'tenants');
+    const tenantStore = fresh.store;
+    const tenantCounter = countRequests(fresh.client);
+    const base = T0;
+    const windows = Array.from({ length: 10 }, (_, i) => ({
+      from: base - (i + 1) * 1000,
+      to: base - i * 1000,
+      dueAfterMs: (i + 1) * 1000,
+    }));
+    // Namespace `evil` holds a shard's two ends at the oldest and newest window (two VMs it
+    // chose the names of), so that shard is read in every window.
+    const inEvil = (name: string, id: string, at: number): ConnectChange => {
+      const change = connectChange(name, id, at);
+      return {
+        ...change,
+        entry: { ...change.entry, metadata: { ...change.entry.metadata, namespace: 'evil' } },
+        identity: { ...change.identity, namespace: 'evil' },
+      };
+    };
+    const shop = 'shop-victim';
+    const evilShard = (sweepShard(ref(shop)) + 1) % SWEEP_SHARDS;
+    const names = Array.from({ length: 64 }, (_, i) => `evil-${i}`).filter(
+      (name) => sweepShard({ namespace: 'evil', name }) === evilShard,
+    );
+    expect(names.length).toBeGreaterThanOrEqual(2);
+    await tenantStore.connect(inEvil(names[0] as string, 'x1', base - 9_900));
+    await tenantStore.connect(inEvil(names[1] as string, 'x2', base - 100));
+    await tenantStore.connect(connectChange(shop, 'v1', base - 5_500));
+    tenantCounter.reset();
+
+    const found: string[] = [];
+    try {
+      for await (const record of tenantStore.connectedIn(windows, 100)) {
+        found.push(`${record.entry.metadata.namespace}/${record.entry.metadata.name}`);
+      }
+    } finally {
+      fresh.raw.destroy();
+    }
+
+    expect(found.sort()).toEqual([`evil/${names[0]}`, `evil/${names[1]}`, `${NS}/${shop}`].sort());
+    const windowReads = tenantCounter
+      .requests()
+      .filter((r) => String(r.input.KeyConditionExpression).includes('BETWEEN'))
+      .map((r) => (r.input.ExpressionAttributeValues as Record<string, unknown>)[':state']);
+    // evil's shard: every window, as before the ends were read; shop's: only the window its VM
+    // is in; the shards holding neither: none. Never more than windows x shards.
+    expect(windowReads.filter((state) => state === sweepState('C', evilShard))).toHaveLength(10);
+    expect(
+      windowReads.filter((state) => state === sweepState('C', sweepShard(ref(shop)))),
+    ).toHaveLength(1);
+    expect(windowReads.length).toBe(11);
+  });
+
+  it('reads no liveness window of a shard whose connects are all outside it', async () => {
+    // Newer than every connect the tests before wrote: all of them, and 'early', are older.
+    const base = T0 + 40_000_000;
+    await sweepStore.connect(connectChange('early', 'e1', base - 60_000));
+    counter.reset();
+
+    const found: string[] = [];
+    const windows = [
+      { from: base, to: base + 1000, dueAfterMs: 1000 },
+      { from: base - 1000, to: base, dueAfterMs: 2000 },
+    ];
+    for await (const record of sweepStore.connectedIn(windows, 100)) {
+      found.push(record.entry.metadata.name);
+    }
+
+    expect(found).toEqual([]);
+    // The ends of every shard, and nothing else: no connect lies in either window.
+    expect(counter.counts()).toEqual({ Query: 2 * SWEEP_SHARDS });
   });
 
   it('loses a conditional delete to a reconnect that landed after the read', async () => {
