@@ -13,7 +13,11 @@ import { afterAll, beforeAll, expect } from 'vitest';
  *
  * A close in flight (a server's last sockets, a child's exit) may take a few turns of the event
  * loop after a hook resolves: the check waits up to SETTLE_MS for the count to come back.
- * Timers are not counted: vitest's own come and go with its calls to the main process.
+ * One-shot timers are not counted: vitest's own come and go with its calls to the main process,
+ * and one a file left ends by itself. A repeating one does not: every `setInterval` (the
+ * global's) is entered in a ledger with the file that set it, and one still live and ref'd
+ * when the next file begins was left by its file (`Interval +n`). (One set through
+ * `node:timers` directly escapes the ledger.)
  *
  * `REGISTRAR_TEST_LEFTOVERS=<file>` reports instead of failing: one JSON line per file that left
  * something, to find them all in one run.
@@ -39,11 +43,80 @@ export function leftOver(before: Map<string, number>, now: Map<string, number>):
     .sort();
 }
 
+/**
+ * The live repeating timers of a fork, each with the file that set it (undefined: set between
+ * two files, at the next one's import, so the next file's).
+ */
+export interface IntervalLedger {
+  live: Map<NodeJS.Timeout, string | undefined>;
+  file: string | undefined;
+}
+
+/**
+ * Enters every `setInterval` of `timers` (the global object, or a stand-in in a test) in a new
+ * ledger, and takes it out when `clearInterval` or `clearTimeout` clears it.
+ */
+export function keepIntervalLedger(
+  timers: Pick<typeof globalThis, 'setInterval' | 'clearInterval' | 'clearTimeout'>,
+): IntervalLedger {
+  const ledger: IntervalLedger = { live: new Map(), file: undefined };
+  const { setInterval: set, clearInterval: clear, clearTimeout: clearOnce } = timers;
+  const forget = (timer: unknown) => {
+    if (typeof timer === 'object' && timer !== null) {
+      ledger.live.delete(timer as NodeJS.Timeout);
+      return;
+    }
+    // Cleared by its primitive id: the live timer that has it.
+    for (const live of ledger.live.keys()) {
+      if (timer !== undefined && String(live[Symbol.toPrimitive]()) === String(timer)) {
+        ledger.live.delete(live);
+      }
+    }
+  };
+  timers.setInterval = ((...args: Parameters<typeof setInterval>) => {
+    const timer = set(...args);
+    ledger.live.set(timer, ledger.file);
+    return timer;
+  }) as typeof setInterval;
+  timers.clearInterval = ((timer?: Parameters<typeof clearInterval>[0]) => {
+    forget(timer);
+    clear(timer);
+  }) as typeof clearInterval;
+  timers.clearTimeout = ((timer?: Parameters<typeof clearTimeout>[0]) => {
+    forget(timer);
+    clearOnce(timer);
+  }) as typeof clearTimeout;
+  return ledger;
+}
+
+/** The files whose repeating timers are still live and ref'd, as `Interval +n` each. */
+export function intervalsLeft(ledger: IntervalLedger, current: string): Map<string, string> {
+  const counts = new Map<string, number>();
+  for (const [timer, file] of ledger.live) {
+    if (file === undefined) ledger.live.set(timer, current);
+    else if (file !== current && timer.hasRef()) counts.set(file, (counts.get(file) ?? 0) + 1);
+  }
+  return new Map([...counts].map(([file, count]) => [file, `Interval +${count}`]));
+}
+
 /** What the fork held when its first file began, and the file that ran last: kept across files. */
-const fork = globalThis as { registrarForkIdle?: Map<string, number>; registrarForkLast?: string };
+const fork = globalThis as {
+  registrarForkIdle?: Map<string, number>;
+  registrarForkLast?: string;
+  registrarForkIntervals?: IntervalLedger;
+};
 const thisFile = () => relative(process.cwd(), expect.getState().testPath ?? 'unknown');
+fork.registrarForkIntervals ??= keepIntervalLedger(globalThis);
+const intervals = fork.registrarForkIntervals;
 
 beforeAll(async () => {
+  intervals.file = thisFile();
+  // A repeating timer is cleared at once or never: no settling.
+  for (const [culprit, left] of intervalsLeft(intervals, thisFile())) {
+    // Blamed once: forgotten, as the other kinds are measured from here on.
+    for (const [timer, file] of intervals.live) if (file === culprit) intervals.live.delete(timer);
+    blame(culprit, [left]);
+  }
   const idle = fork.registrarForkIdle;
   if (idle === undefined) {
     fork.registrarForkIdle = activeResources();
@@ -58,7 +131,16 @@ beforeAll(async () => {
   if (left.length === 0) return;
   // Blamed once: the files after it are measured from here on.
   fork.registrarForkIdle = activeResources();
-  const culprit = fork.registrarForkLast ?? 'the file before';
+  blame(fork.registrarForkLast ?? 'the file before', left);
+});
+
+afterAll(() => {
+  fork.registrarForkLast = thisFile();
+  // What is set from here until the next file's hooks, its imports set.
+  intervals.file = undefined;
+});
+
+function blame(culprit: string, left: string[]): void {
   if (report) {
     appendFileSync(report, `${JSON.stringify({ file: culprit, left, next: thisFile() })}\n`);
     return;
@@ -66,8 +148,4 @@ beforeAll(async () => {
   throw new Error(
     `${culprit} left ${left.join(', ')} running in its shared fork (found as ${thisFile()} began): stop what a file starts in its own hooks (docs/contributing.md, "Tests")`,
   );
-});
-
-afterAll(() => {
-  fork.registrarForkLast = thisFile();
-});
+}

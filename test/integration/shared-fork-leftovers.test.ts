@@ -5,7 +5,12 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import { runProgram } from '../fixtures/run-program.ts';
-import { activeResources, leftOver } from '../shared-fork-leftovers.ts';
+import {
+  activeResources,
+  intervalsLeft,
+  keepIntervalLedger,
+  leftOver,
+} from '../shared-fork-leftovers.ts';
 
 const REPO = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const work = mkdtempSync(join(tmpdir(), 'shared-fork-leftovers-'));
@@ -65,6 +70,72 @@ describe('a file that leaves something running in a shared fork', () => {
       /a-first\.test\.js left TCPServerWrap \+1 running in its shared fork \(found as b-next\.test\.js began\)/,
     );
   }, 60_000);
+
+  it('fails the run for a repeating timer it never cleared, naming that file', async () => {
+    const { code, output } = await runPair(
+      "it('sets an interval and never clears it', () => {\n" +
+        '  setInterval(() => {}, 60_000);\n' +
+        '});\n',
+    );
+    expect(code, output).toBe(1);
+    expect(output).toMatch(
+      /a-first\.test\.js left Interval \+1 running in its shared fork \(found as b-next\.test\.js began\)/,
+    );
+  }, 60_000);
+
+  it('lets a file through that clears its repeating timer in its own hook', async () => {
+    const { code, output } = await runPair(
+      'let timer;\nbeforeAll(() => { timer = setInterval(() => {}, 60_000); });\n' +
+        'afterAll(() => clearInterval(timer));\n' +
+        "it('ticks', () => expect(timer).toBeDefined());\n",
+    );
+    expect(code, output).toBe(0);
+  }, 60_000);
+});
+
+describe('the ledger of repeating timers', () => {
+  // A stand-in for the global timer functions: the real ones, on an object of its own, so
+  // this file's own timers stay out of the ledger under test.
+  const ledgerOn = () => {
+    const timers = { setInterval, clearInterval, clearTimeout };
+    return { timers, ledger: keepIntervalLedger(timers) };
+  };
+
+  it('names the file that set a live one, and forgets one cleared either way or by its id', () => {
+    const { timers, ledger } = ledgerOn();
+    ledger.file = 'a.test.ts';
+    const kept = timers.setInterval(() => {}, 60_000);
+    const byInterval = timers.setInterval(() => {}, 60_000);
+    const byTimeout = timers.setInterval(() => {}, 60_000);
+    const byId = timers.setInterval(() => {}, 60_000);
+    try {
+      timers.clearInterval(byInterval);
+      timers.clearTimeout(byTimeout);
+      timers.clearInterval(byId[Symbol.toPrimitive]());
+      expect(intervalsLeft(ledger, 'b.test.ts')).toEqual(new Map([['a.test.ts', 'Interval +1']]));
+      // Its own file is not blamed for it while it runs.
+      expect(intervalsLeft(ledger, 'a.test.ts')).toEqual(new Map());
+    } finally {
+      timers.clearInterval(kept);
+    }
+    expect(intervalsLeft(ledger, 'b.test.ts')).toEqual(new Map());
+  });
+
+  it("leaves out an unref'd one, and gives one set between two files to the next", () => {
+    const { timers, ledger } = ledgerOn();
+    ledger.file = 'a.test.ts';
+    const unrefd = timers.setInterval(() => {}, 60_000).unref();
+    ledger.file = undefined;
+    const atImport = timers.setInterval(() => {}, 60_000);
+    try {
+      expect(intervalsLeft(ledger, 'b.test.ts')).toEqual(new Map());
+      expect(ledger.live.get(atImport)).toBe('b.test.ts');
+      expect(intervalsLeft(ledger, 'c.test.ts')).toEqual(new Map([['b.test.ts', 'Interval +1']]));
+    } finally {
+      timers.clearInterval(unrefd);
+      timers.clearInterval(atImport);
+    }
+  });
 });
 
 describe('what the check counts', () => {
@@ -85,7 +156,7 @@ describe('what the check counts', () => {
     });
   });
 
-  it('leaves timers out: vitest keeps its own', () => {
+  it('leaves one-shot timers out: vitest keeps its own', () => {
     const before = activeResources();
     const timer = setTimeout(() => {}, 60_000);
     try {
