@@ -58,28 +58,29 @@ async function runPair(first: string): Promise<{ code: number | null; output: st
 }
 
 describe('a file that leaves something running in a shared fork', () => {
+  /** Runs `first` before a clean file: the run fails, blaming `first` for `left`. */
+  async function expectBlamed(first: string, left: string): Promise<void> {
+    const { code, output } = await runPair(first);
+    expect(code, output).toBe(1);
+    expect(output).toContain(
+      `a-first.test.js left ${left} running in its shared fork (found as b-next.test.js began)`,
+    );
+  }
+
   it('fails the run, naming that file and what it left', async () => {
-    const { code, output } = await runPair(
+    await expectBlamed(
       "it('listens and never closes', async () => {\n" +
         "  const { createServer } = await import('node:net');\n" +
         '  await new Promise((listening) => createServer().listen(0, listening));\n' +
         '});\n',
-    );
-    expect(code, output).toBe(1);
-    expect(output).toMatch(
-      /a-first\.test\.js left TCPServerWrap \+1 running in its shared fork \(found as b-next\.test\.js began\)/,
+      'TCPServerWrap +1',
     );
   }, 60_000);
 
   it('fails the run for a repeating timer it never cleared, naming that file', async () => {
-    const { code, output } = await runPair(
-      "it('sets an interval and never clears it', () => {\n" +
-        '  setInterval(() => {}, 60_000);\n' +
-        '});\n',
-    );
-    expect(code, output).toBe(1);
-    expect(output).toMatch(
-      /a-first\.test\.js left Interval \+1 running in its shared fork \(found as b-next\.test\.js began\)/,
+    await expectBlamed(
+      "it('sets an interval and never clears it', () => { setInterval(() => {}, 60_000); });\n",
+      'Interval +1',
     );
   }, 60_000);
 
