@@ -131,19 +131,25 @@ describe('registrar get --watch, as a process', () => {
     child.stdout.destroy();
     // Changes until one is written into the closed pipe.
     let round = 0;
+    const applying: Promise<unknown>[] = [];
     const changing = setInterval(() => {
-      void bed.registry.applyEntry({
-        apiVersion: 'networking.istio.io/v1',
-        kind: 'WorkloadEntry',
-        metadata: { name: 'piped', namespace: 'shop', labels: { round: String(++round) } },
-        spec: { address: '10.0.8.1' },
-      });
+      applying.push(
+        bed.registry.applyEntry({
+          apiVersion: 'networking.istio.io/v1',
+          kind: 'WorkloadEntry',
+          metadata: { name: 'piped', namespace: 'shop', labels: { round: String(++round) } },
+          spec: { address: '10.0.8.1' },
+        }),
+      );
     }, 200);
     try {
       expect(await exited).toBe(141);
     } finally {
       clearInterval(changing);
       child.kill();
+      // An apply still in flight would write the entry again after its delete, into the next
+      // test's list (it did once, with a core busy beside the run).
+      await Promise.allSettled(applying);
     }
     expect(stderr).toBe('');
     await bed.registry.deleteEntry({ namespace: 'shop', name: 'piped' });
