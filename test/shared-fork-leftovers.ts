@@ -89,7 +89,10 @@ export function keepIntervalLedger(
   return ledger;
 }
 
-/** The files whose repeating timers are still live and ref'd, as `Interval +n` each. */
+/**
+ * The files whose repeating timers are still live and ref'd, as `Interval +n` each. Gives the
+ * timers set between two files (owner undefined) to `current` first, as it begins.
+ */
 export function intervalsLeft(ledger: IntervalLedger, current: string): Map<string, string> {
   const counts = new Map<string, number>();
   for (const [timer, file] of ledger.live) {
